@@ -1,0 +1,160 @@
+/* abox — public C API.
+ *
+ * One contract, two backends (local now, remote later): a context, sandboxes
+ * made from templates, and processes started inside them with streamed
+ * events. Every handle is opaque. Option structs start with a version field
+ * set by their _INIT macro and only ever grow, so code compiled against an
+ * older header keeps working.
+ *
+ * Ownership: objects returned through `**out` parameters belong to the
+ * caller and are released with the matching _free function. Strings
+ * returned by accessors (abox_sandbox_id, ...) belong to the object and live
+ * as long as it does. Event payloads passed to callbacks are valid only
+ * during the callback. */
+#ifndef ABOX_ABOX_H
+#define ABOX_ABOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <abox/error.h>
+#include <abox/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- context ---------------------------------------------------------- */
+
+typedef struct abox_ctx abox_ctx;
+
+typedef enum abox_log_level {
+	ABOX_LOG_ERROR = 3,
+	ABOX_LOG_WARNING = 4,
+	ABOX_LOG_INFO = 6,
+	ABOX_LOG_DEBUG = 7,
+} abox_log_level;
+
+typedef void (*abox_log_fn)(abox_log_level level, const char *msg, void *userdata);
+
+#define ABOX_CTX_OPTS_VERSION 1
+typedef struct abox_ctx_opts {
+	uint32_t version;
+	const char *state_dir;   /* NULL: $ABOX_ROOT or /var/lib/abox */
+	const char *runtime_dir; /* NULL: $ABOX_RUNTIME_DIR or /run/abox */
+	const char *init_path;   /* NULL: $ABOX_INIT, next to the program, or the install path */
+	abox_log_fn log;         /* optional; the library never prints */
+	void *log_userdata;
+} abox_ctx_opts;
+#define ABOX_CTX_OPTS_INIT { ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL }
+
+/* opts may be NULL for defaults. *out is owned by the caller. */
+ABOX_EXPORT int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err);
+/* Accepts NULL. Sandboxes made from the context must be freed first. */
+ABOX_EXPORT void abox_ctx_free(abox_ctx *ctx);
+
+/* ---- sandboxes -------------------------------------------------------- */
+
+typedef struct abox_sandbox abox_sandbox;
+
+/* The sandbox ends when its handle is freed (or its creator dies): what
+ * `abox run` uses. Long-lived sandboxes come with the state directory. */
+#define ABOX_SANDBOX_EPHEMERAL (1u << 0)
+
+#define ABOX_SANDBOX_OPTS_VERSION 1
+typedef struct abox_sandbox_opts {
+	uint32_t version;
+	uint32_t flags;            /* ABOX_SANDBOX_* */
+	const char *template_name; /* NULL: "host" */
+	uint64_t memory_bytes;     /* 0: 512 MiB */
+	uint64_t disk_bytes;       /* 0: 1 GiB (size of the writable layer) */
+	uint64_t pids;             /* 0: 512 */
+	uint32_t cpu_millis;       /* 0: 1000 (one CPU) */
+	uint32_t timeout_ms;       /* 0: none; the sandbox is killed at the deadline */
+	const char *seccomp_policy; /* path; NULL: the default policy */
+} abox_sandbox_opts;
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL }
+
+/* Creates and starts a sandbox. On failure nothing is left behind. *out is
+ * owned by the caller. */
+ABOX_EXPORT int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts,
+				    abox_sandbox **out, abox_error *err);
+/* 20 characters of [a-z0-9]; owned by the sandbox handle. */
+ABOX_EXPORT const char *abox_sandbox_id(const abox_sandbox *sb);
+/* Kills every process of the sandbox and removes its mounts, cgroups,
+ * sockets and state. Idempotent. */
+ABOX_EXPORT int abox_sandbox_kill(abox_sandbox *sb, abox_error *err);
+/* Releases the handle; an ephemeral sandbox is killed. Accepts NULL. */
+ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
+/* Number of processes the kernel's OOM killer ended inside the sandbox. */
+ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);
+/* Effective memory limit in bytes. */
+ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
+
+/* ---- processes -------------------------------------------------------- */
+
+typedef struct abox_proc abox_proc;
+
+#define ABOX_PROC_STDIN (1u << 0) /* open a stdin pipe (else /dev/null) */
+
+#define ABOX_PROC_OPTS_VERSION 1
+typedef struct abox_proc_opts {
+	uint32_t version;
+	uint32_t flags;               /* ABOX_PROC_* */
+	const char *const *argv;      /* NULL-terminated; argv[0] looked up in PATH */
+	const char *const *env;       /* NULL-terminated "K=V" entries, or NULL */
+	const char *cwd;              /* NULL: the user's home */
+	const char *user;             /* "user" (default) or "root" */
+} abox_proc_opts;
+#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL }
+
+typedef enum abox_event_type {
+	ABOX_EVENT_START = 1,  /* pid */
+	ABOX_EVENT_STDOUT = 2, /* data, len */
+	ABOX_EVENT_STDERR = 3, /* data, len */
+	ABOX_EVENT_END = 4,    /* exit_code, signal, error */
+} abox_event_type;
+
+#define ABOX_END_OOM (1u << 0)     /* the OOM killer ended a process of the sandbox */
+#define ABOX_END_TIMEOUT (1u << 1) /* the sandbox reached its deadline */
+#define ABOX_END_LOST (1u << 2)    /* init went away without reporting */
+
+typedef struct abox_event {
+	abox_event_type type;
+	int pid;
+	const void *data;   /* STDOUT/STDERR */
+	size_t len;
+	int exit_code;      /* END: the code, or 128+signal */
+	int signal;         /* END: the signal that ended it, or 0 */
+	uint32_t end_flags; /* END: ABOX_END_* */
+	const char *error;  /* END: why it could not run (e.g. "exec 'x': No such file or directory"), or NULL */
+} abox_event;
+
+typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);
+
+/* Starts a process; events are delivered by abox_proc_dispatch/wait.
+ * *out is owned by the caller (abox_proc_free). */
+ABOX_EXPORT int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out,
+				abox_error *err);
+/* A file descriptor that becomes readable when events are pending, for
+ * callers with their own poll loop. Owned by the sandbox. */
+ABOX_EXPORT int abox_proc_fd(const abox_proc *p);
+/* Delivers the events that are ready without blocking. Returns 1 once the
+ * END event was delivered, 0 otherwise, < 0 on error. */
+ABOX_EXPORT int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *userdata, abox_error *err);
+/* Blocks until the process ends (or timeout_ms passes: -ETIMEDOUT;
+ * -1 = no timeout), delivering events. Returns 1 after END. */
+ABOX_EXPORT int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *userdata,
+			       abox_error *err);
+ABOX_EXPORT int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err);
+ABOX_EXPORT int abox_proc_close_stdin(abox_proc *p, abox_error *err);
+/* Sends sig to the process's whole process group. */
+ABOX_EXPORT int abox_proc_signal(abox_proc *p, int sig, abox_error *err);
+ABOX_EXPORT int abox_proc_pid(const abox_proc *p);
+/* Accepts NULL. Does not stop the process. */
+ABOX_EXPORT void abox_proc_free(abox_proc *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,32 @@
+/* abox — error reporting shared by every public call.
+ *
+ * Every fallible abox function returns an int: >= 0 on success, -errno on
+ * failure, and fills the caller-owned abox_error (when not NULL) with the
+ * same code and a message that names the step and the cause. The struct
+ * lives on the caller's stack: nothing is allocated, so errors can be
+ * reported even when memory is exhausted. */
+#ifndef ABOX_ERROR_H
+#define ABOX_ERROR_H
+
+#include <abox/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ABOX_ERROR_MSG_MAX 512
+
+typedef struct abox_error {
+	int code;                      /* positive errno value, 0 when unset */
+	char msg[ABOX_ERROR_MSG_MAX];  /* "create: mount overlay: Invalid argument" */
+} abox_error;
+
+#define ABOX_ERROR_INIT { 0, { 0 } }
+
+/* Clears an error so it can be reused. Accepts NULL. */
+ABOX_EXPORT void abox_error_clear(abox_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

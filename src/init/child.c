@@ -1,0 +1,210 @@
+/* abox-init/child.c — starts one command inside the sandbox.
+ *
+ * Runs in abox-init (PID 1 of the sandbox) and, after fork, in the child
+ * until exec. The child becomes a session leader so that a signal request
+ * reaches the whole process group (`bash -c 'sleep 1000 & sleep 1000'` dies
+ * entirely), drops to the requested user, and reports a failed exec through
+ * a close-on-exec pipe so "command not found" is never confused with a
+ * command that exited 127 on its own. */
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "base/base.h"
+#include "init.h"
+
+void exec_req_free(struct exec_req *req)
+{
+	strv_free(req->argv);
+	strv_free(req->env);
+	free(req->cwd);
+	free(req->home);
+	free(req->user);
+	memset(req, 0, sizeof(*req));
+}
+
+static const char *env_get(char **env, const char *key)
+{
+	size_t k = strlen(key);
+	for (size_t i = 0; env && env[i]; i++)
+		if (strncmp(env[i], key, k) == 0 && env[i][k] == '=')
+			return env[i] + k + 1;
+	return NULL;
+}
+
+/* Child side, after fork: only system calls and the safe formatter. */
+struct child_err {
+	int code;
+	char msg[480];
+};
+
+_Noreturn static void child_fail(int errfd, int code, const char *what, const char *arg)
+{
+	struct child_err e = { .code = code };
+	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
+		      errno_name(code) ? errno_name(code) : "error");
+	(void)write_full(errfd, &e, sizeof(e));
+	_exit(code == ENOENT ? 127 : 126);
+}
+
+static void exec_path(const char *file, char **argv, char **envp, int errfd)
+{
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		child_fail(errfd, errno, "exec", file);
+	}
+	const char *path = env_get(envp, "PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int first_err = ENOENT;
+	char buf[4096];
+	for (const char *p = path;; p++) {
+		const char *e = strchr(p, ':');
+		size_t dl = e ? (size_t)(e - p) : strlen(p);
+		if (dl + 1 + strlen(file) + 1 <= sizeof(buf)) {
+			if (dl == 0) {
+				buf[0] = '.';
+				dl = 1;
+			} else {
+				memcpy(buf, p, dl);
+			}
+			buf[dl] = '/';
+			strcpy(buf + dl + 1, file);
+			execve(buf, argv, envp);
+			/* like execvp: remember a permission problem, keep looking
+			 * past missing entries */
+			if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT)
+				first_err = errno;
+		}
+		if (!e)
+			break;
+		p = e;
+	}
+	child_fail(errfd, first_err, "exec", file);
+}
+
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, int *exec_errno,
+		char *errbuf, size_t errlen)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int r = 0;
+
+	if (!req->argv || !req->argv[0])
+		return -EINVAL;
+	if (req->flags & 1u) {
+		if (pipe2(in, O_CLOEXEC) < 0)
+			goto fail;
+	} else {
+		in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (in[0] < 0)
+			goto fail;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
+		goto fail;
+
+	/* Environment: defaults first, the request's entries override. */
+	size_t n = strv_length(req->env);
+	char **envp = calloc(n + 8, sizeof(char *));
+	if (!envp) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	size_t k = 0;
+	static char path_def[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	static char lang_def[] = "LANG=C.UTF-8";
+	char home[512], user[128], logname[128];
+	safe_snprintf(home, sizeof(home), "HOME=%s", req->home ? req->home : "/");
+	safe_snprintf(user, sizeof(user), "USER=%s", req->user ? req->user : "root");
+	safe_snprintf(logname, sizeof(logname), "LOGNAME=%s", req->user ? req->user : "root");
+	char *defs[] = { path_def, home, user, logname, lang_def };
+	for (size_t i = 0; i < ELEMENTSOF(defs); i++) {
+		const char *eq = strchr(defs[i], '=');
+		char key[32];
+		size_t kl = (size_t)(eq - defs[i]);
+		memcpy(key, defs[i], kl);
+		key[kl] = '\0';
+		if (!env_get(req->env, key))
+			envp[k++] = defs[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		envp[k++] = req->env[i];
+	envp[k] = NULL;
+
+	pid_t c = fork();
+	if (c < 0) {
+		free(envp);
+		goto fail;
+	}
+	if (c == 0) {
+		/* child: between fork and exec */
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		setsid();
+		/* init is shielded from the OOM killer (-1000); commands must
+		 * not inherit that, or a memory hog could never be stopped */
+		(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+			child_fail(ep[1], errno, "dup2", "stdio");
+		if (setgroups(0, NULL) < 0)
+			child_fail(ep[1], errno, "setgroups", req->user ? req->user : "?");
+		if (setresgid(req->gid, req->gid, req->gid) < 0)
+			child_fail(ep[1], errno, "setgid", req->user ? req->user : "?");
+		if (setresuid(req->uid, req->uid, req->uid) < 0)
+			child_fail(ep[1], errno, "setuid", req->user ? req->user : "?");
+		if (req->cwd && chdir(req->cwd) < 0)
+			child_fail(ep[1], errno, "cwd", req->cwd);
+		exec_path(req->argv[0], req->argv, envp, ep[1]);
+	}
+	free(envp);
+	close(ep[1]);
+	ep[1] = -1;
+	close(in[0]);
+	in[0] = -1;
+	close(out[1]);
+	out[1] = -1;
+	close(err[1]);
+	err[1] = -1;
+
+	struct child_err ce;
+	ssize_t got = read_full(ep[0], &ce, sizeof(ce));
+	close(ep[0]);
+	if (got == (ssize_t)sizeof(ce)) {
+		int st;
+		while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+			;
+		ce.msg[sizeof(ce.msg) - 1] = '\0';
+		safe_snprintf(errbuf, errlen, "%s", ce.msg);
+		*exec_errno = ce.code;
+		if (in[1] >= 0)
+			close(in[1]);
+		close(out[0]);
+		close(err[0]);
+		*pid = c;
+		return 1;
+	}
+	*pid = c;
+	fds->in = in[1];
+	fds->out = out[0];
+	fds->err = err[0];
+	return 0;
+
+fail:
+	r = -errno;
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+		if (ep[i] >= 0)
+			close(ep[i]);
+	}
+	return r;
+}

@@ -1,0 +1,35 @@
+/* abox-init internals shared by init.c (event loop) and child.c (starting
+ * processes). Runs only inside the sandbox, as its PID 1. */
+#ifndef ABOX_INIT_H
+#define ABOX_INIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct exec_req {
+	char **argv;
+	char **env;
+	char *cwd;
+	char *home;
+	char *user;
+	uid_t uid;
+	gid_t gid;
+	uint32_t flags;
+};
+
+struct exec_fds {
+	int in;  /* write end of the stdin pipe, or -1 */
+	int out; /* read end of stdout */
+	int err; /* read end of stderr */
+};
+
+/* Forks and execs req as a new session leader. Returns 0 with *pid and
+ * *fds set once the exec happened; 1 when the child could not exec (missing
+ * binary, bad cwd, ...): the child is already reaped, *exec_errno and
+ * errbuf say why; < 0 (-errno) when no child could be made at all. */
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, int *exec_errno,
+		char *errbuf, size_t errlen);
+void exec_req_free(struct exec_req *req);
+
+#endif

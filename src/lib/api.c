@@ -1,0 +1,110 @@
+/* api.c — the context: where state, runtime sockets, abox-init and the
+ * default policy are found. Runs in the CLI/daemon. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "caps/caps.h"
+#include "config.h"
+
+int64_t backend_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...)
+{
+	if (!ctx || !ctx->log)
+		return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ctx->log(lvl, buf, ctx->log_userdata);
+}
+
+static bool exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+/* First readable candidate, malloc'd; NULL entries are skipped. */
+static char *pick(const char *const *cands, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cands[i] && *cands[i] && exists(cands[i]))
+			return strdup(cands[i]);
+	return NULL;
+}
+
+static void self_dir(char *buf, size_t n)
+{
+	ssize_t l = readlink("/proc/self/exe", buf, n - 1);
+	if (l <= 0) {
+		buf[0] = '\0';
+		return;
+	}
+	buf[l] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+}
+
+int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
+{
+	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
+	if (opts) {
+		if (opts->version < 1)
+			return abox_error_setx(err, EINVAL, "abox_ctx_opts: bad version %u", opts->version);
+		memcpy(&o, opts, sizeof(o) < sizeof(*opts) ? sizeof(o) : sizeof(*opts));
+	}
+	abox_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return abox_error_set(err, ENOMEM, "context");
+	const char *env_root = getenv("ABOX_ROOT"), *env_run = getenv("ABOX_RUNTIME_DIR");
+	ctx->state_dir = strdup(o.state_dir ? o.state_dir : env_root && *env_root ? env_root : "/var/lib/abox");
+	ctx->runtime_dir = strdup(o.runtime_dir ? o.runtime_dir : env_run && *env_run ? env_run : "/run/abox");
+
+	char dir[PATH_MAX], near[PATH_MAX + 16];
+	self_dir(dir, sizeof(dir));
+	snprintf(near, sizeof(near), "%s/abox-init", dir);
+	const char *init_cands[] = { o.init_path, getenv("ABOX_INIT"), near, ABOX_LIBEXECDIR "/abox-init" };
+	ctx->init_path = o.init_path ? strdup(o.init_path) : pick(init_cands, ELEMENTSOF(init_cands));
+
+	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
+				    ABOX_SOURCE_DIR "/policies/default.json" };
+	ctx->default_policy = pick(pol_cands, ELEMENTSOF(pol_cands));
+	ctx->log = o.log;
+	ctx->log_userdata = o.log_userdata;
+	ctx->last_cap = caps_last_cap();
+
+	if (!ctx->state_dir || !ctx->runtime_dir) {
+		abox_ctx_free(ctx);
+		return abox_error_set(err, ENOMEM, "context");
+	}
+	if (!ctx->init_path) {
+		abox_ctx_free(ctx);
+		return abox_error_setx(err, ENOENT,
+				       "abox-init not found (looked at $ABOX_INIT, %s, " ABOX_LIBEXECDIR "/abox-init)", near);
+	}
+	*out = ctx;
+	return 0;
+}
+
+void abox_ctx_free(abox_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->state_dir);
+	free(ctx->runtime_dir);
+	free(ctx->init_path);
+	free(ctx->default_policy);
+	cgroup_layout_free(&ctx->cg);
+	free(ctx);
+}

@@ -1,0 +1,56 @@
+/* backend — the objects behind the public handles, local backend.
+ * Runs in the CLI/daemon. */
+#ifndef ABOX_BACKEND_H
+#define ABOX_BACKEND_H
+
+#include <abox/abox.h>
+
+#include "base/base.h"
+#include "cgroup/cgroup.h"
+#include "proto/proto.h"
+
+struct abox_ctx {
+	char *state_dir;
+	char *runtime_dir;
+	char *init_path;
+	char *default_policy;
+	abox_log_fn log;
+	void *log_userdata;
+	struct cg_layout cg;
+	bool cg_ready;
+	int last_cap;
+};
+
+struct abox_sandbox {
+	abox_ctx *ctx;
+	char id[21];
+	uint32_t flags;
+	char *rundir;
+	int conn;
+	struct proto_reader rd;
+	struct cg_sandbox *cg;
+	pid_t pid;
+	int pidfd;
+	bool dead;        /* init is gone (reaped) */
+	int init_status;  /* its wait status once dead */
+	bool timed_out;
+	int64_t deadline_ms; /* CLOCK_MONOTONIC, 0 = none */
+	uint32_t next_req;
+	uint64_t memory_limit;
+	struct abox_proc *active;
+};
+
+struct abox_proc {
+	abox_sandbox *sb;
+	uint32_t req;
+	int pid;
+	bool ended;
+	bool stdin_open;
+};
+
+int64_t backend_now_ms(void);
+void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
+/* Reaps init if it has exited (non-blocking unless wait is true). */
+void backend_reap_init(abox_sandbox *sb, bool wait);
+
+#endif

@@ -1,0 +1,287 @@
+/* backend/local.c — sandbox lifecycle on this machine: create (template,
+ * policy, runtime folder, cgroups, clone), kill and cleanup.
+ *
+ * Create prepares everything the sandbox child needs before the clone, so
+ * the child only makes system calls; a failure at any step undoes the
+ * steps before it, leaving no folder, cgroup, process or mount.
+ * Runs in the CLI/daemon. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "backend/backend.h"
+#include "caps/caps.h"
+#include "layer/layer.h"
+#include "seccomp/policy.h"
+#include "spawn/spawn.h"
+#include "store/store.h"
+
+#define DEFAULT_MEMORY (512ULL << 20)
+#define DEFAULT_DISK (1ULL << 30)
+#define DEFAULT_PIDS 512
+#define DEFAULT_CPU 1000
+
+static unsigned kernel_version(void)
+{
+	struct utsname u;
+	unsigned maj = 0, min = 0;
+	if (uname(&u) == 0)
+		sscanf(u.release, "%u.%u", &maj, &min);
+	return maj * 1000 + min;
+}
+
+static int check_opts(const abox_sandbox_opts *o, abox_error *err)
+{
+	if (o->memory_bytes && o->memory_bytes < (8ULL << 20))
+		return abox_error_setx(err, EINVAL, "memory limit %llu bytes is below the minimum of 8M",
+				       (unsigned long long)o->memory_bytes);
+	if (o->disk_bytes && o->disk_bytes < (1ULL << 20))
+		return abox_error_setx(err, EINVAL, "disk limit %llu bytes is below the minimum of 1M",
+				       (unsigned long long)o->disk_bytes);
+	if (o->cpu_millis && o->cpu_millis < 10)
+		return abox_error_setx(err, EINVAL, "cpu limit %.3f is below the minimum of 0.01",
+				       o->cpu_millis / 1000.0);
+	if (o->pids && o->pids < 2)
+		return abox_error_setx(err, EINVAL, "pids limit %llu is below the minimum of 2",
+				       (unsigned long long)o->pids);
+	return 0;
+}
+
+static void reap_blocking(abox_sandbox *sb)
+{
+	backend_reap_init(sb, true);
+}
+
+void backend_reap_init(abox_sandbox *sb, bool wait)
+{
+	if (sb->dead || sb->pid <= 0)
+		return;
+	int st;
+	pid_t r;
+	do
+		r = waitpid(sb->pid, &st, wait ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == sb->pid || (r < 0 && errno == ECHILD)) {
+		sb->dead = true;
+		sb->init_status = r == sb->pid ? st : 0;
+	}
+}
+
+static void sandbox_release(abox_sandbox *sb)
+{
+	if (sb->conn >= 0)
+		close(sb->conn);
+	sb->conn = -1;
+	proto_reader_free(&sb->rd);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	free(sb->rundir);
+	sb->rundir = NULL;
+}
+
+int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
+{
+	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
+	int r;
+
+	if (opts) {
+		if (opts->version < 1)
+			return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
+		memcpy(&o, opts, sizeof(o));
+	}
+	if ((r = check_opts(&o, err)) < 0)
+		return abox_error_prefix(err, "create");
+	const char *tmpl_name = o.template_name ? o.template_name : "host";
+
+	abox_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return abox_error_set(err, ENOMEM, "create");
+	sb->ctx = ctx;
+	sb->conn = -1;
+	sb->pidfd = -1;
+	sb->flags = o.flags;
+	proto_reader_init(&sb->rd, -1);
+
+	struct template_info tmpl = { 0 };
+	struct policy_bpf bpf = { 0 };
+	int listen_fd = -1, memfd = -1;
+
+	if ((r = random_id(sb->id, 20)) < 0) {
+		abox_error_set(err, -r, "create: random id");
+		goto fail;
+	}
+	if ((r = template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+
+	const char *policy = o.seccomp_policy ? o.seccomp_policy : ctx->default_policy;
+	if (!policy) {
+		r = abox_error_setx(err, ENOENT, "create: default seccomp policy not found (set ABOX_DEFAULT_POLICY)");
+		goto fail;
+	}
+	char cache[4096];
+	snprintf(cache, sizeof(cache), "%s/cache/seccomp", ctx->state_dir);
+	struct policy_env penv = { .caps = caps_default(), .kernel = kernel_version() };
+	if ((r = policy_load(policy, cache, &penv, &bpf, err)) < 0) {
+		abox_error_prefix(err, "create: seccomp policy");
+		goto fail;
+	}
+
+	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, &sb->rundir, &listen_fd, &sb->conn, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+	sb->rd.sock = sb->conn;
+
+	if (!ctx->cg_ready) {
+		if ((r = cgroup_layout_detect(&ctx->cg, err)) < 0) {
+			abox_error_prefix(err, "create");
+			goto fail;
+		}
+		ctx->cg_ready = true;
+	}
+	struct cg_limits lim = {
+		.memory_bytes = o.memory_bytes ? o.memory_bytes : DEFAULT_MEMORY,
+		.pids = o.pids ? o.pids : DEFAULT_PIDS,
+		.cpu_millis = o.cpu_millis ? o.cpu_millis : DEFAULT_CPU,
+	};
+	sb->memory_limit = lim.memory_bytes;
+	if ((r = cgroup_create(&ctx->cg, sb->id, &lim, &sb->cg, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+
+	if ((memfd = spawn_init_memfd(ctx->init_path, err)) < 0) {
+		r = memfd;
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+
+	char hosts[256], timeout_arg[64];
+	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
+	char *init_argv[4] = { (char *)"abox-init", NULL, NULL, NULL };
+	int ai = 1;
+	if (o.flags & ABOX_SANDBOX_EPHEMERAL)
+		init_argv[ai++] = (char *)"ephemeral";
+	if (o.timeout_ms) {
+		snprintf(timeout_arg, sizeof(timeout_arg), "timeout_ms=%u", o.timeout_ms);
+		init_argv[ai++] = timeout_arg;
+		sb->deadline_ms = backend_now_ms() + o.timeout_ms;
+	}
+
+	struct spawn_config cfg = {
+		.rootfs = {
+			.scratch = sb->rundir,
+			.lower = tmpl.root,
+			.ntrees = tmpl.ntrees,
+			.disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK,
+			.hostname = sb->id,
+			.hosts = hosts,
+			.user_uid = tmpl.user_uid,
+			.user_gid = tmpl.user_gid,
+		},
+		.listen_fd = listen_fd,
+		.init_memfd = memfd,
+		.init_argv = init_argv,
+		.bpf = &bpf,
+		.caps_keep = caps_default(),
+		.last_cap = ctx->last_cap,
+		.cg = sb->cg,
+	};
+	for (unsigned i = 0; i < tmpl.ntrees; i++)
+		cfg.rootfs.trees[i] = tmpl.trees[i];
+
+	struct spawn_result res;
+	if ((r = spawn_sandbox(&cfg, &res, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+	sb->pid = res.pid;
+	sb->pidfd = res.pidfd;
+	close(listen_fd);
+	close(memfd);
+	template_info_free(&tmpl);
+	policy_bpf_free(&bpf);
+	*out = sb;
+	return 0;
+
+fail:
+	if (listen_fd >= 0)
+		close(listen_fd);
+	if (memfd >= 0)
+		close(memfd);
+	template_info_free(&tmpl);
+	policy_bpf_free(&bpf);
+	if (sb->cg)
+		(void)cgroup_destroy(sb->cg, NULL);
+	sb->cg = NULL;
+	if (sb->rundir)
+		(void)store_rundir_remove(sb->rundir, NULL);
+	sandbox_release(sb);
+	free(sb);
+	return r < 0 ? r : -EIO;
+}
+
+const char *abox_sandbox_id(const abox_sandbox *sb)
+{
+	return sb->id;
+}
+
+uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb)
+{
+	return sb->memory_limit;
+}
+
+int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
+{
+	if (!sb->cg) {
+		*out = 0;
+		return 0;
+	}
+	return cgroup_oom_kills(sb->cg, out, err);
+}
+
+int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
+{
+	int r = 0;
+	if (!sb)
+		return 0;
+	if (!sb->dead && sb->pid > 0) {
+		/* cgroup.kill (or the v1 freeze-and-kill walk) reaches every
+		 * task, including ones a frozen tree holds back; killing init
+		 * alone would also end the pid namespace */
+		if (sb->cg)
+			(void)cgroup_kill(sb->cg, NULL);
+		if (sb->pidfd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		else
+			(void)kill(sb->pid, SIGKILL);
+		reap_blocking(sb);
+	}
+	if (sb->cg) {
+		r = cgroup_destroy(sb->cg, err);
+		sb->cg = NULL;
+	}
+	if (sb->rundir) {
+		int k = store_rundir_remove(sb->rundir, r < 0 ? NULL : err);
+		if (r >= 0)
+			r = k;
+	}
+	sandbox_release(sb);
+	return r;
+}
+
+void abox_sandbox_free(abox_sandbox *sb)
+{
+	if (!sb)
+		return;
+	/* Only ephemeral sandboxes exist in this version: the handle's end
+	 * is the sandbox's end. */
+	(void)abox_sandbox_kill(sb, NULL);
+	free(sb);
+}

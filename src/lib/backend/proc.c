@@ -1,0 +1,310 @@
+/* backend/proc.c — processes inside a local sandbox: the exec request and
+ * the events init streams back, plus stdin and signals.
+ * One process at a time per sandbox handle in this version.
+ * Runs in the CLI/daemon. */
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "backend/backend.h"
+#include "proto/messages.h"
+
+struct user_entry {
+	const char *name;
+	uid_t uid;
+	gid_t gid;
+	const char *home;
+};
+
+static const struct user_entry users[] = {
+	{ "user", 1000, 1000, "/home/user" },
+	{ "root", 0, 0, "/root" },
+};
+
+int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out, abox_error *err)
+{
+	if (!opts || opts->version < 1 || !opts->argv || !opts->argv[0])
+		return abox_error_setx(err, EINVAL, "exec: no command given");
+	if (sb->dead || sb->conn < 0)
+		return abox_error_setx(err, ESRCH, "exec: sandbox %s is not running", sb->id);
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
+
+	const char *uname = opts->user ? opts->user : "user";
+	const struct user_entry *u = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(users); i++)
+		if (strcmp(users[i].name, uname) == 0)
+			u = &users[i];
+	if (!u)
+		return abox_error_setx(err, EINVAL, "exec: unknown user '%s' (use 'user' or 'root')", uname);
+
+	abox_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return abox_error_set(err, ENOMEM, "exec");
+	p->sb = sb;
+	p->req = ++sb->next_req;
+	p->stdin_open = opts->flags & ABOX_PROC_STDIN;
+
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_EXEC, p->req);
+	for (size_t i = 0; opts->argv[i]; i++)
+		proto_put_str(&m, F_ARG, opts->argv[i]);
+	for (size_t i = 0; opts->env && opts->env[i]; i++) {
+		if (!strchr(opts->env[i], '=')) {
+			proto_msg_free(&m);
+			free(p);
+			return abox_error_setx(err, EINVAL, "exec: environment entry '%s' is not K=V", opts->env[i]);
+		}
+		proto_put_str(&m, F_ENV, opts->env[i]);
+	}
+	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : u->home);
+	proto_put_str(&m, F_HOME, u->home);
+	proto_put_str(&m, F_USER, u->name);
+	proto_put_u64(&m, F_UID, u->uid);
+	proto_put_u64(&m, F_GID, u->gid);
+	uint32_t flags = 0;
+	if (opts->flags & ABOX_PROC_STDIN)
+		flags |= EXEC_STDIN;
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		flags |= EXEC_ONESHOT;
+	proto_put_u64(&m, F_FLAGS, flags);
+	int r = proto_send(sb->conn, &m);
+	proto_msg_free(&m);
+	if (r < 0) {
+		free(p);
+		return abox_error_set(err, -r, r == -EMSGSIZE ? "exec: command and environment too large" : "exec: send request");
+	}
+	sb->active = p;
+	*out = p;
+	return 0;
+}
+
+int abox_proc_fd(const abox_proc *p)
+{
+	return p->sb->conn;
+}
+
+int abox_proc_pid(const abox_proc *p)
+{
+	return p->pid;
+}
+
+static void deliver_end(abox_proc *p, abox_event *ev, abox_event_fn fn, void *ud)
+{
+	uint64_t ooms = 0;
+	if (p->sb->cg && abox_sandbox_oom_kills(p->sb, &ooms, NULL) >= 0 && ooms > 0)
+		ev->end_flags |= ABOX_END_OOM;
+	p->ended = true;
+	p->sb->active = NULL;
+	if (fn)
+		fn(ev, ud);
+}
+
+/* init went away without an end event: the sandbox was killed (deadline,
+ * OOM of init's tree, an outside kill). */
+static void deliver_lost(abox_proc *p, abox_event_fn fn, void *ud)
+{
+	abox_sandbox *sb = p->sb;
+	backend_reap_init(sb, true);
+	abox_event ev = { .type = ABOX_EVENT_END, .pid = p->pid, .exit_code = 128 + SIGKILL,
+			  .signal = SIGKILL, .end_flags = ABOX_END_LOST };
+	if (sb->timed_out || (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms - 5) ||
+	    (sb->dead && WIFEXITED(sb->init_status) && WEXITSTATUS(sb->init_status) == 124))
+		ev.end_flags = ABOX_END_TIMEOUT;
+	deliver_end(p, &ev, fn, ud);
+}
+
+static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, void *ud, abox_error *err)
+{
+	for (unsigned i = 0; i < f->nfds; i++)
+		close(f->fds[i]);
+	if (f->id != p->req)
+		return 0; /* HELLO and events of other requests */
+
+	abox_event ev = { 0 };
+	_cleanup_free_ char *msg = NULL;
+	uint64_t v;
+	int64_t sv;
+	size_t off = 0;
+	struct proto_field fl;
+	int k;
+	while ((k = proto_field_next(f, &off, &fl)) > 0) {
+		switch (fl.tag) {
+		case F_PID:
+			if (proto_field_u64(&fl, &v) == 0)
+				ev.pid = (int)v;
+			break;
+		case F_DATA:
+			ev.data = fl.val;
+			ev.len = fl.len;
+			break;
+		case F_EXIT_CODE:
+			if (proto_field_i64(&fl, &sv) == 0)
+				ev.exit_code = (int)sv;
+			break;
+		case F_SIGNAL:
+			if (proto_field_u64(&fl, &v) == 0)
+				ev.signal = (int)v;
+			break;
+		case F_MESSAGE:
+			free(msg);
+			msg = NULL;
+			(void)proto_field_strdup(&fl, &msg);
+			break;
+		default:
+			break;
+		}
+	}
+	if (k < 0)
+		return abox_error_setx(err, EPROTO, "exec: malformed event from init");
+
+	switch (f->type) {
+	case MSG_EV_START:
+		p->pid = ev.pid;
+		ev.type = ABOX_EVENT_START;
+		if (fn)
+			fn(&ev, ud);
+		return 0;
+	case MSG_EV_STDOUT:
+	case MSG_EV_STDERR:
+		ev.type = f->type == MSG_EV_STDOUT ? ABOX_EVENT_STDOUT : ABOX_EVENT_STDERR;
+		if (fn)
+			fn(&ev, ud);
+		return 0;
+	case MSG_EV_END:
+		ev.type = ABOX_EVENT_END;
+		ev.error = msg;
+		deliver_end(p, &ev, fn, ud);
+		return 1;
+	case MSG_EV_ERROR:
+		p->ended = true;
+		p->sb->active = NULL;
+		return abox_error_setx(err, EIO, "exec: %s", msg ? msg : "init reported an error");
+	default:
+		return 0;
+	}
+}
+
+int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err)
+{
+	abox_sandbox *sb = p->sb;
+	if (p->ended)
+		return 1;
+	for (;;) {
+		struct proto_frame f;
+		int k = proto_reader_next(&sb->rd, &f);
+		if (k < 0)
+			return abox_error_setx(err, EPROTO, "exec: broken frame from init");
+		if (k > 0) {
+			k = handle(p, &f, fn, ud, err);
+			if (k != 0)
+				return k;
+			continue;
+		}
+		k = proto_reader_fill(&sb->rd);
+		if (k == -EAGAIN)
+			break;
+		if (k < 0 && k != -ECONNRESET)
+			return abox_error_set(err, -k, "exec: read from init");
+		if (k <= 0) {
+			deliver_lost(p, fn, ud);
+			return 1;
+		}
+	}
+	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms) {
+		sb->timed_out = true;
+		(void)abox_sandbox_kill(sb, NULL);
+		deliver_lost(p, fn, ud);
+		return 1;
+	}
+	return 0;
+}
+
+int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
+{
+	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+	for (;;) {
+		int r = abox_proc_dispatch(p, fn, ud, err);
+		if (r != 0)
+			return r;
+		int64_t now = backend_now_ms();
+		int wait = -1;
+		if (until) {
+			if (now >= until)
+				return abox_error_setx(err, ETIMEDOUT, "wait: timed out");
+			wait = (int)(until - now);
+		}
+		if (p->sb->deadline_ms) {
+			int64_t left = p->sb->deadline_ms - now;
+			if (left < 0)
+				left = 0;
+			if (wait < 0 || left < wait)
+				wait = (int)left;
+		}
+		struct pollfd pfd = { .fd = p->sb->conn, .events = POLLIN };
+		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+			return abox_error_set(err, errno, "wait: poll");
+	}
+}
+
+int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err)
+{
+	if (p->ended || !p->stdin_open)
+		return abox_error_setx(err, EPIPE, "stdin: the process's stdin is closed");
+	const uint8_t *b = buf;
+	while (len > 0) {
+		size_t n = len > 65536 ? 65536 : len;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_STDIN, p->req);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		proto_put_bytes(&m, F_DATA, b, n);
+		int r = proto_send(p->sb->conn, &m);
+		proto_msg_free(&m);
+		if (r < 0)
+			return abox_error_set(err, -r, "stdin: send");
+		b += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int simple_req(abox_proc *p, uint16_t type, int sig, const char *what, abox_error *err)
+{
+	if (p->ended)
+		return abox_error_setx(err, ESRCH, "%s: the process has ended", what);
+	struct proto_msg m;
+	proto_msg_init(&m, type, p->req);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	if (sig)
+		proto_put_u64(&m, F_SIGNAL, (uint64_t)sig);
+	int r = proto_send(p->sb->conn, &m);
+	proto_msg_free(&m);
+	if (r < 0)
+		return abox_error_set(err, -r, "%s: send", what);
+	return 0;
+}
+
+int abox_proc_close_stdin(abox_proc *p, abox_error *err)
+{
+	if (!p->stdin_open)
+		return 0;
+	p->stdin_open = false;
+	return simple_req(p, MSG_REQ_STDIN_CLOSE, 0, "stdin", err);
+}
+
+int abox_proc_signal(abox_proc *p, int sig, abox_error *err)
+{
+	if (sig <= 0 || sig >= 65)
+		return abox_error_setx(err, EINVAL, "signal: bad signal number %d", sig);
+	return simple_req(p, MSG_REQ_SIGNAL, sig, "signal", err);
+}
+
+void abox_proc_free(abox_proc *p)
+{
+	if (!p)
+		return;
+	if (p->sb && p->sb->active == p)
+		p->sb->active = NULL;
+	free(p);
+}

@@ -1,0 +1,111 @@
+/* base — error helpers, cleanup attributes and small fd/string helpers used
+ * by every libabox module, abox-init and the CLI.
+ *
+ * Runs anywhere: the CLI, the daemon, the sandbox child between clone and
+ * exec (only the async-signal-safe helpers marked so), and abox-init. */
+#ifndef ABOX_BASE_H
+#define ABOX_BASE_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <abox/error.h>
+
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _warn_unused_ __attribute__((warn_unused_result))
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+void strv_free(char **v);
+static inline void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* Hand ownership on: returns the value and leaves the variable empty so the
+ * cleanup attribute does nothing. */
+#define TAKE_PTR(p)                            \
+	({                                     \
+		__typeof__(p) _tp_ = (p);      \
+		(p) = NULL;                    \
+		_tp_;                          \
+	})
+#define TAKE_FD(fd)                            \
+	({                                     \
+		int _tf_ = (fd);               \
+		(fd) = -EBADF;                 \
+		_tf_;                          \
+	})
+
+/* Sets err (when not NULL) to code and a formatted message and returns
+ * -code, so that "return abox_error_set(err, errno, ...)" is one step. A code
+ * of 0 is turned into EIO: an error must always carry a real errno. The
+ * message gets ": strerror(code)" appended. Async-signal-safe as long as the
+ * format only uses %s, %d, %u, %ld, %lu, %x (it uses its own formatter). */
+int abox_error_set(abox_error *err, int code, const char *fmt, ...) _printf_(3, 4);
+
+/* Same, without the strerror suffix (for messages that already say it). */
+int abox_error_setx(abox_error *err, int code, const char *fmt, ...) _printf_(3, 4);
+
+/* Prefixes the existing message with "what: " (context on the way up).
+ * Returns -err->code (or -EIO when err is NULL or unset). */
+int abox_error_prefix(abox_error *err, const char *fmt, ...) _printf_(2, 3);
+
+/* Minimal async-signal-safe vsnprintf: %s %d %i %u %ld %lu %lld %llu %x %lx
+ * %zu %c %% and %.*s. Always NUL-terminates. Returns the length written. */
+size_t safe_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+size_t safe_snprintf(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+
+/* Async-signal-safe strerror replacement (names for common errnos). */
+const char *errno_name(int code);
+
+/* Write all / read all, retrying on EINTR and short counts. Return 0 or
+ * -errno; read_full returns the number of bytes read (< n only at EOF). */
+int write_full(int fd, const void *buf, size_t n);
+ssize_t read_full(int fd, void *buf, size_t n);
+
+/* Write a small string to a file with O_WRONLY|O_CLOEXEC (no O_CREAT):
+ * used for cgroup and /proc knobs. dirfd may be AT_FDCWD. */
+int write_file_at(int dirfd, const char *path, const char *s);
+
+/* Read a whole small file (limit bytes at most) into a malloc'd,
+ * NUL-terminated buffer. */
+int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *len);
+
+/* Parse sizes like "512M", "1G", "64k", "1048576" (binary multiples). */
+int parse_size(const char *s, uint64_t *out);
+/* Format a size as "512M"/"1G" when exact, else bytes. */
+void format_size(uint64_t v, char *buf, size_t n);
+
+/* Cryptographically random sandbox id: n chars of [a-z0-9], NUL-terminated
+ * (buf must hold n+1). */
+int random_id(char *buf, size_t n);
+
+size_t strv_length(char *const *v);
+
+#endif

@@ -1,0 +1,192 @@
+/* base/util.c — fd, file, size and id helpers shared by all modules.
+ * Runs in the CLI, the daemon and abox-init; write_full/read_full and
+ * write_file_at are also used between clone and exec (they only make
+ * system calls). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "base.h"
+
+void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+size_t strv_length(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+int write_full(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+ssize_t read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, p + got, n - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int write_file_at(int dirfd, const char *path, const char *s)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(s);
+	ssize_t w;
+	do
+		w = write(fd, s, len);
+	while (w < 0 && errno == EINTR);
+	int r = w < 0 ? -errno : (size_t)w != len ? -EIO : 0;
+	close(fd);
+	return r;
+}
+
+int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 4096 < limit ? 4096 : limit, n = 0;
+	_cleanup_free_ char *buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= limit)
+				return -EFBIG;
+			size_t ncap = cap * 2 > limit ? limit : cap * 2;
+			char *nb = realloc(buf, ncap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	*out = TAKE_PTR(buf);
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	uint64_t v = 0;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	unsigned shift = 0;
+	switch (*p) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 't': case 'T': shift = 40; p++; break;
+	default: return -EINVAL;
+	}
+	if (shift && (*p == 'i' || *p == 'I'))
+		p++;
+	if (shift && (*p == 'b' || *p == 'B'))
+		p++;
+	if (*p != '\0')
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+void format_size(uint64_t v, char *buf, size_t n)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (v >= 1024 && v % 1024 == 0 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		safe_snprintf(buf, n, "%llu", (unsigned long long)v);
+	else
+		safe_snprintf(buf, n, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+int random_id(char *buf, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	uint8_t rnd[64];
+	if (n > sizeof(rnd))
+		return -EINVAL;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(rnd + got, n - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* 252 = 7 * 36: reject the top values to keep the draw uniform */
+		while (rnd[i] >= 252) {
+			if (getrandom(&rnd[i], 1, 0) != 1)
+				return -EIO;
+		}
+		buf[i] = alphabet[rnd[i] % 36];
+	}
+	buf[n] = '\0';
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* caps — the capability set a sandbox's root keeps.
+ *
+ * What it does: names the default set, drops everything else from the
+ * bounding set and clears the inheritable and ambient sets, so that after
+ * exec sandbox root holds exactly the kept set and any other uid holds none.
+ * Runs in the sandbox child between clone and exec (caps_apply is
+ * async-signal-safe); caps_last_cap runs in the parent before clone. */
+#ifndef ABOX_CAPS_H
+#define ABOX_CAPS_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* The documented default set (docs/security.md), a subset of Docker's:
+ * CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP
+ * NET_BIND_SERVICE SYS_CHROOT SETFCAP AUDIT_WRITE.
+ * Left out on purpose: MKNOD (no devices cgroup stands between a sandbox
+ * and a block device node of the host's disk) and NET_RAW (raw packets on
+ * the sandbox's links are rarely needed and ease spoofing). */
+uint64_t caps_default(void);
+/* Highest capability number the kernel knows (/proc/sys/kernel/cap_last_cap). */
+int caps_last_cap(void);
+/* Bounding set := keep, inheritable := 0, ambient := 0. */
+int caps_apply(uint64_t keep, int last_cap, abox_error *err);
+/* "CAP_CHOWN" style name, or NULL. */
+const char *caps_name(int cap);
+
+#endif

@@ -1,0 +1,96 @@
+/* cgroup — per-sandbox control groups on v2, v1 or a hybrid of both,
+ * decided per controller.
+ *
+ * What it does: finds the hierarchies and the cgroup the calling process
+ * runs in (layout.c), creates one cgroup per sandbox *under that cgroup* in
+ * every hierarchy it needs, writes limits, moves a process in, reports OOM
+ * kills, freezes/thaws, kills every task, and removes what it created.
+ * What it does not do: decide the limits (backend/local.c) or account disk
+ * (the upper layer's filesystem does).
+ * Runs in the CLI/daemon process (never between clone and exec).
+ * Kernel: cgroup v1 memory/pids/cpu/freezer, cgroup v2 with cgroup.freeze
+ * (5.2+) and cgroup.kill (5.14+) when present. All roots are parameters so
+ * tests can point the module at fake trees. */
+#ifndef ABOX_CGROUP_H
+#define ABOX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+
+enum cg_controller {
+	CG_MEMORY = 0,
+	CG_PIDS,
+	CG_CPU,
+	CG_FREEZER, /* v2: cgroup.freeze (core file, no controller needed) */
+	CG_CONTROLLER_MAX
+};
+
+enum cg_version { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };
+
+struct cg_layout {
+	/* v2 (unified) hierarchy: mount point and the caller's own path in it
+	 * ("/" or "/user.slice/x.scope"), NULL when there is no v2 mount. */
+	char *v2_mount;
+	char *v2_self;
+	bool v2_kill; /* cgroup.kill exists */
+	/* v1 hierarchies per controller, NULL when not mounted. */
+	char *v1_mount[CG_CONTROLLER_MAX];
+	char *v1_self[CG_CONTROLLER_MAX];
+	/* The decision: which hierarchy serves each controller. */
+	enum cg_version use[CG_CONTROLLER_MAX];
+};
+
+/* Pure parser: builds a layout from the text of /proc/self/mountinfo and
+ * /proc/self/cgroup, then checks the v2 side on the filesystem through
+ * fs_prefix (prepended to every mount point when reading files; "" for the
+ * real system, a temp dir for fake trees): a controller is v2 when the
+ * caller's v2 cgroup lists it in cgroup.controllers, else v1 when mounted,
+ * else CG_NONE. The freezer is v2 when the caller's v2 cgroup (or, at the
+ * root, the root) offers cgroup.freeze semantics. */
+int cgroup_layout_parse(const char *mountinfo, const char *self_cgroup, const char *fs_prefix,
+			struct cg_layout *out, abox_error *err);
+/* Reads /proc/self/mountinfo and /proc/self/cgroup and calls the parser. */
+int cgroup_layout_detect(struct cg_layout *out, abox_error *err);
+void cgroup_layout_free(struct cg_layout *l);
+const char *cgroup_controller_name(enum cg_controller c);
+
+struct cg_limits {
+	uint64_t memory_bytes; /* 0 = no limit */
+	uint64_t pids;         /* 0 = no limit */
+	uint32_t cpu_millis;   /* 1000 = one CPU; 0 = no limit */
+};
+
+struct cg_sandbox; /* opaque: one sandbox's cgroups */
+
+/* Creates "<self>/abox-<name>" in every hierarchy that serves a controller
+ * (and in the v2 hierarchy whenever one is mounted, for freeze and kill)
+ * and writes the limits. On pure v2 it enables the needed controllers in
+ * the caller's cgroup.subtree_control. A failure removes whatever was made.
+ * A limit whose controller is CG_NONE is an error naming the controller. */
+int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
+		  struct cg_sandbox **out, abox_error *err);
+/* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
+int cgroup_v2_fd(const struct cg_sandbox *cg);
+/* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when
+ * include_v2 is true: use that when clone3 could not place it). */
+int cgroup_attach(struct cg_sandbox *cg, pid_t pid, bool include_v2, abox_error *err);
+/* Number of OOM kills inside the sandbox's memory cgroup so far. */
+int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
+/* Freezes (true) or thaws (false) and returns once the kernel reports the
+ * new state (re-reading the state file, not waiting on notifications). */
+int cgroup_freeze(struct cg_sandbox *cg, bool frozen, abox_error *err);
+/* SIGKILLs every task: cgroup.kill on v2, else freeze + kill each pid +
+ * thaw on v1 (SIGKILL does not reach frozen v1 tasks until thawed). */
+int cgroup_kill(struct cg_sandbox *cg, abox_error *err);
+/* Kills what is left, waits (bounded, ~2 s) until every cgroup is empty and
+ * removes the directories. Frees cg in every case. */
+int cgroup_destroy(struct cg_sandbox *cg, abox_error *err);
+/* Frees the handle without touching the kernel objects. Accepts NULL. */
+void cgroup_sandbox_free(struct cg_sandbox *cg);
+/* Limit actually written (for messages like "limit 512M"). */
+const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg);
+
+#endif

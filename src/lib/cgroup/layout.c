@@ -1,0 +1,396 @@
+/* cgroup/layout.c — finds the cgroup hierarchies, the caller's own cgroup in
+ * each, and decides per controller whether v2, v1 or nothing serves it.
+ *
+ * Does not create or write anything (cgroup.c does). Runs in the CLI or the
+ * daemon, normally once per process. Input: the text of /proc/self/mountinfo
+ * and /proc/self/cgroup; on the v2 side it also looks at the caller's
+ * cgroup.controllers, cgroup.freeze and cgroup.kill, and — when the caller
+ * sits at the v2 root, where those two files never exist — at the kernel
+ * release (cgroup.freeze came in 5.2, cgroup.kill in 5.14). cgroup_create
+ * verifies both files again on the sandbox's own directory, so the release
+ * is only a prediction for reporting, never trusted for correctness.
+ *
+ * Paths: v1_mount/v2_mount hold fs_prefix + the mount point; v1_self/v2_self
+ * hold the caller's cgroup *relative to that mount* (the cgroup path from
+ * /proc/self/cgroup minus the mount's root, which differs from it only when
+ * a subtree of the hierarchy was mounted). mount + self is the caller's
+ * directory. The kernel release is read from fs_prefix/proc/sys/kernel/
+ * osrelease, so fake trees control it too. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cgroup/cgroup.h"
+
+/* Input limits: these texts come from our own /proc, but a runaway mount
+ * table (mount propagation storms) must not make us allocate without bound. */
+#define MOUNTINFO_MAX (16u << 20)
+#define SELF_CGROUP_MAX (64u << 10)
+
+static const char *const controller_names[CG_CONTROLLER_MAX] = {
+	[CG_MEMORY] = "memory",
+	[CG_PIDS] = "pids",
+	[CG_CPU] = "cpu",
+	[CG_FREEZER] = "freezer",
+};
+
+const char *cgroup_controller_name(enum cg_controller c)
+{
+	if ((unsigned)c >= CG_CONTROLLER_MAX)
+		return "unknown";
+	return controller_names[c];
+}
+
+void cgroup_layout_free(struct cg_layout *l)
+{
+	if (!l)
+		return;
+	free(l->v2_mount);
+	free(l->v2_self);
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		free(l->v1_mount[c]);
+		free(l->v1_self[c]);
+	}
+	memset(l, 0, sizeof(*l));
+}
+
+static void layout_freep(struct cg_layout *l)
+{
+	cgroup_layout_free(l);
+}
+
+struct mount_entry {
+	char *root; /* the part of the hierarchy this mount shows */
+	char *mp;
+	char *fstype;
+	char *super;
+};
+
+struct mount_table {
+	struct mount_entry *e;
+	size_t n, cap;
+};
+
+static void mount_table_freep(struct mount_table *t)
+{
+	free(t->e);
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Splits one mountinfo line in place:
+ * "id parent maj:min root mountpoint opts [optional...] - fstype source super" */
+static int parse_mount_line(char *line, struct mount_entry *m)
+{
+	char *f[6];
+	size_t nf = 0;
+	char *save = NULL;
+	char *tok = strtok_r(line, " ", &save);
+
+	while (tok && nf < 6) {
+		f[nf++] = tok;
+		tok = strtok_r(NULL, " ", &save);
+	}
+	if (nf < 6)
+		return -EINVAL;
+	/* optional fields ("shared:4", ...) run until the lone "-" */
+	while (tok && strcmp(tok, "-") != 0)
+		tok = strtok_r(NULL, " ", &save);
+	if (!tok)
+		return -EINVAL;
+	char *fstype = strtok_r(NULL, " ", &save);
+	char *source = strtok_r(NULL, " ", &save);
+	char *super = strtok_r(NULL, " ", &save);
+	if (!fstype || !source || !super)
+		return -EINVAL;
+	unescape_octal(f[3]);
+	unescape_octal(f[4]);
+	if (f[3][0] != '/' || f[4][0] != '/')
+		return -EINVAL;
+	*m = (struct mount_entry){ .root = f[3], .mp = f[4], .fstype = fstype, .super = super };
+	return 0;
+}
+
+static int parse_mountinfo(char *text, struct mount_table *t, abox_error *err)
+{
+	unsigned lineno = 0;
+	char *save = NULL;
+
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		if (t->n == t->cap) {
+			size_t ncap = t->cap ? t->cap * 2 : 64;
+			struct mount_entry *ne = realloc(t->e, ncap * sizeof(*ne));
+			if (!ne)
+				return abox_error_set(err, ENOMEM, "cgroup: mountinfo");
+			t->e = ne;
+			t->cap = ncap;
+		}
+		if (parse_mount_line(line, &t->e[t->n]) < 0)
+			return abox_error_setx(err, EINVAL, "cgroup: mountinfo line %u is malformed",
+					       lineno);
+		t->n++;
+	}
+	return 0;
+}
+
+/* Does the comma-separated list contain the exact token? */
+static bool list_has(const char *list, const char *tok, char sep)
+{
+	size_t n = strlen(tok);
+	for (const char *p = list; p && *p;) {
+		const char *end = strchr(p, sep);
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && strncmp(p, tok, n) == 0)
+			return true;
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* Is `dir` equal to `path` or one of its parents? */
+static bool covers(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+	if (n == 1) /* "/" */
+		return true;
+	return strncmp(dir, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The caller's cgroup as seen through mount m, or NULL when this mount
+ * shows another subtree (bind mounts, foreign cgroup namespaces). */
+static const char *relative_self(const struct mount_entry *m, const char *self)
+{
+	if (!covers(m->root, self))
+		return NULL;
+	if (strcmp(m->root, "/") == 0)
+		return self;
+	const char *rel = self + strlen(m->root);
+	return *rel ? rel : "/";
+}
+
+/* A mount made later on the same point or on a parent hides this one. */
+static bool shadowed(const struct mount_table *t, size_t i)
+{
+	for (size_t j = i + 1; j < t->n; j++)
+		if (covers(t->e[j].mp, t->e[i].mp))
+			return true;
+	return false;
+}
+
+/* /proc/self/cgroup: "hierarchy-id:controllers:path" per line. For v2
+ * (id 0, empty list) pass ctrl == NULL. */
+static int self_path(const char *text, const char *ctrl, const char **path, size_t *len,
+		     abox_error *err)
+{
+	unsigned lineno = 0;
+	*path = NULL;
+	for (const char *line = text; *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t n = eol ? (size_t)(eol - line) : strlen(line);
+		lineno++;
+		if (n > 0) {
+			const char *c1 = memchr(line, ':', n);
+			const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+			if (!c1 || c1 == line || !c2 || c2 + 1 == line + n || c2[1] != '/')
+				return abox_error_setx(err, EINVAL,
+						       "cgroup: /proc/self/cgroup line %u is malformed",
+						       lineno);
+			for (const char *d = line; d < c1; d++)
+				if (*d < '0' || *d > '9')
+					return abox_error_setx(
+						err, EINVAL,
+						"cgroup: /proc/self/cgroup line %u is malformed", lineno);
+			bool match;
+			if (!ctrl) {
+				match = c2 == c1 + 1 && c1 - line == 1 && line[0] == '0';
+			} else {
+				char list[256];
+				size_t ll = (size_t)(c2 - c1 - 1);
+				match = ll < sizeof(list);
+				if (match) {
+					memcpy(list, c1 + 1, ll);
+					list[ll] = '\0';
+					match = list_has(list, ctrl, ',');
+				}
+			}
+			if (match && !*path) {
+				*path = c2 + 1;
+				*len = n - (size_t)(c2 + 1 - line);
+			}
+		}
+		line = eol ? eol + 1 : line + n;
+	}
+	return 0;
+}
+
+/* Picks the first visible mount of the hierarchy that shows the caller's
+ * cgroup; fills mount (with prefix) and self. Leaves them NULL if none. */
+static int pick_mount(const struct mount_table *t, const char *self_text, const char *ctrl,
+		      const char *fs_prefix, char **mount, char **self, abox_error *err)
+{
+	const char *p;
+	size_t plen;
+	int r = self_path(self_text, ctrl, &p, &plen, err);
+	if (r < 0 || !p)
+		return r;
+	_cleanup_free_ char *path = strndup(p, plen);
+	if (!path)
+		return abox_error_set(err, ENOMEM, "cgroup: layout");
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct mount_entry *m = &t->e[i];
+		if (ctrl ? strcmp(m->fstype, "cgroup") != 0 || !list_has(m->super, ctrl, ',')
+			 : strcmp(m->fstype, "cgroup2") != 0)
+			continue;
+		const char *rel = relative_self(m, path);
+		if (!rel || shadowed(t, i))
+			continue;
+		char *mp = NULL, *sp = strdup(rel);
+		if (!sp || asprintf(&mp, "%s%s", fs_prefix, m->mp) < 0) {
+			free(sp);
+			return abox_error_set(err, ENOMEM, "cgroup: layout");
+		}
+		*mount = mp;
+		*self = sp;
+		return 0;
+	}
+	return 0;
+}
+
+/* "6.18.44-foo" >= major.minor? Unknown counts as no. */
+static bool release_at_least(const char *fs_prefix, unsigned major, unsigned minor)
+{
+	char path[4096];
+	_cleanup_free_ char *rel = NULL;
+	unsigned ma, mi;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", fs_prefix) >=
+	    sizeof(path))
+		return false;
+	if (read_file_at(AT_FDCWD, path, 256, &rel, NULL) < 0 ||
+	    sscanf(rel, "%u.%u", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+/* Looks at the caller's v2 cgroup: which controllers it offers its children
+ * and whether the core freeze/kill files exist. */
+static int probe_v2(struct cg_layout *l, const char *fs_prefix, bool v2_ctl[CG_CONTROLLER_MAX],
+		    bool *freeze, abox_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *ctl = NULL;
+	bool at_root = strcmp(l->v2_self, "/") == 0;
+
+	if (asprintf(&dir, "%s%s", l->v2_mount, at_root ? "" : l->v2_self) < 0)
+		return abox_error_set(err, ENOMEM, "cgroup: layout");
+	_cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return abox_error_set(err, errno, "cgroup: open '%s'", dir);
+		/* Our cgroup is not reachable through this mount (another
+		 * cgroup namespace mounted it): the v2 side is unusable. */
+		free(l->v2_mount);
+		free(l->v2_self);
+		l->v2_mount = l->v2_self = NULL;
+		return 0;
+	}
+	int r = read_file_at(fd, "cgroup.controllers", 4096, &ctl, NULL);
+	if (r < 0 && r != -ENOENT)
+		return abox_error_set(err, -r, "cgroup: read '%s/cgroup.controllers'", dir);
+	if (ctl) {
+		/* the file is "cpuset cpu io memory pids\n" */
+		ctl[strcspn(ctl, "\n")] = '\0';
+		for (int c = 0; c < CG_CONTROLLER_MAX; c++)
+			v2_ctl[c] = c != CG_FREEZER && list_has(ctl, controller_names[c], ' ');
+	}
+	if (at_root) {
+		*freeze = release_at_least(fs_prefix, 5, 2);
+		l->v2_kill = release_at_least(fs_prefix, 5, 14);
+	} else {
+		*freeze = faccessat(fd, "cgroup.freeze", F_OK, 0) == 0;
+		l->v2_kill = faccessat(fd, "cgroup.kill", F_OK, 0) == 0;
+	}
+	return 0;
+}
+
+int cgroup_layout_parse(const char *mountinfo, const char *self_cgroup, const char *fs_prefix,
+			struct cg_layout *out, abox_error *err)
+{
+	_cleanup_(layout_freep) struct cg_layout l = { 0 };
+	_cleanup_(mount_table_freep) struct mount_table t = { 0 };
+	_cleanup_free_ char *text = NULL;
+	bool v2_ctl[CG_CONTROLLER_MAX] = { false }, freeze = false;
+	int r;
+
+	if (!mountinfo || !self_cgroup || !out)
+		return abox_error_setx(err, EINVAL, "cgroup: layout: missing argument");
+	if (!fs_prefix)
+		fs_prefix = "";
+	text = strdup(mountinfo);
+	if (!text)
+		return abox_error_set(err, ENOMEM, "cgroup: layout");
+	r = parse_mountinfo(text, &t, err);
+	if (r < 0)
+		return r;
+	/* Validate every line up front so bad input fails the same way
+	 * whichever hierarchies happen to be mounted. */
+	const char *unused;
+	size_t ulen;
+	r = self_path(self_cgroup, NULL, &unused, &ulen, err);
+	if (r < 0)
+		return r;
+
+	r = pick_mount(&t, self_cgroup, NULL, fs_prefix, &l.v2_mount, &l.v2_self, err);
+	if (r < 0)
+		return r;
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		r = pick_mount(&t, self_cgroup, controller_names[c], fs_prefix, &l.v1_mount[c],
+			       &l.v1_self[c], err);
+		if (r < 0)
+			return r;
+	}
+	if (l.v2_mount) {
+		r = probe_v2(&l, fs_prefix, v2_ctl, &freeze, err);
+		if (r < 0)
+			return r;
+	}
+
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		bool v2 = c == CG_FREEZER ? l.v2_mount && freeze : v2_ctl[c];
+		l.use[c] = v2 ? CG_V2 : l.v1_mount[c] ? CG_V1 : CG_NONE;
+	}
+	*out = l;
+	memset(&l, 0, sizeof(l));
+	return 0;
+}
+
+int cgroup_layout_detect(struct cg_layout *out, abox_error *err)
+{
+	_cleanup_free_ char *mi = NULL, *self = NULL;
+	int r;
+
+	r = read_file_at(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &mi, NULL);
+	if (r < 0)
+		return abox_error_set(err, -r, "cgroup: read '/proc/self/mountinfo'");
+	r = read_file_at(AT_FDCWD, "/proc/self/cgroup", SELF_CGROUP_MAX, &self, NULL);
+	if (r < 0)
+		return abox_error_set(err, -r, "cgroup: read '/proc/self/cgroup'");
+	return cgroup_layout_parse(mi, self, "", out, err);
+}

@@ -1,0 +1,32 @@
+/* layer — templates: the read-only lower layers a sandbox root is made of.
+ *
+ * For now: the built-in `host` template, a small generated tree (a minimal
+ * /etc, the top-level folders, the host's merged-/usr symlinks) whose big
+ * system trees (/usr, and /lib... where they are real folders) are borrowed
+ * from the host as read-only lowers of their own overlays.
+ * Runs in the CLI/daemon. */
+#ifndef ABOX_LAYER_H
+#define ABOX_LAYER_H
+
+#include "base/base.h"
+#include "mount/rootfs.h"
+
+struct template_info {
+	char *root;                            /* lower directory */
+	char *trees[ROOTFS_MAX_TREES];         /* host trees to overlay ("usr") */
+	unsigned ntrees;
+	uid_t user_uid;
+	gid_t user_gid;
+};
+
+/* Finds template `name` under state_dir/templates, generating the host
+ * template when it is missing or older than the host files it copies.
+ * Unknown names are -ENOENT with a message naming the template. */
+int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err);
+void template_info_free(struct template_info *t);
+
+/* Generates the host template into dir (which must not exist); exposed for
+ * tests. host_root is "/" normally. */
+int host_template_build(const char *host_root, const char *dir, abox_error *err);
+
+#endif

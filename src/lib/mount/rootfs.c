@@ -1,0 +1,262 @@
+/* mount/rootfs.c — see rootfs.h. Runs between clone and exec in the sandbox
+ * child, in its own mount namespace: nothing mounted here is visible on the
+ * host, and all of it disappears with the namespace, so a crash at any
+ * point leaves no mount behind. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+#include "mount/rootfs.h"
+
+#define PATH_BUF 512
+
+static int do_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+		    const char *data, abox_error *err)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		return abox_error_set(err, errno, "mount %s on '%s'", type ? type : "bind", dst);
+	return 0;
+}
+
+static int mkdir_p1(const char *path, mode_t mode, abox_error *err)
+{
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "mkdir '%s'", path);
+	return 0;
+}
+
+static int write_new(const char *path, const char *content, abox_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return abox_error_set(err, errno, "create '%s'", path);
+	int r = write_full(fd, content, strlen(content));
+	close(fd);
+	if (r < 0)
+		return abox_error_set(err, -r, "write '%s'", path);
+	return 0;
+}
+
+static int setup_dev(const char *root, abox_error *err)
+{
+	static const struct {
+		const char *name;
+		unsigned maj, min;
+	} nodes[] = {
+		{ "null", 1, 3 }, { "zero", 1, 5 }, { "full", 1, 7 },
+		{ "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
+	};
+	static const struct {
+		const char *name, *target;
+	} links[] = {
+		{ "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" },
+		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
+	};
+	char p[PATH_BUF];
+	int r;
+
+	safe_snprintf(p, sizeof(p), "%s/dev", root);
+	/* A fresh tmpfs with device nodes we create ourselves, rather than
+	 * binds of the host's: nothing in it is a host object (a checkpointer
+	 * can dump fds on it), and only these six devices exist at all. */
+	if ((r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", err)) < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
+		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
+			return abox_error_set(err, errno, "mknod '%s'", p);
+		/* umask may have trimmed the mode */
+		if (chmod(p, 0666) < 0)
+			return abox_error_set(err, errno, "chmod '%s'", p);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, links[i].name);
+		if (symlink(links[i].target, p) < 0)
+			return abox_error_set(err, errno, "symlink '%s'", p);
+	}
+	safe_snprintf(p, sizeof(p), "%s/dev/pts", root);
+	if ((r = mkdir_p1(p, 0755, err)) < 0)
+		return r;
+	/* newinstance: a private devpts, so the sandbox sees and can open only
+	 * its own terminals, never the host's /dev/pts/N */
+	if ((r = do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+			  "newinstance,ptmxmode=0666,mode=0620,gid=5", err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/dev/shm", root);
+	if ((r = mkdir_p1(p, 01777, err)) < 0)
+		return r;
+	return do_mount("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
+}
+
+/* /proc files that leak host state or offer a lever on the host kernel:
+ * kcore (kernel memory image), keys (the kernel keyring list), timer_list
+ * and sched_debug (host task names and pids), sysrq-trigger (reboot the
+ * host), kpage* (physical page maps for rowhammer-style attacks),
+ * latency_stats, kmsg. They are covered by /dev/null. */
+static const char *const proc_masked_files[] = {
+	"kcore", "keys", "key-users", "timer_list", "sched_debug", "sysrq-trigger",
+	"latency_stats", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz",
+};
+/* Directories hidden behind an empty read-only tmpfs. */
+static const char *const proc_masked_dirs[] = { "acpi", "scsi", "asound", "driver" };
+/* Directories kept visible but read-only: writing there tunes the host
+ * kernel (sysctl, irq affinity, bus devices, filesystems). */
+static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs" };
+
+static int mask_tmpfs(const char *p, abox_error *err)
+{
+	if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1") < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return abox_error_set(err, errno, "mask '%s'", p);
+	}
+	return 0;
+}
+
+static int bind_ro(const char *p, abox_error *err)
+{
+	if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return abox_error_set(err, errno, "bind '%s'", p);
+	}
+	if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return abox_error_set(err, errno, "remount read-only '%s'", p);
+	return 0;
+}
+
+static int setup_proc(const char *root, abox_error *err)
+{
+	char p[PATH_BUF], devnull[PATH_BUF];
+	int r;
+
+	safe_snprintf(p, sizeof(p), "%s/proc", root);
+	if ((r = do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
+		return r;
+	safe_snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
+	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
+		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_masked_files[i]);
+		if (mount(devnull, p, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+			return abox_error_set(err, errno, "mask '%s'", p);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_masked_dirs); i++) {
+		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_masked_dirs[i]);
+		if ((r = mask_tmpfs(p, err)) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_ro_dirs); i++) {
+		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_ro_dirs[i]);
+		if ((r = bind_ro(p, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int setup_sys(const char *root, abox_error *err)
+{
+	char p[PATH_BUF];
+	int r;
+
+	safe_snprintf(p, sizeof(p), "%s/sys", root);
+	/* A fresh sysfs shows the sandbox's own network namespace. Read-only:
+	 * sysfs writes reconfigure host devices. */
+	if ((r = do_mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
+		return r;
+	/* firmware tables, and powercap energy counters (the Platypus
+	 * power side channel reads them to recover secrets) */
+	safe_snprintf(p, sizeof(p), "%s/sys/firmware", root);
+	if ((r = mask_tmpfs(p, err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/sys/devices/virtual/powercap", root);
+	return mask_tmpfs(p, err);
+}
+
+int rootfs_setup(const struct rootfs_plan *plan, abox_error *err)
+{
+	char p[PATH_BUF], q[PATH_BUF], data[2048];
+	const char *s = plan->scratch;
+	int r;
+
+	/* Nothing we mount may propagate back to the host's namespace. */
+	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
+		return abox_error_prefix(err, "make / private");
+
+	/* The writable layer: its size is the sandbox's disk limit. */
+	uint64_t inodes = plan->disk_bytes / 8192;
+	if (inodes < 16384)
+		inodes = 16384;
+	safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
+		      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
+	if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
+		return r;
+
+	static const char *const dirs[] = { "upper", "work", "root" };
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		safe_snprintf(p, sizeof(p), "%s/%s", s, dirs[i]);
+		if ((r = mkdir_p1(p, 0755, err)) < 0)
+			return r;
+	}
+	safe_snprintf(p, sizeof(p), "%s/upper/root", s);
+	if ((r = mkdir_p1(p, 0755, err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/work/root", s);
+	if ((r = mkdir_p1(p, 0755, err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/upper/root/etc", s);
+	if ((r = mkdir_p1(p, 0755, err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/upper/root/etc/hostname", s);
+	safe_snprintf(q, sizeof(q), "%s\n", plan->hostname);
+	if ((r = write_new(p, q, err)) < 0)
+		return r;
+	safe_snprintf(p, sizeof(p), "%s/upper/root/etc/hosts", s);
+	if ((r = write_new(p, plan->hosts, err)) < 0)
+		return r;
+
+	char root[PATH_BUF];
+	safe_snprintf(root, sizeof(root), "%s/root", s);
+	safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=%s/upper/root,workdir=%s/work/root",
+		      plan->lower, s, s);
+	if ((r = do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
+		return r;
+
+	/* Host trees (/usr, ...) get their own overlays: an overlay does not
+	 * show mounts below its lower directory, and the template borrows
+	 * these trees from the host instead of copying them. Writes land in
+	 * the sandbox's layer; the host's files are never touched. */
+	for (unsigned i = 0; i < plan->ntrees; i++) {
+		const char *t = plan->trees[i];
+		safe_snprintf(p, sizeof(p), "%s/upper/%s", s, t);
+		if ((r = mkdir_p1(p, 0755, err)) < 0)
+			return r;
+		safe_snprintf(p, sizeof(p), "%s/work/%s", s, t);
+		if ((r = mkdir_p1(p, 0755, err)) < 0)
+			return r;
+		safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=%s/upper/%s,workdir=%s/work/%s", t, s, t, s, t);
+		safe_snprintf(p, sizeof(p), "%s/%s", root, t);
+		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
+			return r;
+	}
+
+	if ((r = setup_dev(root, err)) < 0)
+		return r;
+	if ((r = setup_proc(root, err)) < 0)
+		return r;
+	if ((r = setup_sys(root, err)) < 0)
+		return r;
+
+	/* pivot_root and detach the old root: unlike chroot, no fd or cwd
+	 * trick can walk back up to the host's tree afterwards. */
+	if (chdir(root) < 0)
+		return abox_error_set(err, errno, "chdir '%s'", root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return abox_error_set(err, errno, "pivot_root '%s'", root);
+	if (umount2(".", MNT_DETACH) < 0)
+		return abox_error_set(err, errno, "detach old root");
+	if (chdir("/") < 0)
+		return abox_error_set(err, errno, "chdir /");
+	return 0;
+}

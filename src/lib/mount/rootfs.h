@@ -1,0 +1,38 @@
+/* mount — builds the sandbox's root filesystem inside its new mount
+ * namespace and switches to it.
+ *
+ * What it does: a size-limited tmpfs for the writable layer, the overlay
+ * root (template lower + upper), overlays over the host trees the template
+ * borrows (/usr, ...), /proc with masks, a minimal /dev, read-only /sys,
+ * pivot_root with the old root detached.
+ * What it does not do: prepare the template (layer/) or pick sizes
+ * (backend/).
+ * Runs in the sandbox child between clone and exec: every function here is
+ * async-signal-safe and uses only the strings prepared in the plan. Needs
+ * overlayfs, tmpfs, devpts newinstance. */
+#ifndef ABOX_MOUNT_ROOTFS_H
+#define ABOX_MOUNT_ROOTFS_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+#define ROOTFS_MAX_TREES 8
+
+struct rootfs_plan {
+	const char *scratch;   /* host dir the scratch tmpfs is mounted on (in the child's namespace only) */
+	const char *lower;     /* template root (read-only lower layer) */
+	const char *trees[ROOTFS_MAX_TREES]; /* host trees overlaid read-write, e.g. "usr" (relative to /) */
+	unsigned ntrees;
+	uint64_t disk_bytes;   /* tmpfs size: the writable layer's limit */
+	const char *hostname;
+	const char *hosts;     /* content of /etc/hosts */
+	uid_t user_uid;
+	gid_t user_gid;
+};
+
+/* Runs the whole sequence; on return the process's root is the sandbox's
+ * root and the cwd is "/". */
+int rootfs_setup(const struct rootfs_plan *plan, abox_error *err);
+
+#endif

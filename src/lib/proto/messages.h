@@ -1,0 +1,60 @@
+/* proto/messages.h — message types and field tags of the host <-> init
+ * protocol. Numbers are wire values: never renumber, only add.
+ *
+ * Requests (host -> init) carry an id chosen by the host; every event about
+ * that request carries the same id. A request either produces its events
+ * and ends with MSG_EV_END (processes) or MSG_EV_OK, or fails with
+ * MSG_EV_ERROR {F_ERRNO, F_MESSAGE}. */
+#ifndef ABOX_PROTO_MESSAGES_H
+#define ABOX_PROTO_MESSAGES_H
+
+#define ABOX_PROTO_VERSION 1
+
+enum proto_type {
+	/* handshake: init -> host right after accept: F_VERSION, F_PID */
+	MSG_HELLO = 1,
+
+	/* requests */
+	MSG_REQ_EXEC = 16,   /* F_ARG*, F_ENV*, F_CWD, F_UID, F_GID, F_FLAGS */
+	MSG_REQ_STDIN = 17,  /* F_PID, F_DATA */
+	MSG_REQ_STDIN_CLOSE = 18, /* F_PID */
+	MSG_REQ_SIGNAL = 19, /* F_PID, F_SIGNAL */
+	MSG_REQ_SHUTDOWN = 20, /* kill everything, init exits */
+
+	/* events */
+	MSG_EV_OK = 64,
+	MSG_EV_ERROR = 65,   /* F_ERRNO, F_MESSAGE */
+	MSG_EV_START = 66,   /* F_PID */
+	MSG_EV_STDOUT = 67,  /* F_PID, F_DATA */
+	MSG_EV_STDERR = 68,  /* F_PID, F_DATA */
+	MSG_EV_END = 69,     /* F_PID, F_EXIT_CODE, F_SIGNAL, [F_ERRNO, F_MESSAGE] */
+};
+
+enum proto_tag {
+	F_VERSION = 1,
+	F_PID = 2,
+	F_ARG = 3,      /* repeated, in order */
+	F_ENV = 4,      /* repeated "K=V" */
+	F_CWD = 5,
+	F_UID = 6,
+	F_GID = 7,
+	F_FLAGS = 8,
+	F_DATA = 9,
+	F_SIGNAL = 10,
+	F_EXIT_CODE = 11,
+	F_ERRNO = 12,
+	F_MESSAGE = 13,
+	F_HOME = 14,
+	F_USER = 15,
+};
+
+/* F_FLAGS of MSG_REQ_EXEC */
+#define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */
+#define EXEC_ONESHOT (1u << 1) /* init exits when this process ends */
+
+/* abox-init command line: abox-init FD [flags] where FD is the listening
+ * socket. Flags: "ephemeral" = the sandbox ends when its first host
+ * connection closes (abox run). */
+#define INIT_LISTEN_FD 3
+
+#endif

@@ -1,0 +1,206 @@
+/* spawn/spawn.c — see spawn.h. */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "caps/caps.h"
+#include "cgroup/cgroup.h"
+#include "net/net.h"
+#include "proto/messages.h"
+#include "spawn/spawn.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+int spawn_init_memfd(const char *path, abox_error *err)
+{
+	_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return abox_error_set(err, errno, "open abox-init '%s'", path);
+	struct stat st;
+	if (fstat(in, &st) < 0)
+		return abox_error_set(err, errno, "stat '%s'", path);
+	_cleanup_close_ int mfd = memfd_create("abox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return abox_error_set(err, errno, "memfd_create");
+	off_t off = 0;
+	while (off < st.st_size) {
+		ssize_t n = sendfile(mfd, in, &off, (size_t)(st.st_size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return abox_error_set(err, n < 0 ? errno : EIO, "copy abox-init into memfd");
+	}
+	/* Sealed against every change: a sandboxed root opening /proc/1/exe
+	 * for writing gets EPERM, and there is no host file behind it. */
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return abox_error_set(err, errno, "seal abox-init memfd");
+	return TAKE_FD(mfd);
+}
+
+/* ---- child: between clone and exec, async-signal-safe only ------------- */
+
+_Noreturn static void child_fail(int errfd, const abox_error *e)
+{
+	(void)write_full(errfd, e, sizeof(*e));
+	_exit(125);
+}
+
+_Noreturn static void child_main(const struct spawn_config *cfg, int go_fd, int err_fd)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	int r;
+
+	/* Leaves the sandbox if the creator dies before init runs: no
+	 * half-made sandbox survives a killed `abox`. init clears it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+	if ((r = rootfs_setup(&cfg->rootfs, &e)) < 0)
+		child_fail(err_fd, &e);
+	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) {
+		abox_error_set(&e, errno, "sethostname");
+		child_fail(err_fd, &e);
+	}
+	if (net_loopback_up(&e) < 0)
+		child_fail(err_fd, &e);
+
+	/* Wait until the parent has put us into every cgroup: limits must hold
+	 * before init (and anything it starts) runs. */
+	char go;
+	if (read(go_fd, &go, 1) != 1)
+		_exit(125); /* the parent gave up: it reports its own error */
+	close(go_fd);
+	/* The cgroup namespace is made now, after the move, so that inside
+	 * the sandbox its own cgroup is the root of what it can see. */
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		abox_error_set(&e, errno, "unshare cgroup namespace");
+		child_fail(err_fd, &e);
+	}
+	/* init must survive the sandbox's own OOM kills; commands reset
+	 * this to 0 before they exec */
+	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
+
+	/* init's stdio: the sandbox's /dev/null, never a host terminal or file
+	 * (a host fd inside could be reopened through /proc/self/fd). */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) {
+		abox_error_set(&e, errno, "open /dev/null");
+		child_fail(err_fd, &e);
+	}
+	if (cfg->listen_fd != INIT_LISTEN_FD) {
+		if (dup2(cfg->listen_fd, INIT_LISTEN_FD) < 0) {
+			abox_error_set(&e, errno, "dup2 agent socket");
+			child_fail(err_fd, &e);
+		}
+	} else {
+		fcntl(INIT_LISTEN_FD, F_SETFD, 0);
+	}
+	/* every other inherited fd closes at exec */
+	if (syscall(SYS_close_range, INIT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		abox_error_set(&e, errno, "close_range");
+		child_fail(err_fd, &e);
+	}
+
+	if (caps_apply(cfg->caps_keep, cfg->last_cap, &e) < 0)
+		child_fail(err_fd, &e);
+	/* no_new_privs: setuid binaries and file capabilities grant nothing
+	 * inside, so the dropped capabilities cannot come back. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		abox_error_set(&e, errno, "set no_new_privs");
+		child_fail(err_fd, &e);
+	}
+	if (cfg->bpf && (r = policy_bpf_install(cfg->bpf)) < 0) {
+		abox_error_set(&e, -r, "install seccomp filter");
+		child_fail(err_fd, &e);
+	}
+	static char *const envp[] = { NULL };
+	syscall(SYS_execveat, cfg->init_memfd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
+	abox_error_set(&e, errno, "exec abox-init");
+	child_fail(err_fd, &e);
+}
+
+/* ---- parent ------------------------------------------------------------ */
+
+int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox_error *err)
+{
+	int go[2], ep[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return abox_error_set(err, errno, "pipe");
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(go[0]);
+		close(go[1]);
+		return abox_error_set(err, e, "pipe");
+	}
+
+	int pidfd = -1;
+	struct clone_args args = {
+		.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	int cgfd = cfg->cg ? cgroup_v2_fd(cfg->cg) : -1;
+	if (cgfd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgfd;
+	}
+	long pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
+		/* kernels before 5.7: plain clone, attach to v2 by pid below */
+		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+		cgfd = -1;
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+	}
+	if (pid == 0) {
+		close(go[1]);
+		close(ep[0]);
+		child_main(cfg, go[0], ep[1]);
+	}
+	int saved = errno;
+	close(go[0]);
+	close(ep[1]);
+	if (pid < 0) {
+		close(go[1]);
+		close(ep[0]);
+		return abox_error_set(err, saved, "clone3");
+	}
+
+	int r = 0;
+	if (cfg->cg)
+		r = cgroup_attach(cfg->cg, (pid_t)pid, cgfd < 0, err);
+	if (r >= 0 && write(go[1], "g", 1) != 1)
+		r = abox_error_set(err, errno, "start sandbox child");
+	close(go[1]);
+
+	abox_error child_err;
+	ssize_t n = read_full(ep[0], &child_err, sizeof(child_err));
+	close(ep[0]);
+	if (r >= 0 && n == (ssize_t)sizeof(child_err)) {
+		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+		if (err)
+			*err = child_err;
+		r = -(child_err.code ? child_err.code : EIO);
+	} else if (r >= 0 && n != 0) {
+		r = abox_error_setx(err, EIO, "sandbox child died during setup");
+	}
+	if (r < 0) {
+		kill((pid_t)pid, SIGKILL);
+		while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (pidfd >= 0)
+			close(pidfd);
+		return r;
+	}
+	out->pid = (pid_t)pid;
+	out->pidfd = pidfd;
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* spawn — starts a sandbox: clone3 into new namespaces (and straight into
+ * the sandbox's v2 cgroup when there is one), builds the root filesystem,
+ * applies confinement, and execs abox-init from its sealed memfd.
+ *
+ * What it does not do: decide paths, limits or policies (backend/local.c
+ * prepares everything in a spawn_config before the clone, so the child
+ * only makes system calls).
+ * Runs in the CLI/daemon (parent) and in the sandbox child between clone
+ * and exec. The calling process must be single-threaded, or at least have
+ * no other thread that may hold a lock the child could need. */
+#ifndef ABOX_SPAWN_H
+#define ABOX_SPAWN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+#include "mount/rootfs.h"
+#include "seccomp/policy.h"
+
+struct cg_sandbox;
+
+struct spawn_config {
+	struct rootfs_plan rootfs;
+	int listen_fd;              /* becomes fd 3 of init */
+	int init_memfd;             /* sealed copy of abox-init */
+	char *const *init_argv;
+	const struct policy_bpf *bpf;
+	uint64_t caps_keep;
+	int last_cap;
+	struct cg_sandbox *cg;      /* for CLONE_INTO_CGROUP and attach */
+};
+
+struct spawn_result {
+	pid_t pid;
+	int pidfd;
+};
+
+/* Clones the sandbox and waits until init is exec'd (or the child reports
+ * which step failed, e.g. "mount overlay on '...': Invalid argument"). On
+ * failure the child is gone and reaped. */
+int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox_error *err);
+
+/* A sealed memfd holding a copy of the file at path: writes through
+ * /proc/1/exe then hit the seal (EPERM) instead of a host file. */
+int spawn_init_memfd(const char *path, abox_error *err);
+
+#endif

@@ -1,0 +1,87 @@
+/* store/rundir.c — see store.h.
+ *
+ * The agent socket lives in a 0700 root-owned folder on the host and is
+ * handed to init as an already-listening fd: nothing inside the sandbox
+ * can reach it by path (the folder is not in the sandbox's tree), and no
+ * other host user can connect to it. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "store/store.h"
+
+static int mkdir_0700(const char *p, abox_error *err)
+{
+	if (mkdir(p, 0700) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return abox_error_set(err, errno, "mkdir '%s'", p);
+	struct stat st;
+	if (lstat(p, &st) < 0)
+		return abox_error_set(err, errno, "stat '%s'", p);
+	/* a pre-made folder (or a symlink planted there) open to others would
+	 * let them reach every sandbox's agent socket */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return abox_error_setx(err, EPERM, "'%s' must be a folder owned by uid %u with mode 0700",
+				       p, (unsigned)geteuid());
+	return 0;
+}
+
+int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *listen_fd,
+			int *conn_fd, abox_error *err)
+{
+	int r;
+	if ((r = mkdir_0700(runtime_dir, err)) < 0)
+		return r;
+	_cleanup_free_ char *d = NULL;
+	if (asprintf(&d, "%s/%s", runtime_dir, id) < 0)
+		return abox_error_set(err, ENOMEM, "rundir");
+	if (mkdir(d, 0700) < 0)
+		return abox_error_set(err, errno, "mkdir '%s'", d);
+
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", d);
+	_cleanup_close_ int l = -EBADF, c = -EBADF;
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		r = abox_error_setx(err, ENAMETOOLONG, "socket path '%s/init.sock' is too long", d);
+		goto fail;
+	}
+	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || c < 0) {
+		r = abox_error_set(err, errno, "socket");
+		goto fail;
+	}
+	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 64) < 0) {
+		r = abox_error_set(err, errno, "listen on '%s'", sa.sun_path);
+		goto fail;
+	}
+	/* connecting before init runs is fine: the connection waits in the
+	 * backlog, and the first request can be sent right away */
+	if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = abox_error_set(err, errno, "connect '%s'", sa.sun_path);
+		goto fail;
+	}
+	*listen_fd = TAKE_FD(l);
+	*conn_fd = TAKE_FD(c);
+	*dir = TAKE_PTR(d);
+	return 0;
+fail:
+	(void)store_rundir_remove(d, NULL);
+	return r;
+}
+
+int store_rundir_remove(const char *dir, abox_error *err)
+{
+	if (!dir)
+		return 0;
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/init.sock", dir);
+	if (unlink(p) < 0 && errno != ENOENT)
+		return abox_error_set(err, errno, "remove '%s'", p);
+	if (rmdir(dir) < 0 && errno != ENOENT)
+		return abox_error_set(err, errno, "remove '%s'", dir);
+	return 0;
+}

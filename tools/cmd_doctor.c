@@ -1,0 +1,235 @@
+/* abox doctor — what this host offers abox, one line per facility, with
+ * what follows from it. Exit 0 when sandboxes can run here. */
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "backend/backend.h"
+#include "caps/caps.h"
+#include "cgroup/cgroup.h"
+#include "cli.h"
+#include "seccomp/policy.h"
+
+static bool fatal;
+
+static void line(bool ok, bool required, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void line(bool ok, bool required, const char *what, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	printf("%-5s %-18s %s\n", ok ? "ok" : required ? "FAIL" : "no", what, buf);
+	if (!ok && required)
+		fatal = true;
+}
+
+/* Runs fn in a forked child (namespace probes must not touch us). */
+static int in_child(int (*fn)(void))
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -errno;
+	if (p == 0)
+		_exit(fn() == 0 ? 0 : 1);
+	int st;
+	if (waitpid(p, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int probe_userns(void)
+{
+	return unshare(CLONE_NEWUSER) == 0 ? 0 : -1;
+}
+
+static int write_map(const char *file, const char *map)
+{
+	return write_file_at(AT_FDCWD, file, map);
+}
+
+static int probe_overlay_userns(void)
+{
+	/* overlay inside a user namespace needs "userxattr" (5.11+) */
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	char dir[] = "/tmp/abox-doctor-XXXXXX";
+	if (!mkdtemp(dir))
+		return -1;
+	int ok = -1;
+	pid_t p = fork();
+	if (p == 0) {
+		char map[64];
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			_exit(1);
+		snprintf(map, sizeof(map), "0 %u 1", uid);
+		write_map("/proc/self/setgroups", "deny");
+		if (write_map("/proc/self/uid_map", map) < 0)
+			_exit(1);
+		snprintf(map, sizeof(map), "0 %u 1", gid);
+		if (write_map("/proc/self/gid_map", map) < 0)
+			_exit(1);
+		if (mount("t", dir, "tmpfs", 0, NULL) < 0)
+			_exit(1);
+		char p1[128], opts[512];
+		const char *sub[] = { "l", "u", "w", "m" };
+		for (int i = 0; i < 4; i++) {
+			snprintf(p1, sizeof(p1), "%s/%s", dir, sub[i]);
+			mkdir(p1, 0755);
+		}
+		snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir, dir, dir);
+		snprintf(p1, sizeof(p1), "%s/m", dir);
+		_exit(mount("overlay", p1, "overlay", 0, opts) == 0 ? 0 : 1);
+	}
+	if (p > 0) {
+		int st;
+		waitpid(p, &st, 0);
+		ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+	}
+	rmdir(dir);
+	return ok;
+}
+
+static bool has_fs(const char *name)
+{
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, "/proc/filesystems", 1 << 16, &s, NULL) < 0)
+		return false;
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\t%s\n", name);
+	return strstr(s, pat) != NULL;
+}
+
+static void check_cgroups(void)
+{
+	struct cg_layout l = { 0 };
+	abox_error err = ABOX_ERROR_INIT;
+	if (cgroup_layout_detect(&l, &err) < 0) {
+		line(false, true, "cgroups", "%s", err.msg);
+		return;
+	}
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		char what[32];
+		snprintf(what, sizeof(what), "cgroup %s", cgroup_controller_name((enum cg_controller)c));
+		bool required = c == CG_MEMORY || c == CG_PIDS;
+		switch (l.use[c]) {
+		case CG_V2:
+			line(true, required, what, "v2 at %s%s", l.v2_mount, l.v2_self);
+			break;
+		case CG_V1:
+			line(true, required, what, "v1 at %s%s", l.v1_mount[c], l.v1_self[c]);
+			break;
+		default:
+			line(false, required, what, "not available: %s",
+			     c == CG_CPU ? "--cpus cannot be enforced" :
+			     c == CG_FREEZER ? "pause will not work" : "sandboxes cannot be limited");
+		}
+	}
+	line(l.v2_kill || l.v2_mount == NULL, false, "cgroup kill",
+	     l.v2_kill ? "cgroup.kill on v2: kill is one write" : "no cgroup.kill: kill walks the v1 freezer");
+	cgroup_layout_free(&l);
+}
+
+static void check_criu(void)
+{
+	const char *criu = getenv("ABOX_CRIU");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s check 2>&1", criu && *criu ? criu : "criu");
+	char vcmd[1024];
+	snprintf(vcmd, sizeof(vcmd), "%s --version 2>/dev/null | head -n1", criu && *criu ? criu : "criu");
+	char version[256] = "";
+	FILE *f = popen(vcmd, "r");
+	if (f) {
+		if (!fgets(version, sizeof(version), f))
+			version[0] = '\0';
+		pclose(f);
+	}
+	version[strcspn(version, "\n")] = '\0';
+	if (!version[0]) {
+		line(false, false, "criu", "not found (set ABOX_CRIU): memory checkpoints unavailable");
+		return;
+	}
+	char out[512] = "", last[512] = "";
+	f = popen(cmd, "r");
+	int st = -1;
+	if (f) {
+		while (fgets(out, sizeof(out), f))
+			if (out[0] != '\n')
+				memcpy(last, out, sizeof(last));
+		st = pclose(f);
+	}
+	last[strcspn(last, "\n")] = '\0';
+	if (st == 0)
+		line(true, false, "criu", "%s: criu check passed", version);
+	else
+		line(false, false, "criu", "%s: criu check failed: %s", version, last[0] ? last : "no output");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: abox doctor\n\nPrints what this host offers abox; exits 0 when sandboxes can run.\n");
+		return 0;
+	}
+	struct utsname u;
+	uname(&u);
+	line(true, false, "kernel", "%s %s", u.release, u.machine);
+	line(geteuid() == 0, true, "privileges", geteuid() == 0 ? "running as root" : "abox needs root for now (rootless mode is planned)");
+
+	check_cgroups();
+
+	line(has_fs("overlay"), true, "overlayfs", has_fs("overlay") ? "available" : "missing: no sandbox root filesystem");
+	bool userns = in_child(probe_userns) == 0;
+	line(userns, false, "user namespaces", userns ? "available" : "unavailable: rootless sandboxes impossible");
+	if (userns) {
+		bool ov = probe_overlay_userns() == 0;
+		line(ov, false, "overlay in userns", ov ? "available (userxattr)" : "unavailable: rootless sandboxes cannot use overlay");
+	}
+	long ms = syscall(SYS_mount_setattr, -1, "", 0, NULL, 0);
+	bool idmap = !(ms < 0 && errno == ENOSYS);
+	line(idmap, false, "idmapped mounts", idmap ? "mount_setattr present (ext4, tmpfs, overlay lowers)" : "unavailable: per-sandbox uid ranges need chown copies");
+
+	int sec = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+	bool seccomp_ok = sec >= 0 && has_fs("proc");
+	abox_ctx *ctx = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_ctx_new(NULL, &ctx, &err) < 0) {
+		line(false, true, "abox-init", "%s", err.msg);
+	} else {
+		line(true, true, "abox-init", "%s", ctx->init_path);
+		if (ctx->default_policy) {
+			struct policy_bpf bpf = { 0 };
+			struct policy_env env = { .caps = caps_default(), .kernel = 6000 };
+			int r = policy_load(ctx->default_policy, NULL, &env, &bpf, &err);
+			line(seccomp_ok && r >= 0, true, "seccomp",
+			     r >= 0 ? "filters available; default policy %s compiles (%u instructions)" : "%s",
+			     r >= 0 ? ctx->default_policy : err.msg, (unsigned)bpf.len);
+			policy_bpf_free(&bpf);
+		} else {
+			line(false, true, "seccomp", "default policy not found (set ABOX_DEFAULT_POLICY)");
+		}
+	}
+	abox_ctx_free(ctx);
+
+	long ll = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	line(ll > 0, false, "landlock", ll > 0 ? "ABI %ld" : "unavailable: no extra file-access layer", ll);
+	int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	line(pfd >= 0, false, "pidfd", pfd >= 0 ? "available: PIDs are held, never reused by mistake" : "unavailable");
+	if (pfd >= 0)
+		close(pfd);
+	long c3 = syscall(SYS_clone3, NULL, 0);
+	bool clone3 = !(c3 < 0 && errno == ENOSYS);
+	line(clone3, false, "clone3", clone3 ? "available (CLONE_INTO_CGROUP)" : "unavailable: slower cgroup placement");
+	check_criu();
+	printf("%s\n", fatal ? "abox cannot run sandboxes here (see FAIL lines)" : "abox can run sandboxes here");
+	return fatal ? 1 : 0;
+}

@@ -1,0 +1,280 @@
+/* abox run — one command in a fresh sandbox that ends with it.
+ *
+ * Exit status: the command's own; 128+N when signal N ended it; 124 when
+ * --timeout ended the sandbox; 126/127 when the command could not be
+ * started (not runnable / not found); 125 for abox's own errors. */
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+
+#include "base/base.h"
+#include "cli.h"
+
+#define EXIT_TIMEOUT 124
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: abox run [OPTIONS] [--] CMD [ARG...]\n"
+		"\n"
+		"Runs CMD in a fresh sandbox and removes the sandbox when CMD ends.\n"
+		"\n"
+		"  -t, --template NAME   template to start from (default: host)\n"
+		"  -u, --user USER       run as 'user' (uid 1000, default) or 'root'\n"
+		"  -w, --cwd DIR         working directory (default: the user's home)\n"
+		"  -e, --env K=V         set an environment variable (repeatable)\n"
+		"  -i, --interactive     pass standard input to the command\n"
+		"      --memory SIZE     memory limit (default 512M)\n"
+		"      --disk SIZE       size of the writable layer (default 1G)\n"
+		"      --pids N          process limit (default 512)\n"
+		"      --cpus N          CPU limit, e.g. 0.5 or 2 (default 1)\n"
+		"      --timeout SECS    kill the sandbox after SECS seconds\n"
+		"      --seccomp FILE    seccomp policy (OCI linux.seccomp JSON)\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"Exit status: the command's; 128+N if signal N ended it; 124 on --timeout;\n"
+		"126/127 if it could not be run / was not found; 125 if abox itself failed.\n");
+}
+
+struct run_state {
+	int exit_code;
+	bool ended;
+	bool stdout_broken;
+	const char *memory_text;
+	uint32_t timeout_s;
+	abox_sandbox *sb;
+};
+
+static void on_event(const abox_event *ev, void *ud)
+{
+	struct run_state *st = ud;
+	switch (ev->type) {
+	case ABOX_EVENT_STDOUT:
+		if (!st->stdout_broken && write_full(1, ev->data, ev->len) < 0)
+			st->stdout_broken = true;
+		break;
+	case ABOX_EVENT_STDERR:
+		(void)write_full(2, ev->data, ev->len);
+		break;
+	case ABOX_EVENT_END:
+		st->ended = true;
+		if (ev->end_flags & ABOX_END_TIMEOUT) {
+			cli_err("killed: timeout (%us)", st->timeout_s);
+			st->exit_code = EXIT_TIMEOUT;
+			break;
+		}
+		st->exit_code = ev->exit_code;
+		if (ev->error)
+			cli_err("%s", ev->error);
+		if ((ev->end_flags & ABOX_END_OOM) && ev->signal == SIGKILL)
+			cli_err("killed: out of memory (limit %s)", st->memory_text);
+		else if (ev->end_flags & ABOX_END_OOM)
+			cli_err("warning: a process in the sandbox was killed: out of memory (limit %s)",
+				st->memory_text);
+		else if (ev->end_flags & ABOX_END_LOST)
+			cli_err("sandbox ended unexpectedly");
+		break;
+	default:
+		break;
+	}
+}
+
+static int parse_cpus(const char *s, uint32_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v) || v <= 0 || v > 1024)
+		return -EINVAL;
+	*out = (uint32_t)llround(v * 1000);
+	return *out ? 0 : -EINVAL;
+}
+
+static int parse_secs(const char *s, uint32_t *ms)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v) || v <= 0 || v > 4294967.0)
+		return -EINVAL;
+	*ms = (uint32_t)llround(v * 1000);
+	return *ms ? 0 : -EINVAL;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "template", required_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "cwd", required_argument, NULL, 'w' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "memory", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "pids", required_argument, NULL, 'P' },
+		{ "cpus", required_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "seccomp", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nenv = 0;
+	bool interactive = false;
+	const char *memory_text = "512M";
+	char membuf[32];
+	int c;
+
+	if (!env)
+		return EXIT_ABOX;
+	so.flags = ABOX_SANDBOX_EPHEMERAL;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+t:u:w:e:ih", longopts, NULL)) != -1) {
+		uint64_t v;
+		switch (c) {
+		case 't': so.template_name = optarg; break;
+		case 'u': po.user = optarg; break;
+		case 'w': po.cwd = optarg; break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=') {
+				cli_err("run: --env '%s': expected K=V", optarg);
+				return EXIT_ABOX;
+			}
+			env[nenv++] = optarg;
+			break;
+		case 'i': interactive = true; break;
+		case 'M':
+			if (parse_size(optarg, &v) < 0 || v == 0) {
+				cli_err("run: --memory '%s': expected a size like 512M or 2G", optarg);
+				return EXIT_ABOX;
+			}
+			so.memory_bytes = v;
+			format_size(v, membuf, sizeof(membuf));
+			memory_text = membuf;
+			break;
+		case 'D':
+			if (parse_size(optarg, &v) < 0 || v == 0) {
+				cli_err("run: --disk '%s': expected a size like 1G or 256M", optarg);
+				return EXIT_ABOX;
+			}
+			so.disk_bytes = v;
+			break;
+		case 'P':
+			if (parse_size(optarg, &v) < 0 || v == 0 || v > (1ULL << 22)) {
+				cli_err("run: --pids '%s': expected a number of processes", optarg);
+				return EXIT_ABOX;
+			}
+			so.pids = v;
+			break;
+		case 'C':
+			if (parse_cpus(optarg, &so.cpu_millis) < 0) {
+				cli_err("run: --cpus '%s': expected a positive number like 0.5 or 2", optarg);
+				return EXIT_ABOX;
+			}
+			break;
+		case 'T':
+			if (parse_secs(optarg, &so.timeout_ms) < 0) {
+				cli_err("run: --timeout '%s': expected seconds, e.g. 30 or 2.5", optarg);
+				return EXIT_ABOX;
+			}
+			break;
+		case 'S': so.seccomp_policy = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_ABOX;
+		}
+	}
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	if (optind >= argc) {
+		cli_err("run: missing command (usage: abox run [OPTIONS] -- CMD [ARG...])");
+		return EXIT_ABOX;
+	}
+	po.argv = (const char *const *)argv + optind;
+	po.env = nenv ? env : NULL;
+	if (interactive)
+		po.flags |= ABOX_PROC_STDIN;
+
+	/* Signals become events of the loop below, so none can interrupt the
+	 * creation half-way: SIGTERM/SIGHUP end the sandbox cleanly, the others
+	 * are forwarded to the command's process group. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+		sigaddset(&mask, sigs[i]);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	_cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	abox_error err = ABOX_ERROR_INIT;
+	abox_ctx *ctx = NULL;
+	if (abox_ctx_new(NULL, &ctx, &err) < 0)
+		return cli_fail(&err);
+	abox_sandbox *sb = NULL;
+	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	struct run_state st = { .exit_code = EXIT_ABOX, .memory_text = memory_text,
+				.timeout_s = (so.timeout_ms + 999) / 1000, .sb = sb };
+	abox_proc *p = NULL;
+	int rc;
+	if (abox_proc_start(sb, &po, &p, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+
+	bool stdin_open = interactive;
+	for (;;) {
+		int r = abox_proc_dispatch(p, on_event, &st, &err);
+		if (r < 0) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (r > 0)
+			break;
+		struct pollfd pfd[3] = {
+			{ .fd = abox_proc_fd(p), .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = stdin_open ? 0 : -1, .events = POLLIN },
+		};
+		if (poll(pfd, 3, 100) < 0 && errno != EINTR) {
+			abox_error_set(&err, errno, "run: poll");
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
+					/* our own end: take the sandbox with us */
+					rc = 128 + (int)si.ssi_signo;
+					goto out;
+				}
+				(void)abox_proc_signal(p, (int)si.ssi_signo, NULL);
+			}
+		}
+		if (pfd[2].revents) {
+			char buf[65536];
+			ssize_t n = read(0, buf, sizeof(buf));
+			if (n > 0) {
+				if (abox_proc_write_stdin(p, buf, (size_t)n, NULL) < 0)
+					stdin_open = false;
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				(void)abox_proc_close_stdin(p, NULL);
+				stdin_open = false;
+			}
+		}
+	}
+	rc = st.exit_code;
+out:
+	abox_proc_free(p);
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	return rc;
+}

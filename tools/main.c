@@ -1,0 +1,43 @@
+/* abox — command line entry point: picks the verb. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: abox COMMAND [OPTIONS]\n"
+		"\n"
+		"Run untrusted code in isolated sandboxes.\n"
+		"\n"
+		"commands:\n"
+		"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+		"  doctor                          what this host offers abox\n"
+		"  version                         print the version\n"
+		"\n"
+		"`abox COMMAND --help` shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_ABOX;
+	}
+	const char *verb = argv[1];
+	if (strcmp(verb, "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(verb, "doctor") == 0)
+		return cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
+		printf("abox %s\n", ABOX_VERSION_STRING);
+		return 0;
+	}
+	if (strcmp(verb, "help") == 0 || strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	cli_err("unknown command '%s' (see 'abox --help')", verb);
+	return EXIT_ABOX;
+}
