@@ -90,7 +90,7 @@ static int parse_cpus(const char *s, uint32_t *out)
 	double v = strtod(s, &end);
 	if (end == s || *end || !isfinite(v) || v <= 0 || v > 1024)
 		return -EINVAL;
-	*out = (uint32_t)llround(v * 1000);
+	*out = (uint32_t)(v * 1000 + 0.5);
 	return *out ? 0 : -EINVAL;
 }
 
@@ -100,7 +100,7 @@ static int parse_secs(const char *s, uint32_t *ms)
 	double v = strtod(s, &end);
 	if (end == s || *end || !isfinite(v) || v <= 0 || v > 4294967.0)
 		return -EINVAL;
-	*ms = (uint32_t)llround(v * 1000);
+	*ms = (uint32_t)(v * 1000 + 0.5);
 	return *ms ? 0 : -EINVAL;
 }
 

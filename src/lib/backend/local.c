@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -125,6 +126,11 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		goto fail;
 	}
 	char cache[4096];
+	snprintf(cache, sizeof(cache), "%s/cache", ctx->state_dir);
+	if (mkdir(cache, 0700) < 0 && errno != EEXIST) {
+		r = abox_error_set(err, errno, "create: mkdir '%s'", cache);
+		goto fail;
+	}
 	snprintf(cache, sizeof(cache), "%s/cache/seccomp", ctx->state_dir);
 	struct policy_env penv = { .caps = caps_default(), .kernel = kernel_version() };
 	if ((r = policy_load(policy, cache, &penv, &bpf, err)) < 0) {

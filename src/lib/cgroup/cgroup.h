@@ -77,6 +77,15 @@ int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when
  * include_v2 is true: use that when clone3 could not place it). */
 int cgroup_attach(struct cg_sandbox *cg, pid_t pid, bool include_v2, abox_error *err);
+/* Moves pid into the sandbox's v2 cgroup only (when clone3 could not). */
+int cgroup_attach_v2(struct cg_sandbox *cg, pid_t pid, abox_error *err);
+/* Opens the v1 "tasks" file of every v1 directory of the sandbox for
+ * writing. A single-threaded child that writes "0" to each moves itself
+ * without the kernel's global threadgroup lock: writing a pid to
+ * cgroup.procs takes that lock and waits for an RCU grace period (several
+ * milliseconds), writing "0" (this thread) to "tasks" does not. The caller
+ * owns the fds. */
+int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t *n, abox_error *err);
 /* Number of OOM kills inside the sandbox's memory cgroup so far. */
 int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
 /* Freezes (true) or thaws (false) and returns once the kernel reports the

@@ -55,7 +55,8 @@ _Noreturn static void child_fail(int errfd, const abox_error *e)
 	_exit(125);
 }
 
-_Noreturn static void child_main(const struct spawn_config *cfg, int go_fd, int err_fd)
+_Noreturn static void child_main(const struct spawn_config *cfg, const int *attach, size_t nattach,
+				 int go_fd, int err_fd)
 {
 	abox_error e = ABOX_ERROR_INIT;
 	int r;
@@ -63,6 +64,17 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int go_fd, int 
 	/* Leaves the sandbox if the creator dies before init runs: no
 	 * half-made sandbox survives a killed `abox`. init clears it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+	/* Into the v1 cgroups first, so every page the setup allocates is
+	 * charged to the sandbox: "0" moves this (only) thread without the
+	 * kernel's global threadgroup lock (see cgroup_open_self_attach). */
+	for (size_t i = 0; i < nattach; i++) {
+		if (write(attach[i], "0", 1) != 1) {
+			abox_error_set(&e, errno, "join cgroup");
+			child_fail(err_fd, &e);
+		}
+		close(attach[i]);
+	}
 
 	if ((r = rootfs_setup(&cfg->rootfs, &e)) < 0)
 		child_fail(err_fd, &e);
@@ -73,12 +85,14 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int go_fd, int 
 	if (net_loopback_up(&e) < 0)
 		child_fail(err_fd, &e);
 
-	/* Wait until the parent has put us into every cgroup: limits must hold
-	 * before init (and anything it starts) runs. */
-	char go;
-	if (read(go_fd, &go, 1) != 1)
-		_exit(125); /* the parent gave up: it reports its own error */
-	close(go_fd);
+	/* Without clone3's CLONE_INTO_CGROUP the parent moves us into the v2
+	 * cgroup: wait for it, limits must hold before init runs. */
+	if (go_fd >= 0) {
+		char go;
+		if (read(go_fd, &go, 1) != 1)
+			_exit(125); /* the parent gave up: it reports its own error */
+		close(go_fd);
+	}
 	/* The cgroup namespace is made now, after the move, so that inside
 	 * the sandbox its own cgroup is the root of what it can see. */
 	if (unshare(CLONE_NEWCGROUP) < 0) {
@@ -130,16 +144,25 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int go_fd, int 
 
 /* ---- parent ------------------------------------------------------------ */
 
+static void close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox_error *err)
 {
-	int go[2], ep[2];
-	if (pipe2(go, O_CLOEXEC) < 0)
-		return abox_error_set(err, errno, "pipe");
+	int go[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int attach[CG_CONTROLLER_MAX + 2];
+	size_t nattach = 0;
+	int r = 0;
+
+	if (cfg->cg && (r = cgroup_open_self_attach(cfg->cg, attach, ELEMENTSOF(attach), &nattach, err)) < 0)
+		return r;
 	if (pipe2(ep, O_CLOEXEC) < 0) {
-		int e = errno;
-		close(go[0]);
-		close(go[1]);
-		return abox_error_set(err, e, "pipe");
+		close_all(attach, nattach);
+		return abox_error_set(err, errno, "pipe");
 	}
 
 	int pidfd = -1;
@@ -154,32 +177,44 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		args.cgroup = (uint64_t)cgfd;
 	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
-	if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
-		/* kernels before 5.7: plain clone, attach to v2 by pid below */
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && cgfd >= 0) {
+		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
+		 * the child into the v2 cgroup by pid while it waits */
 		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
-		cgfd = -1;
+		args.cgroup = 0;
+		if (pipe2(go, O_CLOEXEC) < 0) {
+			int e = errno;
+			close_all(attach, nattach);
+			close_all(ep, 2);
+			return abox_error_set(err, e, "pipe");
+		}
 		pid = syscall(SYS_clone3, &args, sizeof(args));
 	}
 	if (pid == 0) {
-		close(go[1]);
+		if (go[1] >= 0)
+			close(go[1]);
 		close(ep[0]);
-		child_main(cfg, go[0], ep[1]);
+		child_main(cfg, attach, nattach, go[0], ep[1]);
 	}
 	int saved = errno;
-	close(go[0]);
+	close_all(attach, nattach);
+	if (go[0] >= 0)
+		close(go[0]);
 	close(ep[1]);
 	if (pid < 0) {
-		close(go[1]);
+		if (go[1] >= 0)
+			close(go[1]);
 		close(ep[0]);
 		return abox_error_set(err, saved, "clone3");
 	}
 
-	int r = 0;
-	if (cfg->cg)
-		r = cgroup_attach(cfg->cg, (pid_t)pid, cgfd < 0, err);
-	if (r >= 0 && write(go[1], "g", 1) != 1)
-		r = abox_error_set(err, errno, "start sandbox child");
-	close(go[1]);
+	if (go[1] >= 0) {
+		if (cfg->cg)
+			r = cgroup_attach_v2(cfg->cg, (pid_t)pid, err);
+		if (r >= 0 && write(go[1], "g", 1) != 1)
+			r = abox_error_set(err, errno, "start sandbox child");
+		close(go[1]);
+	}
 
 	abox_error child_err;
 	ssize_t n = read_full(ep[0], &child_err, sizeof(child_err));

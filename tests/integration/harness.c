@@ -1,0 +1,289 @@
+/* Integration-test harness (see harness.h). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+const char *abox_bin(void)
+{
+	const char *b = getenv("ABOX_BIN");
+	return b && *b ? b : "abox";
+}
+
+bool is_root(void)
+{
+	return geteuid() == 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *d, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+pid_t start_abox(int *out_fd, int *err_fd, const char *const *args)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	size_t n = 0;
+	while (args[n])
+		n++;
+	const char **argv = calloc(n + 2, sizeof(char *));
+	argv[0] = abox_bin();
+	for (size_t i = 0; i < n; i++)
+		argv[i + 1] = args[i];
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	free(argv);
+	close(o[1]);
+	close(e[1]);
+	*out_fd = o[0];
+	*err_fd = e[0];
+	return p;
+}
+
+char *slurp(int fd)
+{
+	struct buf b = { 0 };
+	buf_add(&b, "", 0);
+	char tmp[4096];
+	ssize_t n;
+	while ((n = read(fd, tmp, sizeof(tmp))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			buf_add(&b, tmp, (size_t)n);
+	close(fd);
+	return b.p;
+}
+
+int wait_exit(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args)
+{
+	int in[2], o[2], e[2];
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	size_t n = 0;
+	while (args[n])
+		n++;
+	const char **argv = calloc(n + 2, sizeof(char *));
+	argv[0] = abox_bin();
+	for (size_t i = 0; i < n; i++)
+		argv[i + 1] = args[i];
+	double t0 = now();
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0) {
+		dup2(in[0], 0);
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	free(argv);
+	close(in[0]);
+	close(o[1]);
+	close(e[1]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	struct buf ob = { 0 }, eb = { 0 };
+	buf_add(&ob, "", 0);
+	buf_add(&eb, "", 0);
+	size_t sent = 0;
+	int infd = in[1];
+	if (!stdin_data) {
+		close(infd);
+		infd = -1;
+	}
+	bool killed = false;
+	while (o[0] >= 0 || e[0] >= 0) {
+		struct pollfd pfd[3] = {
+			{ .fd = o[0], .events = POLLIN },
+			{ .fd = e[0], .events = POLLIN },
+			{ .fd = infd, .events = POLLOUT },
+		};
+		int k = poll(pfd, 3, 1000);
+		if (!killed && now() - t0 > 60) {
+			kill(p, SIGKILL);
+			killed = true;
+		}
+		if (k <= 0)
+			continue;
+		char tmp[65536];
+		for (int i = 0; i < 2; i++) {
+			int *fd = i == 0 ? &o[0] : &e[0];
+			if (*fd >= 0 && pfd[i].revents) {
+				ssize_t m = read(*fd, tmp, sizeof(tmp));
+				if (m > 0)
+					buf_add(i == 0 ? &ob : &eb, tmp, (size_t)m);
+				else if (m == 0 || errno != EINTR) {
+					close(*fd);
+					*fd = -1;
+				}
+			}
+		}
+		if (infd >= 0 && pfd[2].revents) {
+			ssize_t w = write(infd, (const char *)stdin_data + sent, stdin_len - sent);
+			if (w > 0)
+				sent += (size_t)w;
+			if (w < 0 && errno != EAGAIN) {
+				close(infd);
+				infd = -1;
+			} else if (sent == stdin_len) {
+				close(infd);
+				infd = -1;
+			}
+		}
+	}
+	if (infd >= 0)
+		close(infd);
+	r->status = wait_exit(p);
+	r->seconds = now() - t0;
+	r->out = ob.p;
+	r->out_len = ob.len;
+	r->err = eb.p;
+}
+
+void run_result_free(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+char *read_whole(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *s = slurp(fd);
+	if (len)
+		*len = strlen(s);
+	return s;
+}
+
+static void walk_cgroups(struct buf *b, const char *dir, int depth)
+{
+	if (depth > 8)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (strstr(de->d_name, "abox")) {
+			buf_add(b, p, strlen(p));
+			buf_add(b, "\n", 1);
+		}
+		walk_cgroups(b, p, depth + 1);
+	}
+	closedir(d);
+}
+
+char *leak_snapshot(void)
+{
+	struct buf b = { 0 };
+	buf_add(&b, "", 0);
+	/* mount points (field 5) in order: a leaked or missing mount shows */
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (f) {
+		char line[4096];
+		while (fgets(line, sizeof(line), f)) {
+			char *save, *tok = strtok_r(line, " ", &save);
+			for (int i = 1; tok && i < 5; i++)
+				tok = strtok_r(NULL, " ", &save);
+			if (tok) {
+				buf_add(&b, "mount ", 6);
+				buf_add(&b, tok, strlen(tok));
+				buf_add(&b, "\n", 1);
+			}
+		}
+		fclose(f);
+	}
+	walk_cgroups(&b, "/sys/fs/cgroup", 0);
+	const char *rt = getenv("ABOX_RUNTIME_DIR");
+	DIR *d = opendir(rt && *rt ? rt : "/run/abox");
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			buf_add(&b, "run ", 4);
+			buf_add(&b, de->d_name, strlen(de->d_name));
+			buf_add(&b, "\n", 1);
+		}
+		closedir(d);
+	}
+	return b.p;
+}
+
+static char *before;
+
+void leak_check_begin(void)
+{
+	before = leak_snapshot();
+}
+
+void leak_check_end(void)
+{
+	/* kill() reaps init and removes everything before abox exits, so
+	 * no settling time should be needed; allow a short grace for the
+	 * kernel to finish tearing down cgroups of exited tasks anyway */
+	char *after = NULL;
+	for (int i = 0; i < 20; i++) {
+		free(after);
+		after = leak_snapshot();
+		if (strcmp(before, after) == 0)
+			break;
+		usleep(50000);
+	}
+	cr_expect_str_eq(after, before, "state changed: something was left behind");
+	free(after);
+	free(before);
+	before = NULL;
+}

@@ -1,0 +1,43 @@
+/* Integration-test harness: runs the real `abox` binary, captures its
+ * output and exit status, and checks that nothing was left behind (mounts,
+ * cgroups, runtime folders, processes). */
+#ifndef ABOX_TEST_HARNESS_H
+#define ABOX_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct run_result {
+	int status;     /* exit code, or 128+signal */
+	char *out;      /* stdout, NUL-terminated */
+	size_t out_len;
+	char *err;      /* stderr */
+	double seconds; /* wall time */
+};
+
+/* Runs `abox ARGS...` (NULL-terminated), feeding stdin_data (may be NULL:
+ * /dev/null). Kills abox after 60 s. */
+void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args);
+#define ABOX(r, ...) run_abox((r), NULL, 0, (const char *const[]){ __VA_ARGS__, NULL })
+void run_result_free(struct run_result *r);
+
+/* Starts abox in the background with stdout/stderr to pipes: returns its pid;
+ * *out_fd / *err_fd are the read ends. */
+pid_t start_abox(int *out_fd, int *err_fd, const char *const *args);
+/* Reads everything left on fd into a malloc'd string and closes it. */
+char *slurp(int fd);
+int wait_exit(pid_t pid);
+
+/* State snapshot: mountinfo mount points, cgroup folders whose names
+ * contain "abox", entries of the runtime folder. */
+char *leak_snapshot(void);
+/* Criterion init/fini pair: snapshot before, compare after. */
+void leak_check_begin(void);
+void leak_check_end(void);
+
+bool is_root(void);
+const char *abox_bin(void);
+char *read_whole(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,104 @@
+/* Resource limits: memory (OOM inside only, reported), pids, disk, CPU. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+static void fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}
+
+TestSuite(limits, .init = init, .fini = fini, .timeout = 180);
+
+Test(limits, memory_hog_is_oom_killed_and_reported)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--memory", "64M", "--", "python3", "-c",
+	     "a = bytearray(400 << 20)\nprint('survived')");
+	cr_assert_eq(r.status, 137, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "killed: out of memory (limit 64M)"), "stderr: %s", r.err);
+	cr_assert_eq(strstr(r.out, "survived"), NULL);
+	run_result_free(&r);
+}
+
+Test(limits, default_memory_limit_is_512M)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "python3", "-c", "a = bytearray(700 << 20)");
+	cr_assert_eq(r.status, 137, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "killed: out of memory (limit 512M)"), "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(limits, oom_of_a_child_is_reported_and_the_command_goes_on)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--memory", "64M", "--", "sh", "-c",
+	     "python3 -c 'a = bytearray(400 << 20)'; echo \"child=$?\"");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "child=137\n");
+	cr_assert(strstr(r.err, "out of memory"), "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(limits, fork_bomb_is_stopped_by_pids)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--pids", "32", "--", "python3", "-c",
+	     "import os, time\n"
+	     "n = 0\n"
+	     "try:\n"
+	     "    for i in range(200):\n"
+	     "        if os.fork() == 0:\n"
+	     "            time.sleep(30); os._exit(0)\n"
+	     "        n += 1\n"
+	     "except OSError as e:\n"
+	     "    print('stopped', n, e.errno)\n");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	int n = -1, e = -1;
+	cr_assert_eq(sscanf(r.out, "stopped %d %d", &n, &e), 2, "out: %s", r.out);
+	cr_assert_lt(n, 32);
+	cr_assert_eq(e, 11 /* EAGAIN */);
+	cr_assert_lt(r.seconds, 20.0, "children must die with the sandbox");
+	run_result_free(&r);
+}
+
+Test(limits, disk_filler_gets_enospc)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--disk", "16M", "--", "sh", "-c",
+	     "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "No space left on device"), "out: %s", r.out);
+	cr_assert(strstr(r.out, "rc=1"), "out: %s", r.out);
+	run_result_free(&r);
+}
+
+Test(limits, cpu_quota_holds)
+{
+	/* A busy loop for 2 s of wall time under --cpus 0.5 gets about 1 s of
+	 * CPU. Loose bounds: this is a check that the quota applies, not a
+	 * benchmark. */
+	struct run_result r;
+	ABOX(&r, "run", "--cpus", "0.5", "--", "python3", "-c",
+	     "import time\n"
+	     "t0 = time.monotonic(); c0 = time.process_time()\n"
+	     "while time.monotonic() - t0 < 2: pass\n"
+	     "print(round((time.process_time() - c0) / (time.monotonic() - t0), 2))");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	double share = atof(r.out);
+	cr_assert_lt(share, 0.75, "share %f", share);
+	cr_assert_gt(share, 0.2, "share %f", share);
+	run_result_free(&r);
+}

@@ -1,0 +1,289 @@
+/* `abox run`: exit codes, streams, stdin, env, cwd, user, timeout, signals,
+ * bad input. Every test checks that nothing was left behind. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+static void fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}
+
+TestSuite(run, .init = init, .fini = fini, .timeout = 120);
+
+Test(run, hello_python)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "python3", "-c", "print('hello from a sandbox')");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "hello from a sandbox\n");
+	run_result_free(&r);
+}
+
+Test(run, exit_code_passes_through)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c", "exit 3");
+	cr_assert_eq(r.status, 3);
+	run_result_free(&r);
+}
+
+Test(run, signal_gives_128_plus_n)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c", "kill -TERM $$");
+	cr_assert_eq(r.status, 143);
+	run_result_free(&r);
+	ABOX(&r, "run", "--", "sh", "-c", "kill -KILL $$");
+	cr_assert_eq(r.status, 137);
+	run_result_free(&r);
+}
+
+Test(run, stdout_and_stderr_are_separate)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c", "echo out; echo err >&2");
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out, "out\n");
+	cr_assert_str_eq(r.err, "err\n");
+	run_result_free(&r);
+}
+
+Test(run, large_output_is_complete)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x");
+	cr_assert_eq(r.status, 0);
+	cr_assert_eq(r.out_len, 5000000);
+	run_result_free(&r);
+}
+
+Test(run, stdin_with_i)
+{
+	struct run_result r;
+	const char in[] = "line one\nline two\n";
+	run_abox(&r, in, sizeof(in) - 1, (const char *const[]){ "run", "-i", "--", "sh", "-c", "cat; echo done", NULL });
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "line one\nline two\ndone\n");
+	run_result_free(&r);
+}
+
+Test(run, stdin_without_i_is_empty)
+{
+	struct run_result r;
+	run_abox(&r, "data", 4, (const char *const[]){ "run", "--", "sh", "-c", "cat; echo end", NULL });
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out, "end\n");
+	run_result_free(&r);
+}
+
+Test(run, big_stdin_round_trip)
+{
+	size_t n = 3 << 20;
+	char *in = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 26);
+	struct run_result r;
+	run_abox(&r, in, n, (const char *const[]){ "run", "-i", "--", "cat", NULL });
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.out_len, n);
+	cr_assert_eq(memcmp(r.out, in, n), 0);
+	run_result_free(&r);
+	free(in);
+}
+
+Test(run, env_and_defaults)
+{
+	struct run_result r;
+	ABOX(&r, "run", "-e", "FOO=bar baz", "-e", "EMPTY=", "--", "sh", "-c",
+	     "echo \"$FOO|$EMPTY|$HOME|$USER|$PATH\"");
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out, "bar baz||/home/user|user|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+	run_result_free(&r);
+}
+
+Test(run, cwd_default_and_option)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "pwd");
+	cr_assert_str_eq(r.out, "/home/user\n");
+	run_result_free(&r);
+	ABOX(&r, "run", "--cwd", "/tmp", "--", "pwd");
+	cr_assert_str_eq(r.out, "/tmp\n");
+	run_result_free(&r);
+	ABOX(&r, "run", "--cwd", "/nonexistent", "--", "pwd");
+	cr_assert_eq(r.status, 127);
+	cr_assert(strstr(r.err, "cwd '/nonexistent': No such file or directory"), "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(run, user_and_root)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "id");
+	cr_assert_str_eq(r.out, "uid=1000(user) gid=1000(user) groups=1000(user)\n");
+	run_result_free(&r);
+	ABOX(&r, "run", "--user", "root", "--", "id", "-u");
+	cr_assert_str_eq(r.out, "0\n");
+	run_result_free(&r);
+	ABOX(&r, "run", "--user", "bob", "--", "id");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "unknown user 'bob'"), "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(run, command_not_found_is_127)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "no-such-command-abox");
+	cr_assert_eq(r.status, 127);
+	cr_assert(strstr(r.err, "exec 'no-such-command-abox': No such file or directory"), "stderr: %s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "run", "--", "/etc/passwd");
+	cr_assert_eq(r.status, 126, "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(run, missing_command_is_125)
+{
+	struct run_result r;
+	ABOX(&r, "run");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "missing command"), "stderr: %s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "run", "--");
+	cr_assert_eq(r.status, 125);
+	run_result_free(&r);
+}
+
+Test(run, timeout_kills_the_sandbox)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--timeout", "1", "--", "sh", "-c", "sleep 30 & sleep 30");
+	cr_assert_eq(r.status, 124, "stderr: %s", r.err);
+	cr_assert(strstr(r.err, "killed: timeout"), "stderr: %s", r.err);
+	cr_assert_lt(r.seconds, 10.0);
+	run_result_free(&r);
+}
+
+Test(run, bad_limits_are_125)
+{
+	const char *bad[][2] = {
+		{ "--memory", "abc" }, { "--memory", "1k" }, { "--cpus", "0" }, { "--cpus", "-1" },
+		{ "--pids", "0" }, { "--disk", "12Q" }, { "--timeout", "soon" }, { "--timeout", "0" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct run_result r;
+		ABOX(&r, "run", bad[i][0], bad[i][1], "--", "true");
+		cr_assert_eq(r.status, 125, "%s %s", bad[i][0], bad[i][1]);
+		cr_assert(strstr(r.err, bad[i][0]) || strstr(r.err, "limit"), "%s %s: %s", bad[i][0], bad[i][1], r.err);
+		run_result_free(&r);
+	}
+}
+
+Test(run, unknown_template_is_125)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--template", "nope", "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "template 'nope' not found"), "stderr: %s", r.err);
+	run_result_free(&r);
+}
+
+Test(run, output_streams_before_exit)
+{
+	int o, e;
+	pid_t p = start_abox(&o, &e, (const char *const[]){ "run", "--", "sh", "-c", "echo first; sleep 2; echo second", NULL });
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char buf[64];
+	ssize_t n = read(o, buf, sizeof(buf));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_gt(n, 0);
+	double dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert_lt(dt, 1.5, "first line must arrive before the command ends");
+	cr_assert_eq(strncmp(buf, "first\n", 6), 0);
+	free(slurp(o));
+	free(slurp(e));
+	cr_assert_eq(wait_exit(p), 0);
+}
+
+Test(run, sigint_reaches_the_command)
+{
+	int o, e;
+	pid_t p = start_abox(&o, &e, (const char *const[]){ "run", "--", "sh", "-c",
+		"trap 'echo got-int; exit 7' INT; echo ready; while :; do sleep 0.1; done", NULL });
+	char buf[16];
+	cr_assert_gt(read(o, buf, sizeof(buf)), 0);
+	kill(p, SIGINT);
+	char *out = slurp(o);
+	free(slurp(e));
+	cr_assert_eq(wait_exit(p), 7);
+	cr_assert(strstr(out, "got-int"), "out: %s", out);
+	free(out);
+}
+
+Test(run, sigterm_of_abox_cleans_up)
+{
+	int o, e;
+	pid_t p = start_abox(&o, &e, (const char *const[]){ "run", "--", "sh", "-c",
+		"trap '' TERM; echo ready; sleep 60", NULL });
+	char buf[16];
+	cr_assert_gt(read(o, buf, sizeof(buf)), 0);
+	kill(p, SIGTERM);
+	free(slurp(o));
+	free(slurp(e));
+	cr_assert_eq(wait_exit(p), 143);
+}
+
+Test(run, background_children_do_not_outlive)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c", "sleep 100 & echo started");
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out, "started\n");
+	cr_assert_lt(r.seconds, 10.0);
+	run_result_free(&r);
+}
+
+Test(run, bad_policy_is_125)
+{
+	char path[] = "/tmp/abox-bad-policy-XXXXXX";
+	int fd = mkstemp(path);
+	const char *bad = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [{\"names\": [\"mountt\"], \"action\": \"SCMP_ACT_ERRNO\"}]}";
+	cr_assert_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+	close(fd);
+	struct run_result r;
+	ABOX(&r, "run", "--seccomp", path, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "mountt"), "error names the culprit: %s", r.err);
+	run_result_free(&r);
+
+	fd = open(path, O_WRONLY | O_TRUNC);
+	cr_assert_eq(write(fd, "{ not json", 10), 10);
+	close(fd);
+	ABOX(&r, "run", "--seccomp", path, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "seccomp"), "stderr: %s", r.err);
+	run_result_free(&r);
+	unlink(path);
+
+	ABOX(&r, "run", "--seccomp", "/nonexistent/policy.json", "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "/nonexistent/policy.json"), "stderr: %s", r.err);
+	run_result_free(&r);
+}

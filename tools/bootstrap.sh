@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what abox needs on Debian 12 (as root) and builds it into build/.
+# Idempotent: re-running only rebuilds what changed.
+#   ABOX_BUILD_DIR   build folder (default: build)
+#   ABOX_SKIP_APT=1  do not call apt-get (packages already there)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential meson ninja-build pkg-config
+  libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev
+  musl-tools clang
+  python3 strace gdb
+)
+
+if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+build=${ABOX_BUILD_DIR:-build}
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" >/dev/null
+fi
+ninja -C "$build" >/dev/null
+echo "bootstrap: built $build/abox"

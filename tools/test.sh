@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs every test of abox: unit, privileged and integration suites (real
+# sandboxes: run as root), then the sanitizer build of the unit suites and
+# a short run of each fuzz target. Ends with 'N passed, N failed'.
+#   ABOX_FUZZ_SECONDS  seconds per fuzz target (default 20; 0 = skip)
+#   ABOX_NO_ASAN=1     skip the sanitizer build
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${ABOX_BUILD_DIR:-build}
+status=0
+
+meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1
+tail -n 15 "$build/test-output.txt"
+python3 tools/tap-summary.py "$build/meson-logs/testlog.json" > "$build/summary-main.txt" || status=1
+main_line=$(tail -n 1 "$build/summary-main.txt")
+echo "main suites: $main_line"
+
+extra_pass=0
+extra_fail=0
+
+if [ "${ABOX_NO_ASAN:-0}" != 1 ]; then
+  asan=${build}-asan
+  if [ ! -f "$asan/build.ninja" ]; then
+    meson setup "$asan" -Db_sanitize=address,undefined -Db_lundef=false -Dinit_musl=enabled >/dev/null
+  fi
+  if ninja -C "$asan" >/dev/null; then
+    if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C "$asan" --suite unit --print-errorlogs >"$asan/test-output.txt" 2>&1; then
+      :
+    else
+      status=1
+      tail -n 30 "$asan/test-output.txt"
+    fi
+    python3 tools/tap-summary.py "$asan/meson-logs/testlog.json" > "$asan/summary.txt" || status=1
+    echo "sanitizer unit suites: $(tail -n 1 "$asan/summary.txt")"
+    read -r p _ f _ < <(tail -n 1 "$asan/summary.txt" | tr -d ',')
+    extra_pass=$((extra_pass + p)); extra_fail=$((extra_fail + f))
+  else
+    echo "sanitizer build failed"; status=1; extra_fail=$((extra_fail + 1))
+  fi
+fi
+
+secs=${ABOX_FUZZ_SECONDS:-20}
+if [ "$secs" != 0 ]; then
+  fz=${build}-fuzz
+  if [ ! -f "$fz/build.ninja" ]; then
+    CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Dinit_musl=enabled >/dev/null
+  fi
+  if ninja -C "$fz" >/dev/null; then
+    for t in fuzz_policy fuzz_frame; do
+      corpus="$fz/corpus-$t"
+      mkdir -p "$corpus"
+      [ "$t" = fuzz_policy ] && cp policies/*.json "$corpus/" 2>/dev/null
+      if "$fz/tests/fuzz/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 "$corpus" >"$fz/$t.log" 2>&1; then
+        echo "fuzz $t: ok ($(grep -c . "$fz/$t.log") log lines)"
+        extra_pass=$((extra_pass + 1))
+      else
+        echo "fuzz $t: FAILED"; tail -n 40 "$fz/$t.log"; status=1
+        extra_fail=$((extra_fail + 1))
+      fi
+    done
+  else
+    echo "fuzz build failed"; status=1; extra_fail=$((extra_fail + 1))
+  fi
+fi
+
+read -r mp _ mf _ ms _ < <(echo "$main_line" | tr -d ',')
+total_pass=$((mp + extra_pass))
+total_fail=$((mf + extra_fail))
+[ "$total_fail" -gt 0 ] && status=1
+echo "${total_pass} passed, ${total_fail} failed, ${ms} skipped"
+exit $status
