@@ -18,6 +18,9 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "abox: <err->msg>" and returns EXIT_ABOX. */
 int cli_fail(const abox_error *err);
 
+/* ABOX_DEBUG=1: library debug messages to stderr with timestamps. */
+void cli_log_stderr(abox_log_level level, const char *msg, void *userdata);
+
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 

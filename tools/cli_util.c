@@ -1,6 +1,7 @@
 /* tools/cli_util.c — message helpers for the CLI verbs. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -20,4 +21,15 @@ int cli_fail(const abox_error *err)
 {
 	cli_err("%s", err->msg[0] ? err->msg : "unknown error");
 	return EXIT_ABOX;
+}
+
+void cli_log_stderr(abox_log_level level, const char *msg, void *userdata)
+{
+	static struct timespec t0;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (!t0.tv_sec)
+		t0 = t;
+	double us = (double)(t.tv_sec - t0.tv_sec) * 1e6 + (double)(t.tv_nsec - t0.tv_nsec) / 1e3;
+	fprintf(stderr, "%s: [%9.1f us] %s\n", cli_prog, us, msg);
 }

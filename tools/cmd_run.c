@@ -213,7 +213,10 @@ int cmd_run(int argc, char **argv)
 
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx = NULL;
-	if (abox_ctx_new(NULL, &ctx, &err) < 0)
+	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
+	if (getenv("ABOX_DEBUG") && *getenv("ABOX_DEBUG"))
+		co.log = cli_log_stderr;
+	if (abox_ctx_new(&co, &ctx, &err) < 0)
 		return cli_fail(&err);
 	abox_sandbox *sb = NULL;
 	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
@@ -224,6 +227,8 @@ int cmd_run(int argc, char **argv)
 				.timeout_s = (so.timeout_ms + 999) / 1000, .sb = sb };
 	abox_proc *p = NULL;
 	int rc;
+	if (co.log)
+		co.log(ABOX_LOG_DEBUG, "exec: start", NULL);
 	if (abox_proc_start(sb, &po, &p, &err) < 0) {
 		rc = cli_fail(&err);
 		goto out;
@@ -272,6 +277,8 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	rc = st.exit_code;
+	if (co.log)
+		co.log(ABOX_LOG_DEBUG, "exec: ended", NULL);
 out:
 	abox_proc_free(p);
 	abox_sandbox_free(sb);

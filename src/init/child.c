@@ -140,11 +140,12 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, in
 	}
 	if (c == 0) {
 		/* child: between fork and exec */
-		sigset_t all;
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		for (int s = 1; s < NSIG; s++)
-			signal(s, SIG_DFL);
+		/* init has no handlers (exec resets those) but blocks SIGCHLD
+		 * and ignores SIGPIPE, and both would survive the exec */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
 		setsid();
 		/* init is shielded from the OOM killer (-1000); commands must
 		 * not inherit that, or a memory hog could never be stopped */

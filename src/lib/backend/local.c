@@ -115,6 +115,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		abox_error_set(err, -r, "create: random id");
 		goto fail;
 	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: start", sb->id);
 	if ((r = template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -133,11 +134,13 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 	snprintf(cache, sizeof(cache), "%s/cache/seccomp", ctx->state_dir);
 	struct policy_env penv = { .caps = caps_default(), .kernel = kernel_version() };
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: template ready", sb->id);
 	if ((r = policy_load(policy, cache, &penv, &bpf, err)) < 0) {
 		abox_error_prefix(err, "create: seccomp policy");
 		goto fail;
 	}
 
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: seccomp policy ready (%u instructions)", sb->id, bpf.len);
 	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, &sb->rundir, &listen_fd, &sb->conn, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -162,6 +165,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		goto fail;
 	}
 
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cgroups ready", sb->id);
 	if ((memfd = spawn_init_memfd(ctx->init_path, err)) < 0) {
 		r = memfd;
 		abox_error_prefix(err, "create");
@@ -203,12 +207,14 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		cfg.rootfs.trees[i] = tmpl.trees[i];
 
 	struct spawn_result res;
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cloning", sb->id);
 	if ((r = spawn_sandbox(&cfg, &res, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
 	sb->pid = res.pid;
 	sb->pidfd = res.pidfd;
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
 	close(listen_fd);
 	close(memfd);
 	template_info_free(&tmpl);
@@ -269,6 +275,7 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 			(void)kill(sb->pid, SIGKILL);
 		reap_blocking(sb);
 	}
+	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: init gone", sb->id);
 	if (sb->cg) {
 		r = cgroup_destroy(sb->cg, err);
 		sb->cg = NULL;
@@ -279,6 +286,7 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 			r = k;
 	}
 	sandbox_release(sb);
+	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: cleaned up", sb->id);
 	return r;
 }
 

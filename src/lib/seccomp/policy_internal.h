@@ -1,6 +1,7 @@
-/* seccomp policy — internal interface between the parser (policy_parse.c),
- * the compiler (policy.c) and the cache (policy_cache.c). Not installed,
- * not used outside src/lib/seccomp/. */
+/* seccomp policy — internal interface between the reader (policy_json.c),
+ * the parser (policy_parse.c), the compiler (policy.c), its self-check
+ * (policy_verify.c) and the cache (policy_cache.c). Not installed, not
+ * used outside src/lib/seccomp/ (and its unit test). */
 #ifndef ABOX_SECCOMP_POLICY_INTERNAL_H
 #define ABOX_SECCOMP_POLICY_INTERNAL_H
 
@@ -18,27 +19,27 @@
 /* includes/excludes of Docker's profile format. */
 struct policy_filter {
 	bool present;
-	uint64_t caps;       /* bit set of the capabilities listed */
+	uint64_t caps; /* bit set of the capabilities listed */
 	bool has_caps;
-	bool arch_native;    /* the native arch is in "arches" */
+	bool arch_native; /* the native arch is in "arches" */
 	bool has_arches;
 	unsigned min_kernel; /* major*1000+minor, 0 = not given */
 };
 
 struct policy_rule {
-	unsigned pos;            /* index in "syscalls", for messages */
-	bool legacy_name;        /* "name": "x" instead of "names": [...] */
-	const char **names;      /* point into the parsed JSON tree */
-	int *nrs;                /* native syscall numbers, __NR_SCMP_ERROR = unknown */
+	unsigned pos;       /* index in "syscalls", for messages */
+	bool legacy_name;   /* "name": "x" instead of "names": [...] */
+	const char **names; /* point into the parsed JSON tree */
+	int *nrs;           /* native syscall numbers, __NR_SCMP_ERROR = unknown */
 	size_t n_names;
-	uint32_t action;         /* libseccomp action with its data */
+	uint32_t action; /* libseccomp action with its data */
 	struct scmp_arg_cmp args[POLICY_MAX_ARGS];
 	unsigned n_args;
 	struct policy_filter includes, excludes;
 };
 
 struct policy_doc {
-	json_object *root;       /* owns every string the rules point to */
+	json_object *root; /* owns every string the rules point to */
 	const char *source;
 	uint32_t default_action;
 	uint32_t arches[POLICY_MAX_ARCHES];
@@ -46,6 +47,15 @@ struct policy_doc {
 	struct policy_rule *rules;
 	size_t n_rules;
 };
+
+/* Reads policy bytes into a json-c tree (policy_json.c): size, depth,
+ * UTF-8, duplicate fields, integer range. *out is owned by the caller. */
+int policy_json_read(const char *json, size_t len, const char *source, json_object **out,
+		     abox_error *err);
+/* Copies an untrusted string into buf for a message: bounded, printable
+ * characters only, so a policy cannot forge lines or escape sequences in
+ * logs. Returns buf. */
+const char *policy_show(const char *s, char *buf, size_t n);
 
 /* Strict parse of a policy document (see policy.h for the rules). On
  * success *out must be released with policy_doc_free. */
@@ -61,6 +71,16 @@ bool policy_rule_applies(const struct policy_rule *r, const struct policy_env *e
 
 /* Fills in env->kernel from uname() when it is 0. */
 void policy_env_resolve(const struct policy_env *in, struct policy_env *out);
+
+/* Runs a classic-BPF seccomp program on one system call (as the kernel
+ * would) and stores its return value. -EINVAL for an invalid program. */
+struct seccomp_data;
+int policy_bpf_run(const struct policy_bpf *b, const struct seccomp_data *d, uint32_t *ret);
+
+/* Checks a compiled program against the policy it came from (see
+ * policy_verify.c); -EPROTO with a message when they disagree. */
+int policy_verify(const struct policy_doc *d, const struct policy_env *env, const uint32_t *arches,
+		  unsigned n_arches, const struct policy_bpf *b, abox_error *err);
 
 /* Whether an action refuses the call (anything but ALLOW and LOG). */
 static inline bool policy_action_denies(uint32_t action)
