@@ -2,6 +2,7 @@
  * what follows from it. Exit 0 when sandboxes can run here. */
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/mount.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,67 @@ static int probe_overlay_userns(void)
 	return ok;
 }
 
+/* Idmapped mounts, for real: a user namespace with a mapping, a tmpfs
+ * cloned with open_tree and mount_setattr(MOUNT_ATTR_IDMAP) on it. */
+static int probe_idmap(void)
+{
+	int sync[2];
+	if (pipe2(sync, O_CLOEXEC) < 0)
+		return -1;
+	pid_t holder = fork();
+	if (holder == 0) {
+		char c;
+		close(sync[1]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		(void)!read(sync[0], &c, 1); /* parent closes: done */
+		_exit(0);
+	}
+	close(sync[0]);
+	if (holder < 0) {
+		close(sync[1]);
+		return -1;
+	}
+	usleep(20000); /* let the holder unshare */
+	char p[64];
+	int ok = -1;
+	snprintf(p, sizeof(p), "/proc/%d/uid_map", (int)holder);
+	if (write_file_at(AT_FDCWD, p, "0 100000 65536") == 0) {
+		snprintf(p, sizeof(p), "/proc/%d/gid_map", (int)holder);
+		if (write_file_at(AT_FDCWD, p, "0 100000 65536") == 0) {
+			snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)holder);
+			int usfd = open(p, O_RDONLY | O_CLOEXEC);
+			pid_t probe = usfd >= 0 ? fork() : -1;
+			if (probe == 0) {
+				char dir[] = "/tmp/abox-doctor-XXXXXX";
+				if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+				    !mkdtemp(dir))
+					_exit(1);
+				int r = 1;
+				if (mount("t", dir, "tmpfs", 0, NULL) == 0) {
+					int t = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+					struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)usfd };
+					if (t >= 0 && syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof(attr)) == 0)
+						r = 0;
+					umount2(dir, MNT_DETACH);
+				}
+				rmdir(dir);
+				_exit(r);
+			}
+			if (probe > 0) {
+				int st;
+				waitpid(probe, &st, 0);
+				ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+			}
+			if (usfd >= 0)
+				close(usfd);
+		}
+	}
+	close(sync[1]);
+	waitpid(holder, NULL, 0);
+	return ok;
+}
+
 static bool has_fs(const char *name)
 {
 	_cleanup_free_ char *s = NULL;
@@ -123,10 +185,12 @@ static void check_cgroups(void)
 		bool required = c == CG_MEMORY || c == CG_PIDS;
 		switch (l.use[c]) {
 		case CG_V2:
-			line(true, required, what, "v2 at %s%s", l.v2_mount, l.v2_self);
+			line(true, required, what, "v2 at %s%s", l.v2_mount,
+			     strcmp(l.v2_self, "/") == 0 ? "" : l.v2_self);
 			break;
 		case CG_V1:
-			line(true, required, what, "v1 at %s%s", l.v1_mount[c], l.v1_self[c]);
+			line(true, required, what, "v1 at %s%s", l.v1_mount[c],
+			     strcmp(l.v1_self[c], "/") == 0 ? "" : l.v1_self[c]);
 			break;
 		default:
 			line(false, required, what, "not available: %s",
@@ -194,9 +258,10 @@ int cmd_doctor(int argc, char **argv)
 		bool ov = probe_overlay_userns() == 0;
 		line(ov, false, "overlay in userns", ov ? "available (userxattr)" : "unavailable: rootless sandboxes cannot use overlay");
 	}
-	long ms = syscall(SYS_mount_setattr, -1, "", 0, NULL, 0);
-	bool idmap = !(ms < 0 && errno == ENOSYS);
-	line(idmap, false, "idmapped mounts", idmap ? "mount_setattr present (ext4, tmpfs, overlay lowers)" : "unavailable: per-sandbox uid ranges need chown copies");
+	int idm = userns ? probe_idmap() : -1;
+	line(idm == 0, false, "idmapped mounts",
+	     idm == 0 ? "work (probed on tmpfs): per-sandbox uid ranges without copies" :
+			"unavailable: per-sandbox uid ranges would need chown'd copies");
 
 	int sec = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
 	bool seccomp_ok = sec >= 0 && has_fs("proc");

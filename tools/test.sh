@@ -44,7 +44,7 @@ secs=${ABOX_FUZZ_SECONDS:-20}
 if [ "$secs" != 0 ]; then
   fz=${build}-fuzz
   if [ ! -f "$fz/build.ninja" ]; then
-    CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Dinit_musl=enabled >/dev/null
+    CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Db_lundef=false -Dinit_musl=enabled >/dev/null
   fi
   if ninja -C "$fz" >/dev/null; then
     for t in fuzz_policy fuzz_frame; do

@@ -874,16 +874,20 @@ Test(limits, size)
 
 static char *many_rules(size_t rules, size_t names_per_rule)
 {
-	size_t cap = 64 + rules * (64 + names_per_rule * 10);
-	char *s = malloc(cap), *p = s;
-	p += sprintf(p, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[");
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	if (!f)
+		abort();
+	fputs("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[", f);
 	for (size_t i = 0; i < rules; i++) {
-		p += sprintf(p, "%s{\"action\":\"SCMP_ACT_ERRNO\",\"names\":[", i ? "," : "");
+		fprintf(f, "%s{\"action\":\"SCMP_ACT_ERRNO\",\"names\":[", i ? "," : "");
 		for (size_t j = 0; j < names_per_rule; j++)
-			p += sprintf(p, "%s\"getpid\"", j ? "," : "");
-		p += sprintf(p, "]}");
+			fprintf(f, "%s\"getpid\"", j ? "," : "");
+		fputs("]}", f);
 	}
-	strcpy(p, "]}");
+	fputs("]}", f);
+	fclose(f);
 	return s;
 }
 
