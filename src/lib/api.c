@@ -74,8 +74,16 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	char dir[PATH_MAX], near[PATH_MAX + 16];
 	self_dir(dir, sizeof(dir));
 	snprintf(near, sizeof(near), "%s/abox-init", dir);
-	const char *init_cands[] = { o.init_path, getenv("ABOX_INIT"), near, ABOX_LIBEXECDIR "/abox-init" };
-	ctx->init_path = o.init_path ? strdup(o.init_path) : pick(init_cands, ELEMENTSOF(init_cands));
+	/* An explicit choice (option or $ABOX_INIT) is used as given, even
+	 * when missing: silently running another init would hide the mistake. */
+	const char *env_init = getenv("ABOX_INIT");
+	const char *init_cands[] = { near, ABOX_LIBEXECDIR "/abox-init" };
+	if (o.init_path)
+		ctx->init_path = strdup(o.init_path);
+	else if (env_init && *env_init)
+		ctx->init_path = strdup(env_init);
+	else
+		ctx->init_path = pick(init_cands, ELEMENTSOF(init_cands));
 
 	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
 				    ABOX_SOURCE_DIR "/policies/default.json" };

@@ -287,3 +287,28 @@ Test(run, bad_policy_is_125)
 	cr_assert(strstr(r.err, "/nonexistent/policy.json"), "stderr: %s", r.err);
 	run_result_free(&r);
 }
+
+Test(run, failed_create_in_the_child_leaves_nothing)
+{
+	/* A non-ELF "abox-init": the sandbox child gets through every mount,
+	 * then its exec fails. The error names the step; the fini check proves
+	 * no mount, cgroup or folder survived. */
+	setenv("ABOX_INIT", "/etc/passwd", 1);
+	struct run_result r;
+	ABOX(&r, "run", "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "abox: create: exec abox-init: Exec format error"), "stderr: %s", r.err);
+	run_result_free(&r);
+	unsetenv("ABOX_INIT");
+}
+
+Test(run, failed_create_before_the_clone_leaves_nothing)
+{
+	setenv("ABOX_INIT", "/nonexistent/abox-init", 1);
+	struct run_result r;
+	ABOX(&r, "run", "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "abox-init"), "stderr: %s", r.err);
+	run_result_free(&r);
+	unsetenv("ABOX_INIT");
+}

@@ -1,0 +1,151 @@
+/* Unit tests of layer/host_template.c on a fake host tree: the generated
+ * /etc has our users, copies only world-readable allowlisted entries, and
+ * never the host's secrets. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "layer/layer.h"
+
+static char host[] = "/tmp/abox-fakehost-XXXXXX";
+static char out[4200];
+
+static void put(const char *rel, const char *content, mode_t mode)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%s", host, rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	cr_assert_geq(fd, 0, "create %s", p);
+	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	fchmod(fd, mode);
+	close(fd);
+}
+
+static void mk(const char *rel, mode_t mode)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%s", host, rel);
+	cr_assert_eq(mkdir(p, mode), 0, "mkdir %s", p);
+	chmod(p, mode);
+}
+
+static void setup(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (the template's home folder is chowned to uid 1000)");
+	cr_assert_not_null(mkdtemp(host));
+	mk("etc", 0755);
+	mk("etc/ssl", 0755);
+	mk("etc/ssl/certs", 0755);
+	mk("etc/ssl/private", 0700);
+	mk("etc/ssh", 0755);
+	mk("usr", 0755);
+	put("etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1001:1001::/home/alice:/bin/sh\n", 0644);
+	put("etc/shadow", "root:$6$secret:::::::\n", 0640);
+	put("etc/machine-id", "0123456789abcdef\n", 0444);
+	put("etc/ssh/ssh_host_ed25519_key", "PRIVATE\n", 0600);
+	put("etc/ssl/private/server.key", "PRIVATE\n", 0600);
+	put("etc/ssl/certs/ca-certificates.crt", "-----BEGIN CERTIFICATE-----\n", 0644);
+	put("etc/ssl/openssl.cnf", "# config\n", 0644);
+	put("etc/ssl/secret.conf", "hidden\n", 0600);
+	put("etc/resolv.conf", "# generated\nnameserver 10.0.0.53\nsearch corp.example\nbogus line\n", 0644);
+	put("etc/protocols", "tcp 6 TCP\n", 0644);
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/bin", host);
+	cr_assert_eq(symlink("usr/bin", p), 0);
+	snprintf(out, sizeof(out), "%s/template", host);
+}
+
+static void teardown(void)
+{
+	if (geteuid() != 0)
+		return;
+	char cmd[4300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", host);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(host_template, .init = setup, .fini = teardown);
+
+static bool exists(const char *rel)
+{
+	char p[4300];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", out, rel);
+	return lstat(p, &st) == 0;
+}
+
+static char *slurp_rel(const char *rel)
+{
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/%s", out, rel);
+	char *s = NULL;
+	cr_assert_eq(read_file_at(AT_FDCWD, p, 1 << 20, &s, NULL), 0, "read %s", p);
+	return s;
+}
+
+Test(host_template, builds_users_and_layout)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(host_template_build(host, out, &err), 0, "%s", err.msg);
+	char *pw = slurp_rel("etc/passwd");
+	cr_assert(strstr(pw, "root:x:0:0:"));
+	cr_assert(strstr(pw, "user:x:1000:1000:"));
+	cr_assert_null(strstr(pw, "alice"), "host users must not leak: %s", pw);
+	free(pw);
+	struct stat st;
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/tmp", out);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 01777);
+	snprintf(p, sizeof(p), "%s/home/user", out);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_uid, 1000);
+	snprintf(p, sizeof(p), "%s/bin", out);
+	char target[64] = "";
+	cr_assert_gt(readlink(p, target, sizeof(target) - 1), 0);
+	cr_assert_str_eq(target, "usr/bin");
+}
+
+Test(host_template, never_copies_secrets)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(host_template_build(host, out, &err), 0, "%s", err.msg);
+	cr_assert_not(exists("etc/shadow"));
+	cr_assert_not(exists("etc/machine-id"));
+	cr_assert_not(exists("etc/ssh"));
+	cr_assert_not(exists("etc/ssl/private"), "private keys folder copied");
+	cr_assert_not(exists("etc/ssl/secret.conf"), "non world-readable file copied");
+	cr_assert(exists("etc/ssl/certs/ca-certificates.crt"));
+	cr_assert(exists("etc/ssl/openssl.cnf"));
+	cr_assert(exists("etc/protocols"));
+}
+
+Test(host_template, resolv_conf_keeps_only_resolver_lines)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(host_template_build(host, out, &err), 0, "%s", err.msg);
+	char *r = slurp_rel("etc/resolv.conf");
+	cr_assert_str_eq(r, "nameserver 10.0.0.53\nsearch corp.example\n");
+	free(r);
+}
+
+Test(host_template, refuses_existing_target)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(mkdir(out, 0755), 0);
+	cr_assert_eq(host_template_build(host, out, &err), -EEXIST);
+	cr_assert(strstr(err.msg, out), "%s", err.msg);
+}
+
+Test(host_template, unknown_template_names_the_template)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	struct template_info t;
+	cr_assert_eq(template_open(host, "ubuntu", &t, &err), -ENOENT);
+	cr_assert(strstr(err.msg, "template 'ubuntu' not found"), "%s", err.msg);
+}
