@@ -18,6 +18,7 @@ struct abox_ctx {
 	void *log_userdata;
 	struct cg_layout cg;
 	bool cg_ready;
+	uint32_t proc_masks;
 	int last_cap;
 };
 

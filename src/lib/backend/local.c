@@ -148,6 +148,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	sb->rd.sock = sb->conn;
 
 	if (!ctx->cg_ready) {
+		ctx->proc_masks = rootfs_proc_masks_present();
 		if ((r = cgroup_layout_detect(&ctx->cg, err)) < 0) {
 			abox_error_prefix(err, "create");
 			goto fail;
@@ -160,7 +161,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		.cpu_millis = o.cpu_millis ? o.cpu_millis : DEFAULT_CPU,
 	};
 	sb->memory_limit = lim.memory_bytes;
-	if ((r = cgroup_create(&ctx->cg, sb->id, &lim, &sb->cg, err)) < 0) {
+	if ((r = cgroup_create_begin(&ctx->cg, sb->id, &lim, &sb->cg, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
@@ -194,6 +195,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 			.hosts = hosts,
 			.user_uid = tmpl.user_uid,
 			.user_gid = tmpl.user_gid,
+			.proc_masks = ctx->proc_masks,
 		},
 		.listen_fd = listen_fd,
 		.init_memfd = memfd,
@@ -202,6 +204,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		.caps_keep = caps_default(),
 		.last_cap = ctx->last_cap,
 		.cg = sb->cg,
+		.cg_layout = &ctx->cg,
 	};
 	for (unsigned i = 0; i < tmpl.ntrees; i++)
 		cfg.rootfs.trees[i] = tmpl.trees[i];

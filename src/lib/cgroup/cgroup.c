@@ -53,7 +53,10 @@ struct cg_sandbox {
 	int ctl[CG_CONTROLLER_MAX]; /* index in dir[] serving each controller, -1: none */
 	int v2;                     /* index of the v2 directory, -1: none */
 	bool v2_kill;
+	bool v2_freeze;
+	bool finished; /* cgroup_create_finish ran */
 	struct cg_limits lim;
+	char leaf[sizeof("abox-") + NAME_LEN_MAX];
 };
 
 static uint64_t now_ns(void)
@@ -335,13 +338,11 @@ static int check_request(const struct cg_layout *l, const struct cg_limits *lim,
 	return 0;
 }
 
-int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
-		  struct cg_sandbox **out, abox_error *err)
+int cgroup_create_begin(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
+			struct cg_sandbox **out, abox_error *err)
 {
 	static const struct cg_limits no_limits = { 0 };
 	_cleanup_(sandbox_removep) struct cg_sandbox *cg = NULL;
-	char leaf[sizeof("abox-") + NAME_LEN_MAX];
-	bool v2_freeze = false;
 	int r;
 
 	if (!l || !out)
@@ -355,10 +356,11 @@ int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_l
 	r = check_request(l, lim, err);
 	if (r < 0)
 		return r;
-	snprintf(leaf, sizeof(leaf), "abox-%s", name);
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return abox_error_set(err, ENOMEM, "cgroup: create");
+	snprintf(cg->leaf, sizeof(cg->leaf), "abox-%s", name);
+	cg->lim = *lim;
 	cg->v2 = -1;
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cg->ctl[c] = -1;
@@ -369,31 +371,55 @@ int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_l
 			return r;
 	}
 	if (l->v2_mount && l->v2_self) {
-		r = add_dir(cg, l->v2_mount, l->v2_self, leaf, CG_V2, err);
+		r = add_dir(cg, l->v2_mount, l->v2_self, cg->leaf, CG_V2, err);
 		if (r < 0)
 			return r;
 		cg->v2 = r;
 		/* cgroup.kill (5.14) implies cgroup.freeze (5.2): one probe
 		 * in the common case */
 		cg->v2_kill = faccessat(cg->dir[r].fd, "cgroup.kill", F_OK, 0) == 0;
-		v2_freeze = cg->v2_kill || faccessat(cg->dir[r].fd, "cgroup.freeze", F_OK, 0) == 0;
+		cg->v2_freeze = cg->v2_kill || faccessat(cg->dir[r].fd, "cgroup.freeze", F_OK, 0) == 0;
 	}
+	*out = TAKE_PTR(cg);
+	return 0;
+}
+
+int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_error *err)
+{
+	int r;
+	if (!l || !cg || cg->finished)
+		return abox_error_setx(err, EINVAL, "cgroup: finish: invalid argument");
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
 		enum cg_version v = l->use[c];
 		/* the layout only predicts cgroup.freeze at the v2 root; the
 		 * sandbox's own directory decides */
-		if (c == CG_FREEZER && v == CG_V2 && !v2_freeze)
+		if (c == CG_FREEZER && v == CG_V2 && !cg->v2_freeze)
 			v = l->v1_mount[c] && l->v1_self[c] ? CG_V1 : CG_NONE;
 		if (v == CG_V2) {
 			cg->ctl[c] = cg->v2;
 		} else if (v == CG_V1) {
-			r = add_dir(cg, l->v1_mount[c], l->v1_self[c], leaf, CG_V1, err);
+			r = add_dir(cg, l->v1_mount[c], l->v1_self[c], cg->leaf, CG_V1, err);
 			if (r < 0)
 				return r;
 			cg->ctl[c] = r;
 		}
 	}
-	r = write_limits(cg, lim, err);
+	struct cg_limits lim = cg->lim;
+	r = write_limits(cg, &lim, err);
+	if (r < 0)
+		return r;
+	cg->finished = true;
+	return 0;
+}
+
+int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
+		  struct cg_sandbox **out, abox_error *err)
+{
+	_cleanup_(sandbox_removep) struct cg_sandbox *cg = NULL;
+	int r = cgroup_create_begin(l, name, lim, &cg, err);
+	if (r < 0)
+		return r;
+	r = cgroup_create_finish(l, cg, err);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(cg);

@@ -72,6 +72,14 @@ struct cg_sandbox; /* opaque: one sandbox's cgroups */
  * A limit whose controller is CG_NONE is an error naming the controller. */
 int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
 		  struct cg_sandbox **out, abox_error *err);
+/* cgroup_create in two halves, so the expensive half can run while the
+ * sandbox child builds its root filesystem: _begin checks the request and
+ * makes only the v2 directory (needed before clone3 for
+ * CLONE_INTO_CGROUP); _finish makes the v1 directories and writes every
+ * limit. On failure of either, cgroup_destroy removes what exists. */
+int cgroup_create_begin(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
+			struct cg_sandbox **out, abox_error *err);
+int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when

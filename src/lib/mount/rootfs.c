@@ -66,11 +66,9 @@ static int setup_dev(const char *root, abox_error *err)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
+		/* the child runs with umask 0: the mode is exact */
 		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
 			return abox_error_set(err, errno, "mknod '%s'", p);
-		/* umask may have trimmed the mode */
-		if (chmod(p, 0666) < 0)
-			return abox_error_set(err, errno, "chmod '%s'", p);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, links[i].name);
@@ -128,7 +126,27 @@ static int bind_ro(const char *p, abox_error *err)
 	return 0;
 }
 
-static int setup_proc(const char *root, abox_error *err)
+uint32_t rootfs_proc_masks_present(void)
+{
+	/* The sandbox's /proc is a procfs of the same kernel: what exists in
+	 * ours exists in its. Asking once here saves the child a failed
+	 * mount per missing entry. */
+	uint32_t m = 0;
+	char p[64];
+	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
+		safe_snprintf(p, sizeof(p), "/proc/%s", proc_masked_files[i]);
+		if (access(p, F_OK) == 0)
+			m |= 1u << i;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_masked_dirs); i++) {
+		safe_snprintf(p, sizeof(p), "/proc/%s", proc_masked_dirs[i]);
+		if (access(p, F_OK) == 0)
+			m |= 1u << (ELEMENTSOF(proc_masked_files) + i);
+	}
+	return m;
+}
+
+static int setup_proc(const char *root, uint32_t present, abox_error *err)
 {
 	char p[PATH_BUF], devnull[PATH_BUF];
 	int r;
@@ -138,11 +156,15 @@ static int setup_proc(const char *root, abox_error *err)
 		return r;
 	safe_snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
+		if (!(present & (1u << i)))
+			continue;
 		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_masked_files[i]);
 		if (mount(devnull, p, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
 			return abox_error_set(err, errno, "mask '%s'", p);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_dirs); i++) {
+		if (!(present & (1u << (ELEMENTSOF(proc_masked_files) + i))))
+			continue;
 		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_masked_dirs[i]);
 		if ((r = mask_tmpfs(p, err)) < 0)
 			return r;
@@ -243,7 +265,7 @@ int rootfs_setup(const struct rootfs_plan *plan, abox_error *err)
 
 	if ((r = setup_dev(root, err)) < 0)
 		return r;
-	if ((r = setup_proc(root, err)) < 0)
+	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)
 		return r;
 	if ((r = setup_sys(root, err)) < 0)
 		return r;

@@ -29,7 +29,12 @@ struct rootfs_plan {
 	const char *hosts;     /* content of /etc/hosts */
 	uid_t user_uid;
 	gid_t user_gid;
+	uint32_t proc_masks;   /* from rootfs_proc_masks_present() */
 };
+
+/* Which of the /proc entries to mask exist on this kernel (bit set). Runs
+ * in the parent, before clone. */
+uint32_t rootfs_proc_masks_present(void);
 
 /* Runs the whole sequence; on return the process's root is the sandbox's
  * root and the cwd is "/". */

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -55,8 +56,57 @@ _Noreturn static void child_fail(int errfd, const abox_error *e)
 	_exit(125);
 }
 
-_Noreturn static void child_main(const struct spawn_config *cfg, const int *attach, size_t nattach,
-				 int go_fd, int err_fd)
+/* Receives up to max fds in one message; -1 when the peer hung up. */
+static ssize_t recv_fds(int sock, int *fds, size_t max)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 2))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || byte != 'g')
+		return -1;
+	size_t k = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < cnt && k < max; i++)
+			memcpy(&fds[k++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	return (ssize_t)k;
+}
+
+static int send_fds(int sock, const int *fds, size_t n)
+{
+	char byte = 'g';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 2))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (n > 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+_Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, int err_fd)
 {
 	abox_error e = ABOX_ERROR_INIT;
 	int r;
@@ -64,17 +114,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, const int *atta
 	/* Leaves the sandbox if the creator dies before init runs: no
 	 * half-made sandbox survives a killed `abox`. init clears it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* modes given to mkdir/mknod below are meant exactly; init and the
+	 * commands start with the usual 022 again */
+	umask(0);
 
-	/* Into the v1 cgroups first, so every page the setup allocates is
-	 * charged to the sandbox: "0" moves this (only) thread without the
-	 * kernel's global threadgroup lock (see cgroup_open_self_attach). */
-	for (size_t i = 0; i < nattach; i++) {
-		if (write(attach[i], "0", 1) != 1) {
-			abox_error_set(&e, errno, "join cgroup");
-			child_fail(err_fd, &e);
-		}
-		close(attach[i]);
-	}
 
 	if ((r = rootfs_setup(&cfg->rootfs, &e)) < 0)
 		child_fail(err_fd, &e);
@@ -85,14 +128,22 @@ _Noreturn static void child_main(const struct spawn_config *cfg, const int *atta
 	if (net_loopback_up(&e) < 0)
 		child_fail(err_fd, &e);
 
-	/* Without clone3's CLONE_INTO_CGROUP the parent moves us into the v2
-	 * cgroup: wait for it, limits must hold before init runs. */
-	if (go_fd >= 0) {
-		char go;
-		if (read(go_fd, &go, 1) != 1)
-			_exit(125); /* the parent gave up: it reports its own error */
-		close(go_fd);
+	/* The parent made the v1 cgroups while we built the root; it sends
+	 * their "tasks" files (or hangs up when it failed). Writing "0" moves
+	 * this, the only, thread without the kernel's global threadgroup lock
+	 * (see cgroup_open_self_attach). Limits hold before init runs. */
+	int attach[CG_CONTROLLER_MAX + 2];
+	ssize_t nattach = recv_fds(sync_fd, attach, ELEMENTSOF(attach));
+	if (nattach < 0)
+		_exit(125); /* the parent gave up: it reports its own error */
+	for (ssize_t i = 0; i < nattach; i++) {
+		if (write(attach[i], "0", 1) != 1) {
+			abox_error_set(&e, errno, "join cgroup");
+			child_fail(err_fd, &e);
+		}
+		close(attach[i]);
 	}
+	close(sync_fd);
 	/* The cgroup namespace is made now, after the move, so that inside
 	 * the sandbox its own cgroup is the root of what it can see. */
 	if (unshare(CLONE_NEWCGROUP) < 0) {
@@ -136,6 +187,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, const int *atta
 		abox_error_set(&e, -r, "install seccomp filter");
 		child_fail(err_fd, &e);
 	}
+	umask(022);
 	static char *const envp[] = { NULL };
 	syscall(SYS_execveat, cfg->init_memfd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
 	abox_error_set(&e, errno, "exec abox-init");
@@ -153,16 +205,15 @@ static void close_all(int *fds, size_t n)
 
 int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox_error *err)
 {
-	int go[2] = { -1, -1 }, ep[2] = { -1, -1 };
-	int attach[CG_CONTROLLER_MAX + 2];
-	size_t nattach = 0;
+	int sync[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	int r = 0;
 
-	if (cfg->cg && (r = cgroup_open_self_attach(cfg->cg, attach, ELEMENTSOF(attach), &nattach, err)) < 0)
-		return r;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+		return abox_error_set(err, errno, "socketpair");
 	if (pipe2(ep, O_CLOEXEC) < 0) {
-		close_all(attach, nattach);
-		return abox_error_set(err, errno, "pipe");
+		int e = errno;
+		close_all(sync, 2);
+		return abox_error_set(err, e, "pipe");
 	}
 
 	int pidfd = -1;
@@ -172,49 +223,48 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		.exit_signal = SIGCHLD,
 	};
 	int cgfd = cfg->cg ? cgroup_v2_fd(cfg->cg) : -1;
-	if (cgfd >= 0) {
+	bool into_v2 = cgfd >= 0;
+	if (into_v2) {
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
-	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && cgfd >= 0) {
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && into_v2) {
 		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
-		 * the child into the v2 cgroup by pid while it waits */
+		 * the child into the v2 cgroup by pid before releasing it */
 		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
 		args.cgroup = 0;
-		if (pipe2(go, O_CLOEXEC) < 0) {
-			int e = errno;
-			close_all(attach, nattach);
-			close_all(ep, 2);
-			return abox_error_set(err, e, "pipe");
-		}
+		into_v2 = false;
 		pid = syscall(SYS_clone3, &args, sizeof(args));
 	}
 	if (pid == 0) {
-		if (go[1] >= 0)
-			close(go[1]);
+		close(sync[0]);
 		close(ep[0]);
-		child_main(cfg, attach, nattach, go[0], ep[1]);
+		child_main(cfg, sync[1], ep[1]);
 	}
 	int saved = errno;
-	close_all(attach, nattach);
-	if (go[0] >= 0)
-		close(go[0]);
+	close(sync[1]);
 	close(ep[1]);
 	if (pid < 0) {
-		if (go[1] >= 0)
-			close(go[1]);
+		close(sync[0]);
 		close(ep[0]);
 		return abox_error_set(err, saved, "clone3");
 	}
 
-	if (go[1] >= 0) {
-		if (cfg->cg)
+	/* While the child builds its root: the rest of the cgroups. */
+	int attach[CG_CONTROLLER_MAX + 2];
+	size_t nattach = 0;
+	if (cfg->cg) {
+		r = cgroup_create_finish(cfg->cg_layout, cfg->cg, err);
+		if (r >= 0 && !into_v2)
 			r = cgroup_attach_v2(cfg->cg, (pid_t)pid, err);
-		if (r >= 0 && write(go[1], "g", 1) != 1)
-			r = abox_error_set(err, errno, "start sandbox child");
-		close(go[1]);
+		if (r >= 0)
+			r = cgroup_open_self_attach(cfg->cg, attach, ELEMENTSOF(attach), &nattach, err);
 	}
+	if (r >= 0 && (r = send_fds(sync[0], attach, nattach)) < 0)
+		abox_error_set(err, -r, "hand cgroups to the sandbox child");
+	close_all(attach, nattach);
+	close(sync[0]);
 
 	abox_error child_err;
 	ssize_t n = read_full(ep[0], &child_err, sizeof(child_err));

@@ -19,6 +19,7 @@
 #include "seccomp/policy.h"
 
 struct cg_sandbox;
+struct cg_layout;
 
 struct spawn_config {
 	struct rootfs_plan rootfs;
@@ -28,7 +29,8 @@ struct spawn_config {
 	const struct policy_bpf *bpf;
 	uint64_t caps_keep;
 	int last_cap;
-	struct cg_sandbox *cg;      /* for CLONE_INTO_CGROUP and attach */
+	struct cg_sandbox *cg;      /* from cgroup_create_begin: finished while the child works */
+	const struct cg_layout *cg_layout;
 };
 
 struct spawn_result {
