@@ -416,6 +416,8 @@ int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_l
 		  struct cg_sandbox **out, abox_error *err)
 {
 	_cleanup_(sandbox_removep) struct cg_sandbox *cg = NULL;
+	if (!out)
+		return abox_error_setx(err, EINVAL, "cgroup: create: missing argument");
 	int r = cgroup_create_begin(l, name, lim, &cg, err);
 	if (r < 0)
 		return r;
