@@ -312,3 +312,29 @@ Test(run, failed_create_before_the_clone_leaves_nothing)
 	run_result_free(&r);
 	unsetenv("ABOX_INIT");
 }
+
+Test(run, init_reaps_orphans)
+{
+	/* The inner sh exits at once; its background child is orphaned to
+	 * PID 1 and exits 0.2 s later: init must reap it, no zombie stays. */
+	struct run_result r;
+	ABOX(&r, "run", "--", "sh", "-c",
+	     "sh -c 'sleep 0.2 &'; sleep 0.8; "
+	     "for f in /proc/[0-9]*/stat; do cut -d' ' -f3 $f; done | grep -c Z || true");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.out, "0\n");
+	run_result_free(&r);
+}
+
+Test(run, doctor_reports_every_facility)
+{
+	struct run_result r;
+	ABOX(&r, "doctor");
+	cr_assert_eq(r.status, 0, "doctor failed here:\n%s", r.out);
+	const char *facilities[] = { "cgroup memory", "cgroup pids", "cgroup cpu", "cgroup freezer",
+				     "overlayfs", "user namespaces", "idmapped mounts", "seccomp",
+				     "landlock", "pidfd", "clone3", "criu", "abox can run sandboxes here" };
+	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
+		cr_expect(strstr(r.out, facilities[i]), "no line for %s:\n%s", facilities[i], r.out);
+	run_result_free(&r);
+}

@@ -141,7 +141,28 @@ Test(seccomp, default_policy_eperm_and_enosys)
 	}
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		cr_expect_eq(item_errno(out, allowed[i]), 0, "%s must stay allowed", allowed[i]);
+	/* syscalls the policy does not know: ENOSYS, so libc falls back */
+	cr_expect_eq(item_errno(out, "unknown_mseal"), 38);
+	cr_expect_eq(item_errno(out, "unknown_1000"), 38);
+	/* an allowed ioctl reaches the kernel (EBADF on fd -1) */
+	cr_expect_eq(item_errno(out, "ioctl_tcgets"), 9);
 	free(out);
+}
+
+Test(seccomp, thirty_two_bit_abi_is_killed)
+{
+	/* int 0x80 enters the i386 table, which the default policy does not
+	 * cover: the process dies with SIGSYS instead of reaching it. */
+	struct run_result r;
+	ABOX(&r, "run", "--", "python3", "-c",
+	     "import ctypes, mmap\n"
+	     "code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20 (getpid); int 0x80; ret\n"
+	     "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+	     "m.write(code)\n"
+	     "addr = ctypes.addressof(ctypes.c_char.from_buffer(m))\n"
+	     "print('pid', ctypes.CFUNCTYPE(ctypes.c_int)(addr)())\n");
+	cr_assert_eq(r.status, 128 + 31 /* SIGSYS */, "status %d, out %s, err %s", r.status, r.out, r.err);
+	run_result_free(&r);
 }
 
 Test(seccomp, default_policy_as_user)

@@ -204,6 +204,10 @@ static int p_socket_unix(void) { return socket_family(AF_UNIX, SOCK_STREAM); }
 static int p_personality_query(void) { return SC(SYS_personality, 0xffffffffUL); }
 /* EBADF (not the filter's errno) means the ioctl reached the kernel. */
 static int p_ioctl_tcgets(void) { return SC(SYS_ioctl, -1, TCGETS_, BAD); }
+/* Numbers the policy cannot know: a syscall newer than libseccomp 2.5.4
+ * (mseal, 462) and one no kernel has. The policy's default gives ENOSYS. */
+static int p_unknown_mseal(void) { return SC(462, 0, 0, 0); }
+static int p_unknown_1000(void) { return SC(1000); }
 /* clang-format on */
 
 struct item {
@@ -230,6 +234,8 @@ static const struct item items[] = {
 	/* controls */
 	ITEM(getpid), ITEM(clone_plain), ITEM(ptrace_traceme_child), ITEM(socket_unix),
 	ITEM(personality_query), ITEM(ioctl_tcgets),
+	/* unknown to the policy */
+	ITEM(unknown_mseal), ITEM(unknown_1000),
 };
 /* clang-format on */
 
