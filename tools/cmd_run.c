@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
+#include <fcntl.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -50,16 +50,64 @@ struct run_state {
 	abox_sandbox *sb;
 };
 
+/* Signals arrive through handlers (no SA_RESTART) that note them and wake
+ * the loop through a pipe: unlike a blocked signal read from a signalfd,
+ * they also interrupt a write to a stdout that nobody reads, so SIGTERM
+ * always ends the sandbox. */
+static volatile sig_atomic_t got_signals[65];
+static int wake_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	got_signals[sig] = 1;
+	if (wake_pipe[1] >= 0)
+		(void)!write(wake_pipe[1], "", 1);
+	errno = saved;
+}
+
+static bool must_stop(void)
+{
+	return got_signals[SIGTERM] || got_signals[SIGHUP];
+}
+
+/* Writes all of buf unless a terminating signal comes first. -EPIPE when
+ * the reader is gone. */
+static int out_write(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR) {
+				if (must_stop())
+					return -EINTR;
+				continue;
+			}
+			if (errno == EAGAIN) { /* someone made our stdout non-blocking */
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+				if (poll(&pf, 1, -1) < 0 && errno == EINTR && must_stop())
+					return -EINTR;
+				continue;
+			}
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 static void on_event(const abox_event *ev, void *ud)
 {
 	struct run_state *st = ud;
 	switch (ev->type) {
 	case ABOX_EVENT_STDOUT:
-		if (!st->stdout_broken && write_full(1, ev->data, ev->len) < 0)
+		if (!st->stdout_broken && out_write(1, ev->data, ev->len) == -EPIPE)
 			st->stdout_broken = true;
 		break;
 	case ABOX_EVENT_STDERR:
-		(void)write_full(2, ev->data, ev->len);
+		(void)out_write(2, ev->data, ev->len);
 		break;
 	case ABOX_EVENT_END:
 		st->ended = true;
@@ -199,17 +247,25 @@ int cmd_run(int argc, char **argv)
 	if (interactive)
 		po.flags |= ABOX_PROC_STDIN;
 
-	/* Signals become events of the loop below, so none can interrupt the
-	 * creation half-way: SIGTERM/SIGHUP end the sandbox cleanly, the others
-	 * are forwarded to the command's process group. */
-	sigset_t mask;
+	/* Signals become events of the loop below: SIGTERM/SIGHUP end the
+	 * sandbox cleanly, the others are forwarded to the command's process
+	 * group. They are blocked while the sandbox is made, so none can
+	 * interrupt the creation half-way, and handled from then on. */
+	sigset_t mask, old_mask;
 	sigemptyset(&mask);
-	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
 	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
 		sigaddset(&mask, sigs[i]);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigprocmask(SIG_BLOCK, &mask, &old_mask);
 	signal(SIGPIPE, SIG_IGN);
-	_cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		cli_err("run: pipe: %s", strerror(errno));
+		return EXIT_ABOX;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
 
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx = NULL;
@@ -225,6 +281,7 @@ int cmd_run(int argc, char **argv)
 	}
 	struct run_state st = { .exit_code = EXIT_ABOX, .memory_text = memory_text,
 				.timeout_s = (so.timeout_ms + 999) / 1000, .sb = sb };
+	/* creation is done: let the handlers run (they only set flags) */
 	abox_proc *p = NULL;
 	int rc;
 	if (co.log)
@@ -234,8 +291,21 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	bool stdin_open = interactive;
 	for (;;) {
+		if (must_stop()) {
+			/* our own end: take the sandbox with us */
+			rc = 128 + (got_signals[SIGTERM] ? SIGTERM : SIGHUP);
+			goto out;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+			int sig = sigs[i];
+			if (got_signals[sig] && sig != SIGTERM && sig != SIGHUP) {
+				got_signals[sig] = 0;
+				(void)abox_proc_signal(p, sig, NULL);
+			}
+		}
 		int r = abox_proc_dispatch(p, on_event, &st, &err);
 		if (r < 0) {
 			rc = cli_fail(&err);
@@ -243,10 +313,17 @@ int cmd_run(int argc, char **argv)
 		}
 		if (r > 0)
 			break;
+		if (st.stdout_broken) {
+			/* like a pipeline: the reader left, the writer ends */
+			rc = 128 + SIGPIPE;
+			goto out;
+		}
+		/* read more stdin only while little is waiting to be sent */
+		bool want_stdin = stdin_open && abox_proc_stdin_pending(p) < (1u << 20);
 		struct pollfd pfd[3] = {
-			{ .fd = abox_proc_fd(p), .events = POLLIN },
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = stdin_open ? 0 : -1, .events = POLLIN },
+			{ .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) },
+			{ .fd = wake_pipe[0], .events = POLLIN },
+			{ .fd = want_stdin ? 0 : -1, .events = POLLIN },
 		};
 		if (poll(pfd, 3, 100) < 0 && errno != EINTR) {
 			abox_error_set(&err, errno, "run: poll");
@@ -254,15 +331,9 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
-					/* our own end: take the sandbox with us */
-					rc = 128 + (int)si.ssi_signo;
-					goto out;
-				}
-				(void)abox_proc_signal(p, (int)si.ssi_signo, NULL);
-			}
+			char drainbuf[64];
+			while (read(wake_pipe[0], drainbuf, sizeof(drainbuf)) > 0)
+				;
 		}
 		if (pfd[2].revents) {
 			char buf[65536];

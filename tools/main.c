@@ -1,4 +1,6 @@
 /* abox — command line entry point: picks the verb. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +23,12 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* fds 0-2 must be taken: otherwise the next file we open becomes
+	 * someone's "stdout" (and the sandbox set-up relies on it) */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+			return EXIT_ABOX;
+
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_ABOX;

@@ -136,17 +136,25 @@ typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);
  * *out is owned by the caller (abox_proc_free). */
 ABOX_EXPORT int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out,
 				abox_error *err);
-/* A file descriptor that becomes readable when events are pending, for
- * callers with their own poll loop. Owned by the sandbox. */
+/* A file descriptor for callers with their own poll loop, and the poll
+ * events to wait for on it (POLLIN, plus POLLOUT while requests such as
+ * stdin wait to be sent). Owned by the sandbox. */
 ABOX_EXPORT int abox_proc_fd(const abox_proc *p);
-/* Delivers the events that are ready without blocking. Returns 1 once the
- * END event was delivered, 0 otherwise, < 0 on error. */
+ABOX_EXPORT int abox_proc_events(const abox_proc *p);
+/* Delivers the events that are ready without blocking (a bounded number
+ * per call, so a flood of output cannot starve the caller's loop) and
+ * sends queued requests. Returns 1 once the END event was delivered, 0
+ * otherwise, < 0 on error. */
 ABOX_EXPORT int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *userdata, abox_error *err);
 /* Blocks until the process ends (or timeout_ms passes: -ETIMEDOUT;
  * -1 = no timeout), delivering events. Returns 1 after END. */
 ABOX_EXPORT int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *userdata,
 			       abox_error *err);
+/* Queues stdin data and sends what the connection takes now; never
+ * blocks. Keep abox_proc_stdin_pending() bounded (e.g. stop reading your
+ * input above 1 MiB) and keep dispatching: that is the back-pressure. */
 ABOX_EXPORT int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err);
+ABOX_EXPORT size_t abox_proc_stdin_pending(const abox_proc *p);
 ABOX_EXPORT int abox_proc_close_stdin(abox_proc *p, abox_error *err);
 /* Sends sig to the process's whole process group. */
 ABOX_EXPORT int abox_proc_signal(abox_proc *p, int sig, abox_error *err);

@@ -47,7 +47,7 @@ _Noreturn static void child_fail(int errfd, int code, const char *what, const ch
 	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
 		      errno_name(code) ? errno_name(code) : "error");
 	(void)write_full(errfd, &e, sizeof(e));
-	_exit(code == ENOENT ? 127 : 126);
+	_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
 }
 
 static void exec_path(const char *file, char **argv, char **envp, int errfd)
@@ -86,8 +86,21 @@ static void exec_path(const char *file, char **argv, char **envp, int errfd)
 	child_fail(errfd, first_err, "exec", file);
 }
 
-int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, int *exec_errno,
-		char *errbuf, size_t errlen)
+int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen)
+{
+	struct child_err ce;
+	ssize_t got = read(ep, &ce, sizeof(ce));
+	if (got < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : 0;
+	if (got != (ssize_t)sizeof(ce))
+		return 0; /* EOF: the exec happened (or the child died first) */
+	ce.msg[sizeof(ce.msg) - 1] = '\0';
+	safe_snprintf(errbuf, errlen, "%s", ce.msg);
+	*exec_errno = ce.code;
+	return 1;
+}
+
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	int r = 0;
@@ -104,6 +117,9 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, in
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
 		goto fail;
+	/* init never waits on the child: a child stopped before its exec
+	 * (SIGSTOP from a sandboxed process) must not stall PID 1 */
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
 
 	/* Environment: defaults first, the request's entries override. */
 	size_t n = strv_length(req->env);
@@ -164,35 +180,14 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, in
 	}
 	free(envp);
 	close(ep[1]);
-	ep[1] = -1;
 	close(in[0]);
-	in[0] = -1;
 	close(out[1]);
-	out[1] = -1;
 	close(err[1]);
-	err[1] = -1;
-
-	struct child_err ce;
-	ssize_t got = read_full(ep[0], &ce, sizeof(ce));
-	close(ep[0]);
-	if (got == (ssize_t)sizeof(ce)) {
-		int st;
-		while (waitpid(c, &st, 0) < 0 && errno == EINTR)
-			;
-		ce.msg[sizeof(ce.msg) - 1] = '\0';
-		safe_snprintf(errbuf, errlen, "%s", ce.msg);
-		*exec_errno = ce.code;
-		if (in[1] >= 0)
-			close(in[1]);
-		close(out[0]);
-		close(err[0]);
-		*pid = c;
-		return 1;
-	}
 	*pid = c;
 	fds->in = in[1];
 	fds->out = out[0];
 	fds->err = err[0];
+	fds->ep = ep[0];
 	return 0;
 
 fail:

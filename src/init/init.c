@@ -8,6 +8,12 @@
  * ends the sandbox when told to (or, for an ephemeral sandbox, when its
  * creator hangs up or its oneshot command ends).
  *
+ * It never blocks on anyone: sockets and pipes are non-blocking, events
+ * wait in a per-client queue, and a client that does not read slows down
+ * the commands it listens to (their pipes are no longer drained) instead of
+ * stalling init. A child that stops before its exec does not stall it
+ * either: the exec result is read from the poll loop.
+ *
  * Runs inside the sandbox's namespaces under the sandbox's seccomp policy
  * and capability bounding set. Not dumpable: processes in the sandbox,
  * which lack CAP_SYS_PTRACE, can neither ptrace it nor open its /proc
@@ -16,7 +22,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -29,22 +37,31 @@
 
 #define MAX_CLIENTS 64
 #define MAX_PROCS 256
+/* A command's stdin queue above this stops reading its client. */
 #define STDIN_HIGH_WATER (1u << 20)
+/* A client's event queue above this stops draining the pipes of the
+ * commands it listens to: the commands block on write, as on a terminal. */
+#define OUT_HIGH_WATER (4u << 20)
+#define CHUNK 65536
+
+enum proc_state { P_FREE = 0, P_STARTING, P_RUNNING };
 
 struct client {
 	int fd;
 	struct proto_reader rd;
+	struct proto_outq out;
 };
 
 struct proc {
+	enum proc_state state;
 	pid_t pid;
 	uint32_t req_id;
 	int client; /* index of the client that started it, -1 when gone */
-	int in, out, err;
+	int in, out, err, ep;
 	uint8_t *inbuf;
 	size_t inlen;
 	bool close_in; /* close stdin once inbuf drains */
-	bool exited;
+	bool exited;   /* reaped; status valid */
 	int status;
 	bool oneshot;
 };
@@ -54,6 +71,8 @@ static unsigned nclients;
 static struct proc procs[MAX_PROCS];
 static int listen_fd = INIT_LISTEN_FD;
 static bool ephemeral;
+static bool exiting; /* leave once every queued event is out */
+static int exit_code;
 static int64_t deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
 
 static int64_t now_ms(void)
@@ -70,100 +89,147 @@ _Noreturn static void shutdown_sandbox(int code)
 	_exit(code);
 }
 
-static int send_error(int cfd, uint32_t id, int code, const char *msg)
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Queues an event for a client and writes what the socket takes now. A
+ * client whose socket is gone is dropped by the main loop. */
+static void client_queue(int ci, struct proto_msg *m)
+{
+	if (ci >= 0 && (unsigned)ci < nclients && proto_queue(&clients[ci].out, m) == 0)
+		(void)proto_flush(clients[ci].fd, &clients[ci].out);
+	proto_msg_free(m);
+}
+
+static void send_error(int ci, uint32_t id, int code, const char *msg)
 {
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_ERROR, id);
 	proto_put_u64(&m, F_ERRNO, (uint64_t)(code < 0 ? -code : code));
 	proto_put_str(&m, F_MESSAGE, msg);
-	int r = proto_send(cfd, &m);
-	proto_msg_free(&m);
-	return r;
-}
-
-static int client_fd(int ci)
-{
-	return ci >= 0 && (unsigned)ci < nclients ? clients[ci].fd : -1;
+	client_queue(ci, &m);
 }
 
 static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
-	int cfd = client_fd(p->client);
-	if (cfd < 0)
-		return;
 	struct proto_msg m;
 	proto_msg_init(&m, type, p->req_id);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	proto_put_bytes(&m, F_DATA, buf, n);
-	(void)proto_send(cfd, &m);
-	proto_msg_free(&m);
+	client_queue(p->client, &m);
 }
 
-/* Reads what a pipe has now; closes it at EOF. */
-static void drain(struct proc *p, int *fd, uint16_t type, bool until_empty)
+/* Reads up to budget bytes from a pipe; closes it at EOF. */
+static void drain(struct proc *p, int *fd, uint16_t type, size_t budget)
 {
-	static uint8_t buf[65536];
-	while (*fd >= 0) {
-		ssize_t n = read(*fd, buf, sizeof(buf));
+	static uint8_t buf[CHUNK];
+	while (*fd >= 0 && budget > 0) {
+		ssize_t n = read(*fd, buf, budget < sizeof(buf) ? budget : sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			close(*fd);
-			*fd = -1;
+			close_fd(fd);
 			return;
 		}
 		send_data(p, type, buf, (size_t)n);
-		if (!until_empty)
-			return;
+		budget -= (size_t)n;
 	}
+}
+
+/* What a pipe holds right now: the last output of an ended command, but
+ * no more (a background child that keeps writing cannot hold the end
+ * event back). */
+static size_t pending(int fd)
+{
+	int n = 0;
+	if (fd < 0 || ioctl(fd, FIONREAD, &n) < 0 || n < 0)
+		return 0;
+	return (size_t)n;
 }
 
 static void proc_release(struct proc *p)
 {
-	if (p->in >= 0)
-		close(p->in);
-	if (p->out >= 0)
-		close(p->out);
-	if (p->err >= 0)
-		close(p->err);
+	close_fd(&p->in);
+	close_fd(&p->out);
+	close_fd(&p->err);
+	close_fd(&p->ep);
 	free(p->inbuf);
 	memset(p, 0, sizeof(*p));
+	p->in = p->out = p->err = p->ep = -1;
+}
+
+static void end_sandbox_after_flush(int code)
+{
+	exiting = true;
+	exit_code = code;
 }
 
 static void proc_finish(struct proc *p)
 {
-	/* Everything the command wrote before it ended goes out before the
-	 * end event. Pipes still held open by its background children are
-	 * drained of what is there now and closed: the command has ended. */
-	drain(p, &p->out, MSG_EV_STDOUT, true);
-	drain(p, &p->err, MSG_EV_STDERR, true);
-	int cfd = client_fd(p->client);
-	if (cfd >= 0) {
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_END, p->req_id);
-		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-		if (WIFEXITED(p->status)) {
-			proto_put_i64(&m, F_EXIT_CODE, WEXITSTATUS(p->status));
-			proto_put_u64(&m, F_SIGNAL, 0);
-		} else {
-			proto_put_i64(&m, F_EXIT_CODE, 128 + WTERMSIG(p->status));
-			proto_put_u64(&m, F_SIGNAL, (uint64_t)WTERMSIG(p->status));
-		}
-		(void)proto_send(cfd, &m);
-		proto_msg_free(&m);
+	drain(p, &p->out, MSG_EV_STDOUT, pending(p->out));
+	drain(p, &p->err, MSG_EV_STDERR, pending(p->err));
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_END, p->req_id);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	if (WIFEXITED(p->status)) {
+		proto_put_i64(&m, F_EXIT_CODE, WEXITSTATUS(p->status));
+		proto_put_u64(&m, F_SIGNAL, 0);
+	} else {
+		proto_put_i64(&m, F_EXIT_CODE, 128 + WTERMSIG(p->status));
+		proto_put_u64(&m, F_SIGNAL, (uint64_t)WTERMSIG(p->status));
 	}
+	client_queue(p->client, &m);
 	bool oneshot = p->oneshot;
 	proc_release(p);
 	if (oneshot)
-		shutdown_sandbox(0);
+		end_sandbox_after_flush(0);
+}
+
+/* The exec result arrived (or the child died before telling). */
+static void proc_started(struct proc *p)
+{
+	int exec_errno = 0;
+	char msg[480];
+	int k = child_exec_result(p->ep, &exec_errno, msg, sizeof(msg));
+	if (k == -EAGAIN)
+		return;
+	close_fd(&p->ep);
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_START, p->req_id);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	client_queue(p->client, &m);
+	if (k == 0) {
+		p->state = P_RUNNING;
+		if (p->exited)
+			proc_finish(p);
+		return;
+	}
+	/* It could not exec: report an end with the shell's codes (127 not
+	 * found, 126 not runnable) and the reason. The child is reaped by the
+	 * SIGCHLD path; its pid slot is released now. */
+	proto_msg_init(&m, MSG_EV_END, p->req_id);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	proto_put_i64(&m, F_EXIT_CODE, exec_errno == ENOENT && strncmp(msg, "exec", 4) == 0 ? 127 : 126);
+	proto_put_u64(&m, F_SIGNAL, 0);
+	proto_put_u64(&m, F_ERRNO, (uint64_t)exec_errno);
+	proto_put_str(&m, F_MESSAGE, msg);
+	client_queue(p->client, &m);
+	bool oneshot = p->oneshot;
+	proc_release(p);
+	if (oneshot)
+		end_sandbox_after_flush(0);
 }
 
 static struct proc *proc_find(pid_t pid)
 {
 	for (unsigned i = 0; i < MAX_PROCS; i++)
-		if (procs[i].pid == pid && pid > 0)
+		if (procs[i].state != P_FREE && procs[i].pid == pid)
 			return &procs[i];
 	return NULL;
 }
@@ -176,11 +242,14 @@ static void reap(void)
 		if (pid <= 0)
 			return;
 		struct proc *p = proc_find(pid);
-		if (p && !p->exited) {
-			p->exited = true;
-			p->status = st;
+		if (!p || p->exited)
+			continue;
+		p->exited = true;
+		p->status = st;
+		if (p->state == P_STARTING)
+			proc_started(p); /* EOF or the error is there now */
+		else
 			proc_finish(p);
-		}
 	}
 }
 
@@ -213,9 +282,9 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		switch (fl.tag) {
 		case F_ARG: r = proto_field_strdup(&fl, &req->argv[ia++]); break;
 		case F_ENV: r = proto_field_strdup(&fl, &req->env[ie++]); break;
-		case F_CWD: free(req->cwd); r = proto_field_strdup(&fl, &req->cwd); break;
-		case F_HOME: free(req->home); r = proto_field_strdup(&fl, &req->home); break;
-		case F_USER: free(req->user); r = proto_field_strdup(&fl, &req->user); break;
+		case F_CWD: free(req->cwd); req->cwd = NULL; r = proto_field_strdup(&fl, &req->cwd); break;
+		case F_HOME: free(req->home); req->home = NULL; r = proto_field_strdup(&fl, &req->home); break;
+		case F_USER: free(req->user); req->user = NULL; r = proto_field_strdup(&fl, &req->user); break;
 		case F_UID: r = proto_field_u64(&fl, &v); req->uid = (uid_t)v; break;
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
 		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
@@ -229,69 +298,43 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 
 static void handle_exec(int ci, const struct proto_frame *f)
 {
-	int cfd = clients[ci].fd;
 	struct exec_req req = { 0 };
 	int r = parse_exec(f, &req);
 	if (r < 0) {
-		send_error(cfd, f->id, r, "exec: malformed request");
+		send_error(ci, f->id, r, "exec: malformed request");
 		exec_req_free(&req);
 		return;
 	}
-	struct proc *p = proc_find(0);
+	struct proc *p = NULL;
+	for (unsigned i = 0; i < MAX_PROCS && !p; i++)
+		if (procs[i].state == P_FREE)
+			p = &procs[i];
 	if (!p) {
-		for (unsigned i = 0; i < MAX_PROCS; i++)
-			if (procs[i].pid == 0) {
-				p = &procs[i];
-				break;
-			}
-	}
-	if (!p) {
-		send_error(cfd, f->id, EAGAIN, "exec: too many processes tracked by init");
+		send_error(ci, f->id, EAGAIN, "exec: too many processes tracked by init");
 		exec_req_free(&req);
 		return;
 	}
 	pid_t pid;
 	struct exec_fds fds;
-	int exec_errno = 0;
-	char msg[480];
-	r = child_spawn(&req, &pid, &fds, &exec_errno, msg, sizeof(msg));
+	r = child_spawn(&req, &pid, &fds);
 	bool oneshot = req.flags & EXEC_ONESHOT;
 	exec_req_free(&req);
 	if (r < 0) {
 		char m2[128];
 		safe_snprintf(m2, sizeof(m2), "exec: fork: %s", errno_name(-r) ? errno_name(-r) : "error");
-		send_error(cfd, f->id, r, m2);
+		send_error(ci, f->id, r, m2);
 		if (oneshot)
-			shutdown_sandbox(125);
+			end_sandbox_after_flush(125);
 		return;
 	}
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_START, f->id);
-	proto_put_u64(&m, F_PID, (uint64_t)pid);
-	(void)proto_send(cfd, &m);
-	proto_msg_free(&m);
-	if (r == 1) {
-		/* the process existed but could not exec: report it as an end
-		 * with the shell's codes (127 not found, 126 not runnable) and
-		 * the reason */
-		proto_msg_init(&m, MSG_EV_END, f->id);
-		proto_put_u64(&m, F_PID, (uint64_t)pid);
-		proto_put_i64(&m, F_EXIT_CODE, exec_errno == ENOENT ? 127 : 126);
-		proto_put_u64(&m, F_SIGNAL, 0);
-		proto_put_u64(&m, F_ERRNO, (uint64_t)exec_errno);
-		proto_put_str(&m, F_MESSAGE, msg);
-		(void)proto_send(cfd, &m);
-		proto_msg_free(&m);
-		if (oneshot)
-			shutdown_sandbox(0);
-		return;
-	}
-	*p = (struct proc){ .pid = pid, .req_id = f->id, .client = ci, .in = fds.in,
-			    .out = fds.out, .err = fds.err, .oneshot = oneshot };
+	*p = (struct proc){ .state = P_STARTING, .pid = pid, .req_id = f->id, .client = ci,
+			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
+			    .oneshot = oneshot };
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
 	if (p->in >= 0)
 		fcntl(p->in, F_SETFL, O_NONBLOCK);
+	proc_started(p); /* usually not known yet: the poll loop watches ep */
 }
 
 /* The process a stdin/signal request is about: by F_PID, or when the host
@@ -316,7 +359,7 @@ static struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t 
 	if (pid > 0 && pid < INT32_MAX)
 		return proc_find((pid_t)pid);
 	for (unsigned i = 0; i < MAX_PROCS; i++)
-		if (procs[i].pid && procs[i].client == ci && procs[i].req_id == f->id)
+		if (procs[i].state != P_FREE && procs[i].client == ci && procs[i].req_id == f->id)
 			return &procs[i];
 	return NULL;
 }
@@ -332,22 +375,18 @@ static void flush_stdin(struct proc *p)
 		if (w < 0) {
 			/* the command closed its stdin: drop what is pending */
 			p->inlen = 0;
-			close(p->in);
-			p->in = -1;
+			close_fd(&p->in);
 			return;
 		}
 		memmove(p->inbuf, p->inbuf + w, p->inlen - (size_t)w);
 		p->inlen -= (size_t)w;
 	}
-	if (p->in >= 0 && p->inlen == 0 && p->close_in) {
-		close(p->in);
-		p->in = -1;
-	}
+	if (p->in >= 0 && p->inlen == 0 && p->close_in)
+		close_fd(&p->in);
 }
 
 static void handle_frame(int ci, const struct proto_frame *f)
 {
-	int cfd = clients[ci].fd;
 	for (unsigned i = 0; i < f->nfds; i++)
 		close(f->fds[i]); /* no request of this version passes fds in */
 	switch (f->type) {
@@ -381,10 +420,12 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		uint64_t sig = 0;
 		struct proc *p = proc_of_frame(ci, f, &sig, NULL, NULL);
 		if (!p || sig == 0 || sig >= 65) {
-			send_error(cfd, f->id, p ? EINVAL : ESRCH, p ? "signal: bad signal number" : "signal: no such process");
+			send_error(ci, f->id, p ? EINVAL : ESRCH,
+				   p ? "signal: bad signal number" : "signal: no such process");
 			break;
 		}
-		/* the command is a session leader: its pid is its group id */
+		/* the command is a session leader: its pid is its group id
+		 * (until its setsid ran, only the pid itself exists) */
 		if (kill(-p->pid, (int)sig) < 0 && errno == ESRCH)
 			(void)kill(p->pid, (int)sig);
 		break;
@@ -392,7 +433,7 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_SHUTDOWN:
 		shutdown_sandbox(0);
 	default:
-		send_error(cfd, f->id, EOPNOTSUPP, "unknown request type");
+		send_error(ci, f->id, EOPNOTSUPP, "unknown request type");
 		break;
 	}
 }
@@ -401,13 +442,17 @@ static void client_drop(unsigned ci)
 {
 	close(clients[ci].fd);
 	proto_reader_free(&clients[ci].rd);
+	proto_outq_free(&clients[ci].out);
+	unsigned last = nclients - 1;
 	for (unsigned i = 0; i < MAX_PROCS; i++) {
-		if (procs[i].pid && procs[i].client == (int)ci)
+		if (procs[i].state == P_FREE)
+			continue;
+		if (procs[i].client == (int)ci)
 			procs[i].client = -1;
-		else if (procs[i].pid && procs[i].client == (int)nclients - 1)
+		else if (procs[i].client == (int)last)
 			procs[i].client = (int)ci;
 	}
-	clients[ci] = clients[nclients - 1];
+	clients[ci] = clients[last];
 	nclients--;
 	if (ephemeral)
 		shutdown_sandbox(0);
@@ -422,31 +467,57 @@ static void client_accept(void)
 		close(fd);
 		return;
 	}
-	clients[nclients].fd = fd;
-	proto_reader_init(&clients[nclients].rd, fd);
+	struct client *c = &clients[nclients];
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	proto_reader_init(&c->rd, fd);
 	nclients++;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_HELLO, 0);
 	proto_put_u64(&m, F_VERSION, ABOX_PROTO_VERSION);
 	proto_put_u64(&m, F_PID, (uint64_t)getpid());
-	(void)proto_send(fd, &m);
-	proto_msg_free(&m);
+	client_queue((int)nclients - 1, &m);
 }
 
-static void client_read(unsigned ci)
+/* Returns false when the client was dropped. */
+static bool client_read(unsigned ci)
 {
 	int k = proto_reader_fill(&clients[ci].rd);
 	if (k == -EAGAIN)
-		return;
-	if (k <= 0 && (k < 0 || clients[ci].rd.eof)) {
+		return true;
+	if (k < 0 || clients[ci].rd.eof) {
 		client_drop(ci);
-		return;
+		return false;
 	}
 	struct proto_frame f;
 	while ((k = proto_reader_next(&clients[ci].rd, &f)) > 0)
 		handle_frame((int)ci, &f);
-	if (k < 0) /* a peer that breaks framing is cut off */
+	if (k < 0) { /* a peer that breaks framing is cut off */
 		client_drop(ci);
+		return false;
+	}
+	return true;
+}
+
+static bool stdin_blocked(unsigned ci)
+{
+	for (unsigned j = 0; j < MAX_PROCS; j++)
+		if (procs[j].state != P_FREE && procs[j].client == (int)ci && procs[j].inlen > STDIN_HIGH_WATER)
+			return true;
+	return false;
+}
+
+static bool output_blocked(const struct proc *p)
+{
+	return p->client >= 0 && proto_outq_len(&clients[p->client].out) > OUT_HIGH_WATER;
+}
+
+static bool queues_empty(void)
+{
+	for (unsigned i = 0; i < nclients; i++)
+		if (proto_outq_len(&clients[i].out) > 0)
+			return false;
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -463,6 +534,8 @@ int main(int argc, char **argv)
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
 	}
+	for (unsigned i = 0; i < MAX_PROCS; i++)
+		procs[i].in = procs[i].out = procs[i].err = procs[i].ep = -1;
 
 	/* The creator's death ends an ephemeral sandbox (the signal was set
 	 * before exec); a long-lived one must outlive whoever created it. */
@@ -480,27 +553,29 @@ int main(int argc, char **argv)
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 
-	struct pollfd pfd[2 + MAX_CLIENTS + 3 * MAX_PROCS];
+	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS];
 	for (;;) {
+		if (exiting && (queues_empty() || nclients == 0))
+			shutdown_sandbox(exit_code);
 		nfds_t n = 0;
 		pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = exiting ? -1 : listen_fd, .events = POLLIN };
 		for (unsigned i = 0; i < nclients; i++) {
 			/* back-pressure: while a command has a full stdin queue from
 			 * this client, stop reading the client */
-			bool full = false;
-			for (unsigned j = 0; j < MAX_PROCS; j++)
-				if (procs[j].pid && procs[j].client == (int)i &&
-				    procs[j].inlen > STDIN_HIGH_WATER)
-					full = true;
-			pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = full ? 0 : POLLIN };
+			short ev = stdin_blocked(i) || exiting ? 0 : POLLIN;
+			if (proto_outq_len(&clients[i].out))
+				ev |= POLLOUT;
+			pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = ev };
 		}
 		for (unsigned j = 0; j < MAX_PROCS; j++) {
 			struct proc *p = &procs[j];
-			if (!p->pid)
+			if (p->state == P_FREE)
 				continue;
-			pfd[n++] = (struct pollfd){ .fd = p->out, .events = POLLIN };
-			pfd[n++] = (struct pollfd){ .fd = p->err, .events = POLLIN };
+			bool hold = output_blocked(p);
+			pfd[n++] = (struct pollfd){ .fd = p->ep, .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = hold ? -1 : p->out, .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = hold ? -1 : p->err, .events = POLLIN };
 			pfd[n++] = (struct pollfd){ .fd = p->inlen ? p->in : -1, .events = POLLOUT };
 		}
 		int timeout = -1;
@@ -511,8 +586,17 @@ int main(int argc, char **argv)
 			timeout = left > INT32_MAX ? INT32_MAX : (int)left;
 		}
 		int r = poll(pfd, n, timeout);
-		if (r < 0 && errno != EINTR)
+		if (r < 0 && errno != EINTR) {
+			/* EINVAL: our fd limit was lowered below what we poll; take
+			 * the hard limit back if we may, else end cleanly */
+			struct rlimit rl;
+			if (errno == EINVAL && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+				rl.rlim_cur = rl.rlim_max;
+				if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+					continue;
+			}
 			shutdown_sandbox(125);
+		}
 		if (r <= 0)
 			continue;
 
@@ -521,15 +605,20 @@ int main(int argc, char **argv)
 		nfds_t at = 2 + nclients;
 		for (unsigned j = 0; j < MAX_PROCS; j++) {
 			struct proc *p = &procs[j];
-			if (!p->pid)
+			if (p->state == P_FREE)
 				continue;
-			if (pfd[at].revents)
-				drain(p, &p->out, MSG_EV_STDOUT, false);
-			if (pfd[at + 1].revents)
-				drain(p, &p->err, MSG_EV_STDERR, false);
-			if (pfd[at + 2].revents)
+			struct pollfd *q = &pfd[at];
+			at += 4;
+			if (q[0].revents && p->state == P_STARTING)
+				proc_started(p);
+			if (p->state == P_FREE)
+				continue;
+			if (q[1].revents)
+				drain(p, &p->out, MSG_EV_STDOUT, CHUNK);
+			if (q[2].revents)
+				drain(p, &p->err, MSG_EV_STDERR, CHUNK);
+			if (q[3].revents)
 				flush_stdin(p);
-			at += 3;
 		}
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
@@ -538,8 +627,15 @@ int main(int argc, char **argv)
 			reap();
 		}
 		for (unsigned i = nclients; i-- > 0;) {
-			if (pfd[2 + i].revents)
-				client_read(i);
+			short rev = pfd[2 + i].revents;
+			if (!rev)
+				continue;
+			if ((rev & POLLOUT) && proto_flush(clients[i].fd, &clients[i].out) < 0) {
+				client_drop(i);
+				continue;
+			}
+			if ((rev & (POLLIN | POLLHUP | POLLERR)) && !client_read(i))
+				continue;
 		}
 		if (pfd[1].revents)
 			client_accept();

@@ -22,14 +22,16 @@ struct exec_fds {
 	int in;  /* write end of the stdin pipe, or -1 */
 	int out; /* read end of stdout */
 	int err; /* read end of stderr */
+	int ep;  /* read end of the exec-error pipe (non-blocking) */
 };
 
-/* Forks and execs req as a new session leader. Returns 0 with *pid and
- * *fds set once the exec happened; 1 when the child could not exec (missing
- * binary, bad cwd, ...): the child is already reaped, *exec_errno and
- * errbuf say why; < 0 (-errno) when no child could be made at all. */
-int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds, int *exec_errno,
-		char *errbuf, size_t errlen);
+/* Forks a child that execs req as a new session leader and returns at
+ * once: the result of the exec arrives on fds->ep (see child_exec_result).
+ * < 0 (-errno) when no child could be made at all. */
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
+/* Reads the exec result from ep: 0 = exec happened (EOF), 1 = it failed
+ * (*exec_errno and errbuf say why), -EAGAIN = not known yet. */
+int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen);
 void exec_req_free(struct exec_req *req);
 
 #endif

@@ -99,12 +99,10 @@ int wait_exit(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *argv);
+
 void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args)
 {
-	int in[2], o[2], e[2];
-	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
 	size_t n = 0;
 	while (args[n])
 		n++;
@@ -112,6 +110,21 @@ void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, co
 	argv[0] = abox_bin();
 	for (size_t i = 0; i < n; i++)
 		argv[i + 1] = args[i];
+	run_argv(r, stdin_data, stdin_len, argv);
+	free(argv);
+}
+
+void run_abox_argv(struct run_result *r, const char *const *argv)
+{
+	run_argv(r, NULL, 0, argv);
+}
+
+static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *argv)
+{
+	int in[2], o[2], e[2];
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
 	double t0 = now();
 	pid_t p = fork();
 	cr_assert_geq(p, 0);
@@ -122,7 +135,6 @@ void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, co
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
-	free(argv);
 	close(in[0]);
 	close(o[1]);
 	close(e[1]);

@@ -19,6 +19,8 @@ struct run_result {
 /* Runs `abox ARGS...` (NULL-terminated), feeding stdin_data (may be NULL:
  * /dev/null). Kills abox after 60 s. */
 void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args);
+/* Runs any program (argv[0] looked up in PATH), stdin /dev/null. */
+void run_abox_argv(struct run_result *r, const char *const *argv);
 #define ABOX(r, ...) run_abox((r), NULL, 0, (const char *const[]){ __VA_ARGS__, NULL })
 void run_result_free(struct run_result *r);
 

@@ -126,7 +126,7 @@ Test(run, cwd_default_and_option)
 	cr_assert_str_eq(r.out, "/tmp\n");
 	run_result_free(&r);
 	ABOX(&r, "run", "--cwd", "/nonexistent", "--", "pwd");
-	cr_assert_eq(r.status, 127);
+	cr_assert_eq(r.status, 126, "a bad cwd is 'cannot run', not 'command not found'");
 	cr_assert(strstr(r.err, "cwd '/nonexistent': No such file or directory"), "stderr: %s", r.err);
 	run_result_free(&r);
 }
@@ -337,4 +337,67 @@ Test(run, doctor_reports_every_facility)
 	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
 		cr_expect(strstr(r.out, facilities[i]), "no line for %s:\n%s", facilities[i], r.out);
 	run_result_free(&r);
+}
+
+/* Runs a shell line with $ABOX set to the abox binary; returns its status. */
+static int shell(const char *line, char **out)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "ABOX='%s'; %s", abox_bin(), line);
+	struct run_result r;
+	run_abox_argv(&r, (const char *const[]){ "/bin/sh", "-c", cmd, NULL });
+	if (out)
+		*out = r.out;
+	else
+		free(r.out);
+	free(r.err);
+	return r.status;
+}
+
+Test(run, unread_stdin_cannot_stall_the_timeout)
+{
+	/* 100 MB of stdin for a command that never reads it: host and init
+	 * must keep serving each other, so the deadline still fires. */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int st = shell("head -c 100M /dev/zero | $ABOX run -i --timeout 2 -- sleep 30", NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(st, 124);
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10);
+}
+
+Test(run, output_and_input_flood_at_once)
+{
+	char *out = NULL;
+	int st = shell("head -c 30M /dev/zero | $ABOX run -i -- sh -c 'yes | head -c 20M; cat >/dev/null; echo done' | tail -c 5", &out);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "done\n");
+	free(out);
+}
+
+Test(run, closed_reader_ends_the_run)
+{
+	char *out = NULL;
+	int st = shell("$ABOX run -- yes | head -n 1", &out);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "y\n");
+	free(out);
+}
+
+Test(run, ignored_signals_do_not_reach_the_sandbox)
+{
+	char *out = NULL;
+	int st = shell("trap '' INT QUIT HUP TERM USR1; $ABOX run -- grep SigIgn /proc/self/status", &out);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "SigIgn:\t0000000000000000\n");
+	free(out);
+}
+
+Test(run, closed_stdio_of_the_caller)
+{
+	char *out = NULL;
+	int st = shell("$ABOX run -- true <&- >&- 2>&-; echo rc=$?", &out);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "rc=0\n");
+	free(out);
 }

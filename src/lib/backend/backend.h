@@ -29,6 +29,7 @@ struct abox_sandbox {
 	char *rundir;
 	int conn;
 	struct proto_reader rd;
+	struct proto_outq out; /* requests waiting for room on conn */
 	struct cg_sandbox *cg;
 	pid_t pid;
 	int pidfd;
@@ -53,5 +54,7 @@ int64_t backend_now_ms(void);
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
 /* Reaps init if it has exited (non-blocking unless wait is true). */
 void backend_reap_init(abox_sandbox *sb, bool wait);
+/* Queues a request and writes what the socket takes (never blocks). */
+int backend_send(abox_sandbox *sb, struct proto_msg *m);
 
 #endif

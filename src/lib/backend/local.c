@@ -5,6 +5,7 @@
  * the child only makes system calls; a failure at any step undoes the
  * steps before it, leaving no folder, cgroup, process or mount.
  * Runs in the CLI/daemon. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,12 +72,23 @@ void backend_reap_init(abox_sandbox *sb, bool wait)
 	}
 }
 
+int backend_send(abox_sandbox *sb, struct proto_msg *m)
+{
+	int r = proto_queue(&sb->out, m);
+	proto_msg_free(m);
+	if (r < 0)
+		return r;
+	r = proto_flush(sb->conn, &sb->out);
+	return r < 0 ? r : 0;
+}
+
 static void sandbox_release(abox_sandbox *sb)
 {
 	if (sb->conn >= 0)
 		close(sb->conn);
 	sb->conn = -1;
 	proto_reader_free(&sb->rd);
+	proto_outq_free(&sb->out);
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
@@ -217,6 +229,8 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 	sb->pid = res.pid;
 	sb->pidfd = res.pidfd;
+	/* never block on init: requests wait in sb->out, see backend_send */
+	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
 	close(listen_fd);
 	close(memfd);

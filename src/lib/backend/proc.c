@@ -69,8 +69,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		flags |= EXEC_ONESHOT;
 	proto_put_u64(&m, F_FLAGS, flags);
-	int r = proto_send(sb->conn, &m);
-	proto_msg_free(&m);
+	int r = backend_send(sb, &m);
 	if (r < 0) {
 		free(p);
 		return abox_error_set(err, -r, r == -EMSGSIZE ? "exec: command and environment too large" : "exec: send request");
@@ -186,17 +185,32 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 	}
 }
 
+/* How much one dispatch call does before it returns to its caller's loop,
+ * so a flood of output never keeps the caller from its signals, stdin or
+ * deadline. */
+#define DISPATCH_FRAMES 64
+
 int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err)
 {
 	abox_sandbox *sb = p->sb;
 	if (p->ended)
 		return 1;
-	for (;;) {
+	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms) {
+		sb->timed_out = true;
+		(void)abox_sandbox_kill(sb, NULL);
+		deliver_lost(p, fn, ud);
+		return 1;
+	}
+	if (proto_outq_len(&sb->out) && proto_flush(sb->conn, &sb->out) < 0) {
+		/* init is gone; what it said before is still readable */
+	}
+	for (int budget = DISPATCH_FRAMES; budget > 0;) {
 		struct proto_frame f;
 		int k = proto_reader_next(&sb->rd, &f);
 		if (k < 0)
 			return abox_error_setx(err, EPROTO, "exec: broken frame from init");
 		if (k > 0) {
+			budget--;
 			k = handle(p, &f, fn, ud, err);
 			if (k != 0)
 				return k;
@@ -212,13 +226,17 @@ int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err
 			return 1;
 		}
 	}
-	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms) {
-		sb->timed_out = true;
-		(void)abox_sandbox_kill(sb, NULL);
-		deliver_lost(p, fn, ud);
-		return 1;
-	}
 	return 0;
+}
+
+int abox_proc_events(const abox_proc *p)
+{
+	return POLLIN | (proto_outq_len(&p->sb->out) ? POLLOUT : 0);
+}
+
+size_t abox_proc_stdin_pending(const abox_proc *p)
+{
+	return proto_outq_len(&p->sb->out);
 }
 
 int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
@@ -242,7 +260,7 @@ int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abo
 			if (wait < 0 || left < wait)
 				wait = (int)left;
 		}
-		struct pollfd pfd = { .fd = p->sb->conn, .events = POLLIN };
+		struct pollfd pfd = { .fd = p->sb->conn, .events = (short)abox_proc_events(p) };
 		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
 			return abox_error_set(err, errno, "wait: poll");
 	}
@@ -259,8 +277,7 @@ int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error 
 		proto_msg_init(&m, MSG_REQ_STDIN, p->req);
 		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 		proto_put_bytes(&m, F_DATA, b, n);
-		int r = proto_send(p->sb->conn, &m);
-		proto_msg_free(&m);
+		int r = backend_send(p->sb, &m);
 		if (r < 0)
 			return abox_error_set(err, -r, "stdin: send");
 		b += n;
@@ -278,8 +295,7 @@ static int simple_req(abox_proc *p, uint16_t type, int sig, const char *what, ab
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	if (sig)
 		proto_put_u64(&m, F_SIGNAL, (uint64_t)sig);
-	int r = proto_send(p->sb->conn, &m);
-	proto_msg_free(&m);
+	int r = backend_send(p->sb, &m);
 	if (r < 0)
 		return abox_error_set(err, -r, "%s: send", what);
 	return 0;

@@ -29,7 +29,6 @@ uint64_t caps_default(void)
 	static const int keep[] = {
 		CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID,
 		CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_SETFCAP,
-		CAP_AUDIT_WRITE,
 	};
 	uint64_t m = 0;
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)

@@ -14,10 +14,12 @@
 
 /* The documented default set (docs/security.md), a subset of Docker's:
  * CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP
- * NET_BIND_SERVICE SYS_CHROOT SETFCAP AUDIT_WRITE.
+ * NET_BIND_SERVICE SYS_CHROOT SETFCAP.
  * Left out on purpose: MKNOD (no devices cgroup stands between a sandbox
- * and a block device node of the host's disk) and NET_RAW (raw packets on
- * the sandbox's links are rarely needed and ease spoofing). */
+ * and a block device node of the host's disk), NET_RAW (raw packets on
+ * the sandbox's links are rarely needed and ease spoofing) and AUDIT_WRITE
+ * (sandbox root is host uid 0 without a user namespace: it could write
+ * forged records into the host's audit log). */
 uint64_t caps_default(void);
 /* Highest capability number the kernel knows (/proc/sys/kernel/cap_last_cap). */
 int caps_last_cap(void);

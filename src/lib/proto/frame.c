@@ -114,7 +114,8 @@ void proto_put_fd(struct proto_msg *m, int fd)
 	m->fds[m->nfds++] = fd;
 }
 
-int proto_send(int sock, struct proto_msg *m)
+/* Writes the header in front of the payload. */
+static int finish_header(struct proto_msg *m)
 {
 	if (m->failed)
 		return -m->failed;
@@ -131,6 +132,79 @@ int proto_send(int sock, struct proto_msg *m)
 	h[6] = (uint8_t)m->nfds;
 	h[7] = 0;
 	put_le32(h + 8, m->id);
+	return 0;
+}
+
+int proto_queue(struct proto_outq *q, struct proto_msg *m)
+{
+	int r = finish_header(m);
+	if (r < 0)
+		return r;
+	if (m->nfds)
+		return -EINVAL; /* fds need proto_send: they ride on a byte */
+	if (q->start > 0 && q->start == q->end)
+		q->start = q->end = 0;
+	if (q->cap - q->end < m->len) {
+		if (q->start > 0) {
+			memmove(q->buf, q->buf + q->start, q->end - q->start);
+			q->end -= q->start;
+			q->start = 0;
+		}
+		if (q->cap - q->end < m->len) {
+			size_t ncap = q->cap ? q->cap : 65536;
+			while (ncap - q->end < m->len)
+				ncap *= 2;
+			uint8_t *nb = realloc(q->buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			q->buf = nb;
+			q->cap = ncap;
+		}
+	}
+	memcpy(q->buf + q->end, m->buf, m->len);
+	q->end += m->len;
+	return 0;
+}
+
+int proto_flush(int sock, struct proto_outq *q)
+{
+	while (q->end > q->start) {
+		ssize_t w = send(sock, q->buf + q->start, q->end - q->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 1;
+			return -errno;
+		}
+		q->start += (size_t)w;
+	}
+	q->start = q->end = 0;
+	/* a burst may have grown the buffer: give it back once idle */
+	if (q->cap > (1u << 20)) {
+		free(q->buf);
+		q->buf = NULL;
+		q->cap = 0;
+	}
+	return 0;
+}
+
+size_t proto_outq_len(const struct proto_outq *q)
+{
+	return q->end - q->start;
+}
+
+void proto_outq_free(struct proto_outq *q)
+{
+	free(q->buf);
+	memset(q, 0, sizeof(*q));
+}
+
+int proto_send(int sock, struct proto_msg *m)
+{
+	int r = finish_header(m);
+	if (r < 0)
+		return r;
 
 	size_t off = 0;
 	bool fds_sent = m->nfds == 0;
@@ -158,8 +232,8 @@ int proto_send(int sock, struct proto_msg *m)
 			if (errno == EAGAIN) {
 				/* a non-blocking socket whose buffer is full: wait for
 				 * room rather than tear a frame in half */
-				struct timespec ts = { 0, 100000 };
-				nanosleep(&ts, NULL);
+				struct pollfd p = { .fd = sock, .events = POLLOUT };
+				poll(&p, 1, -1);
 				continue;
 			}
 			return -errno;

@@ -44,9 +44,26 @@ void proto_put_str(struct proto_msg *m, uint16_t tag, const char *s);
 void proto_put_u64(struct proto_msg *m, uint16_t tag, uint64_t v);
 void proto_put_i64(struct proto_msg *m, uint16_t tag, int64_t v);
 void proto_put_fd(struct proto_msg *m, int fd);
-/* Sends the whole frame (blocking until written; the fds ride on the first
- * byte). Returns 0 or -errno. */
+/* Sends the whole frame, waiting for room when the socket is full (the fds
+ * ride on the first byte). Returns 0 or -errno. For peers that must never
+ * block, use proto_queue + proto_flush. */
 int proto_send(int sock, struct proto_msg *m);
+
+/* A send queue for non-blocking peers: frames are appended whole and
+ * written as the socket takes them, so neither side ever blocks on the
+ * other (a blocked init could not read stdin; a blocked host could not
+ * read output: each would wait for the other forever). */
+struct proto_outq {
+	uint8_t *buf;
+	size_t start, end, cap;
+};
+/* Appends the frame (no fds). -ENOMEM, -EMSGSIZE, -EINVAL (has fds). */
+int proto_queue(struct proto_outq *q, struct proto_msg *m);
+/* Writes what the socket takes now: 0 = queue empty, 1 = bytes remain
+ * (wait for POLLOUT), < 0 = -errno (peer gone). */
+int proto_flush(int sock, struct proto_outq *q);
+size_t proto_outq_len(const struct proto_outq *q);
+void proto_outq_free(struct proto_outq *q);
 
 struct proto_frame {
 	uint16_t type;

@@ -30,7 +30,14 @@ int spawn_init_memfd(const char *path, abox_error *err)
 	struct stat st;
 	if (fstat(in, &st) < 0)
 		return abox_error_set(err, errno, "stat '%s'", path);
-	_cleanup_close_ int mfd = memfd_create("abox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+	/* MFD_EXEC: hosts with vm.memfd_noexec=1 make memfds non-executable
+	 * unless asked; kernels before 6.3 do not know the flag (EINVAL). */
+	_cleanup_close_ int mfd = memfd_create("abox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (mfd < 0 && errno == EINVAL)
+		mfd = memfd_create("abox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return abox_error_set(err, errno, "memfd_create");
 	off_t off = 0;
@@ -117,6 +124,31 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	/* modes given to mkdir/mknod below are meant exactly; init and the
 	 * commands start with the usual 022 again */
 	umask(0);
+	/* Nothing of the caller's signal state may reach the sandbox: an
+	 * ignored SIGTERM would survive every exec down to the commands, and
+	 * abox_proc_signal would do nothing. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* fds the child needs go above the stdio and agent numbers first, so
+	 * that the dup2 calls below cannot overwrite one of them (the caller
+	 * may have had 0-2 closed, making one of ours fd 0..3) */
+	int listen_fd = fcntl(cfg->listen_fd, F_DUPFD_CLOEXEC, 10);
+	int init_fd = fcntl(cfg->init_memfd, F_DUPFD_CLOEXEC, 10);
+	int hi_sync = fcntl(sync_fd, F_DUPFD_CLOEXEC, 10);
+	int hi_err = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+	if (hi_err < 0)
+		_exit(125);
+	err_fd = hi_err;
+	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0) {
+		abox_error_set(&e, errno, "move fds");
+		child_fail(err_fd, &e);
+	}
+	sync_fd = hi_sync;
 
 
 	if ((r = rootfs_setup(&cfg->rootfs, &e)) < 0)
@@ -161,13 +193,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "open /dev/null");
 		child_fail(err_fd, &e);
 	}
-	if (cfg->listen_fd != INIT_LISTEN_FD) {
-		if (dup2(cfg->listen_fd, INIT_LISTEN_FD) < 0) {
-			abox_error_set(&e, errno, "dup2 agent socket");
-			child_fail(err_fd, &e);
-		}
-	} else {
-		fcntl(INIT_LISTEN_FD, F_SETFD, 0);
+	if (dup2(listen_fd, INIT_LISTEN_FD) < 0) {
+		abox_error_set(&e, errno, "dup2 agent socket");
+		child_fail(err_fd, &e);
 	}
 	/* every other inherited fd closes at exec */
 	if (syscall(SYS_close_range, INIT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
@@ -189,7 +217,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	}
 	umask(022);
 	static char *const envp[] = { NULL };
-	syscall(SYS_execveat, cfg->init_memfd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
+	syscall(SYS_execveat, init_fd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
 	abox_error_set(&e, errno, "exec abox-init");
 	child_fail(err_fd, &e);
 }
@@ -266,10 +294,12 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	close_all(attach, nattach);
 	close(sync[0]);
 
+	/* The child's own report wins: when it failed first, our send above
+	 * failed only because it was gone. */
 	abox_error child_err;
 	ssize_t n = read_full(ep[0], &child_err, sizeof(child_err));
 	close(ep[0]);
-	if (r >= 0 && n == (ssize_t)sizeof(child_err)) {
+	if (n == (ssize_t)sizeof(child_err)) {
 		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
 		if (err)
 			*err = child_err;
