@@ -401,3 +401,56 @@ Test(run, closed_stdio_of_the_caller)
 	cr_assert_str_eq(out, "rc=0\n");
 	free(out);
 }
+
+Test(run, template_rebuild_spares_running_sandboxes)
+{
+	/* A running sandbox's template version must survive a rebuild of the
+	 * template (the host's files changed): it is its overlay's lower
+	 * layer. Here the rebuild is forced by spoiling the stamp. */
+	char root[] = "/tmp/abox-state-XXXXXX";
+	cr_assert_not_null(mkdtemp(root));
+	setenv("ABOX_ROOT", root, 1);
+	struct run_result r;
+	ABOX(&r, "run", "--", "true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+
+	int o, e;
+	pid_t a = start_abox(&o, &e, (const char *const[]){ "run", "--", "sh", "-c",
+		"echo ready; sleep 1.5; ls /etc | wc -l", NULL });
+	char buf[16];
+	cr_assert_gt(read(o, buf, sizeof(buf)), 0);
+
+	char stamp[256];
+	snprintf(stamp, sizeof(stamp), "%s/templates/host/.abox-template", root);
+	int fd = open(stamp, O_WRONLY | O_TRUNC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "spoiled\n", 8), 8);
+	close(fd);
+	ABOX(&r, "run", "--", "true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+
+	char *out = slurp(o);
+	free(slurp(e));
+	cr_assert_eq(wait_exit(a), 0);
+	cr_assert_gt(atoi(out), 10, "the running sandbox lost its /etc: %s", out);
+	free(out);
+
+	/* the next rebuild removes the version nobody uses any more */
+	snprintf(stamp, sizeof(stamp), "%s/templates/host/.abox-template", root);
+	fd = open(stamp, O_WRONLY | O_TRUNC);
+	cr_assert_eq(write(fd, "spoiled\n", 8), 8);
+	close(fd);
+	ABOX(&r, "run", "--", "true");
+	run_result_free(&r);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "ls %s/templates | grep -c '^host\\.'", root);
+	run_abox_argv(&r, (const char *const[]){ "/bin/sh", "-c", cmd, NULL });
+	cr_assert_str_eq(r.out, "1\n", "old versions left: %s", r.out);
+	run_result_free(&r);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_assert_eq(system(cmd), 0);
+	unsetenv("ABOX_ROOT");
+}

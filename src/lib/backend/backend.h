@@ -31,6 +31,7 @@ struct abox_sandbox {
 	struct proto_reader rd;
 	struct proto_outq out; /* requests waiting for room on conn */
 	struct cg_sandbox *cg;
+	int template_lock; /* shared lock on the template version in use */
 	pid_t pid;
 	int pidfd;
 	bool dead;        /* init is gone (reaped) */

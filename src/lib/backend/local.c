@@ -92,6 +92,9 @@ static void sandbox_release(abox_sandbox *sb)
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
+	if (sb->template_lock >= 0)
+		close(sb->template_lock);
+	sb->template_lock = -1;
 	free(sb->rundir);
 	sb->rundir = NULL;
 }
@@ -116,10 +119,11 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	sb->ctx = ctx;
 	sb->conn = -1;
 	sb->pidfd = -1;
+	sb->template_lock = -1;
 	sb->flags = o.flags;
 	proto_reader_init(&sb->rd, -1);
 
-	struct template_info tmpl = { 0 };
+	struct template_info tmpl = { .lock_fd = -1 };
 	struct policy_bpf bpf = { 0 };
 	int listen_fd = -1, memfd = -1;
 
@@ -234,6 +238,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
 	close(listen_fd);
 	close(memfd);
+	sb->template_lock = TAKE_FD(tmpl.lock_fd);
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
 	*out = sb;

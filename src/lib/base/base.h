@@ -108,4 +108,8 @@ int random_id(char *buf, size_t n);
 
 size_t strv_length(char *const *v);
 
+/* Removes name below dfd recursively without following symlinks (depth
+ * starts at 0; bounded). 0 or -errno; a missing entry is 0. */
+int rm_rf_at(int dfd, const char *name, unsigned depth);
+
 #endif

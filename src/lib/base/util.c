@@ -2,6 +2,7 @@
  * Runs in the CLI, the daemon and abox-init; write_full/read_full and
  * write_file_at are also used between clone and exec (they only make
  * system calls). */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,3 +191,29 @@ int random_id(char *buf, size_t n)
 	buf[n] = '\0';
 	return 0;
 }
+
+/* Removes name below dfd, recursively, never following symlinks. */
+int rm_rf_at(int dfd, const char *name, unsigned depth)
+{
+	if (depth > 64)
+		return -ELOOP;
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sub < 0)
+		return -errno;
+	DIR *d = fdopendir(sub);
+	if (!d) {
+		close(sub);
+		return -errno;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			(void)rm_rf_at(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+

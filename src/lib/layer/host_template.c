@@ -36,7 +36,7 @@ static const char *const etc_copy[] = {
 
 /* Top-level folders of the host that are system trees, borrowed through
  * overlays (or recreated as symlinks on merged-/usr hosts). */
-static const char *const host_trees[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+const char *const host_trees[HOST_TREES] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
 static const char passwd[] =
 	"root:x:0:0:root:/root:/bin/bash\n"
@@ -242,31 +242,7 @@ int host_template_build(const char *host_root, const char *dir, abox_error *err)
 	return write_at(dfd, STAMP, STAMP_CONTENT, 0644, err);
 }
 
-static int remove_tree_at(int dfd, const char *name, unsigned depth)
-{
-	if (depth > 64)
-		return -ELOOP;
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (sub < 0)
-		return -errno;
-	DIR *d = fdopendir(sub);
-	if (!d) {
-		close(sub);
-		return -errno;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			(void)remove_tree_at(dirfd(d), de->d_name, depth + 1);
-	closedir(d);
-	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
-}
-
-static bool host_template_fresh(const char *dir)
+bool host_template_fresh(const char *dir)
 {
 	struct stat stamp, st;
 	char p[4096];
@@ -286,81 +262,3 @@ static bool host_template_fresh(const char *dir)
 	return true;
 }
 
-static int ensure_host(const char *tdir, const char *dir, abox_error *err)
-{
-	if (host_template_fresh(dir))
-		return 0;
-	/* Build beside and rename into place, so a concurrent create never
-	 * sees half a template; the loser of a race discards its copy. */
-	char tmp[4096], old[4096];
-	char rnd[9];
-	int r = random_id(rnd, 8);
-	if (r < 0)
-		return abox_error_set(err, -r, "template: random");
-	safe_snprintf(tmp, sizeof(tmp), "%s/.host.%s", tdir, rnd);
-	r = host_template_build("/", tmp, err);
-	if (r < 0) {
-		(void)remove_tree_at(AT_FDCWD, tmp, 0);
-		return r;
-	}
-	safe_snprintf(old, sizeof(old), "%s/.host.old.%s", tdir, rnd);
-	/* an existing stale copy: move it aside first (sandboxes using it keep
-	 * their mounts; the folder is removed once renamed away) */
-	if (rename(dir, old) == 0)
-		(void)remove_tree_at(AT_FDCWD, old, 0);
-	if (rename(tmp, dir) < 0) {
-		int e = errno;
-		(void)remove_tree_at(AT_FDCWD, tmp, 0);
-		if ((e == EEXIST || e == ENOTEMPTY) && host_template_fresh(dir))
-			return 0;
-		return abox_error_set(err, e, "template: rename '%s'", dir);
-	}
-	return 0;
-}
-
-int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err)
-{
-	char tdir[4096], dir[4096];
-	int r;
-
-	if (strcmp(name, "host") != 0)
-		return abox_error_setx(err, ENOENT, "template '%s' not found (available: host)", name);
-	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if (mkdir(state_dir, 0711) < 0 && errno != EEXIST)
-		return abox_error_set(err, errno, "template: mkdir '%s'", state_dir);
-	if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
-		return abox_error_set(err, errno, "template: mkdir '%s'", tdir);
-	safe_snprintf(dir, sizeof(dir), "%s/host", tdir);
-	if ((r = ensure_host(tdir, dir, err)) < 0)
-		return r;
-
-	struct template_info t = { .user_uid = 1000, .user_gid = 1000 };
-	t.root = strdup(dir);
-	if (!t.root)
-		return abox_error_set(err, ENOMEM, "template");
-	for (size_t i = 0; i < ELEMENTSOF(host_trees) && t.ntrees < ROOTFS_MAX_TREES; i++) {
-		struct stat st;
-		char p[256];
-		safe_snprintf(p, sizeof(p), "/%s", host_trees[i]);
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-			t.trees[t.ntrees] = strdup(host_trees[i]);
-			if (!t.trees[t.ntrees]) {
-				template_info_free(&t);
-				return abox_error_set(err, ENOMEM, "template");
-			}
-			t.ntrees++;
-		}
-	}
-	*out = t;
-	return 0;
-}
-
-void template_info_free(struct template_info *t)
-{
-	if (!t)
-		return;
-	free(t->root);
-	for (unsigned i = 0; i < t->ntrees; i++)
-		free(t->trees[i]);
-	memset(t, 0, sizeof(*t));
-}

@@ -12,7 +12,8 @@
 #include "mount/rootfs.h"
 
 struct template_info {
-	char *root;                            /* lower directory */
+	char *root;                            /* lower directory (one immutable version) */
+	int lock_fd;                           /* shared lock on that version while in use */
 	char *trees[ROOTFS_MAX_TREES];         /* host trees to overlay ("usr") */
 	unsigned ntrees;
 	uid_t user_uid;
@@ -25,8 +26,16 @@ struct template_info {
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err);
 void template_info_free(struct template_info *t);
 
+/* Top-level folders of the host that are system trees: borrowed through
+ * overlays, or recreated as symlinks on merged-/usr hosts. */
+#define HOST_TREES 7
+extern const char *const host_trees[HOST_TREES];
+
 /* Generates the host template into dir (which must not exist); exposed for
  * tests. host_root is "/" normally. */
 int host_template_build(const char *host_root, const char *dir, abox_error *err);
+/* Whether the built template in dir is complete and newer than the host
+ * files it copied. */
+bool host_template_fresh(const char *dir);
 
 #endif

@@ -1,0 +1,196 @@
+/* layer/template_store.c — where templates live and how they change.
+ *
+ * A template is stored as immutable versions: <state>/templates/host.<gen>
+ * folders, and the name `host` is a symlink to the current one. A version is
+ * never modified or removed while a sandbox uses it, because it is the
+ * lower layer of that sandbox's overlay and overlayfs forbids changing a
+ * lower layer under a mounted overlay. Users hold a shared flock on their
+ * version's folder; a rebuild (the host's files changed) makes a new
+ * version, swaps the symlink atomically, and removes only the old versions
+ * it can lock exclusively. Builders are serialized by templates/.lock.
+ *
+ * Long-lived sandboxes will record their version in their state and keep
+ * it alive the same way.
+ * Runs in the CLI/daemon. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "layer/layer.h"
+
+/* Opens the version `name` points to and locks it shared. Returns the
+ * lock fd and the version's path, or -ENOENT/-ESTALE when there is no
+ * usable current version. */
+static int open_current(const char *tdir, const char *name, char *path, size_t len)
+{
+	char link[4096], target[256];
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return errno == EINVAL ? -ESTALE /* a folder of an older layout */ : -errno;
+	target[n] = '\0';
+	if (strchr(target, '/') || strncmp(target, name, strlen(name)) != 0)
+		return -ESTALE;
+	safe_snprintf(path, len, "%s/%s", tdir, target);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	/* locked: a remover can no longer take it from under us; but it may
+	 * have emptied it before we locked, or the host may have moved on */
+	if (!host_template_fresh(path)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Removes old versions and abandoned builds that nobody uses. */
+static void sweep(const char *tdir, const char *name, const char *keep)
+{
+	DIR *d = opendir(tdir);
+	if (!d)
+		return;
+	size_t nl = strlen(name);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		bool version = strncmp(n, name, nl) == 0 && n[nl] == '.';
+		bool build = strncmp(n, ".build.", 7) == 0; /* builders are serialized: any is dead */
+		if ((!version && !build) || strcmp(n, keep) == 0)
+			continue;
+		int fd = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			(void)rm_rf_at(dirfd(d), n, 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
+static int rebuild(const char *tdir, const char *name, abox_error *err)
+{
+	char lockp[4096];
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0)
+		return abox_error_set(err, errno, "template: open '%s'", lockp);
+	if (flock(lk, LOCK_EX) < 0)
+		return abox_error_set(err, errno, "template: lock '%s'", lockp);
+
+	/* someone may have built it while we waited */
+	char path[4096];
+	int fd = open_current(tdir, name, path, sizeof(path));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+
+	char gen[9], build[4096], version[256], final[4096], link[4096], tmplink[4096];
+	int r = random_id(gen, 8);
+	if (r < 0)
+		return abox_error_set(err, -r, "template: random");
+	safe_snprintf(build, sizeof(build), "%s/.build.%s", tdir, gen);
+	safe_snprintf(version, sizeof(version), "%s.%s", name, gen);
+	safe_snprintf(final, sizeof(final), "%s/%s", tdir, version);
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
+
+	sweep(tdir, name, "");
+	r = host_template_build("/", build, err);
+	if (r < 0) {
+		(void)rm_rf_at(AT_FDCWD, build, 0);
+		return r;
+	}
+	if (rename(build, final) < 0) {
+		r = abox_error_set(err, errno, "template: rename '%s'", final);
+		(void)rm_rf_at(AT_FDCWD, build, 0);
+		return r;
+	}
+	/* a folder of the older layout (not a symlink) is moved aside so
+	 * the symlink can take its name; the sweep removes it once unused */
+	struct stat st;
+	if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char aside[4096];
+		safe_snprintf(aside, sizeof(aside), "%s/%s.old%s", tdir, name, gen);
+		if (rename(link, aside) < 0)
+			return abox_error_set(err, errno, "template: move '%s' aside", link);
+	}
+	if (symlink(version, tmplink) < 0 || rename(tmplink, link) < 0) {
+		r = abox_error_set(err, errno, "template: switch '%s' to '%s'", link, version);
+		unlink(tmplink);
+		return r;
+	}
+	sweep(tdir, name, version);
+	return 0;
+}
+
+int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err)
+{
+	char tdir[4096], path[4096];
+	int r;
+
+	if (strcmp(name, "host") != 0)
+		return abox_error_setx(err, ENOENT, "template '%s' not found (available: host)", name);
+	if (strlen(state_dir) > 3500)
+		return abox_error_setx(err, ENAMETOOLONG, "state folder path is too long");
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	if (mkdir(state_dir, 0711) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "template: mkdir '%s'", state_dir);
+	if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "template: mkdir '%s'", tdir);
+
+	int fd = -1;
+	for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
+		fd = open_current(tdir, name, path, sizeof(path));
+		if (fd >= 0)
+			break;
+		if ((r = rebuild(tdir, name, err)) < 0)
+			return r;
+	}
+	if (fd < 0)
+		return abox_error_setx(err, EAGAIN, "template: '%s' keeps changing while opened", name);
+
+	struct template_info t = { .user_uid = 1000, .user_gid = 1000, .lock_fd = fd };
+	t.root = strdup(path);
+	if (!t.root) {
+		template_info_free(&t);
+		return abox_error_set(err, ENOMEM, "template");
+	}
+	for (size_t i = 0; i < ELEMENTSOF(host_trees) && t.ntrees < ROOTFS_MAX_TREES; i++) {
+		char p[256];
+		safe_snprintf(p, sizeof(p), "/%s", host_trees[i]);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			t.trees[t.ntrees] = strdup(host_trees[i]);
+			if (!t.trees[t.ntrees]) {
+				template_info_free(&t);
+				return abox_error_set(err, ENOMEM, "template");
+			}
+			t.ntrees++;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+void template_info_free(struct template_info *t)
+{
+	if (!t)
+		return;
+	free(t->root);
+	for (unsigned i = 0; i < t->ntrees; i++)
+		free(t->trees[i]);
+	if (t->lock_fd > 0)
+		close(t->lock_fd);
+	memset(t, 0, sizeof(*t));
+	t->lock_fd = -1;
+}
