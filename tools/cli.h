@@ -23,5 +23,6 @@ void cli_log_stderr(abox_log_level level, const char *msg, void *userdata);
 
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 
 #endif

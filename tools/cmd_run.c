@@ -353,6 +353,9 @@ int cmd_run(int argc, char **argv)
 out:
 	abox_proc_free(p);
 	abox_sandbox_free(sb);
+	/* the cheap part of gc, on the way out: leftovers of runs that were
+	 * SIGKILLed (nothing runs on their way out) */
+	(void)abox_gc(ctx, NULL, NULL);
 	abox_ctx_free(ctx);
 	return rc;
 }

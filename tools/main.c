@@ -16,6 +16,7 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
 		"  doctor                          what this host offers abox\n"
+		"  gc                              remove what killed sandboxes left behind\n"
 		"  version                         print the version\n"
 		"\n"
 		"`abox COMMAND --help` shows a command's options.\n");
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(verb, "doctor") == 0)
 		return cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(verb, "gc") == 0)
+		return cmd_gc(argc - 1, argv + 1);
 	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
 		printf("abox %s\n", ABOX_VERSION_STRING);
 		return 0;

@@ -91,6 +91,11 @@ ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_err
 /* Effective memory limit in bytes. */
 ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
 
+/* Removes what sandboxes whose creator was killed (SIGKILL, power loss of
+ * the process) left behind: runtime folders, sockets, empty cgroups.
+ * Never touches a live sandbox. *removed (may be NULL) counts them. */
+ABOX_EXPORT int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err);
+
 /* ---- processes -------------------------------------------------------- */
 
 typedef struct abox_proc abox_proc;

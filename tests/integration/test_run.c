@@ -454,3 +454,32 @@ Test(run, template_rebuild_spares_running_sandboxes)
 	cr_assert_eq(system(cmd), 0);
 	unsetenv("ABOX_ROOT");
 }
+
+Test(run, gc_cleans_after_a_sigkilled_abox_and_spares_live_ones)
+{
+	int o, e;
+	pid_t live = start_abox(&o, &e, (const char *const[]){ "run", "--", "sh", "-c", "echo up; sleep 2; echo still-here", NULL });
+	int o2, e2;
+	pid_t doomed = start_abox(&o2, &e2, (const char *const[]){ "run", "--", "sh", "-c", "echo up; sleep 30", NULL });
+	char buf[8];
+	cr_assert_gt(read(o, buf, sizeof(buf)), 0);
+	cr_assert_gt(read(o2, buf, sizeof(buf)), 0);
+	/* nothing runs on the way out of a SIGKILLed abox: its sandbox dies
+	 * (parent-death signal), its folder and cgroups stay */
+	kill(doomed, SIGKILL);
+	cr_assert_eq(wait_exit(doomed), 128 + SIGKILL);
+	free(slurp(o2));
+	free(slurp(e2));
+
+	struct run_result r;
+	ABOX(&r, "gc");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "removed 1 leftover sandbox\n");
+	run_result_free(&r);
+
+	char *out = slurp(o);
+	free(slurp(e));
+	cr_assert_eq(wait_exit(live), 0, "the live sandbox was hurt by gc");
+	cr_assert(strstr(out, "still-here"), "%s", out);
+	free(out);
+}

@@ -27,6 +27,7 @@ struct abox_sandbox {
 	char id[21];
 	uint32_t flags;
 	char *rundir;
+	int rundir_fd; /* locked for the sandbox's life (see store_gc) */
 	int conn;
 	struct proto_reader rd;
 	struct proto_outq out; /* requests waiting for room on conn */

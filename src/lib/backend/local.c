@@ -97,6 +97,9 @@ static void sandbox_release(abox_sandbox *sb)
 	sb->template_lock = -1;
 	free(sb->rundir);
 	sb->rundir = NULL;
+	if (sb->rundir_fd >= 0)
+		close(sb->rundir_fd); /* releases the lock: nothing is left to clean */
+	sb->rundir_fd = -1;
 }
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
@@ -120,6 +123,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	sb->conn = -1;
 	sb->pidfd = -1;
 	sb->template_lock = -1;
+	sb->rundir_fd = -1;
 	sb->flags = o.flags;
 	proto_reader_init(&sb->rd, -1);
 
@@ -157,7 +161,8 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: seccomp policy ready (%u instructions)", sb->id, bpf.len);
-	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, &sb->rundir, &listen_fd, &sb->conn, err)) < 0) {
+	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, &sb->rundir, &sb->rundir_fd, &listen_fd,
+				     &sb->conn, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
@@ -170,6 +175,14 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 			goto fail;
 		}
 		ctx->cg_ready = true;
+	}
+	/* recorded before they exist: a crash from here on leaves a list
+	 * that `abox gc` cleans up from */
+	char planned[8192];
+	if ((r = cgroup_planned_dirs(&ctx->cg, sb->id, planned, sizeof(planned), err)) < 0 ||
+	    (r = store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
 	}
 	struct cg_limits lim = {
 		.memory_bytes = o.memory_bytes ? o.memory_bytes : DEFAULT_MEMORY,
@@ -320,4 +333,16 @@ void abox_sandbox_free(abox_sandbox *sb)
 	 * is the sandbox's end. */
 	(void)abox_sandbox_kill(sb, NULL);
 	free(sb);
+}
+
+int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
+{
+	int r;
+	if (!ctx->cg_ready) {
+		if ((r = cgroup_layout_detect(&ctx->cg, err)) < 0)
+			return abox_error_prefix(err, "gc");
+		ctx->proc_masks = rootfs_proc_masks_present();
+		ctx->cg_ready = true;
+	}
+	return store_gc(ctx->runtime_dir, &ctx->cg, removed, err);
 }

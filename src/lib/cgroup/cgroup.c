@@ -338,6 +338,43 @@ static int check_request(const struct cg_layout *l, const struct cg_limits *lim,
 	return 0;
 }
 
+int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, size_t len,
+			abox_error *err)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	if (!name_ok(name))
+		return abox_error_setx(err, EINVAL, "cgroup: invalid sandbox name");
+	const char *mounts[1 + CG_CONTROLLER_MAX], *selfs[1 + CG_CONTROLLER_MAX];
+	size_t n = 0;
+	if (l->v2_mount && l->v2_self) {
+		mounts[n] = l->v2_mount;
+		selfs[n++] = l->v2_self;
+	}
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		/* the freezer may fall back to v1 when the v2 directory lacks
+		 * cgroup.freeze: list it whenever it is mounted */
+		if ((l->use[c] == CG_V1 || c == CG_FREEZER) && l->v1_mount[c] && l->v1_self[c]) {
+			mounts[n] = l->v1_mount[c];
+			selfs[n++] = l->v1_self[c];
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		char line[4096];
+		const char *self = strcmp(selfs[i], "/") == 0 ? "" : selfs[i];
+		int k = snprintf(line, sizeof(line), "%s%s/abox-%s\n", mounts[i], self, name);
+		if (k < 0 || (size_t)k >= sizeof(line))
+			return abox_error_setx(err, ENAMETOOLONG, "cgroup: path too long");
+		if (strstr(buf, line))
+			continue; /* co-mounted controllers share a directory */
+		if (used + (size_t)k + 1 > len)
+			return abox_error_setx(err, ENOBUFS, "cgroup: too many directories");
+		memcpy(buf + used, line, (size_t)k + 1);
+		used += (size_t)k;
+	}
+	return 0;
+}
+
 int cgroup_create_begin(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
 			struct cg_sandbox **out, abox_error *err)
 {

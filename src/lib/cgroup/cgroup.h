@@ -72,6 +72,11 @@ struct cg_sandbox; /* opaque: one sandbox's cgroups */
  * A limit whose controller is CG_NONE is an error naming the controller. */
 int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
 		  struct cg_sandbox **out, abox_error *err);
+/* The directories cgroup_create would make for name, one absolute path per
+ * line: recorded before they exist, so that a crash at any point leaves a
+ * list gc can clean up from. */
+int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, size_t len,
+			abox_error *err);
 /* cgroup_create in two halves, so the expensive half can run while the
  * sandbox child builds its root filesystem: _begin checks the request and
  * makes only the v2 directory (needed before clone3 for

@@ -6,6 +6,8 @@
  * other host user can connect to it. */
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,17 +31,39 @@ static int mkdir_0700(const char *p, abox_error *err)
 	return 0;
 }
 
-int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *listen_fd,
-			int *conn_fd, abox_error *err)
+/* The folder appears under its final name already locked: it is made as
+ * ".new-<id>", locked, then renamed, so `abox gc` (which takes the lock of
+ * every folder it considers dead) can never remove a sandbox being made. */
+static int make_locked(const char *runtime_dir, const char *id, const char *d, int *dir_fd, abox_error *err)
+{
+	char tmp[4096];
+	safe_snprintf(tmp, sizeof(tmp), "%s/.new-%s", runtime_dir, id);
+	if (mkdir(tmp, 0700) < 0)
+		return abox_error_set(err, errno, "mkdir '%s'", tmp);
+	int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, d) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		rmdir(tmp);
+		return abox_error_set(err, e, "create '%s'", d);
+	}
+	*dir_fd = fd;
+	return 0;
+}
+
+int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *dir_fd,
+			int *listen_fd, int *conn_fd, abox_error *err)
 {
 	int r;
 	if ((r = mkdir_0700(runtime_dir, err)) < 0)
 		return r;
 	_cleanup_free_ char *d = NULL;
+	_cleanup_close_ int dfd = -EBADF;
 	if (asprintf(&d, "%s/%s", runtime_dir, id) < 0)
 		return abox_error_set(err, ENOMEM, "rundir");
-	if (mkdir(d, 0700) < 0)
-		return abox_error_set(err, errno, "mkdir '%s'", d);
+	if ((r = make_locked(runtime_dir, id, d, &dfd, err)) < 0)
+		return r;
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", d);
@@ -66,6 +90,7 @@ int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int
 	}
 	*listen_fd = TAKE_FD(l);
 	*conn_fd = TAKE_FD(c);
+	*dir_fd = TAKE_FD(dfd);
 	*dir = TAKE_PTR(d);
 	return 0;
 fail:
@@ -73,11 +98,25 @@ fail:
 	return r;
 }
 
+int store_rundir_record(int dir_fd, const char *name, const char *content, abox_error *err)
+{
+	_cleanup_close_ int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return abox_error_set(err, errno, "record '%s'", name);
+	int r = write_full(fd, content, strlen(content));
+	if (r < 0)
+		return abox_error_set(err, -r, "record '%s'", name);
+	return 0;
+}
+
 int store_rundir_remove(const char *dir, abox_error *err)
 {
 	if (!dir)
 		return 0;
 	char p[4096];
+	snprintf(p, sizeof(p), "%s/" STORE_CGROUPS_FILE, dir);
+	if (unlink(p) < 0 && errno != ENOENT)
+		return abox_error_set(err, errno, "remove '%s'", p);
 	snprintf(p, sizeof(p), "%s/init.sock", dir);
 	if (unlink(p) < 0 && errno != ENOENT)
 		return abox_error_set(err, errno, "remove '%s'", p);

@@ -7,11 +7,24 @@
 
 #include "base/base.h"
 
+struct cg_layout;
+
+#define STORE_CGROUPS_FILE "cgroups"
+
 /* Creates <runtime_dir>/<id> (0700, runtime_dir created 0700 if needed),
- * binds and listens on <...>/init.sock and connects to it. Returns the
- * folder path in *dir (malloc'd). On failure nothing is left. */
-int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *listen_fd,
-			int *conn_fd, abox_error *err);
+ * locked (flock, held through *dir_fd for the sandbox's life: a folder
+ * whose lock can be taken belongs to a dead sandbox), binds and listens on
+ * <...>/init.sock and connects to it. Returns the folder path in *dir
+ * (malloc'd). On failure nothing is left. */
+int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *dir_fd,
+			int *listen_fd, int *conn_fd, abox_error *err);
+/* Writes a small record file into the folder (e.g. the cgroup folders a
+ * sandbox is about to make, so gc can remove them after a crash). */
+int store_rundir_record(int dir_fd, const char *name, const char *content, abox_error *err);
+/* Removes leftovers of sandboxes whose creator died: folders nobody holds
+ * the lock of, with the cgroups they recorded. Cheap when there are none.
+ * *removed counts the sandboxes cleaned. */
+int store_gc(const char *runtime_dir, const struct cg_layout *layout, unsigned *removed, abox_error *err);
 /* Removes the socket and the folder. Missing pieces are not errors. */
 int store_rundir_remove(const char *dir, abox_error *err);
 
