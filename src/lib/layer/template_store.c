@@ -138,6 +138,8 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 	char tdir[4096], path[4096];
 	int r;
 
+	if (!state_dir || !name)
+		return abox_error_setx(err, EINVAL, "template: missing argument");
 	if (strcmp(name, "host") != 0)
 		return abox_error_setx(err, ENOENT, "template '%s' not found (available: host)", name);
 	if (strlen(state_dir) > 3500)
