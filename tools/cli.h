@@ -21,7 +21,34 @@ int cli_fail(const abox_error *err);
 /* ABOX_DEBUG=1: library debug messages to stderr with timestamps. */
 void cli_log_stderr(abox_log_level level, const char *msg, void *userdata);
 
+/* How cli_run_process reports an end. */
+struct cli_proc_opts {
+	const char *memory_text; /* "512M" in "killed: out of memory (limit 512M)" */
+	uint32_t timeout_s;
+};
+
+/* Blocks the signals cli_run_process handles (so none interrupts a
+ * create half-way) and installs their handlers; call before creating. */
+int cli_signals_block(void);
+/* Runs one process to its end; returns the exit status to use. */
+int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli_proc_opts *o);
+
+/* Option values; each prints "VERB: OPT 'VAL': expected ..." on error. */
+int cli_opt_size(const char *verb, const char *opt, const char *val, uint64_t *out);
+int cli_opt_count(const char *verb, const char *opt, const char *val, uint64_t *out);
+int cli_opt_cpus(const char *verb, const char *val, uint32_t *out);
+int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *ms);
+int cli_opt_kv(const char *verb, const char *opt, const char *val);
+
+/* Opens a context, honouring ABOX_DEBUG. */
+int cli_ctx(abox_ctx **ctx);
+
 int cmd_run(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_kill(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 

@@ -1,6 +1,7 @@
 /* tools/cli_util.c — message helpers for the CLI verbs. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "cli.h"
@@ -32,4 +33,16 @@ void cli_log_stderr(abox_log_level level, const char *msg, void *userdata)
 		t0 = t;
 	double us = (double)(t.tv_sec - t0.tv_sec) * 1e6 + (double)(t.tv_nsec - t0.tv_nsec) / 1e3;
 	fprintf(stderr, "%s: [%9.1f us] %s\n", cli_prog, us, msg);
+}
+
+int cli_ctx(abox_ctx **ctx)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
+	const char *dbg = getenv("ABOX_DEBUG");
+	if (dbg && *dbg)
+		co.log = cli_log_stderr;
+	if (abox_ctx_new(&co, ctx, &err) < 0)
+		return cli_fail(&err);
+	return 0;
 }

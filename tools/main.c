@@ -15,6 +15,11 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+		"  create [OPTIONS]                create a long-lived sandbox, print its id\n"
+		"  exec [OPTIONS] ID -- CMD...     run a command in a running sandbox\n"
+		"  ls [--json]                     list long-lived sandboxes\n"
+		"  info [--json] ID                one sandbox's state, limits and metadata\n"
+		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
 		"  version                         print the version\n"
@@ -41,6 +46,16 @@ int main(int argc, char **argv)
 		return cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(verb, "gc") == 0)
 		return cmd_gc(argc - 1, argv + 1);
+	if (strcmp(verb, "create") == 0)
+		return cmd_create(argc - 1, argv + 1);
+	if (strcmp(verb, "exec") == 0)
+		return cmd_exec(argc - 1, argv + 1);
+	if (strcmp(verb, "kill") == 0)
+		return cmd_kill(argc - 1, argv + 1);
+	if (strcmp(verb, "ls") == 0)
+		return cmd_ls(argc - 1, argv + 1);
+	if (strcmp(verb, "info") == 0)
+		return cmd_info(argc - 1, argv + 1);
 	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
 		printf("abox %s\n", ABOX_VERSION_STRING);
 		return 0;

@@ -58,7 +58,9 @@ ABOX_EXPORT void abox_ctx_free(abox_ctx *ctx);
 typedef struct abox_sandbox abox_sandbox;
 
 /* The sandbox ends when its handle is freed (or its creator dies): what
- * `abox run` uses. Long-lived sandboxes come with the state directory. */
+ * `abox run` uses. Without it a sandbox is long-lived: it is recorded in the
+ * state folder, outlives its creator, and is found again by id
+ * (abox_sandbox_connect) until it is killed or reaches its timeout. */
 #define ABOX_SANDBOX_EPHEMERAL (1u << 0)
 
 #define ABOX_SANDBOX_OPTS_VERSION 1
@@ -72,19 +74,56 @@ typedef struct abox_sandbox_opts {
 	uint32_t cpu_millis;       /* 0: 1000 (one CPU) */
 	uint32_t timeout_ms;       /* 0: none; the sandbox is killed at the deadline */
 	const char *seccomp_policy; /* path; NULL: the default policy */
+	const char *const *metadata; /* NULL-terminated "key=value" entries, or NULL */
 } abox_sandbox_opts;
-#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL }
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL }
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */
 ABOX_EXPORT int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts,
 				    abox_sandbox **out, abox_error *err);
+/* Attaches to a long-lived sandbox by id. -ENOENT when there is no such
+ * sandbox, -ESRCH when it is recorded but its init is gone (abox_gc
+ * removes it). *out is owned by the caller; freeing it does not end the
+ * sandbox. */
+ABOX_EXPORT int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+
+typedef enum abox_sandbox_state {
+	ABOX_STATE_RUNNING = 1,
+	ABOX_STATE_DEAD = 2, /* recorded, but its init is gone: abox_gc removes it */
+} abox_sandbox_state;
+
+#define ABOX_SANDBOX_INFO_VERSION 1
+typedef struct abox_sandbox_info {
+	uint32_t version;   /* set by the caller to ABOX_SANDBOX_INFO_VERSION */
+	char id[21];
+	abox_sandbox_state state;
+	int pid;            /* init, in the host's pid namespace */
+	int64_t created_ms; /* Unix time in ms */
+	int64_t deadline_ms; /* Unix time in ms; 0 = no timeout */
+	char template_name[64];
+	uint64_t memory_bytes, disk_bytes, pids;
+	uint32_t cpu_millis;
+	char *metadata_json; /* {"key":"value",...}; free with abox_sandbox_info_clear */
+} abox_sandbox_info;
+
+/* Information on a long-lived sandbox, from its record and a liveness check
+ * (a reused pid is never taken for the sandbox's init). */
+ABOX_EXPORT int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
+				      abox_error *err);
+ABOX_EXPORT void abox_sandbox_info_clear(abox_sandbox_info *info);
+/* Ids of all long-lived sandboxes, running or dead. *ids is a malloc'd
+ * NULL-terminated array owned by the caller: free with abox_strv_free. */
+ABOX_EXPORT int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err);
+ABOX_EXPORT void abox_strv_free(char **v);
+
 /* 20 characters of [a-z0-9]; owned by the sandbox handle. */
 ABOX_EXPORT const char *abox_sandbox_id(const abox_sandbox *sb);
 /* Kills every process of the sandbox and removes its mounts, cgroups,
  * sockets and state. Idempotent. */
 ABOX_EXPORT int abox_sandbox_kill(abox_sandbox *sb, abox_error *err);
-/* Releases the handle; an ephemeral sandbox is killed. Accepts NULL. */
+/* Releases the handle; an ephemeral sandbox is killed, a long-lived one
+ * keeps running. Accepts NULL. */
 ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
 /* Number of processes the kernel's OOM killer ended inside the sandbox. */
 ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);

@@ -430,6 +430,14 @@ static void handle_frame(int ci, const struct proto_frame *f)
 			(void)kill(p->pid, (int)sig);
 		break;
 	}
+	case MSG_REQ_DETACH: {
+		/* the creator recorded us: from now on we outlive it */
+		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		client_queue(ci, &m);
+		break;
+	}
 	case MSG_REQ_SHUTDOWN:
 		shutdown_sandbox(0);
 	default:
@@ -537,10 +545,8 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < MAX_PROCS; i++)
 		procs[i].in = procs[i].out = procs[i].err = procs[i].ep = -1;
 
-	/* The creator's death ends an ephemeral sandbox (the signal was set
-	 * before exec); a long-lived one must outlive whoever created it. */
-	if (!ephemeral)
-		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	/* The creator's death ends the sandbox (the signal was set before
+	 * exec) until a long-lived one is detached (MSG_REQ_DETACH). */
 
 	sigset_t mask;
 	sigemptyset(&mask);

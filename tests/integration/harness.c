@@ -258,6 +258,21 @@ char *leak_snapshot(void)
 		fclose(f);
 	}
 	walk_cgroups(&b, "/sys/fs/cgroup", 0);
+	const char *root = getenv("ABOX_ROOT");
+	char sdir[4096];
+	snprintf(sdir, sizeof(sdir), "%s/sandboxes", root && *root ? root : "/var/lib/abox");
+	DIR *sd = opendir(sdir);
+	if (sd) {
+		struct dirent *de;
+		while ((de = readdir(sd))) {
+			if (de->d_name[0] == '.')
+				continue;
+			buf_add(&b, "state ", 6);
+			buf_add(&b, de->d_name, strlen(de->d_name));
+			buf_add(&b, "\n", 1);
+		}
+		closedir(sd);
+	}
 	const char *rt = getenv("ABOX_RUNTIME_DIR");
 	DIR *d = opendir(rt && *rt ? rt : "/run/abox");
 	if (d) {

@@ -29,12 +29,14 @@ struct abox_sandbox {
 	char *rundir;
 	int rundir_fd; /* locked for the sandbox's life (see store_gc) */
 	int conn;
+	int conn_errno; /* why conn is -1 on an attached handle */
 	struct proto_reader rd;
 	struct proto_outq out; /* requests waiting for room on conn */
 	struct cg_sandbox *cg;
 	int template_lock; /* shared lock on the template version in use */
 	pid_t pid;
 	int pidfd;
+	bool attached;    /* found by id: init is not our child */
 	bool dead;        /* init is gone (reaped) */
 	int init_status;  /* its wait status once dead */
 	bool timed_out;
@@ -53,6 +55,9 @@ struct abox_proc {
 };
 
 int64_t backend_now_ms(void);
+int64_t backend_wall_ms(void);
+/* Detects the cgroup layout once per context. */
+int backend_layout(abox_ctx *ctx, abox_error *err);
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
 /* Reaps init if it has exited (non-blocking unless wait is true). */
 void backend_reap_init(abox_sandbox *sb, bool wait);

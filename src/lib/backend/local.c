@@ -6,6 +6,7 @@
  * steps before it, leaving no folder, cgroup, process or mount.
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +18,10 @@
 #include "backend/backend.h"
 #include "caps/caps.h"
 #include "layer/layer.h"
+#include "proto/messages.h"
 #include "seccomp/policy.h"
 #include "spawn/spawn.h"
+#include "store/state.h"
 #include "store/store.h"
 
 #define DEFAULT_MEMORY (512ULL << 20)
@@ -61,6 +64,18 @@ void backend_reap_init(abox_sandbox *sb, bool wait)
 {
 	if (sb->dead || sb->pid <= 0)
 		return;
+	if (sb->attached) {
+		/* not our child (another process made it): its pidfd becomes
+		 * readable when it exits */
+		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+		int k;
+		do
+			k = poll(&p, 1, wait ? 10000 : 0);
+		while (k < 0 && errno == EINTR);
+		if (k > 0 || sb->pidfd < 0)
+			sb->dead = true;
+		return;
+	}
 	int st;
 	pid_t r;
 	do
@@ -70,6 +85,18 @@ void backend_reap_init(abox_sandbox *sb, bool wait)
 		sb->dead = true;
 		sb->init_status = r == sb->pid ? st : 0;
 	}
+}
+
+int backend_layout(abox_ctx *ctx, abox_error *err)
+{
+	if (ctx->cg_ready)
+		return 0;
+	int r = cgroup_layout_detect(&ctx->cg, err);
+	if (r < 0)
+		return r;
+	ctx->proc_masks = rootfs_proc_masks_present();
+	ctx->cg_ready = true;
+	return 0;
 }
 
 int backend_send(abox_sandbox *sb, struct proto_msg *m)
@@ -100,6 +127,31 @@ static void sandbox_release(abox_sandbox *sb)
 	if (sb->rundir_fd >= 0)
 		close(sb->rundir_fd); /* releases the lock: nothing is left to clean */
 	sb->rundir_fd = -1;
+}
+
+/* Tells init it is recorded and must outlive us; waits for its answer, so
+ * that our exit right after cannot take it along. */
+static int detach(abox_sandbox *sb, abox_error *err)
+{
+	struct proto_msg m;
+	uint32_t id = ++sb->next_req;
+	proto_msg_init(&m, MSG_REQ_DETACH, id);
+	int r = proto_send(sb->conn, &m);
+	proto_msg_free(&m);
+	if (r < 0)
+		return abox_error_set(err, -r, "detach");
+	for (;;) {
+		struct proto_frame f;
+		r = proto_recv(&sb->rd, &f);
+		if (r <= 0)
+			return abox_error_set(err, r < 0 ? -r : EPIPE, "detach: init did not answer");
+		for (unsigned i = 0; i < f.nfds; i++)
+			close(f.fds[i]);
+		if (f.id == id && f.type == MSG_EV_OK)
+			return 0;
+		if (f.id == id)
+			return abox_error_setx(err, EPROTO, "detach: init refused");
+	}
 }
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
@@ -168,13 +220,9 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 	sb->rd.sock = sb->conn;
 
-	if (!ctx->cg_ready) {
-		ctx->proc_masks = rootfs_proc_masks_present();
-		if ((r = cgroup_layout_detect(&ctx->cg, err)) < 0) {
-			abox_error_prefix(err, "create");
-			goto fail;
-		}
-		ctx->cg_ready = true;
+	if ((r = backend_layout(ctx, err)) < 0) {
+		abox_error_prefix(err, "create");
+		goto fail;
 	}
 	/* recorded before they exist: a crash from here on leaves a list
 	 * that `abox gc` cleans up from */
@@ -249,6 +297,46 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	/* never block on init: requests wait in sb->out, see backend_send */
 	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
+	if (!(o.flags & ABOX_SANDBOX_EPHEMERAL)) {
+		struct sb_state st = {
+			.pid = sb->pid,
+			.created_ms = backend_wall_ms(),
+			.deadline_ms = o.timeout_ms ? backend_wall_ms() + o.timeout_ms : 0,
+			.template_name = (char *)tmpl_name,
+			.template_root = tmpl.root,
+			.cgroups = planned,
+			.memory_bytes = lim.memory_bytes,
+			.disk_bytes = cfg.rootfs.disk_bytes,
+			.pids = lim.pids,
+			.cpu_millis = lim.cpu_millis,
+		};
+		memcpy(st.id, sb->id, sizeof(st.id));
+		r = proc_start_time(sb->pid, &st.pid_start);
+		for (size_t i = 0; r >= 0 && o.metadata && o.metadata[i] && st.nmeta < STATE_MAX_META; i++) {
+			const char *eq = strchr(o.metadata[i], '=');
+			if (!eq || eq == o.metadata[i]) {
+				r = abox_error_setx(err, EINVAL, "create: metadata '%s' is not key=value", o.metadata[i]);
+				break;
+			}
+			st.meta_keys[st.nmeta] = strndup(o.metadata[i], (size_t)(eq - o.metadata[i]));
+			st.meta_values[st.nmeta] = strdup(eq + 1);
+			st.nmeta++;
+		}
+		if (r >= 0)
+			r = state_write(ctx->state_dir, &st, err);
+		if (r >= 0)
+			r = detach(sb, err);
+		for (unsigned i = 0; i < st.nmeta; i++) {
+			free(st.meta_keys[i]);
+			free(st.meta_values[i]);
+		}
+		if (r < 0) {
+			abox_error_prefix(err, "create: record");
+			(void)abox_sandbox_kill(sb, NULL);
+			(void)state_remove(ctx->state_dir, sb->id);
+			goto fail_killed;
+		}
+	}
 	close(listen_fd);
 	close(memfd);
 	sb->template_lock = TAKE_FD(tmpl.lock_fd);
@@ -257,6 +345,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	*out = sb;
 	return 0;
 
+fail_killed:
 fail:
 	if (listen_fd >= 0)
 		close(listen_fd);
@@ -298,15 +387,23 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 	int r = 0;
 	if (!sb)
 		return 0;
+	bool long_lived = !(sb->flags & ABOX_SANDBOX_EPHEMERAL);
+	_cleanup_close_ int lock = -EBADF;
+	if (long_lived) {
+		/* one killer at a time; a second one finds it gone */
+		lock = state_lock(sb->ctx->state_dir, sb->id, NULL);
+		if (!sb->cg && backend_layout(sb->ctx, NULL) >= 0)
+			(void)cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, NULL);
+	}
 	if (!sb->dead && sb->pid > 0) {
 		/* cgroup.kill (or the v1 freeze-and-kill walk) reaches every
 		 * task, including ones a frozen tree holds back; killing init
 		 * alone would also end the pid namespace */
-		if (sb->cg)
+		if (sb->cg && long_lived)
 			(void)cgroup_kill(sb->cg, NULL);
 		if (sb->pidfd >= 0)
 			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		else
+		else if (!sb->attached)
 			(void)kill(sb->pid, SIGKILL);
 		reap_blocking(sb);
 	}
@@ -315,11 +412,18 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 		r = cgroup_destroy(sb->cg, err);
 		sb->cg = NULL;
 	}
+	if (!sb->rundir && long_lived) {
+		char rd[4096];
+		safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
+		sb->rundir = strdup(rd);
+	}
 	if (sb->rundir) {
 		int k = store_rundir_remove(sb->rundir, r < 0 ? NULL : err);
 		if (r >= 0)
 			r = k;
 	}
+	if (long_lived)
+		(void)state_remove(sb->ctx->state_dir, sb->id);
 	sandbox_release(sb);
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: cleaned up", sb->id);
 	return r;
@@ -329,20 +433,20 @@ void abox_sandbox_free(abox_sandbox *sb)
 {
 	if (!sb)
 		return;
-	/* Only ephemeral sandboxes exist in this version: the handle's end
-	 * is the sandbox's end. */
-	(void)abox_sandbox_kill(sb, NULL);
+	/* an ephemeral sandbox ends with its handle; a long-lived one runs on */
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		(void)abox_sandbox_kill(sb, NULL);
+	else
+		sandbox_release(sb);
+	if (sb->cg)
+		cgroup_sandbox_free(sb->cg);
 	free(sb);
 }
 
 int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 {
-	int r;
-	if (!ctx->cg_ready) {
-		if ((r = cgroup_layout_detect(&ctx->cg, err)) < 0)
-			return abox_error_prefix(err, "gc");
-		ctx->proc_masks = rootfs_proc_masks_present();
-		ctx->cg_ready = true;
-	}
-	return store_gc(ctx->runtime_dir, &ctx->cg, removed, err);
+	int r = backend_layout(ctx, err);
+	if (r < 0)
+		return abox_error_prefix(err, "gc");
+	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
 }

@@ -26,8 +26,10 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 {
 	if (!opts || opts->version < 1 || !opts->argv || !opts->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
-	if (sb->dead || sb->conn < 0)
+	if (sb->dead || (sb->conn < 0 && !sb->conn_errno))
 		return abox_error_setx(err, ESRCH, "exec: sandbox %s is not running", sb->id);
+	if (sb->conn < 0)
+		return abox_error_set(err, sb->conn_errno, "exec: cannot reach the init of sandbox %s", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
 

@@ -189,7 +189,7 @@ static void sandbox_removep(struct cg_sandbox **p)
 /* mkdir <mount><self>/<leaf> and keep an fd on it. Hierarchies that
  * co-mount several controllers share one directory. Returns its index. */
 static int add_dir(struct cg_sandbox *cg, const char *mount, const char *self, const char *leaf,
-		   enum cg_version v, abox_error *err)
+		   enum cg_version v, bool existing, abox_error *err)
 {
 	_cleanup_free_ char *parent = self_dir(mount, self);
 	char *path = NULL;
@@ -200,7 +200,17 @@ static int add_dir(struct cg_sandbox *cg, const char *mount, const char *self, c
 			free(path);
 			return (int)i;
 		}
-	if (cg->n == DIRS_MAX || mkdir(path, 0755) < 0) {
+	if (existing) {
+		int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || cg->n == DIRS_MAX) {
+			int e = fd < 0 ? errno : EINVAL;
+			free(path);
+			if (fd >= 0)
+				close(fd);
+			return -e;
+		}
+		close(fd);
+	} else if (cg->n == DIRS_MAX || mkdir(path, 0755) < 0) {
 		int e = cg->n == DIRS_MAX ? EINVAL : errno;
 		abox_error_set(err, e, "cgroup: mkdir '%s'%s", path,
 			       e == EEXIST ? " (a sandbox of that name exists or was left behind)" : "");
@@ -375,6 +385,43 @@ int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, 
 	return 0;
 }
 
+int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_sandbox **out,
+			 abox_error *err)
+{
+	_cleanup_(sandbox_removep) struct cg_sandbox *cg = NULL;
+	if (!l || !out || !name_ok(name))
+		return abox_error_setx(err, EINVAL, "cgroup: open: invalid argument");
+	cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return abox_error_set(err, ENOMEM, "cgroup: open");
+	snprintf(cg->leaf, sizeof(cg->leaf), "abox-%s", name);
+	cg->v2 = -1;
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
+		cg->ctl[c] = -1;
+	if (l->v2_mount && l->v2_self) {
+		int r = add_dir(cg, l->v2_mount, l->v2_self, cg->leaf, CG_V2, true, NULL);
+		if (r >= 0) {
+			cg->v2 = r;
+			cg->v2_kill = faccessat(cg->dir[r].fd, "cgroup.kill", F_OK, 0) == 0;
+			cg->v2_freeze = cg->v2_kill || faccessat(cg->dir[r].fd, "cgroup.freeze", F_OK, 0) == 0;
+		}
+	}
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		if (l->use[c] == CG_V2 && cg->v2 >= 0)
+			cg->ctl[c] = cg->v2;
+		else if ((l->use[c] == CG_V1 || c == CG_FREEZER) && l->v1_mount[c] && l->v1_self[c]) {
+			int r = add_dir(cg, l->v1_mount[c], l->v1_self[c], cg->leaf, CG_V1, true, NULL);
+			if (r >= 0)
+				cg->ctl[c] = r;
+		}
+	}
+	if (cg->ctl[CG_FREEZER] < 0 && cg->v2 >= 0 && cg->v2_freeze)
+		cg->ctl[CG_FREEZER] = cg->v2;
+	cg->finished = true;
+	*out = TAKE_PTR(cg);
+	return 0;
+}
+
 int cgroup_create_begin(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
 			struct cg_sandbox **out, abox_error *err)
 {
@@ -408,7 +455,7 @@ int cgroup_create_begin(const struct cg_layout *l, const char *name, const struc
 			return r;
 	}
 	if (l->v2_mount && l->v2_self) {
-		r = add_dir(cg, l->v2_mount, l->v2_self, cg->leaf, CG_V2, err);
+		r = add_dir(cg, l->v2_mount, l->v2_self, cg->leaf, CG_V2, false, err);
 		if (r < 0)
 			return r;
 		cg->v2 = r;
@@ -435,7 +482,7 @@ int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_
 		if (v == CG_V2) {
 			cg->ctl[c] = cg->v2;
 		} else if (v == CG_V1) {
-			r = add_dir(cg, l->v1_mount[c], l->v1_self[c], cg->leaf, CG_V1, err);
+			r = add_dir(cg, l->v1_mount[c], l->v1_self[c], cg->leaf, CG_V1, false, err);
 			if (r < 0)
 				return r;
 			cg->ctl[c] = r;

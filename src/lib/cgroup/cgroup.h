@@ -85,6 +85,11 @@ int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, 
 int cgroup_create_begin(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
 			struct cg_sandbox **out, abox_error *err);
 int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_error *err);
+/* Opens the directories a sandbox of that name has (made by another
+ * process), so that it can be killed and removed. Missing directories are
+ * skipped (a sandbox with none yields an empty handle). */
+int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_sandbox **out,
+			 abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "layer/layer.h"
+#include "store/state.h"
 
 /* Opens the version `name` points to and locks it shared. Returns the
  * lock fd and the version's path, or -ENOENT/-ESTALE when there is no
@@ -52,8 +53,28 @@ static int open_current(const char *tdir, const char *name, char *path, size_t l
 	return fd;
 }
 
+/* Whether a long-lived sandbox (whose creator is gone, so nobody holds
+ * its version's lock) still runs on this version. */
+static bool used_by_long_lived(const char *state_dir, const char *version_path)
+{
+	char **ids = NULL;
+	bool used = false;
+	if (state_list(state_dir, &ids, NULL) < 0)
+		return true; /* when in doubt, keep it */
+	for (size_t i = 0; ids[i] && !used; i++) {
+		struct sb_state st = { 0 };
+		if (state_read(state_dir, ids[i], &st, NULL) < 0)
+			continue;
+		used = st.template_root && strcmp(st.template_root, version_path) == 0 &&
+		       state_status(&st) == SB_RUNNING;
+		sb_state_free(&st);
+	}
+	strv_free(ids);
+	return used;
+}
+
 /* Removes old versions and abandoned builds that nobody uses. */
-static void sweep(const char *tdir, const char *name, const char *keep)
+static void sweep(const char *state_dir, const char *tdir, const char *name, const char *keep)
 {
 	DIR *d = opendir(tdir);
 	if (!d)
@@ -69,14 +90,16 @@ static void sweep(const char *tdir, const char *name, const char *keep)
 		int fd = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		char vpath[4400];
+		safe_snprintf(vpath, sizeof(vpath), "%s/%s", tdir, n);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (build || !used_by_long_lived(state_dir, vpath)))
 			(void)rm_rf_at(dirfd(d), n, 0);
 		close(fd);
 	}
 	closedir(d);
 }
 
-static int rebuild(const char *tdir, const char *name, abox_error *err)
+static int rebuild(const char *state_dir, const char *tdir, const char *name, abox_error *err)
 {
 	char lockp[4096];
 	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
@@ -104,7 +127,7 @@ static int rebuild(const char *tdir, const char *name, abox_error *err)
 	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
 	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
 
-	sweep(tdir, name, "");
+	sweep(state_dir, tdir, name, "");
 	r = host_template_build("/", build, err);
 	if (r < 0) {
 		(void)rm_rf_at(AT_FDCWD, build, 0);
@@ -129,7 +152,7 @@ static int rebuild(const char *tdir, const char *name, abox_error *err)
 		unlink(tmplink);
 		return r;
 	}
-	sweep(tdir, name, version);
+	sweep(state_dir, tdir, name, version);
 	return 0;
 }
 
@@ -155,7 +178,7 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 		fd = open_current(tdir, name, path, sizeof(path));
 		if (fd >= 0)
 			break;
-		if ((r = rebuild(tdir, name, err)) < 0)
+		if ((r = rebuild(state_dir, tdir, name, err)) < 0)
 			return r;
 	}
 	if (fd < 0)

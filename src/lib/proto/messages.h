@@ -20,6 +20,7 @@ enum proto_type {
 	MSG_REQ_STDIN_CLOSE = 18, /* F_PID */
 	MSG_REQ_SIGNAL = 19, /* F_PID, F_SIGNAL */
 	MSG_REQ_SHUTDOWN = 20, /* kill everything, init exits */
+	MSG_REQ_DETACH = 21,   /* the sandbox is recorded: outlive the creator (EV_OK) */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -52,9 +53,11 @@ enum proto_tag {
 #define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */
 #define EXEC_ONESHOT (1u << 1) /* init exits when this process ends */
 
-/* abox-init command line: abox-init FD [flags] where FD is the listening
- * socket. Flags: "ephemeral" = the sandbox ends when its first host
- * connection closes (abox run). */
+/* abox-init command line: abox-init [flags]; fd 3 is the listening socket.
+ * Flags: "ephemeral" = the sandbox ends when its first host connection
+ * closes (abox run); "timeout_ms=N" = it ends N ms from now. A sandbox
+ * that is not ephemeral still dies with its creator until MSG_REQ_DETACH:
+ * a create killed half-way leaves no live sandbox behind. */
 #define INIT_LISTEN_FD 3
 
 #endif

@@ -133,6 +133,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* its own session: no terminal, job-control signal or hang-up of the
+	 * creator's session reaches a sandbox that outlives it */
+	setsid();
 
 	/* fds the child needs go above the stdio and agent numbers first, so
 	 * that the dup2 calls below cannot overwrite one of them (the caller

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cgroup/cgroup.h"
+#include "store/state.h"
 #include "store/store.h"
 
 static bool is_id(const char *s)
@@ -72,29 +73,87 @@ static void remove_cgroup(const char *path)
 	}
 }
 
-static void clean_one(int rtfd, const char *name, const char *id, const struct cg_layout *l)
+static void remove_recorded(char *rec, const char *id, const struct cg_layout *l)
+{
+	for (char *save = NULL, *t = strtok_r(rec, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+		if (path_ok(t, id, l))
+			remove_cgroup(t);
+}
+
+/* Returns true when it removed the sandbox. */
+static bool clean_one(int rtfd, const char *name, const char *id, const char *state_dir,
+		      const struct cg_layout *l)
 {
 	_cleanup_close_ int dfd = openat(rtfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0 || flock(dfd, LOCK_EX | LOCK_NB) < 0)
-		return; /* alive (or not ours to judge) */
-	_cleanup_free_ char *rec = NULL;
-	if (id && l && read_file_at(dfd, STORE_CGROUPS_FILE, 65536, &rec, NULL) == 0) {
-		for (char *save = NULL, *t = strtok_r(rec, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
-			if (path_ok(t, id, l))
-				remove_cgroup(t);
+		return false; /* its creator is still at work (or not ours to judge) */
+	/* A long-lived sandbox has no lock holder once its creator is done:
+	 * its record and its init decide. */
+	struct sb_state st = { 0 };
+	bool recorded = id && state_read(state_dir, id, &st, NULL) == 0;
+	if (recorded && state_status(&st) == SB_RUNNING) {
+		sb_state_free(&st);
+		return false;
 	}
+	_cleanup_free_ char *rec = NULL;
+	if (id && l && read_file_at(dfd, STORE_CGROUPS_FILE, 65536, &rec, NULL) == 0)
+		remove_recorded(rec, id, l);
+	else if (recorded && st.cgroups && l)
+		remove_recorded(st.cgroups, id, l);
+	if (recorded)
+		(void)state_remove(state_dir, id);
+	sb_state_free(&st);
 	(void)unlinkat(dfd, STORE_CGROUPS_FILE, 0);
 	(void)unlinkat(dfd, "init.sock", 0);
 	(void)unlinkat(rtfd, name, AT_REMOVEDIR);
+	return true;
 }
 
-int store_gc(const char *runtime_dir, const struct cg_layout *layout, unsigned *removed, abox_error *err)
+/* Records of sandboxes whose runtime folder is gone (a reboot empties
+ * /run): dead by definition once their init is. */
+static unsigned clean_records(const char *runtime_dir, const char *state_dir, const struct cg_layout *l)
 {
+	char **ids = NULL;
 	unsigned n = 0;
+	if (state_list(state_dir, &ids, NULL) < 0)
+		return 0;
+	for (size_t i = 0; ids[i]; i++) {
+		char rd[4200];
+		safe_snprintf(rd, sizeof(rd), "%s/%s", runtime_dir, ids[i]);
+		if (access(rd, F_OK) == 0)
+			continue; /* handled through its runtime folder */
+		struct sb_state st = { 0 };
+		int k = state_read(state_dir, ids[i], &st, NULL);
+		if (k == -ENOENT || k == -EBADMSG) {
+			/* a create killed before its record was complete: its
+			 * runtime folder (made first, locked by the creator) is
+			 * gone too, so nobody is still writing it */
+			(void)state_remove(state_dir, ids[i]);
+			n++;
+			continue;
+		}
+		if (k < 0)
+			continue;
+		if (state_status(&st) == SB_DEAD) {
+			if (st.cgroups && l)
+				remove_recorded(st.cgroups, ids[i], l);
+			(void)state_remove(state_dir, ids[i]);
+			n++;
+		}
+		sb_state_free(&st);
+	}
+	strv_free(ids);
+	return n;
+}
+
+int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_layout *layout,
+	     unsigned *removed, abox_error *err)
+{
+	unsigned n = clean_records(runtime_dir, state_dir, layout);
 	DIR *d = opendir(runtime_dir);
 	if (!d) {
 		if (removed)
-			*removed = 0;
+			*removed = n;
 		if (errno == ENOENT)
 			return 0;
 		return abox_error_set(err, errno, "gc: open '%s'", runtime_dir);
@@ -104,17 +163,14 @@ int store_gc(const char *runtime_dir, const struct cg_layout *layout, unsigned *
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
 		if (is_id(name)) {
-			/* flock succeeds only when the owner is gone */
-			int before = faccessat(dirfd(d), name, F_OK, AT_SYMLINK_NOFOLLOW);
-			clean_one(dirfd(d), name, name, layout);
-			if (before == 0 && faccessat(dirfd(d), name, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			if (clean_one(dirfd(d), name, name, state_dir, layout))
 				n++;
 		} else if (strncmp(name, ".new-", 5) == 0 && is_id(name + 5)) {
 			/* a creator that died before its rename; give a live one
 			 * time to finish (it holds the lock anyway) */
 			struct stat st;
 			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 10)
-				clean_one(dirfd(d), name, NULL, NULL);
+				(void)clean_one(dirfd(d), name, NULL, state_dir, NULL);
 		}
 	}
 	closedir(d);

@@ -21,10 +21,12 @@ int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int
 /* Writes a small record file into the folder (e.g. the cgroup folders a
  * sandbox is about to make, so gc can remove them after a crash). */
 int store_rundir_record(int dir_fd, const char *name, const char *content, abox_error *err);
-/* Removes leftovers of sandboxes whose creator died: folders nobody holds
- * the lock of, with the cgroups they recorded. Cheap when there are none.
- * *removed counts the sandboxes cleaned. */
-int store_gc(const char *runtime_dir, const struct cg_layout *layout, unsigned *removed, abox_error *err);
+/* Removes leftovers of dead sandboxes: runtime folders nobody holds the
+ * lock of (ephemeral sandboxes whose creator died) unless their record
+ * says a long-lived init still runs, records whose init is gone, and the
+ * cgroups they recorded. Cheap when there are none. *removed counts them. */
+int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_layout *layout,
+	     unsigned *removed, abox_error *err);
 /* Removes the socket and the folder. Missing pieces are not errors. */
 int store_rundir_remove(const char *dir, abox_error *err);
 

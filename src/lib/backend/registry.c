@@ -1,0 +1,117 @@
+/* backend/registry.c — long-lived sandboxes found again by id: connect,
+ * info, list. A record alone never makes a sandbox alive: its init must
+ * still exist with the recorded start time (pidfd + /proc start time), so
+ * a dead init or a reused pid is reported as such.
+ * Runs in the CLI/daemon. */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include "backend/backend.h"
+#include "store/state.h"
+
+void abox_strv_free(char **v)
+{
+	strv_free(v);
+}
+
+int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err)
+{
+	return state_list(ctx->state_dir, ids, err);
+}
+
+void abox_sandbox_info_clear(abox_sandbox_info *info)
+{
+	if (!info)
+		return;
+	free(info->metadata_json);
+	info->metadata_json = NULL;
+}
+
+int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "info: abox_sandbox_info needs its version set");
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, id, &st, err);
+	if (r < 0)
+		return r;
+	abox_sandbox_info i = { .version = out->version };
+	memcpy(i.id, st.id, sizeof(i.id));
+	i.state = state_status(&st) == SB_RUNNING ? ABOX_STATE_RUNNING : ABOX_STATE_DEAD;
+	i.pid = st.pid;
+	i.created_ms = st.created_ms;
+	i.deadline_ms = st.deadline_ms;
+	safe_snprintf(i.template_name, sizeof(i.template_name), "%s", st.template_name ? st.template_name : "");
+	i.memory_bytes = st.memory_bytes;
+	i.disk_bytes = st.disk_bytes;
+	i.pids = st.pids;
+	i.cpu_millis = st.cpu_millis;
+	json_object *m = json_object_new_object();
+	for (unsigned k = 0; k < st.nmeta; k++)
+		json_object_object_add(m, st.meta_keys[k], json_object_new_string(st.meta_values[k]));
+	i.metadata_json = strdup(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
+	json_object_put(m);
+	sb_state_free(&st);
+	if (!i.metadata_json)
+		return abox_error_set(err, ENOMEM, "info");
+	*out = i;
+	return 0;
+}
+
+int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+{
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, id, &st, err);
+	if (r < 0)
+		return r;
+	/* pidfd first, then the start time: if the pid was reused between
+	 * the two, the start time differs; if it matches, the pidfd holds
+	 * the very init we recorded and can never point to another process */
+	int pidfd = (int)syscall(SYS_pidfd_open, st.pid, 0);
+	uint64_t start;
+	if (pidfd < 0 || proc_start_time(st.pid, &start) < 0 || start != st.pid_start) {
+		if (pidfd >= 0)
+			close(pidfd);
+		sb_state_free(&st);
+		return abox_error_setx(err, ESRCH, "sandbox %s is not running (its init is gone; `abox gc` removes it)", id);
+	}
+	abox_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		close(pidfd);
+		sb_state_free(&st);
+		return abox_error_set(err, ENOMEM, "connect");
+	}
+	memcpy(sb->id, st.id, sizeof(sb->id));
+	sb->ctx = ctx;
+	sb->attached = true;
+	sb->pid = st.pid;
+	sb->pidfd = pidfd;
+	sb->template_lock = -1;
+	sb->rundir_fd = -1;
+	sb->memory_limit = st.memory_bytes;
+	if (st.deadline_ms)
+		sb->deadline_ms = backend_now_ms() + (st.deadline_ms - backend_wall_ms());
+	sb_state_free(&st);
+	proto_reader_init(&sb->rd, -1);
+
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	safe_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/init.sock", ctx->runtime_dir, sb->id);
+	/* A handle without a connection still kills: that needs only the
+	 * pidfd, the cgroups and the paths. Requests then fail clearly. */
+	sb->conn = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sb->conn >= 0 && connect(sb->conn, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		sb->conn_errno = errno;
+		close(sb->conn);
+		sb->conn = -1;
+	}
+	if (sb->conn >= 0)
+		fcntl(sb->conn, F_SETFL, O_NONBLOCK);
+	sb->rd.sock = sb->conn;
+	*out = sb;
+	return 0;
+}

@@ -1,0 +1,269 @@
+/* store/state.c — see state.h. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "store/state.h"
+
+#define STATE_FILE "state.json"
+#define STATE_MAX_BYTES (256u << 10)
+
+static bool id_ok(const char *id)
+{
+	size_t n = 0;
+	for (; id[n]; n++)
+		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
+			return false;
+	return n == 20;
+}
+
+static int sandbox_dir(const char *state_dir, const char *id, char *buf, size_t len, bool create,
+		       abox_error *err)
+{
+	if (!id_ok(id))
+		return abox_error_setx(err, EINVAL, "'%s' is not a sandbox id (20 characters of a-z 0-9)", id);
+	safe_snprintf(buf, len, "%s/sandboxes", state_dir);
+	if (create && mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "mkdir '%s'", buf);
+	safe_snprintf(buf, len, "%s/sandboxes/%s", state_dir, id);
+	if (create && mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "mkdir '%s'", buf);
+	return 0;
+}
+
+int proc_start_time(pid_t pid, uint64_t *out)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, p, 4096, &s, NULL) < 0)
+		return -ESRCH;
+	/* the command name may hold spaces and parentheses: fields start
+	 * after the last ')' */
+	char *q = strrchr(s, ')');
+	if (!q || q[1] != ' ' || !q[2])
+		return -EPROTO;
+	/* an exited init that nobody reaped yet (its reaper is the host's
+	 * PID 1, which may take its time) is dead, not running */
+	if (q[2] == 'Z' || q[2] == 'X' || q[2] == 'x')
+		return -ESRCH;
+	/* field 3 is the state; starttime is field 22 */
+	unsigned field = 2;
+	for (char *t = q + 1; *t; t++) {
+		if (*t == ' ') {
+			field++;
+			if (field == 22) {
+				*out = strtoull(t + 1, NULL, 10);
+				return 0;
+			}
+		}
+	}
+	return -EPROTO;
+}
+
+enum sb_status state_status(const struct sb_state *s)
+{
+	uint64_t st;
+	if (s->pid <= 0 || proc_start_time(s->pid, &st) < 0 || st != s->pid_start)
+		return SB_DEAD;
+	return SB_RUNNING;
+}
+
+static void put_str(json_object *o, const char *k, const char *v)
+{
+	if (v)
+		json_object_object_add(o, k, json_object_new_string(v));
+}
+
+int state_write(const char *state_dir, const struct sb_state *s, abox_error *err)
+{
+	char dir[4096], tmp[4200], final[4200];
+	int r = sandbox_dir(state_dir, s->id, dir, sizeof(dir), true, err);
+	if (r < 0)
+		return r;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(s->id));
+	json_object_object_add(o, "pid", json_object_new_int(s->pid));
+	json_object_object_add(o, "pidStart", json_object_new_uint64(s->pid_start));
+	json_object_object_add(o, "createdMs", json_object_new_int64(s->created_ms));
+	json_object_object_add(o, "deadlineMs", json_object_new_int64(s->deadline_ms));
+	put_str(o, "template", s->template_name);
+	put_str(o, "templateRoot", s->template_root);
+	put_str(o, "cgroups", s->cgroups);
+	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
+	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
+	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
+	json_object_object_add(o, "cpuMillis", json_object_new_uint64(s->cpu_millis));
+	json_object *meta = json_object_new_object();
+	for (unsigned i = 0; i < s->nmeta; i++)
+		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
+	json_object_object_add(o, "metadata", meta);
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+
+	safe_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, STATE_FILE);
+	safe_snprintf(final, sizeof(final), "%s/%s", dir, STATE_FILE);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		json_object_put(o);
+		return abox_error_set(err, errno, "create '%s'", tmp);
+	}
+	/* temp + fsync + rename: a reader sees the old record or the new one,
+	 * never half of one, even across a crash */
+	r = write_full(fd, text, strlen(text));
+	json_object_put(o);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 && rename(tmp, final) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return abox_error_set(err, -r, "write '%s'", final);
+	}
+	return 0;
+}
+
+static char *get_str(json_object *o, const char *k)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static uint64_t get_u64(json_object *o, const char *k)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v))
+		return 0;
+	return json_object_get_uint64(v);
+}
+
+int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_error *err)
+{
+	char dir[4096], path[4200];
+	int r = sandbox_dir(state_dir, id, dir, sizeof(dir), false, err);
+	if (r < 0)
+		return r;
+	safe_snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	_cleanup_free_ char *text = NULL;
+	r = read_file_at(AT_FDCWD, path, STATE_MAX_BYTES, &text, NULL);
+	if (r == -ENOENT)
+		return abox_error_setx(err, ENOENT, "sandbox %s not found", id);
+	if (r < 0)
+		return abox_error_set(err, -r, "read '%s'", path);
+	json_object *o = json_tokener_parse(text);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return abox_error_setx(err, EBADMSG, "'%s' is damaged", path);
+	}
+	struct sb_state t = { 0 };
+	char *sid = get_str(o, "id");
+	if (!sid || strcmp(sid, id) != 0) {
+		free(sid);
+		json_object_put(o);
+		return abox_error_setx(err, EBADMSG, "'%s' is damaged (id)", path);
+	}
+	free(sid);
+	memcpy(t.id, id, 21);
+	t.pid = (pid_t)get_u64(o, "pid");
+	t.pid_start = get_u64(o, "pidStart");
+	t.created_ms = (int64_t)get_u64(o, "createdMs");
+	t.deadline_ms = (int64_t)get_u64(o, "deadlineMs");
+	t.template_name = get_str(o, "template");
+	t.template_root = get_str(o, "templateRoot");
+	t.cgroups = get_str(o, "cgroups");
+	t.memory_bytes = get_u64(o, "memoryBytes");
+	t.disk_bytes = get_u64(o, "diskBytes");
+	t.pids = get_u64(o, "pids");
+	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
+	json_object *meta;
+	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
+		json_object_object_foreach(meta, k, v)
+		{
+			if (t.nmeta == STATE_MAX_META || !json_object_is_type(v, json_type_string))
+				continue;
+			t.meta_keys[t.nmeta] = strdup(k);
+			t.meta_values[t.nmeta] = strdup(json_object_get_string(v));
+			t.nmeta++;
+		}
+	}
+	json_object_put(o);
+	*s = t;
+	return 0;
+}
+
+int state_remove(const char *state_dir, const char *id)
+{
+	char dir[4096];
+	if (sandbox_dir(state_dir, id, dir, sizeof(dir), false, NULL) < 0)
+		return -EINVAL;
+	return rm_rf_at(AT_FDCWD, dir, 0);
+}
+
+void sb_state_free(struct sb_state *s)
+{
+	if (!s)
+		return;
+	free(s->template_name);
+	free(s->template_root);
+	free(s->cgroups);
+	for (unsigned i = 0; i < s->nmeta; i++) {
+		free(s->meta_keys[i]);
+		free(s->meta_values[i]);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+int state_list(const char *state_dir, char ***ids, abox_error *err)
+{
+	char dir[4096];
+	safe_snprintf(dir, sizeof(dir), "%s/sandboxes", state_dir);
+	size_t n = 0, cap = 16;
+	char **v = calloc(cap + 1, sizeof(char *));
+	if (!v)
+		return abox_error_set(err, ENOMEM, "list");
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (!id_ok(de->d_name))
+				continue;
+			if (n == cap) {
+				char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
+				if (!nv)
+					break;
+				v = nv;
+				cap *= 2;
+			}
+			v[n++] = strdup(de->d_name);
+			v[n] = NULL;
+		}
+		closedir(d);
+	}
+	*ids = v;
+	return 0;
+}
+
+int state_lock(const char *state_dir, const char *id, abox_error *err)
+{
+	char dir[4096], path[4200];
+	int r = sandbox_dir(state_dir, id, dir, sizeof(dir), false, err);
+	if (r < 0)
+		return r;
+	safe_snprintf(path, sizeof(path), "%s/lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return errno == ENOENT ? abox_error_setx(err, ENOENT, "sandbox %s not found", id)
+				       : abox_error_set(err, errno, "open '%s'", path);
+	if (flock(fd, LOCK_EX) < 0) {
+		int e = errno;
+		close(fd);
+		return abox_error_set(err, e, "lock '%s'", path);
+	}
+	return fd;
+}

@@ -1,0 +1,51 @@
+/* store/state — the record of a long-lived sandbox in the state folder:
+ * <state_dir>/sandboxes/<id>/state.json, written atomically (temp file,
+ * fsync, rename), plus a lock file that serializes changes (kill, timeout).
+ *
+ * Liveness is never taken from the record alone: a sandbox is running only
+ * when its init's pid still exists *and* has the start time recorded at
+ * create, so a reused pid is never mistaken for a sandbox.
+ * Runs in the CLI/daemon. */
+#ifndef ABOX_STORE_STATE_H
+#define ABOX_STORE_STATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+
+#define STATE_MAX_META 64
+
+struct sb_state {
+	char id[21];
+	pid_t pid;            /* init, in the host's pid namespace */
+	uint64_t pid_start;   /* its start time (clock ticks since boot) */
+	int64_t created_ms;   /* wall clock */
+	int64_t deadline_ms;  /* wall clock; 0 = none */
+	char *template_name;
+	char *template_root;  /* the version in use */
+	char *cgroups;        /* the sandbox's cgroup folders, one per line */
+	uint64_t memory_bytes, disk_bytes, pids;
+	uint32_t cpu_millis;
+	char *meta_keys[STATE_MAX_META];
+	char *meta_values[STATE_MAX_META];
+	unsigned nmeta;
+};
+
+enum sb_status { SB_RUNNING = 0, SB_DEAD = 1 };
+
+int state_write(const char *state_dir, const struct sb_state *s, abox_error *err);
+/* -ENOENT (with a message naming the id) when there is no such sandbox. */
+int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_error *err);
+int state_remove(const char *state_dir, const char *id);
+void sb_state_free(struct sb_state *s);
+/* Start time of pid from /proc/<pid>/stat; -ESRCH when there is no such
+ * process or it has exited (a zombie). */
+int proc_start_time(pid_t pid, uint64_t *out);
+enum sb_status state_status(const struct sb_state *s);
+/* Ids of every recorded sandbox (malloc'd NULL-terminated list). */
+int state_list(const char *state_dir, char ***ids, abox_error *err);
+/* Takes the sandbox's change lock (blocking). Returns the fd to close. */
+int state_lock(const char *state_dir, const char *id, abox_error *err);
+
+#endif

@@ -1,0 +1,239 @@
+/* Long-lived sandboxes: create, exec, ls, info, kill; they outlive the
+ * CLI; timeouts fire with no abox process alive; dead inits are reported
+ * as dead and cleaned by gc; a SIGKILLed create leaves nothing alive. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+static void fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}
+
+TestSuite(lifecycle, .init = init, .fini = fini, .timeout = 120);
+
+static char *create(const char *const *extra)
+{
+	const char *args[16] = { "create" };
+	size_t n = 1;
+	for (size_t i = 0; extra && extra[i] && n < 15; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
+	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
+	r.out[20] = '\0';
+	free(r.err);
+	return r.out;
+}
+
+static void kill_ok(const char *id)
+{
+	struct run_result r;
+	ABOX(&r, "kill", id);
+	cr_assert_eq(r.status, 0, "kill failed: %s", r.err);
+	run_result_free(&r);
+}
+
+static json_object *info(const char *id)
+{
+	struct run_result r;
+	ABOX(&r, "info", "--json", id);
+	cr_assert_eq(r.status, 0, "info failed: %s", r.err);
+	json_object *o = json_tokener_parse(r.out);
+	cr_assert_not_null(o, "info --json is JSON: %s", r.out);
+	run_result_free(&r);
+	return o;
+}
+
+static const char *field(json_object *o, const char *k)
+{
+	json_object *v;
+	cr_assert(json_object_object_get_ex(o, k, &v), "no field %s", k);
+	return json_object_get_string(v);
+}
+
+Test(lifecycle, create_exec_ls_info_kill)
+{
+	char *id = create((const char *const[]){ "--metadata", "owner=alice", "--metadata", "job=42", "--memory", "256M", NULL });
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c", "echo kept > /tmp/state; hostname");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, strcat(strdup(id), "\n"));
+	run_result_free(&r);
+	/* files and the sandbox persist between commands */
+	ABOX(&r, "exec", "--user", "root", id, "--", "cat", "/tmp/state");
+	cr_assert_str_eq(r.out, "kept\n");
+	run_result_free(&r);
+	/* exit codes pass through exec as through run */
+	ABOX(&r, "exec", id, "--", "sh", "-c", "exit 9");
+	cr_assert_eq(r.status, 9);
+	run_result_free(&r);
+
+	ABOX(&r, "ls");
+	cr_assert(strstr(r.out, id), "ls lists it: %s", r.out);
+	cr_assert(strstr(r.out, "running"));
+	run_result_free(&r);
+
+	json_object *o = info(id);
+	cr_assert_str_eq(field(o, "state"), "running");
+	cr_assert_str_eq(field(o, "template"), "host");
+	cr_assert_str_eq(field(o, "memoryBytes"), "268435456");
+	json_object *m;
+	cr_assert(json_object_object_get_ex(o, "metadata", &m));
+	cr_assert_str_eq(field(m, "owner"), "alice");
+	cr_assert_str_eq(field(m, "job"), "42");
+	json_object_put(o);
+
+	kill_ok(id);
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "not found"), "%s", r.err);
+	run_result_free(&r);
+	free(id);
+}
+
+Test(lifecycle, timeout_fires_without_any_abox_process)
+{
+	char *id = create((const char *const[]){ "--timeout", "1", NULL });
+	sleep(2);
+	json_object *o = info(id);
+	cr_assert_str_eq(field(o, "state"), "dead", "init must have ended itself at its deadline");
+	json_object_put(o);
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "is not running"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "gc");
+	cr_assert_str_eq(r.out, "removed 1 leftover sandbox\n");
+	run_result_free(&r);
+	free(id);
+}
+
+Test(lifecycle, dead_init_is_reported_and_kill_cleans_it)
+{
+	char *id = create(NULL);
+	json_object *o = info(id);
+	int pid = atoi(field(o, "pid"));
+	json_object_put(o);
+	cr_assert_gt(pid, 1);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	for (int i = 0; i < 50; i++) {
+		o = info(id);
+		bool dead = strcmp(field(o, "state"), "dead") == 0;
+		json_object_put(o);
+		if (dead)
+			break;
+		usleep(20000);
+	}
+	o = info(id);
+	cr_assert_str_eq(field(o, "state"), "dead");
+	json_object_put(o);
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, parallel_sandboxes)
+{
+	enum { N = 6 };
+	char *ids[N];
+	for (int i = 0; i < N; i++)
+		ids[i] = create(NULL);
+	pid_t p[N];
+	int o[N], e[N];
+	for (int i = 0; i < N; i++)
+		p[i] = start_abox(&o[i], &e[i], (const char *const[]){ "exec", ids[i], "--", "sh", "-c",
+			"for i in 1 2 3 4 5; do echo $i; done | wc -l", NULL });
+	for (int i = 0; i < N; i++) {
+		char *out = slurp(o[i]);
+		free(slurp(e[i]));
+		cr_expect_eq(wait_exit(p[i]), 0);
+		cr_expect_str_eq(out, "5\n");
+		free(out);
+	}
+	for (int i = 0; i < N; i++) {
+		kill_ok(ids[i]);
+		free(ids[i]);
+	}
+}
+
+Test(lifecycle, sigkilled_create_leaves_nothing_alive)
+{
+	/* kill `abox create` at different moments; whatever it left must
+	 * never be listed as running and gc must remove it all */
+	for (int i = 0; i < 12; i++) {
+		int o, e;
+		pid_t p = start_abox(&o, &e, (const char *const[]){ "create", NULL });
+		usleep((useconds_t)(i * 700));
+		kill(p, SIGKILL);
+		char *out = slurp(o);
+		free(slurp(e));
+		int st = wait_exit(p);
+		if (st == 0 && strlen(out) == 21) {
+			/* it finished before the kill: a real sandbox */
+			out[20] = '\0';
+			kill_ok(out);
+		}
+		free(out);
+	}
+	struct run_result r;
+	ABOX(&r, "gc", "-q");
+	cr_assert_eq(r.status, 0);
+	run_result_free(&r);
+	/* a sandbox listed as running must be whole (usable), never half
+	 * made; it can only be one whose create finished just as it was
+	 * killed */
+	ABOX(&r, "ls", "--json");
+	json_object *arr = json_tokener_parse(r.out);
+	cr_assert_not_null(arr);
+	run_result_free(&r);
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		if (strcmp(field(o, "state"), "running") != 0)
+			continue;
+		struct run_result x;
+		ABOX(&x, "exec", field(o, "id"), "--", "true");
+		cr_expect_eq(x.status, 0, "listed as running but not usable: %s", x.err);
+		run_result_free(&x);
+		kill_ok(field(o, "id"));
+	}
+	json_object_put(arr);
+	ABOX(&r, "gc", "-q");
+	run_result_free(&r);
+}
+
+Test(lifecycle, bad_ids)
+{
+	struct run_result r;
+	ABOX(&r, "exec", "../../etc", "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "is not a sandbox id"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "kill", "aaaaaaaaaaaaaaaaaaaa");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "sandbox aaaaaaaaaaaaaaaaaaaa not found"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "info", "aaaaaaaaaaaaaaaaaaaa");
+	cr_assert_eq(r.status, 125);
+	run_result_free(&r);
+	ABOX(&r, "create", "--metadata", "novalue");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "--metadata 'novalue'"), "%s", r.err);
+	run_result_free(&r);
+}

@@ -1,0 +1,66 @@
+/* tools/cli_opts.c — option values shared by the verbs: sizes, CPU
+ * shares, seconds, users, environment. Each names the option and what a
+ * good value looks like. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli.h"
+
+int cli_opt_size(const char *verb, const char *opt, const char *val, uint64_t *out)
+{
+	uint64_t v;
+	if (parse_size(val, &v) < 0 || v == 0) {
+		cli_err("%s: %s '%s': expected a size like 512M or 2G", verb, opt, val);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_opt_count(const char *verb, const char *opt, const char *val, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(val, &end, 10);
+	if (end == val || *end || v == 0 || v > (1ULL << 22) || val[0] == '-') {
+		cli_err("%s: %s '%s': expected a positive number", verb, opt, val);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_opt_cpus(const char *verb, const char *val, uint32_t *out)
+{
+	char *end;
+	double v = strtod(val, &end);
+	if (end == val || *end || !isfinite(v) || v <= 0 || v > 1024 || (uint32_t)(v * 1000 + 0.5) == 0) {
+		cli_err("%s: --cpus '%s': expected a positive number like 0.5 or 2", verb, val);
+		return -1;
+	}
+	*out = (uint32_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *ms)
+{
+	char *end;
+	double v = strtod(val, &end);
+	if (end == val || *end || !isfinite(v) || v <= 0 || v > 4294967.0 || (uint32_t)(v * 1000 + 0.5) == 0) {
+		cli_err("%s: %s '%s': expected seconds, e.g. 30 or 2.5", verb, opt, val);
+		return -1;
+	}
+	*ms = (uint32_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+int cli_opt_kv(const char *verb, const char *opt, const char *val)
+{
+	if (!strchr(val, '=') || val[0] == '=') {
+		cli_err("%s: %s '%s': expected KEY=VALUE", verb, opt, val);
+		return -1;
+	}
+	return 0;
+}

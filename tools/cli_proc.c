@@ -1,0 +1,200 @@
+/* tools/cli_proc.c — runs one process in a sandbox for `abox run` and
+ * `abox exec`: streams its output, feeds stdin, forwards signals, and
+ * turns its end into an exit status.
+ *
+ * Exit status: the command's own; 128+N when signal N ended it; 124 when
+ * the sandbox's timeout ended it; 126/127 when the command could not be
+ * started (not runnable / not found); 141 when our stdout's reader left;
+ * 125 for abox's own errors. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli.h"
+
+#define EXIT_TIMEOUT 124
+
+/* Signals arrive through handlers (no SA_RESTART) that note them and wake
+ * the loop through a pipe: unlike a blocked signal read from a signalfd,
+ * they also interrupt a write to a stdout that nobody reads, so SIGTERM
+ * always ends the sandbox. */
+static volatile sig_atomic_t got_signals[65];
+static int wake_pipe[2] = { -1, -1 };
+static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+static sigset_t saved_mask;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	got_signals[sig] = 1;
+	if (wake_pipe[1] >= 0)
+		(void)!write(wake_pipe[1], "", 1);
+	errno = saved;
+}
+
+int cli_signals_block(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+		sigaddset(&mask, sigs[i]);
+	sigprocmask(SIG_BLOCK, &mask, &saved_mask);
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		cli_err("pipe: %s", strerror(errno));
+		return -1;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+	return 0;
+}
+
+static bool must_stop(void)
+{
+	return got_signals[SIGTERM] || got_signals[SIGHUP];
+}
+
+/* Writes all of buf unless a terminating signal comes first. -EPIPE when
+ * the reader is gone. */
+static int out_write(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR) {
+				if (must_stop())
+					return -EINTR;
+				continue;
+			}
+			if (errno == EAGAIN) { /* someone made our stdout non-blocking */
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+				if (poll(&pf, 1, -1) < 0 && errno == EINTR && must_stop())
+					return -EINTR;
+				continue;
+			}
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+struct run_state {
+	int exit_code;
+	bool stdout_broken;
+	const struct cli_proc_opts *o;
+};
+
+static void on_event(const abox_event *ev, void *ud)
+{
+	struct run_state *st = ud;
+	switch (ev->type) {
+	case ABOX_EVENT_STDOUT:
+		if (!st->stdout_broken && out_write(1, ev->data, ev->len) == -EPIPE)
+			st->stdout_broken = true;
+		break;
+	case ABOX_EVENT_STDERR:
+		(void)out_write(2, ev->data, ev->len);
+		break;
+	case ABOX_EVENT_END:
+		if (ev->end_flags & ABOX_END_TIMEOUT) {
+			cli_err("killed: timeout (%us)", st->o->timeout_s);
+			st->exit_code = EXIT_TIMEOUT;
+			break;
+		}
+		st->exit_code = ev->exit_code;
+		if (ev->error)
+			cli_err("%s", ev->error);
+		if ((ev->end_flags & ABOX_END_OOM) && ev->signal == SIGKILL)
+			cli_err("killed: out of memory (limit %s)", st->o->memory_text);
+		else if (ev->end_flags & ABOX_END_OOM)
+			cli_err("warning: a process in the sandbox was killed: out of memory (limit %s)",
+				st->o->memory_text);
+		else if (ev->end_flags & ABOX_END_LOST)
+			cli_err("sandbox ended unexpectedly");
+		break;
+	default:
+		break;
+	}
+}
+
+int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli_proc_opts *o)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	abox_proc *p = NULL;
+	struct run_state st = { .exit_code = EXIT_ABOX, .o = o };
+	int rc;
+
+	if (abox_proc_start(sb, po, &p, &err) < 0) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	/* the sandbox is set up: from here on signals are handled */
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	bool stdin_open = po->flags & ABOX_PROC_STDIN;
+	for (;;) {
+		if (must_stop()) {
+			/* our own end: an ephemeral sandbox goes with us */
+			rc = 128 + (got_signals[SIGTERM] ? SIGTERM : SIGHUP);
+			goto out;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+			int sig = sigs[i];
+			if (got_signals[sig] && sig != SIGTERM && sig != SIGHUP) {
+				got_signals[sig] = 0;
+				(void)abox_proc_signal(p, sig, NULL);
+			}
+		}
+		int r = abox_proc_dispatch(p, on_event, &st, &err);
+		if (r < 0) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (r > 0)
+			break;
+		if (st.stdout_broken) {
+			/* like a pipeline: the reader left, the writer ends */
+			rc = 128 + SIGPIPE;
+			goto out;
+		}
+		/* read more stdin only while little is waiting to be sent */
+		bool want_stdin = stdin_open && abox_proc_stdin_pending(p) < (1u << 20);
+		struct pollfd pfd[3] = {
+			{ .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) },
+			{ .fd = wake_pipe[0], .events = POLLIN },
+			{ .fd = want_stdin ? 0 : -1, .events = POLLIN },
+		};
+		if (poll(pfd, 3, 100) < 0 && errno != EINTR) {
+			abox_error_set(&err, errno, "poll");
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (pfd[1].revents) {
+			char drainbuf[64];
+			while (read(wake_pipe[0], drainbuf, sizeof(drainbuf)) > 0)
+				;
+		}
+		if (pfd[2].revents) {
+			char buf[65536];
+			ssize_t n = read(0, buf, sizeof(buf));
+			if (n > 0) {
+				if (abox_proc_write_stdin(p, buf, (size_t)n, NULL) < 0)
+					stdin_open = false;
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				(void)abox_proc_close_stdin(p, NULL);
+				stdin_open = false;
+			}
+		}
+	}
+	rc = st.exit_code;
+out:
+	abox_proc_free(p);
+	return rc;
+}

@@ -1,0 +1,313 @@
+/* abox create / exec / kill / ls / info — long-lived sandboxes. */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "cli.h"
+
+int cmd_create(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "template", required_argument, NULL, 't' },
+		{ "metadata", required_argument, NULL, 'm' },
+		{ "memory", required_argument, NULL, 'M' },
+		{ "disk", required_argument, NULL, 'D' },
+		{ "pids", required_argument, NULL, 'P' },
+		{ "cpus", required_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "seccomp", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	_cleanup_free_ const char **meta = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nmeta = 0;
+	int c;
+	if (!meta)
+		return EXIT_ABOX;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+t:m:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': so.template_name = optarg; break;
+		case 'm':
+			if (cli_opt_kv("create", "--metadata", optarg) < 0)
+				return EXIT_ABOX;
+			meta[nmeta++] = optarg;
+			break;
+		case 'M':
+			if (cli_opt_size("create", "--memory", optarg, &so.memory_bytes) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'D':
+			if (cli_opt_size("create", "--disk", optarg, &so.disk_bytes) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'P':
+			if (cli_opt_count("create", "--pids", optarg, &so.pids) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'C':
+			if (cli_opt_cpus("create", optarg, &so.cpu_millis) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'T':
+			if (cli_opt_secs("create", "--timeout", optarg, &so.timeout_ms) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'S': so.seccomp_policy = optarg; break;
+		case 'h':
+			printf("usage: abox create [--template NAME] [--metadata K=V]... [--memory SIZE] [--disk SIZE]\n"
+			       "                   [--pids N] [--cpus N] [--timeout SECS] [--seccomp FILE]\n\n"
+			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
+			       "or its timeout, whether or not any abox process is running.\n");
+			return 0;
+		default:
+			return EXIT_ABOX;
+		}
+	}
+	if (optind < argc) {
+		cli_err("create: unexpected argument '%s'", argv[optind]);
+		return EXIT_ABOX;
+	}
+	so.metadata = nmeta ? meta : NULL;
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	printf("%s\n", abox_sandbox_id(sb));
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	return 0;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "user", required_argument, NULL, 'u' },
+		{ "cwd", required_argument, NULL, 'w' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nenv = 0;
+	int c;
+	if (!env)
+		return EXIT_ABOX;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+u:w:e:ih", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u': po.user = optarg; break;
+		case 'w': po.cwd = optarg; break;
+		case 'e':
+			if (cli_opt_kv("exec", "--env", optarg) < 0)
+				return EXIT_ABOX;
+			env[nenv++] = optarg;
+			break;
+		case 'i': po.flags |= ABOX_PROC_STDIN; break;
+		case 'h':
+			printf("usage: abox exec [-u USER] [-w DIR] [-e K=V]... [-i] ID [--] CMD [ARG...]\n\n"
+			       "Runs CMD in the running sandbox ID. Exit status as for `abox run`.\n");
+			return 0;
+		default:
+			return EXIT_ABOX;
+		}
+	}
+	if (optind >= argc) {
+		cli_err("exec: missing sandbox id (usage: abox exec [OPTIONS] ID -- CMD [ARG...])");
+		return EXIT_ABOX;
+	}
+	const char *id = argv[optind++];
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	if (optind >= argc) {
+		cli_err("exec: missing command (usage: abox exec [OPTIONS] ID -- CMD [ARG...])");
+		return EXIT_ABOX;
+	}
+	po.argv = (const char *const *)argv + optind;
+	po.env = nenv ? env : NULL;
+
+	if (cli_signals_block() < 0)
+		return EXIT_ABOX;
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	char membuf[32];
+	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
+	struct cli_proc_opts o = { .memory_text = membuf };
+	int rc = cli_run_process(sb, &po, &o);
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+int cmd_kill(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fprintf(f, "usage: abox kill ID...\n\nKills every process of each sandbox and removes its mounts, cgroups,\nsockets and state.\n");
+		return argc < 2 ? EXIT_ABOX : 0;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		abox_error err = ABOX_ERROR_INIT;
+		abox_sandbox *sb;
+		int r = abox_sandbox_connect(ctx, argv[i], &sb, &err);
+		if (r == -ESRCH) {
+			/* recorded but dead: what is left is gc's to remove */
+			(void)abox_gc(ctx, NULL, NULL);
+			continue;
+		}
+		if (r < 0) {
+			rc = cli_fail(&err);
+			continue;
+		}
+		if (abox_sandbox_kill(sb, &err) < 0)
+			rc = cli_fail(&err);
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+static json_object *info_json(const abox_sandbox_info *in)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(in->id));
+	json_object_object_add(o, "state", json_object_new_string(in->state == ABOX_STATE_RUNNING ? "running" : "dead"));
+	json_object_object_add(o, "template", json_object_new_string(in->template_name));
+	json_object_object_add(o, "pid", json_object_new_int(in->pid));
+	json_object_object_add(o, "createdMs", json_object_new_int64(in->created_ms));
+	json_object_object_add(o, "deadlineMs", json_object_new_int64(in->deadline_ms));
+	json_object_object_add(o, "memoryBytes", json_object_new_uint64(in->memory_bytes));
+	json_object_object_add(o, "diskBytes", json_object_new_uint64(in->disk_bytes));
+	json_object_object_add(o, "pids", json_object_new_uint64(in->pids));
+	json_object_object_add(o, "cpus", json_object_new_double(in->cpu_millis / 1000.0));
+	json_object *m = json_tokener_parse(in->metadata_json ? in->metadata_json : "{}");
+	json_object_object_add(o, "metadata", m ? m : json_object_new_object());
+	return o;
+}
+
+static void fmt_time(int64_t ms, char *buf, size_t n)
+{
+	if (!ms) {
+		safe_snprintf(buf, n, "-");
+		return;
+	}
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	bool json = false;
+	const char *id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (!id)
+			id = argv[i];
+		else {
+			cli_err("info: unexpected argument '%s'", argv[i]);
+			return EXIT_ABOX;
+		}
+	}
+	if (!id) {
+		cli_err("info: missing sandbox id (usage: abox info [--json] ID)");
+		return EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
+	int r = abox_sandbox_info_get(ctx, id, &in, &err);
+	abox_ctx_free(ctx);
+	if (r < 0)
+		return cli_fail(&err);
+	if (json) {
+		json_object *o = info_json(&in);
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+	} else {
+		char created[32], deadline[32], mem[32], disk[32];
+		fmt_time(in.created_ms, created, sizeof(created));
+		fmt_time(in.deadline_ms, deadline, sizeof(deadline));
+		format_size(in.memory_bytes, mem, sizeof(mem));
+		format_size(in.disk_bytes, disk, sizeof(disk));
+		printf("id:        %s\nstate:     %s\ntemplate:  %s\ncreated:   %s\ndeadline:  %s\n"
+		       "limits:    memory %s, disk %s, pids %llu, cpus %.2f\nmetadata:  %s\n",
+		       in.id, in.state == ABOX_STATE_RUNNING ? "running" : "dead", in.template_name, created,
+		       deadline, mem, disk, (unsigned long long)in.pids, in.cpu_millis / 1000.0, in.metadata_json);
+	}
+	abox_sandbox_info_clear(&in);
+	return 0;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else {
+			cli_err("ls: unexpected argument '%s' (usage: abox ls [--json])", argv[i]);
+			return EXIT_ABOX;
+		}
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	char **ids = NULL;
+	if (abox_sandbox_list(ctx, &ids, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	json_object *arr = json_object_new_array();
+	if (!json)
+		printf("%-20s  %-8s  %-10s  %-20s  %s\n", "ID", "STATE", "TEMPLATE", "CREATED", "METADATA");
+	for (size_t i = 0; ids[i]; i++) {
+		abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
+		if (abox_sandbox_info_get(ctx, ids[i], &in, NULL) < 0)
+			continue; /* removed meanwhile */
+		if (json) {
+			json_object_array_add(arr, info_json(&in));
+		} else {
+			char created[32];
+			fmt_time(in.created_ms, created, sizeof(created));
+			printf("%-20s  %-8s  %-10s  %-20s  %s\n", in.id,
+			       in.state == ABOX_STATE_RUNNING ? "running" : "dead", in.template_name, created,
+			       in.metadata_json);
+		}
+		abox_sandbox_info_clear(&in);
+	}
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+	json_object_put(arr);
+	abox_strv_free(ids);
+	abox_ctx_free(ctx);
+	return 0;
+}
