@@ -49,6 +49,7 @@ int cmd_exec(int argc, char **argv);
 int cmd_kill(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_set_timeout(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 

@@ -84,7 +84,9 @@ int cmd_create(int argc, char **argv)
 		return cli_fail(&err);
 	}
 	printf("%s\n", abox_sandbox_id(sb));
+	fflush(stdout);
 	abox_sandbox_free(sb);
+	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return 0;
 }
@@ -154,6 +156,7 @@ int cmd_exec(int argc, char **argv)
 	struct cli_proc_opts o = { .memory_text = membuf };
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
+	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return rc;
 }
@@ -186,6 +189,7 @@ int cmd_kill(int argc, char **argv)
 			rc = cli_fail(&err);
 		abox_sandbox_free(sb);
 	}
+	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return rc;
 }
@@ -310,4 +314,30 @@ int cmd_ls(int argc, char **argv)
 	abox_strv_free(ids);
 	abox_ctx_free(ctx);
 	return 0;
+}
+
+int cmd_set_timeout(int argc, char **argv)
+{
+	if (argc != 3) {
+		cli_err("set-timeout: usage: abox set-timeout ID SECS (from now; 0 = no timeout)");
+		return EXIT_ABOX;
+	}
+	uint32_t ms = 0;
+	if (strcmp(argv[2], "0") != 0 && cli_opt_secs("set-timeout", "SECS", argv[2], &ms) < 0)
+		return EXIT_ABOX;
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		if (abox_sandbox_set_timeout(sb, ms, &err) < 0)
+			rc = cli_fail(&err);
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
 }

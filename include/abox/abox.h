@@ -125,6 +125,10 @@ ABOX_EXPORT int abox_sandbox_kill(abox_sandbox *sb, abox_error *err);
 /* Releases the handle; an ephemeral sandbox is killed, a long-lived one
  * keeps running. Accepts NULL. */
 ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
+/* Moves a long-lived sandbox's deadline to timeout_ms from now, earlier or
+ * later (0: no timeout). Its init enforces it even with no abox process
+ * running. */
+ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 /* Number of processes the kernel's OOM killer ended inside the sandbox. */
 ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);
 /* Effective memory limit in bytes. */

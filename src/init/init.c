@@ -438,6 +438,24 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		client_queue(ci, &m);
 		break;
 	}
+	case MSG_REQ_SET_TIMEOUT: {
+		size_t off = 0;
+		struct proto_field fl;
+		uint64_t ms = 0;
+		bool have = false;
+		while (proto_field_next(f, &off, &fl) > 0)
+			if (fl.tag == F_TIMEOUT_MS && proto_field_u64(&fl, &ms) == 0)
+				have = true;
+		if (!have || ms > (uint64_t)INT32_MAX * 1000) {
+			send_error(ci, f->id, EINVAL, "set-timeout: bad value");
+			break;
+		}
+		deadline_ms = ms ? now_ms() + (int64_t)ms : 0;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		client_queue(ci, &m);
+		break;
+	}
 	case MSG_REQ_SHUTDOWN:
 		shutdown_sandbox(0);
 	default:

@@ -237,3 +237,30 @@ Test(lifecycle, bad_ids)
 	cr_assert(strstr(r.err, "--metadata 'novalue'"), "%s", r.err);
 	run_result_free(&r);
 }
+
+Test(lifecycle, set_timeout_moves_the_deadline_both_ways)
+{
+	char *id = create((const char *const[]){ "--timeout", "1", NULL });
+	struct run_result r;
+	ABOX(&r, "set-timeout", id, "30");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	sleep(2);
+	json_object *o = info(id);
+	cr_assert_str_eq(field(o, "state"), "running", "the later deadline must hold");
+	json_object_put(o);
+	ABOX(&r, "set-timeout", id, "0.5");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	usleep(1500000);
+	o = info(id);
+	cr_assert_str_eq(field(o, "state"), "dead", "the earlier deadline must hold");
+	json_object_put(o);
+	ABOX(&r, "set-timeout", id, "10");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "not running"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "gc", "-q");
+	run_result_free(&r);
+	free(id);
+}

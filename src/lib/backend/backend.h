@@ -61,6 +61,9 @@ int backend_layout(abox_ctx *ctx, abox_error *err);
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
 /* Reaps init if it has exited (non-blocking unless wait is true). */
 void backend_reap_init(abox_sandbox *sb, bool wait);
+/* Sends a request and waits for its EV_OK (or error): for short control
+ * requests on a handle that is not running a process. */
+int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */
 int backend_send(abox_sandbox *sb, struct proto_msg *m);
 

@@ -129,29 +129,74 @@ static void sandbox_release(abox_sandbox *sb)
 	sb->rundir_fd = -1;
 }
 
+int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err)
+{
+	if (sb->conn < 0)
+		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not reachable", what, sb->id);
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "%s: the handle is running a process", what);
+	uint32_t id = m->id;
+	int r = backend_send(sb, m);
+	if (r < 0)
+		return abox_error_set(err, -r, "%s", what);
+	for (;;) {
+		while (proto_outq_len(&sb->out)) {
+			struct pollfd p = { .fd = sb->conn, .events = POLLOUT };
+			poll(&p, 1, 1000);
+			if ((r = proto_flush(sb->conn, &sb->out)) < 0)
+				return abox_error_set(err, -r, "%s", what);
+		}
+		struct proto_frame f;
+		r = proto_recv(&sb->rd, &f);
+		if (r <= 0)
+			return abox_error_set(err, r < 0 ? -r : EPIPE, "%s: init did not answer", what);
+		for (unsigned i = 0; i < f.nfds; i++)
+			close(f.fds[i]);
+		if (f.id != id)
+			continue;
+		if (f.type == MSG_EV_OK)
+			return 0;
+		_cleanup_free_ char *msg = NULL;
+		size_t off = 0;
+		struct proto_field fl;
+		while (proto_field_next(&f, &off, &fl) > 0)
+			if (fl.tag == F_MESSAGE && !msg)
+				(void)proto_field_strdup(&fl, &msg);
+		return abox_error_setx(err, EPROTO, "%s: %s", what, msg ? msg : "init refused");
+	}
+}
+
 /* Tells init it is recorded and must outlive us; waits for its answer, so
  * that our exit right after cannot take it along. */
 static int detach(abox_sandbox *sb, abox_error *err)
 {
 	struct proto_msg m;
-	uint32_t id = ++sb->next_req;
-	proto_msg_init(&m, MSG_REQ_DETACH, id);
-	int r = proto_send(sb->conn, &m);
-	proto_msg_free(&m);
+	proto_msg_init(&m, MSG_REQ_DETACH, ++sb->next_req);
+	return backend_call(sb, &m, "detach", err);
+}
+
+int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
+{
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		return abox_error_setx(err, EINVAL, "set-timeout: sandbox %s is ephemeral", sb->id);
+	_cleanup_close_ int lock = state_lock(sb->ctx->state_dir, sb->id, err);
+	if (lock < 0)
+		return lock;
+	struct sb_state st = { 0 };
+	int r = state_read(sb->ctx->state_dir, sb->id, &st, err);
 	if (r < 0)
-		return abox_error_set(err, -r, "detach");
-	for (;;) {
-		struct proto_frame f;
-		r = proto_recv(&sb->rd, &f);
-		if (r <= 0)
-			return abox_error_set(err, r < 0 ? -r : EPIPE, "detach: init did not answer");
-		for (unsigned i = 0; i < f.nfds; i++)
-			close(f.fds[i]);
-		if (f.id == id && f.type == MSG_EV_OK)
-			return 0;
-		if (f.id == id)
-			return abox_error_setx(err, EPROTO, "detach: init refused");
+		return r;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
+	proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);
+	r = backend_call(sb, &m, "set-timeout", err);
+	if (r >= 0) {
+		st.deadline_ms = timeout_ms ? backend_wall_ms() + timeout_ms : 0;
+		r = state_write(sb->ctx->state_dir, &st, err);
+		sb->deadline_ms = timeout_ms ? backend_now_ms() + timeout_ms : 0;
 	}
+	sb_state_free(&st);
+	return r;
 }
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)

@@ -21,6 +21,7 @@ enum proto_type {
 	MSG_REQ_SIGNAL = 19, /* F_PID, F_SIGNAL */
 	MSG_REQ_SHUTDOWN = 20, /* kill everything, init exits */
 	MSG_REQ_DETACH = 21,   /* the sandbox is recorded: outlive the creator (EV_OK) */
+	MSG_REQ_SET_TIMEOUT = 22, /* F_TIMEOUT_MS from now (0 = none) (EV_OK) */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -47,6 +48,7 @@ enum proto_tag {
 	F_MESSAGE = 13,
 	F_HOME = 14,
 	F_USER = 15,
+	F_TIMEOUT_MS = 16,
 };
 
 /* F_FLAGS of MSG_REQ_EXEC */
