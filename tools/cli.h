@@ -50,6 +50,7 @@ int cmd_kill(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 

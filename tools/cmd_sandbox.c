@@ -341,3 +341,72 @@ int cmd_set_timeout(int argc, char **argv)
 	abox_ctx_free(ctx);
 	return rc;
 }
+
+int cmd_metrics(int argc, char **argv)
+{
+	bool json = false;
+	const char *id = NULL;
+	uint32_t interval_ms = 200;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
+			if (cli_opt_secs("metrics", "--interval", argv[++i], &interval_ms) < 0)
+				return EXIT_ABOX;
+		} else if (!id)
+			id = argv[i];
+		else {
+			cli_err("metrics: unexpected argument '%s'", argv[i]);
+			return EXIT_ABOX;
+		}
+	}
+	if (!id) {
+		cli_err("metrics: missing sandbox id (usage: abox metrics [--json] [--interval SECS] ID)");
+		return EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	/* two samples: the CPU share is measured over the interval */
+	abox_metrics m = { .version = ABOX_METRICS_VERSION };
+	int r = abox_sandbox_metrics(sb, &m, &err);
+	if (r >= 0) {
+		struct timespec ts = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+		r = abox_sandbox_metrics(sb, &m, &err);
+	}
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	if (r < 0)
+		return cli_fail(&err);
+	if (json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "timestampMs", json_object_new_int64(m.timestamp_ms));
+		if (m.cpu_used_usec != UINT64_MAX)
+			json_object_object_add(o, "cpuUsedUsec", json_object_new_uint64(m.cpu_used_usec));
+		json_object_object_add(o, "cpuUsedPct", json_object_new_double(m.cpu_pct));
+		json_object_object_add(o, "memUsed", json_object_new_uint64(m.mem_used));
+		json_object_object_add(o, "memTotal", json_object_new_uint64(m.mem_limit));
+		json_object_object_add(o, "diskUsed", json_object_new_uint64(m.disk_used));
+		json_object_object_add(o, "diskTotal", json_object_new_uint64(m.disk_limit));
+		json_object_object_add(o, "pids", json_object_new_uint64(m.pids));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+	} else {
+		char mu[32], ml[32], du[32], dl[32];
+		format_size(m.mem_used, mu, sizeof(mu));
+		format_size(m.mem_limit, ml, sizeof(ml));
+		format_size(m.disk_used, du, sizeof(du));
+		format_size(m.disk_limit, dl, sizeof(dl));
+		printf("cpu:    %.1f%% (%.3f s used)\nmemory: %s of %s\ndisk:   %s of %s\npids:   %llu\n", m.cpu_pct,
+		       m.cpu_used_usec == UINT64_MAX ? 0.0 : (double)m.cpu_used_usec / 1e6, mu, ml, du, dl,
+		       (unsigned long long)m.pids);
+	}
+	return 0;
+}

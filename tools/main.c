@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"  exec [OPTIONS] ID -- CMD...     run a command in a running sandbox\n"
 		"  ls [--json]                     list long-lived sandboxes\n"
 		"  info [--json] ID                one sandbox's state, limits and metadata\n"
+		"  metrics [--json] ID             CPU, memory, disk and processes in use\n"
 		"  set-timeout ID SECS             move a sandbox's deadline (from now; 0 = none)\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
 		return cmd_ls(argc - 1, argv + 1);
 	if (strcmp(verb, "info") == 0)
 		return cmd_info(argc - 1, argv + 1);
+	if (strcmp(verb, "metrics") == 0)
+		return cmd_metrics(argc - 1, argv + 1);
 	if (strcmp(verb, "set-timeout") == 0)
 		return cmd_set_timeout(argc - 1, argv + 1);
 	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {

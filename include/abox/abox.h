@@ -129,6 +129,19 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * later (0: no timeout). Its init enforces it even with no abox process
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+#define ABOX_METRICS_VERSION 1
+typedef struct abox_metrics {
+	uint32_t version;       /* set by the caller to ABOX_METRICS_VERSION */
+	int64_t timestamp_ms;   /* Unix time in ms */
+	uint64_t cpu_used_usec; /* CPU time since create; UINT64_MAX if the host cannot tell */
+	double cpu_pct;         /* % of one CPU since the previous call on this handle (0 on the first) */
+	uint64_t mem_used, mem_limit;   /* bytes (the writable layer lives in memory and counts) */
+	uint64_t disk_used, disk_limit; /* bytes of the writable layer */
+	uint64_t pids;          /* processes and threads */
+} abox_metrics;
+
+/* What the sandbox uses now. */
+ABOX_EXPORT int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err);
 /* Number of processes the kernel's OOM killer ended inside the sandbox. */
 ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);
 /* Effective memory limit in bytes. */

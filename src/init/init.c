@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -456,6 +457,19 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		client_queue(ci, &m);
 		break;
 	}
+	case MSG_REQ_METRICS: {
+		struct statfs sf;
+		struct proto_msg m;
+		if (fstatfs(INIT_LAYER_FD, &sf) < 0) {
+			send_error(ci, f->id, errno, "metrics: statfs of the writable layer failed");
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		proto_put_u64(&m, F_DISK_USED, (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize);
+		proto_put_u64(&m, F_DISK_TOTAL, (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize);
+		client_queue(ci, &m);
+		break;
+	}
 	case MSG_REQ_SHUTDOWN:
 		shutdown_sandbox(0);
 	default:
@@ -575,6 +589,7 @@ int main(int argc, char **argv)
 	if (sfd < 0)
 		return 125;
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 
 	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS];

@@ -264,3 +264,29 @@ Test(lifecycle, set_timeout_moves_the_deadline_both_ways)
 	run_result_free(&r);
 	free(id);
 }
+
+Test(lifecycle, metrics_report_cpu_memory_disk_pids)
+{
+	char *id = create((const char *const[]){ "--cpus", "0.5", "--memory", "256M", "--disk", "64M", NULL });
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c", "head -c 8M /dev/zero > /tmp/f; (while :; do :; done) > /dev/null 2>&1 & echo started");
+	cr_assert_str_eq(r.out, "started\n", "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "metrics", "--json", "--interval", "0.5", id);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	json_object *o = json_tokener_parse(r.out);
+	cr_assert_not_null(o, "%s", r.out);
+	double pct = atof(field(o, "cpuUsedPct"));
+	cr_assert_gt(pct, 20.0, "a busy loop under --cpus 0.5: %f", pct);
+	cr_assert_lt(pct, 75.0, "%f", pct);
+	cr_assert_eq(strtoull(field(o, "memTotal"), NULL, 10), 256ULL << 20);
+	cr_assert_gt(strtoull(field(o, "memUsed"), NULL, 10), 4ULL << 20, "the 8M file lives in memory");
+	cr_assert_eq(strtoull(field(o, "diskTotal"), NULL, 10), 64ULL << 20);
+	unsigned long long used = strtoull(field(o, "diskUsed"), NULL, 10);
+	cr_assert(used >= (8ULL << 20) && used < (12ULL << 20), "disk used %llu", used);
+	cr_assert_geq(atoi(field(o, "pids")), 2);
+	json_object_put(o);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

@@ -44,6 +44,8 @@ struct abox_sandbox {
 	uint32_t next_req;
 	uint64_t memory_limit;
 	struct abox_proc *active;
+	int64_t metrics_at_ms; /* previous metrics sample on this handle */
+	uint64_t metrics_cpu_usec;
 };
 
 struct abox_proc {
@@ -63,7 +65,8 @@ void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _print
 void backend_reap_init(abox_sandbox *sb, bool wait);
 /* Sends a request and waits for its EV_OK (or error): for short control
  * requests on a handle that is not running a process. */
-int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err);
+int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
+		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */
 int backend_send(abox_sandbox *sb, struct proto_msg *m);
 

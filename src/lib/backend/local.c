@@ -129,7 +129,8 @@ static void sandbox_release(abox_sandbox *sb)
 	sb->rundir_fd = -1;
 }
 
-int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err)
+int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
+		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
 {
 	if (sb->conn < 0)
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not reachable", what, sb->id);
@@ -154,8 +155,11 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_e
 			close(f.fds[i]);
 		if (f.id != id)
 			continue;
-		if (f.type == MSG_EV_OK)
+		if (f.type == MSG_EV_OK) {
+			if (on_ok)
+				on_ok(&f, ud);
 			return 0;
+		}
 		_cleanup_free_ char *msg = NULL;
 		size_t off = 0;
 		struct proto_field fl;
@@ -172,7 +176,7 @@ static int detach(abox_sandbox *sb, abox_error *err)
 {
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_DETACH, ++sb->next_req);
-	return backend_call(sb, &m, "detach", err);
+	return backend_call(sb, &m, "detach", NULL, NULL, err);
 }
 
 int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
@@ -189,7 +193,7 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
 	proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);
-	r = backend_call(sb, &m, "set-timeout", err);
+	r = backend_call(sb, &m, "set-timeout", NULL, NULL, err);
 	if (r >= 0) {
 		st.deadline_ms = timeout_ms ? backend_wall_ms() + timeout_ms : 0;
 		r = state_write(sb->ctx->state_dir, &st, err);
@@ -494,4 +498,49 @@ int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	if (r < 0)
 		return abox_error_prefix(err, "gc");
 	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
+}
+
+static void disk_fields(const struct proto_frame *f, void *ud)
+{
+	abox_metrics *m = ud;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		if (fl.tag == F_DISK_USED)
+			(void)proto_field_u64(&fl, &m->disk_used);
+		else if (fl.tag == F_DISK_TOTAL)
+			(void)proto_field_u64(&fl, &m->disk_limit);
+	}
+}
+
+int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "metrics: abox_metrics needs its version set");
+	int r;
+	if (!sb->cg) {
+		if ((r = backend_layout(sb->ctx, err)) < 0 ||
+		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
+			return abox_error_prefix(err, "metrics");
+	}
+	struct cg_stats cs;
+	if ((r = cgroup_stats(sb->cg, &cs, err)) < 0)
+		return abox_error_prefix(err, "metrics");
+	abox_metrics m = { .version = out->version, .timestamp_ms = backend_wall_ms() };
+	struct proto_msg req;
+	proto_msg_init(&req, MSG_REQ_METRICS, ++sb->next_req);
+	if ((r = backend_call(sb, &req, "metrics", disk_fields, &m, err)) < 0)
+		return r;
+	m.cpu_used_usec = cs.cpu_usec;
+	m.mem_used = cs.mem_current;
+	m.mem_limit = cs.mem_limit;
+	m.pids = cs.pids_current;
+	/* CPU share since the previous call on this handle (or since create) */
+	int64_t now = backend_now_ms();
+	if (cs.cpu_usec != UINT64_MAX && sb->metrics_at_ms && now > sb->metrics_at_ms)
+		m.cpu_pct = (double)(cs.cpu_usec - sb->metrics_cpu_usec) / 10.0 / (double)(now - sb->metrics_at_ms);
+	sb->metrics_at_ms = now;
+	sb->metrics_cpu_usec = cs.cpu_usec;
+	*out = m;
+	return 0;
 }

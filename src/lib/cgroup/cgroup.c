@@ -794,3 +794,54 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err)
 	cgroup_sandbox_free(cg);
 	return r;
 }
+
+static int read_u64(const struct cg_dir *d, const char *file, uint64_t *v)
+{
+	char buf[64];
+	_cleanup_close_ int fd = openat(d->fd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPROTO;
+	buf[n] = '\0';
+	if (strncmp(buf, "max", 3) == 0) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(buf, &end, 10);
+	if (errno || end == buf)
+		return -EPROTO;
+	*v = x;
+	return 0;
+}
+
+int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
+{
+	struct cg_stats st = { .cpu_usec = UINT64_MAX, .mem_current = UINT64_MAX, .mem_limit = UINT64_MAX,
+			       .pids_current = UINT64_MAX };
+	if (!cg || !out)
+		return abox_error_setx(err, EINVAL, "cgroup: stats: invalid argument");
+	/* CPU time: v2 keeps cpu.stat in every cgroup, with or without the
+	 * cpu controller; on v1 only cpuacct counts it */
+	_cleanup_free_ char *text = NULL;
+	if (cg->v2 >= 0 && read_file_at(cg->dir[cg->v2].fd, "cpu.stat", 4096, &text, NULL) == 0)
+		(void)kv_get(text, "usage_usec", &st.cpu_usec);
+	if (st.cpu_usec == UINT64_MAX && cg->ctl[CG_CPU] >= 0 && cg->dir[cg->ctl[CG_CPU]].version == CG_V1) {
+		uint64_t ns;
+		if (read_u64(&cg->dir[cg->ctl[CG_CPU]], "cpuacct.usage", &ns) == 0)
+			st.cpu_usec = ns / 1000;
+	}
+	if (cg->ctl[CG_MEMORY] >= 0) {
+		const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
+		bool v1 = d->version == CG_V1;
+		(void)read_u64(d, v1 ? "memory.usage_in_bytes" : "memory.current", &st.mem_current);
+		(void)read_u64(d, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
+	}
+	if (cg->ctl[CG_PIDS] >= 0)
+		(void)read_u64(&cg->dir[cg->ctl[CG_PIDS]], "pids.current", &st.pids_current);
+	*out = st;
+	return 0;
+}

@@ -106,6 +106,15 @@ int cgroup_attach_v2(struct cg_sandbox *cg, pid_t pid, abox_error *err);
 int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t *n, abox_error *err);
 /* Number of OOM kills inside the sandbox's memory cgroup so far. */
 int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
+/* What the sandbox uses now; UINT64_MAX where the host cannot tell (no
+ * CPU accounting on a v1-only host without cpuacct, no controller). */
+struct cg_stats {
+	uint64_t cpu_usec;     /* CPU time used since create */
+	uint64_t mem_current;  /* bytes charged now (includes its tmpfs layer) */
+	uint64_t mem_limit;
+	uint64_t pids_current; /* processes and threads */
+};
+int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err);
 /* Freezes (true) or thaws (false) and returns once the kernel reports the
  * new state (re-reading the state file, not waiting on notifications). */
 int cgroup_freeze(struct cg_sandbox *cg, bool frozen, abox_error *err);

@@ -196,7 +196,7 @@ static int setup_sys(const char *root, abox_error *err)
 	return mask_tmpfs(p, err);
 }
 
-int rootfs_setup(const struct rootfs_plan *plan, abox_error *err)
+int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 {
 	char p[PATH_BUF], q[PATH_BUF], data[2048];
 	const char *s = plan->scratch;
@@ -214,6 +214,10 @@ int rootfs_setup(const struct rootfs_plan *plan, abox_error *err)
 		      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
 	if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
 		return r;
+	int lfd = open(s, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lfd < 0 || (*layer_fd = fcntl(lfd, F_DUPFD_CLOEXEC, 10)) < 0)
+		return abox_error_set(err, errno, "open the writable layer");
+	close(lfd);
 
 	static const char *const dirs[] = { "upper", "work", "root" };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {

@@ -37,7 +37,9 @@ struct rootfs_plan {
 uint32_t rootfs_proc_masks_present(void);
 
 /* Runs the whole sequence; on return the process's root is the sandbox's
- * root and the cwd is "/". */
-int rootfs_setup(const struct rootfs_plan *plan, abox_error *err);
+ * root and the cwd is "/". *layer_fd is an O_PATH fd (close-on-exec, >= 10)
+ * on the writable layer's tmpfs, which nothing in the sandbox can reach by
+ * path after pivot_root: init keeps it to report disk use. */
+int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err);
 
 #endif

@@ -22,6 +22,7 @@ enum proto_type {
 	MSG_REQ_SHUTDOWN = 20, /* kill everything, init exits */
 	MSG_REQ_DETACH = 21,   /* the sandbox is recorded: outlive the creator (EV_OK) */
 	MSG_REQ_SET_TIMEOUT = 22, /* F_TIMEOUT_MS from now (0 = none) (EV_OK) */
+	MSG_REQ_METRICS = 23,  /* -> EV_OK {F_DISK_USED, F_DISK_TOTAL} */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -49,6 +50,8 @@ enum proto_tag {
 	F_HOME = 14,
 	F_USER = 15,
 	F_TIMEOUT_MS = 16,
+	F_DISK_USED = 17,
+	F_DISK_TOTAL = 18,
 };
 
 /* F_FLAGS of MSG_REQ_EXEC */
@@ -61,5 +64,7 @@ enum proto_tag {
  * that is not ephemeral still dies with its creator until MSG_REQ_DETACH:
  * a create killed half-way leaves no live sandbox behind. */
 #define INIT_LISTEN_FD 3
+/* O_PATH fd on the writable layer's tmpfs (for disk use). */
+#define INIT_LAYER_FD 4
 
 #endif

@@ -154,7 +154,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	sync_fd = hi_sync;
 
 
-	if ((r = rootfs_setup(&cfg->rootfs, &e)) < 0)
+	int layer_fd = -1;
+	if ((r = rootfs_setup(&cfg->rootfs, &layer_fd, &e)) < 0)
 		child_fail(err_fd, &e);
 	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) {
 		abox_error_set(&e, errno, "sethostname");
@@ -196,12 +197,12 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "open /dev/null");
 		child_fail(err_fd, &e);
 	}
-	if (dup2(listen_fd, INIT_LISTEN_FD) < 0) {
+	if (dup2(listen_fd, INIT_LISTEN_FD) < 0 || dup2(layer_fd, INIT_LAYER_FD) < 0) {
 		abox_error_set(&e, errno, "dup2 agent socket");
 		child_fail(err_fd, &e);
 	}
 	/* every other inherited fd closes at exec */
-	if (syscall(SYS_close_range, INIT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+	if (syscall(SYS_close_range, INIT_LAYER_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
 		abox_error_set(&e, errno, "close_range");
 		child_fail(err_fd, &e);
 	}
