@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -23,7 +24,7 @@
  * always ends the sandbox. */
 static volatile sig_atomic_t got_signals[65];
 static int wake_pipe[2] = { -1, -1 };
-static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
 static sigset_t saved_mask;
 
 static void on_signal(int sig)
@@ -59,23 +60,28 @@ static bool must_stop(void)
 	return got_signals[SIGTERM] || got_signals[SIGHUP];
 }
 
+/* Output is dropped once we are ending or the deadline passed (SIGALRM):
+ * a reader that never reads must not keep abox from either. */
+static bool drop_output(void)
+{
+	return must_stop() || got_signals[SIGALRM];
+}
+
 /* Writes all of buf unless a terminating signal comes first. -EPIPE when
  * the reader is gone. */
 static int out_write(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
 	while (n > 0) {
+		if (drop_output())
+			return -EINTR;
 		ssize_t w = write(fd, p, n);
 		if (w < 0) {
-			if (errno == EINTR) {
-				if (must_stop())
-					return -EINTR;
+			if (errno == EINTR)
 				continue;
-			}
 			if (errno == EAGAIN) { /* someone made our stdout non-blocking */
 				struct pollfd pf = { .fd = fd, .events = POLLOUT };
-				if (poll(&pf, 1, -1) < 0 && errno == EINTR && must_stop())
-					return -EINTR;
+				(void)poll(&pf, 1, -1);
 				continue;
 			}
 			return -errno;
@@ -136,6 +142,12 @@ int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli
 		rc = cli_fail(&err);
 		goto out;
 	}
+	/* the deadline interrupts even a write to a reader that never reads
+	 * (the library then ends the sandbox and reports the timeout) */
+	if (o->timeout_s) {
+		struct itimerval it = { .it_value = { .tv_sec = o->timeout_s, .tv_usec = 50000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
 	/* the sandbox is set up: from here on signals are handled */
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	bool stdin_open = po->flags & ABOX_PROC_STDIN;
@@ -147,7 +159,7 @@ int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli
 		}
 		for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
 			int sig = sigs[i];
-			if (got_signals[sig] && sig != SIGTERM && sig != SIGHUP) {
+			if (got_signals[sig] && sig != SIGTERM && sig != SIGHUP && sig != SIGALRM) {
 				got_signals[sig] = 0;
 				(void)abox_proc_signal(p, sig, NULL);
 			}
@@ -171,7 +183,7 @@ int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli
 			{ .fd = wake_pipe[0], .events = POLLIN },
 			{ .fd = want_stdin ? 0 : -1, .events = POLLIN },
 		};
-		if (poll(pfd, 3, 100) < 0 && errno != EINTR) {
+		if (poll(pfd, 3, abox_proc_buffered(p) ? 0 : 100) < 0 && errno != EINTR) {
 			abox_error_set(&err, errno, "poll");
 			rc = cli_fail(&err);
 			goto out;

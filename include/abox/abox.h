@@ -14,6 +14,7 @@
 #ifndef ABOX_ABOX_H
 #define ABOX_ABOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -207,6 +208,9 @@ ABOX_EXPORT int abox_proc_events(const abox_proc *p);
  * sends queued requests. Returns 1 once the END event was delivered, 0
  * otherwise, < 0 on error. */
 ABOX_EXPORT int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *userdata, abox_error *err);
+/* True when events were already read from the fd and wait in the handle:
+ * dispatch again before polling (the fd will not wake you for them). */
+ABOX_EXPORT bool abox_proc_buffered(const abox_proc *p);
 /* Blocks until the process ends (or timeout_ms passes: -ETIMEDOUT;
  * -1 = no timeout), delivering events. Returns 1 after END. */
 ABOX_EXPORT int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *userdata,

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "base/base.h"
@@ -111,9 +112,14 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		if (pipe2(in, O_CLOEXEC) < 0)
 			goto fail;
 	} else {
-		in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (in[0] < 0)
+		/* An empty pipe whose writer is gone: reads see EOF at once.
+		 * Not /dev/null by path: the sandbox owns /dev and could have
+		 * put a FIFO there that blocks PID 1 in open(). */
+		int e[2];
+		if (pipe2(e, O_CLOEXEC) < 0)
 			goto fail;
+		close(e[1]);
+		in[0] = e[0];
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
 		goto fail;
@@ -168,6 +174,16 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			child_fail(ep[1], errno, "dup2", "stdio");
+		/* Keep only stdio and the exec-error pipe from here on: init's
+		 * other fds (other commands' stdin ends, the agent socket) are
+		 * close-on-exec, but a child stopped before its exec would
+		 * otherwise hold them open, and another command would never
+		 * see EOF on its stdin. */
+		if (dup2(ep[1], 3) < 0)
+			_exit(126);
+		fcntl(3, F_SETFD, FD_CLOEXEC);
+		ep[1] = 3;
+		(void)syscall(SYS_close_range, 4, ~0U, 0);
 		if (setgroups(0, NULL) < 0)
 			child_fail(ep[1], errno, "setgroups", req->user ? req->user : "?");
 		if (setresgid(req->gid, req->gid, req->gid) < 0)

@@ -38,8 +38,8 @@
 
 #define MAX_CLIENTS 64
 #define MAX_PROCS 256
-/* A command's stdin queue above this stops reading its client. */
-#define STDIN_HIGH_WATER (1u << 20)
+/* A host that ignores the stdin window is cut off past this. */
+#define STDIN_HARD_LIMIT (4 * STDIN_WINDOW)
 /* A client's event queue above this stops draining the pipes of the
  * commands it listens to: the commands block on write, as on a terminal. */
 #define OUT_HIGH_WATER (4u << 20)
@@ -51,6 +51,7 @@ struct client {
 	int fd;
 	struct proto_reader rd;
 	struct proto_outq out;
+	bool doomed; /* broke the protocol: dropped after the current frame */
 };
 
 struct proc {
@@ -365,25 +366,40 @@ static struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t 
 	return NULL;
 }
 
+static void ack_stdin(struct proc *p, size_t n)
+{
+	if (n == 0)
+		return;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_STDIN_ACK, p->req_id);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	proto_put_u64(&m, F_COUNT, n);
+	client_queue(p->client, &m);
+}
+
 static void flush_stdin(struct proc *p)
 {
+	size_t done = 0;
 	while (p->in >= 0 && p->inlen > 0) {
 		ssize_t w = write(p->in, p->inbuf, p->inlen);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN)
-			return;
+			break;
 		if (w < 0) {
 			/* the command closed its stdin: drop what is pending */
+			done += p->inlen;
 			p->inlen = 0;
 			close_fd(&p->in);
-			return;
+			break;
 		}
 		memmove(p->inbuf, p->inbuf + w, p->inlen - (size_t)w);
 		p->inlen -= (size_t)w;
+		done += (size_t)w;
 	}
 	if (p->in >= 0 && p->inlen == 0 && p->close_in)
 		close_fd(&p->in);
+	ack_stdin(p, done);
 }
 
 static void handle_frame(int ci, const struct proto_frame *f)
@@ -398,8 +414,16 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		const uint8_t *data = NULL;
 		size_t len = 0;
 		struct proc *p = proc_of_frame(ci, f, NULL, &data, &len);
-		if (!p || p->in < 0 || p->close_in)
+		if (!p)
 			break; /* stdin of a gone process: like a closed pipe */
+		if (p->in < 0 || p->close_in) {
+			ack_stdin(p, len); /* consumed: dropped */
+			break;
+		}
+		if (p->inlen + len > STDIN_HARD_LIMIT) {
+			clients[ci].doomed = true; /* ignores the window */
+			return;
+		}
 		uint8_t *nb = realloc(p->inbuf, p->inlen + len);
 		if (!nb)
 			break;
@@ -530,21 +554,18 @@ static bool client_read(unsigned ci)
 		return false;
 	}
 	struct proto_frame f;
-	while ((k = proto_reader_next(&clients[ci].rd, &f)) > 0)
+	while ((k = proto_reader_next(&clients[ci].rd, &f)) > 0) {
 		handle_frame((int)ci, &f);
-	if (k < 0) { /* a peer that breaks framing is cut off */
+		if (clients[ci].doomed)
+			k = -EPROTO;
+		if (k < 0)
+			break;
+	}
+	if (k < 0) { /* a peer that breaks the protocol is cut off */
 		client_drop(ci);
 		return false;
 	}
 	return true;
-}
-
-static bool stdin_blocked(unsigned ci)
-{
-	for (unsigned j = 0; j < MAX_PROCS; j++)
-		if (procs[j].state != P_FREE && procs[j].client == (int)ci && procs[j].inlen > STDIN_HIGH_WATER)
-			return true;
-	return false;
 }
 
 static bool output_blocked(const struct proc *p)
@@ -600,9 +621,9 @@ int main(int argc, char **argv)
 		pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = exiting ? -1 : listen_fd, .events = POLLIN };
 		for (unsigned i = 0; i < nclients; i++) {
-			/* back-pressure: while a command has a full stdin queue from
-			 * this client, stop reading the client */
-			short ev = stdin_blocked(i) || exiting ? 0 : POLLIN;
+			/* clients are always read: stdin is bounded by its window,
+			 * so signals never wait behind it */
+			short ev = exiting ? 0 : POLLIN;
 			if (proto_outq_len(&clients[i].out))
 				ev |= POLLOUT;
 			pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = ev };

@@ -290,3 +290,21 @@ Test(lifecycle, metrics_report_cpu_memory_disk_pids)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, a_fifo_planted_in_dev_cannot_stall_init)
+{
+	/* the sandbox owns /dev: a FIFO named /dev/null must not block PID 1
+	 * when it starts the next command */
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", "rm /dev/null && mkfifo -m 666 /dev/null && echo planted");
+	cr_assert_str_eq(r.out, "planted\n", "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "echo", "still served");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "still served\n");
+	cr_assert_lt(r.seconds, 10.0);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

@@ -483,3 +483,32 @@ Test(run, gc_cleans_after_a_sigkilled_abox_and_spares_live_ones)
 	cr_assert(strstr(out, "still-here"), "%s", out);
 	free(out);
 }
+
+Test(run, sigint_is_not_held_back_by_unread_stdin)
+{
+	/* stdin the command never reads fills every buffer on the way; the
+	 * signal must still get through (stdin is credit-based) */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char script[256];
+	snprintf(script, sizeof(script),
+		 "yes | $ABOX run -i -- sleep 20 & P=$!; sleep 1; kill -INT $P; wait $P; echo rc=$?");
+	char *out = NULL;
+	int st = shell(script, &out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "rc=130\n");
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "SIGINT waited behind stdin");
+	free(out);
+}
+
+Test(run, sigterm_ends_a_run_whose_reader_never_reads)
+{
+	char *out = NULL;
+	int st = shell("mkfifo /tmp/abox-fifo-$$ && (exec 3<>/tmp/abox-fifo-$$; "
+		       "$ABOX run -- sh -c 'yes | head -c 50M' >/tmp/abox-fifo-$$ & P=$!; sleep 1; kill -TERM $P; "
+		       "wait $P; echo rc=$?); rm -f /tmp/abox-fifo-$$", &out);
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(out, "rc=143\n");
+	free(out);
+}

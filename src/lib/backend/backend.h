@@ -54,6 +54,10 @@ struct abox_proc {
 	int pid;
 	bool ended;
 	bool stdin_open;
+	/* stdin not yet sent (credit-based, see STDIN_WINDOW) */
+	struct proto_outq stdin_q;
+	size_t stdin_unacked;
+	bool stdin_close_pending;
 };
 
 int64_t backend_now_ms(void);

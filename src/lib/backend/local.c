@@ -460,6 +460,12 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 	if (sb->cg) {
 		r = cgroup_destroy(sb->cg, err);
 		sb->cg = NULL;
+		if (r < 0) {
+			/* a cgroup stays: keep the runtime folder and record, so
+			 * that `abox gc` finds them and tries again */
+			sandbox_release(sb);
+			return r;
+		}
 	}
 	if (!sb->rundir && long_lived) {
 		char rd[4096];
@@ -497,6 +503,7 @@ int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	int r = backend_layout(ctx, err);
 	if (r < 0)
 		return abox_error_prefix(err, "gc");
+	template_sweep(ctx->state_dir, "host");
 	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
 }
 

@@ -116,6 +116,8 @@ static void deliver_lost(abox_proc *p, abox_event_fn fn, void *ud)
 	deliver_end(p, &ev, fn, ud);
 }
 
+static int pump_stdin(abox_proc *p);
+
 static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, void *ud, abox_error *err)
 {
 	for (unsigned i = 0; i < f->nfds; i++)
@@ -161,6 +163,18 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 		return abox_error_setx(err, EPROTO, "exec: malformed event from init");
 
 	switch (f->type) {
+	case MSG_EV_STDIN_ACK: {
+		uint64_t n = 0;
+		off = 0;
+		while (proto_field_next(f, &off, &fl) > 0)
+			if (fl.tag == F_COUNT)
+				(void)proto_field_u64(&fl, &n);
+		p->stdin_unacked = n > p->stdin_unacked ? 0 : p->stdin_unacked - (size_t)n;
+		/* a failed send means init is going away: its end event (or the
+		 * loss of the connection) follows and says what happened */
+		(void)pump_stdin(p);
+		return 0;
+	}
 	case MSG_EV_START:
 		p->pid = ev.pid;
 		ev.type = ABOX_EVENT_START;
@@ -238,7 +252,15 @@ int abox_proc_events(const abox_proc *p)
 
 size_t abox_proc_stdin_pending(const abox_proc *p)
 {
-	return proto_outq_len(&p->sb->out);
+	return proto_outq_len(&p->stdin_q) + proto_outq_len(&p->sb->out);
+}
+
+bool abox_proc_buffered(const abox_proc *p)
+{
+	size_t consumed;
+	struct proto_frame f;
+	const struct proto_reader *rd = &p->sb->rd;
+	return !p->ended && rd->buf && proto_decode(rd->buf + rd->start, rd->end - rd->start, &f, &consumed) == 1;
 }
 
 int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
@@ -262,29 +284,74 @@ int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abo
 			if (wait < 0 || left < wait)
 				wait = (int)left;
 		}
+		if (abox_proc_buffered(p))
+			continue; /* read but not yet delivered: no need to wait */
 		struct pollfd pfd = { .fd = p->sb->conn, .events = (short)abox_proc_events(p) };
 		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
 			return abox_error_set(err, errno, "wait: poll");
 	}
 }
 
+/* Sends queued stdin as far as init's window allows, then the close. */
+static int pump_stdin(abox_proc *p)
+{
+	struct proto_outq *q = &p->stdin_q;
+	while (proto_outq_len(q) && p->stdin_unacked < STDIN_WINDOW) {
+		size_t n = proto_outq_len(q);
+		if (n > 65536)
+			n = 65536;
+		if (n > STDIN_WINDOW - p->stdin_unacked)
+			n = STDIN_WINDOW - p->stdin_unacked;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_STDIN, p->req);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		proto_put_bytes(&m, F_DATA, q->buf + q->start, n);
+		int r = backend_send(p->sb, &m);
+		if (r < 0)
+			return r;
+		q->start += n;
+		p->stdin_unacked += n;
+	}
+	if (!proto_outq_len(q))
+		proto_outq_free(q);
+	if (p->stdin_close_pending && !proto_outq_len(q)) {
+		p->stdin_close_pending = false;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_STDIN_CLOSE, p->req);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		return backend_send(p->sb, &m);
+	}
+	return 0;
+}
+
 int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err)
 {
 	if (p->ended || !p->stdin_open)
 		return abox_error_setx(err, EPIPE, "stdin: the process's stdin is closed");
-	const uint8_t *b = buf;
-	while (len > 0) {
-		size_t n = len > 65536 ? 65536 : len;
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_REQ_STDIN, p->req);
-		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-		proto_put_bytes(&m, F_DATA, b, n);
-		int r = backend_send(p->sb, &m);
-		if (r < 0)
-			return abox_error_set(err, -r, "stdin: send");
-		b += n;
-		len -= n;
+	/* raw bytes wait here; frames are cut as the window opens */
+	struct proto_outq *q = &p->stdin_q;
+	if (q->cap - q->end < len) {
+		if (q->start) {
+			memmove(q->buf, q->buf + q->start, q->end - q->start);
+			q->end -= q->start;
+			q->start = 0;
+		}
+		if (q->cap - q->end < len) {
+			size_t ncap = q->cap ? q->cap : 65536;
+			while (ncap - q->end < len)
+				ncap *= 2;
+			uint8_t *nb = realloc(q->buf, ncap);
+			if (!nb)
+				return abox_error_set(err, ENOMEM, "stdin");
+			q->buf = nb;
+			q->cap = ncap;
+		}
 	}
+	memcpy(q->buf + q->end, buf, len);
+	q->end += len;
+	int r = pump_stdin(p);
+	if (r < 0)
+		return abox_error_set(err, -r, "stdin: send");
 	return 0;
 }
 
@@ -308,7 +375,11 @@ int abox_proc_close_stdin(abox_proc *p, abox_error *err)
 	if (!p->stdin_open)
 		return 0;
 	p->stdin_open = false;
-	return simple_req(p, MSG_REQ_STDIN_CLOSE, 0, "stdin", err);
+	p->stdin_close_pending = true; /* after what is still queued */
+	int r = pump_stdin(p);
+	if (r < 0)
+		return abox_error_set(err, -r, "stdin: send");
+	return 0;
 }
 
 int abox_proc_signal(abox_proc *p, int sig, abox_error *err)
@@ -322,6 +393,7 @@ void abox_proc_free(abox_proc *p)
 {
 	if (!p)
 		return;
+	proto_outq_free(&p->stdin_q);
 	if (p->sb && p->sb->active == p)
 		p->sb->active = NULL;
 	free(p);

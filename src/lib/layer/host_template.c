@@ -19,7 +19,7 @@
 #include "layer/layer.h"
 
 #define STAMP ".abox-template"
-#define STAMP_CONTENT "host 1\n"
+#define STAMP_HEAD "host 2\n"
 
 /* Host files whose change makes the generated copy stale. */
 static const char *const watched[] = { "etc/ld.so.cache", "etc/alternatives", "etc/ssl/certs" };
@@ -192,9 +192,15 @@ static int resolv_conf(int hostfd, int etcfd, abox_error *err)
 	return write_at(etcfd, "resolv.conf", out, 0644, err);
 }
 
+static void stamp_text(const char *host_root, char *buf, size_t n);
+
 int host_template_build(const char *host_root, const char *dir, abox_error *err)
 {
 	int r;
+	/* what the host files are before we copy them: a change during the
+	 * copy then shows as stale at the next check */
+	char stamp[2048];
+	stamp_text(host_root, stamp, sizeof(stamp));
 	_cleanup_close_ int hostfd = open(host_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (hostfd < 0)
 		return abox_error_set(err, errno, "template: open '%s'", host_root);
@@ -239,26 +245,37 @@ int host_template_build(const char *host_root, const char *dir, abox_error *err)
 				return r;
 		}
 	}
-	return write_at(dfd, STAMP, STAMP_CONTENT, 0644, err);
+	return write_at(dfd, STAMP, stamp, 0644, err);
+}
+
+/* The stamp records what the copied host files were (inode, size, mtime,
+ * ctime) when the template was built; the template is fresh while they
+ * are still exactly that. Equality, not "newer than": a file dated in the
+ * future must not make every build stale at once. */
+static void stamp_text(const char *host_root, char *buf, size_t n)
+{
+	size_t used = safe_snprintf(buf, n, "%s", STAMP_HEAD);
+	for (size_t i = 0; i < ELEMENTSOF(watched); i++) {
+		char p[4096];
+		struct stat st;
+		safe_snprintf(p, sizeof(p), "%s/%s", strcmp(host_root, "/") == 0 ? "" : host_root, watched[i]);
+		if (stat(p, &st) < 0)
+			used += safe_snprintf(buf + used, n - used, "%s -\n", watched[i]);
+		else
+			used += safe_snprintf(buf + used, n - used, "%s %lu %lld %lld.%ld %lld.%ld\n", watched[i],
+					      (unsigned long)st.st_ino, (long long)st.st_size,
+					      (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
+					      (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
+	}
 }
 
 bool host_template_fresh(const char *dir)
 {
-	struct stat stamp, st;
-	char p[4096];
+	char p[4096], want[2048];
 	safe_snprintf(p, sizeof(p), "%s/" STAMP, dir);
-	if (stat(p, &stamp) < 0)
-		return false;
 	_cleanup_free_ char *content = NULL;
-	if (read_file_at(AT_FDCWD, p, 256, &content, NULL) < 0 || strcmp(content, STAMP_CONTENT) != 0)
+	if (read_file_at(AT_FDCWD, p, 4096, &content, NULL) < 0)
 		return false;
-	for (size_t i = 0; i < ELEMENTSOF(watched); i++) {
-		safe_snprintf(p, sizeof(p), "/%s", watched[i]);
-		if (stat(p, &st) == 0 &&
-		    (st.st_mtim.tv_sec > stamp.st_mtim.tv_sec ||
-		     (st.st_mtim.tv_sec == stamp.st_mtim.tv_sec && st.st_mtim.tv_nsec > stamp.st_mtim.tv_nsec)))
-			return false;
-	}
-	return true;
+	stamp_text("/", want, sizeof(want));
+	return strcmp(content, want) == 0;
 }
-

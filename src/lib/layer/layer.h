@@ -25,6 +25,9 @@ struct template_info {
  * Unknown names are -ENOENT with a message naming the template. */
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err);
 void template_info_free(struct template_info *t);
+/* Removes versions of template `name` that are neither current nor in
+ * use (gc calls it). Never blocks on a rebuild. */
+void template_sweep(const char *state_dir, const char *name);
 
 /* Top-level folders of the host that are system trees: borrowed through
  * overlays, or recreated as symlinks on merged-/usr hosts. */

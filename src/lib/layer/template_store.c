@@ -25,7 +25,7 @@
 /* Opens the version `name` points to and locks it shared. Returns the
  * lock fd and the version's path, or -ENOENT/-ESTALE when there is no
  * usable current version. */
-static int open_current(const char *tdir, const char *name, char *path, size_t len)
+static int open_current(const char *tdir, const char *name, char *path, size_t len, bool check)
 {
 	char link[4096], target[256];
 	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
@@ -46,7 +46,7 @@ static int open_current(const char *tdir, const char *name, char *path, size_t l
 	}
 	/* locked: a remover can no longer take it from under us; but it may
 	 * have emptied it before we locked, or the host may have moved on */
-	if (!host_template_fresh(path)) {
+	if (check && !host_template_fresh(path)) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -74,6 +74,7 @@ static bool used_by_long_lived(const char *state_dir, const char *version_path)
 }
 
 /* Removes old versions and abandoned builds that nobody uses. */
+void template_sweep(const char *state_dir, const char *name);
 static void sweep(const char *state_dir, const char *tdir, const char *name, const char *keep)
 {
 	DIR *d = opendir(tdir);
@@ -111,7 +112,7 @@ static int rebuild(const char *state_dir, const char *tdir, const char *name, ab
 
 	/* someone may have built it while we waited */
 	char path[4096];
-	int fd = open_current(tdir, name, path, sizeof(path));
+	int fd = open_current(tdir, name, path, sizeof(path), true);
 	if (fd >= 0) {
 		close(fd);
 		return 0;
@@ -127,7 +128,6 @@ static int rebuild(const char *state_dir, const char *tdir, const char *name, ab
 	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
 	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
 
-	sweep(state_dir, tdir, name, "");
 	r = host_template_build("/", build, err);
 	if (r < 0) {
 		(void)rm_rf_at(AT_FDCWD, build, 0);
@@ -173,13 +173,13 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 	if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "template: mkdir '%s'", tdir);
 
-	int fd = -1;
-	for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
-		fd = open_current(tdir, name, path, sizeof(path));
-		if (fd >= 0)
-			break;
+	int fd = open_current(tdir, name, path, sizeof(path), true);
+	for (int attempt = 0; attempt < 3 && fd < 0; attempt++) {
 		if ((r = rebuild(state_dir, tdir, name, err)) < 0)
 			return r;
+		/* just built (by us or a concurrent creator): use it as it is,
+		 * even if the host changed again meanwhile */
+		fd = open_current(tdir, name, path, sizeof(path), false);
 	}
 	if (fd < 0)
 		return abox_error_setx(err, EAGAIN, "template: '%s' keeps changing while opened", name);
@@ -218,4 +218,24 @@ void template_info_free(struct template_info *t)
 		close(t->lock_fd);
 	memset(t, 0, sizeof(*t));
 	t->lock_fd = -1;
+}
+
+void template_sweep(const char *state_dir, const char *name)
+{
+	char tdir[4096], link[4200], target[256];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	/* builders hold .lock: sweeping under it never races a rebuild */
+	char lockp[4200];
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	int lk = open(lockp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lk < 0)
+		return;
+	if (flock(lk, LOCK_EX | LOCK_NB) == 0)
+		sweep(state_dir, tdir, name, target);
+	close(lk);
 }

@@ -31,6 +31,7 @@ enum proto_type {
 	MSG_EV_STDOUT = 67,  /* F_PID, F_DATA */
 	MSG_EV_STDERR = 68,  /* F_PID, F_DATA */
 	MSG_EV_END = 69,     /* F_PID, F_EXIT_CODE, F_SIGNAL, [F_ERRNO, F_MESSAGE] */
+	MSG_EV_STDIN_ACK = 70, /* F_PID, F_COUNT: stdin bytes consumed (written or dropped) */
 };
 
 enum proto_tag {
@@ -52,7 +53,13 @@ enum proto_tag {
 	F_TIMEOUT_MS = 16,
 	F_DISK_USED = 17,
 	F_DISK_TOTAL = 18,
+	F_COUNT = 19,
 };
+
+/* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
+ * and not yet acknowledged, so init never has to stop reading a client
+ * (which would also hold back its signals) to bound its memory. */
+#define STDIN_WINDOW (1u << 20)
 
 /* F_FLAGS of MSG_REQ_EXEC */
 #define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "cgroup/cgroup.h"
@@ -50,34 +51,80 @@ static bool path_ok(const char *path, const char *id, const struct cg_layout *l)
 	return false;
 }
 
-/* Kills whatever still runs in a dead sandbox's cgroup and removes it. */
-static void remove_cgroup(const char *path)
+/* Whether pid (pinned by pidfd) is in the cgroup at path: its
+ * /proc/<pid>/cgroup names the path's last component. */
+static bool pid_in(pid_t pid, const char *path)
 {
-	for (int attempt = 0; attempt < 200; attempt++) {
-		if (rmdir(path) == 0 || errno == ENOENT)
-			return;
-		if (errno != EBUSY)
-			return;
-		char procs[4200];
-		safe_snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-		_cleanup_free_ char *list = NULL;
-		if (read_file_at(AT_FDCWD, procs, 1 << 20, &list, NULL) == 0) {
-			for (char *save = NULL, *t = strtok_r(list, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
-				long pid = strtol(t, NULL, 10);
-				if (pid > 1)
-					(void)kill((pid_t)pid, SIGKILL);
-			}
-		}
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	_cleanup_free_ char *text = NULL;
+	if (read_file_at(AT_FDCWD, p, 65536, &text, NULL) < 0)
+		return false;
+	const char *leaf = strrchr(path, '/');
+	return leaf && strstr(text, leaf) != NULL;
 }
 
-static void remove_recorded(char *rec, const char *id, const struct cg_layout *l)
+/* Ends whatever still runs in a dead sandbox's cgroup. cgroup.kill where
+ * there is one; otherwise each listed pid is pinned with a pidfd and
+ * checked to still be in the cgroup before it is signalled, so a pid that
+ * was reused meanwhile by an unrelated process is never hit. A v1 freezer
+ * left frozen (its owner died mid-kill) is thawed, or SIGKILL would wait. */
+static void kill_tasks(const char *path)
 {
-	for (char *save = NULL, *t = strtok_r(rec, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return;
+	(void)write_file_at(dfd, "cgroup.kill", "1");
+	(void)write_file_at(dfd, "freezer.state", "THAWED");
+	_cleanup_free_ char *list = NULL;
+	if (read_file_at(dfd, "cgroup.procs", 1 << 20, &list, NULL) == 0) {
+		for (char *save = NULL, *t = strtok_r(list, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+			long pid = strtol(t, NULL, 10);
+			if (pid <= 1)
+				continue;
+			int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+			if (pfd < 0)
+				continue;
+			if (pid_in((pid_t)pid, path))
+				(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+			close(pfd);
+		}
+	}
+	close(dfd);
+}
+
+/* Removes the recorded cgroups; false when one stays (its record is then
+ * kept, so a later gc tries again instead of forgetting it). */
+static bool remove_recorded(const char *record, const char *id, const struct cg_layout *l)
+{
+	_cleanup_free_ char *rec = strdup(record);
+	if (!rec)
+		return false;
+	const char *paths[16];
+	size_t n = 0;
+	for (char *save = NULL, *t = strtok_r(rec, "\n", &save); t && n < 16; t = strtok_r(NULL, "\n", &save))
 		if (path_ok(t, id, l))
-			remove_cgroup(t);
+			paths[n++] = t;
+	for (size_t i = 0; i < n; i++)
+		kill_tasks(paths[i]);
+	bool all = true;
+	for (size_t i = 0; i < n; i++) {
+		bool gone = false;
+		for (int attempt = 0; attempt < 200 && !gone; attempt++) {
+			if (rmdir(paths[i]) == 0 || errno == ENOENT) {
+				gone = true;
+				break;
+			}
+			if (errno != EBUSY)
+				break;
+			if (attempt % 20 == 19)
+				kill_tasks(paths[i]);
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		all = all && gone;
+	}
+	return all;
 }
 
 /* Returns true when it removed the sandbox. */
@@ -96,13 +143,16 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 		return false;
 	}
 	_cleanup_free_ char *rec = NULL;
+	bool clean = true;
 	if (id && l && read_file_at(dfd, STORE_CGROUPS_FILE, 65536, &rec, NULL) == 0)
-		remove_recorded(rec, id, l);
+		clean = remove_recorded(rec, id, l);
 	else if (recorded && st.cgroups && l)
-		remove_recorded(st.cgroups, id, l);
+		clean = remove_recorded(st.cgroups, id, l);
+	sb_state_free(&st);
+	if (!clean)
+		return false; /* keep the records: the next gc tries again */
 	if (recorded)
 		(void)state_remove(state_dir, id);
-	sb_state_free(&st);
 	(void)unlinkat(dfd, STORE_CGROUPS_FILE, 0);
 	(void)unlinkat(dfd, "init.sock", 0);
 	(void)unlinkat(rtfd, name, AT_REMOVEDIR);
@@ -134,9 +184,7 @@ static unsigned clean_records(const char *runtime_dir, const char *state_dir, co
 		}
 		if (k < 0)
 			continue;
-		if (state_status(&st) == SB_DEAD) {
-			if (st.cgroups && l)
-				remove_recorded(st.cgroups, ids[i], l);
+		if (state_status(&st) == SB_DEAD && (!st.cgroups || !l || remove_recorded(st.cgroups, ids[i], l))) {
 			(void)state_remove(state_dir, ids[i]);
 			n++;
 		}
