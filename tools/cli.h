@@ -32,6 +32,8 @@ struct cli_proc_opts {
 int cli_signals_block(void);
 /* Runs one process to its end; returns the exit status to use. */
 int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli_proc_opts *o);
+/* Follows a started or attached process to its end (frees it). */
+int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o);
 
 /* Option values; each prints "VERB: OPT 'VAL': expected ..." on error. */
 int cli_opt_size(const char *verb, const char *opt, const char *val, uint64_t *out);
@@ -51,6 +53,9 @@ int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_signal(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 

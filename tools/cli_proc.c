@@ -103,10 +103,14 @@ static void on_event(const abox_event *ev, void *ud)
 	struct run_state *st = ud;
 	switch (ev->type) {
 	case ABOX_EVENT_STDOUT:
+		if (ev->dropped)
+			cli_err("[%llu bytes of output were not kept before this]", (unsigned long long)ev->dropped);
 		if (!st->stdout_broken && out_write(1, ev->data, ev->len) == -EPIPE)
 			st->stdout_broken = true;
 		break;
 	case ABOX_EVENT_STDERR:
+		if (ev->dropped)
+			cli_err("[%llu bytes of error output were not kept before this]", (unsigned long long)ev->dropped);
 		(void)out_write(2, ev->data, ev->len);
 		break;
 	case ABOX_EVENT_END:
@@ -135,13 +139,17 @@ int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli
 {
 	abox_error err = ABOX_ERROR_INIT;
 	abox_proc *p = NULL;
+	if (abox_proc_start(sb, po, &p, &err) < 0)
+		return cli_fail(&err);
+	return cli_follow(p, (po->flags & ABOX_PROC_STDIN) != 0, o);
+}
+
+int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
+{
+	abox_error err = ABOX_ERROR_INIT;
 	struct run_state st = { .exit_code = EXIT_ABOX, .o = o };
 	int rc;
 
-	if (abox_proc_start(sb, po, &p, &err) < 0) {
-		rc = cli_fail(&err);
-		goto out;
-	}
 	/* the deadline interrupts even a write to a reader that never reads
 	 * (the library then ends the sandbox and reports the timeout) */
 	if (o->timeout_s) {
@@ -150,7 +158,7 @@ int cli_run_process(abox_sandbox *sb, const abox_proc_opts *po, const struct cli
 	}
 	/* the sandbox is set up: from here on signals are handled */
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-	bool stdin_open = po->flags & ABOX_PROC_STDIN;
+	bool stdin_open = with_stdin;
 	for (;;) {
 		if (must_stop()) {
 			/* our own end: an ephemeral sandbox goes with us */

@@ -1,5 +1,7 @@
 /* abox create / exec / kill / ls / info — long-lived sandboxes. */
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,57 @@ int cmd_create(int argc, char **argv)
 	return 0;
 }
 
+struct start_seen {
+	int pid;
+	bool ended;
+	int code;
+	const char *error;
+};
+
+static void on_start(const abox_event *ev, void *ud)
+{
+	struct start_seen *s = ud;
+	if (ev->type == ABOX_EVENT_START)
+		s->pid = ev->pid;
+	else if (ev->type == ABOX_EVENT_END) {
+		s->ended = true;
+		s->code = ev->exit_code;
+		if (ev->error) {
+			s->error = "failed";
+			cli_err("%s", ev->error);
+		}
+	}
+}
+
+/* Starts a process and leaves it running: prints its pid once it runs. */
+static int detach_start(abox_sandbox *sb, const abox_proc_opts *po)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	abox_proc *p;
+	if (abox_proc_start(sb, po, &p, &err) < 0)
+		return cli_fail(&err);
+	struct start_seen s = { 0 };
+	while (!s.pid && !s.ended) {
+		int r = abox_proc_dispatch(p, on_start, &s, &err);
+		if (r < 0) {
+			abox_proc_free(p);
+			return cli_fail(&err);
+		}
+		if (r > 0 || s.pid || s.ended)
+			break;
+		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+		if (!abox_proc_buffered(p))
+			(void)poll(&pf, 1, 1000);
+	}
+	/* an exec failure shows as start + end together */
+	(void)abox_proc_dispatch(p, on_start, &s, NULL);
+	abox_proc_free(p);
+	if (s.ended && s.error)
+		return s.code; /* it could not start (126/127) */
+	printf("%d\n", s.pid);
+	return 0;
+}
+
 int cmd_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -98,18 +151,23 @@ int cmd_exec(int argc, char **argv)
 		{ "cwd", required_argument, NULL, 'w' },
 		{ "env", required_argument, NULL, 'e' },
 		{ "interactive", no_argument, NULL, 'i' },
+		{ "detach", no_argument, NULL, 'd' },
+		{ "tag", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	bool detach = false;
 	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
 	int c;
 	if (!env)
 		return EXIT_ABOX;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+u:w:e:ih", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+u:w:e:idh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'd': detach = true; break;
+		case 'T': po.tag = optarg; break;
 		case 'u': po.user = optarg; break;
 		case 'w': po.cwd = optarg; break;
 		case 'e':
@@ -119,8 +177,11 @@ int cmd_exec(int argc, char **argv)
 			break;
 		case 'i': po.flags |= ABOX_PROC_STDIN; break;
 		case 'h':
-			printf("usage: abox exec [-u USER] [-w DIR] [-e K=V]... [-i] ID [--] CMD [ARG...]\n\n"
-			       "Runs CMD in the running sandbox ID. Exit status as for `abox run`.\n");
+			printf("usage: abox exec [-u USER] [-w DIR] [-e K=V]... [-i] [-d] [--tag TAG] ID [--] CMD [ARG...]\n\n"
+			       "Runs CMD in the running sandbox ID. Exit status as for `abox run`.\n"
+			       "  -d, --detach   start it in the background, print its pid and return\n"
+			       "                 (`abox attach ID PID|TAG` follows it again)\n"
+			       "      --tag TAG  a name to find it by (attach, signal, ps)\n");
 			return 0;
 		default:
 			return EXIT_ABOX;
@@ -150,6 +211,18 @@ int cmd_exec(int argc, char **argv)
 	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
 		abox_ctx_free(ctx);
 		return cli_fail(&err);
+	}
+	if (detach) {
+		if (po.flags & ABOX_PROC_STDIN) {
+			cli_err("exec: --detach and --interactive do not go together");
+			abox_sandbox_free(sb);
+			abox_ctx_free(ctx);
+			return EXIT_ABOX;
+		}
+		int rc = detach_start(sb, &po);
+		abox_sandbox_free(sb);
+		abox_ctx_free(ctx);
+		return rc;
 	}
 	char membuf[32];
 	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
@@ -409,4 +482,192 @@ int cmd_metrics(int argc, char **argv)
 		       (unsigned long long)m.pids);
 	}
 	return 0;
+}
+
+/* PID or TAG: digits are a pid. */
+static void target(const char *arg, int *pid, const char **tag)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*arg && !*end && v > 0 && v < INT32_MAX) {
+		*pid = (int)v;
+		*tag = NULL;
+	} else {
+		*pid = 0;
+		*tag = arg;
+	}
+}
+
+int cmd_ps(int argc, char **argv)
+{
+	bool json = false;
+	const char *id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (!id)
+			id = argv[i];
+		else {
+			cli_err("ps: unexpected argument '%s'", argv[i]);
+			return EXIT_ABOX;
+		}
+	}
+	if (!id) {
+		cli_err("ps: missing sandbox id (usage: abox ps [--json] ID)");
+		return EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	abox_proc_info *v = NULL;
+	size_t n = 0;
+	int r = abox_sandbox_connect(ctx, id, &sb, &err);
+	if (r >= 0) {
+		r = abox_proc_list(sb, &v, &n, &err);
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	if (r < 0)
+		return cli_fail(&err);
+	json_object *arr = json_object_new_array();
+	if (!json)
+		printf("%-8s  %-8s  %-6s  %-16s  %s\n", "PID", "STATE", "EXIT", "TAG", "COMMAND");
+	for (size_t i = 0; i < n; i++) {
+		if (json) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "pid", json_object_new_int(v[i].pid));
+			json_object_object_add(o, "tag", json_object_new_string(v[i].tag));
+			json_object_object_add(o, "cmd", json_object_new_string(v[i].cmd));
+			json_object_object_add(o, "running", json_object_new_boolean(v[i].running));
+			if (!v[i].running) {
+				json_object_object_add(o, "exitCode", json_object_new_int(v[i].exit_code));
+				json_object_object_add(o, "signal", json_object_new_int(v[i].signal));
+			}
+			json_object_array_add(arr, o);
+		} else {
+			char code[16] = "-";
+			if (!v[i].running)
+				snprintf(code, sizeof(code), "%d", v[i].exit_code);
+			printf("%-8d  %-8s  %-6s  %-16s  %s\n", v[i].pid, v[i].running ? "running" : "exited", code,
+			       v[i].tag[0] ? v[i].tag : "-", v[i].cmd);
+		}
+	}
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+	json_object_put(arr);
+	free(v);
+	return 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	if (argc != 3) {
+		cli_err("attach: usage: abox attach ID PID|TAG");
+		return EXIT_ABOX;
+	}
+	int pid;
+	const char *tag;
+	target(argv[2], &pid, &tag);
+	if (cli_signals_block() < 0)
+		return EXIT_ABOX;
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
+		abox_ctx_free(ctx);
+		return cli_fail(&err);
+	}
+	abox_proc *p;
+	int rc;
+	if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		char membuf[32];
+		format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
+		struct cli_proc_opts o = { .memory_text = membuf };
+		rc = cli_follow(p, false, &o);
+	}
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+static int signal_number(const char *s)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = { { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+		      { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+		      { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH }, { "ALRM", SIGALRM } };
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s && !*end)
+		return v > 0 && v < 65 ? (int)v : -1;
+	if (strncmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i].name) == 0)
+			return names[i].sig;
+	return -1;
+}
+
+int cmd_signal(int argc, char **argv)
+{
+	if (argc < 3 || argc > 4) {
+		cli_err("signal: usage: abox signal ID PID|TAG [SIGNAL] (default TERM; sent to its process group)");
+		return EXIT_ABOX;
+	}
+	int sig = argc == 4 ? signal_number(argv[3]) : SIGTERM;
+	if (sig < 0) {
+		cli_err("signal: unknown signal '%s'", argv[3]);
+		return EXIT_ABOX;
+	}
+	int pid;
+	const char *tag;
+	target(argv[2], &pid, &tag);
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		abox_proc *p;
+		/* attach, then signal through the handle: the same lookup by
+		 * pid or tag, and a clear error for an unknown one */
+		if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
+			rc = cli_fail(&err);
+		} else {
+			struct start_seen s = { 0 };
+			while (!s.pid && !s.ended) {
+				int r = abox_proc_dispatch(p, on_start, &s, &err);
+				if (r < 0) {
+					rc = cli_fail(&err);
+					break;
+				}
+				if (r > 0)
+					break;
+				struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+				if (!abox_proc_buffered(p))
+					(void)poll(&pf, 1, 1000);
+			}
+			if (rc == 0 && s.ended) {
+				cli_err("signal: process %s has ended (exit %d)", argv[2], s.code);
+				rc = EXIT_ABOX;
+			} else if (rc == 0 && abox_proc_signal(p, sig, &err) < 0) {
+				rc = cli_fail(&err);
+			}
+			abox_proc_free(p);
+		}
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
 }

@@ -17,6 +17,9 @@ static void usage(FILE *f)
 		"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
 		"  create [OPTIONS]                create a long-lived sandbox, print its id\n"
 		"  exec [OPTIONS] ID -- CMD...     run a command in a running sandbox\n"
+		"  ps [--json] ID                  processes of a sandbox (running, recently ended)\n"
+		"  attach ID PID|TAG               follow a background process (kept output first)\n"
+		"  signal ID PID|TAG [SIGNAL]      signal a process's whole group (default TERM)\n"
 		"  ls [--json]                     list long-lived sandboxes\n"
 		"  info [--json] ID                one sandbox's state, limits and metadata\n"
 		"  metrics [--json] ID             CPU, memory, disk and processes in use\n"
@@ -58,6 +61,12 @@ int main(int argc, char **argv)
 		return cmd_ls(argc - 1, argv + 1);
 	if (strcmp(verb, "info") == 0)
 		return cmd_info(argc - 1, argv + 1);
+	if (strcmp(verb, "ps") == 0)
+		return cmd_ps(argc - 1, argv + 1);
+	if (strcmp(verb, "attach") == 0)
+		return cmd_attach(argc - 1, argv + 1);
+	if (strcmp(verb, "signal") == 0)
+		return cmd_signal(argc - 1, argv + 1);
 	if (strcmp(verb, "metrics") == 0)
 		return cmd_metrics(argc - 1, argv + 1);
 	if (strcmp(verb, "set-timeout") == 0)

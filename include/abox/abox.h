@@ -167,8 +167,9 @@ typedef struct abox_proc_opts {
 	const char *const *env;       /* NULL-terminated "K=V" entries, or NULL */
 	const char *cwd;              /* NULL: the user's home */
 	const char *user;             /* "user" (default) or "root" */
+	const char *tag;              /* optional name to find it again (attach, signal) */
 } abox_proc_opts;
-#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL }
+#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL }
 
 typedef enum abox_event_type {
 	ABOX_EVENT_START = 1,  /* pid */
@@ -190,6 +191,7 @@ typedef struct abox_event {
 	int signal;         /* END: the signal that ended it, or 0 */
 	uint32_t end_flags; /* END: ABOX_END_* */
 	const char *error;  /* END: why it could not run (e.g. "exec 'x': No such file or directory"), or NULL */
+	uint64_t dropped;   /* STDOUT/STDERR replayed on attach: bytes lost before this (only the last 1 MiB per stream is kept) */
 } abox_event;
 
 typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);
@@ -224,8 +226,30 @@ ABOX_EXPORT int abox_proc_close_stdin(abox_proc *p, abox_error *err);
 /* Sends sig to the process's whole process group. */
 ABOX_EXPORT int abox_proc_signal(abox_proc *p, int sig, abox_error *err);
 ABOX_EXPORT int abox_proc_pid(const abox_proc *p);
-/* Accepts NULL. Does not stop the process. */
+/* Accepts NULL. Does not stop the process: in a long-lived sandbox it runs
+ * on in the background and can be attached again. */
 ABOX_EXPORT void abox_proc_free(abox_proc *p);
+
+/* Attaches to a process of the sandbox by pid (tag NULL) or by tag (pid
+ * 0): START, then what its streams kept while nobody listened (the last
+ * 1 MiB each; ev->dropped says how much came before), then live events
+ * or, for a process that already ended, its END. Several handles may be
+ * attached to one process. *out is owned by the caller. */
+ABOX_EXPORT int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out,
+				 abox_error *err);
+
+typedef struct abox_proc_info {
+	int pid;
+	char tag[128];     /* "" when none */
+	char cmd[256];     /* command line, shortened */
+	int running;       /* 1 running, 0 ended */
+	int exit_code;     /* when ended: the code, or 128+signal */
+	int signal;        /* when ended by a signal */
+} abox_proc_info;
+
+/* Processes of the sandbox: running ones and recently ended ones (the last
+ * 32). *out is a malloc'd array of *n entries owned by the caller (free()). */
+ABOX_EXPORT int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 
 #ifdef __cplusplus
 }

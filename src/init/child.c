@@ -24,6 +24,7 @@ void exec_req_free(struct exec_req *req)
 	free(req->cwd);
 	free(req->home);
 	free(req->user);
+	free(req->tag);
 	memset(req, 0, sizeof(*req));
 }
 

@@ -45,7 +45,7 @@
 #define OUT_HIGH_WATER (4u << 20)
 #define CHUNK 65536
 
-enum proc_state { P_FREE = 0, P_STARTING, P_RUNNING };
+enum proc_state { P_FREE = 0, P_STARTING, P_RUNNING, P_EXITED };
 
 struct client {
 	int fd;
@@ -54,19 +54,41 @@ struct client {
 	bool doomed; /* broke the protocol: dropped after the current frame */
 };
 
+/* Output kept for clients that attach later: the last RING_MAX bytes of a
+ * stream, with a count of what was dropped before them. Grows on demand,
+ * so a quiet process costs nothing. */
+#define RING_MAX (1u << 20)
+struct ring {
+	uint8_t *buf;
+	size_t cap, start, len;
+	uint64_t dropped;
+};
+
 struct proc {
 	enum proc_state state;
 	pid_t pid;
-	uint32_t req_id;
-	int client; /* index of the client that started it, -1 when gone */
+	int owner;          /* client that started it (its stdin), -1 when gone */
+	uint32_t owner_req;
+	uint64_t attached;  /* clients that receive its events, one bit each */
+	uint32_t att_req[MAX_CLIENTS];
+	char *tag;
+	char *cmd;
+	struct ring rout, rerr;
 	int in, out, err, ep;
 	uint8_t *inbuf;
 	size_t inlen;
 	bool close_in; /* close stdin once inbuf drains */
 	bool exited;   /* reaped; status valid */
 	int status;
+	int exit_code, exit_signal; /* once P_EXITED */
+	char *error;                /* why it could not start, once P_EXITED */
+	uint64_t exit_seq;          /* order of ending, for the bounded history */
 	bool oneshot;
 };
+
+/* Ended processes stay listed (and attachable, with their output) up to
+ * this many; the oldest goes first. */
+#define HISTORY_MAX 32
 
 static struct client clients[MAX_CLIENTS];
 static unsigned nclients;
@@ -76,6 +98,7 @@ static bool ephemeral;
 static bool exiting; /* leave once every queued event is out */
 static int exit_code;
 static int64_t deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
+static uint64_t exit_counter;
 
 static int64_t now_ms(void)
 {
@@ -98,12 +121,13 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Queues an event for a client and writes what the socket takes now. A
- * client whose socket is gone is dropped by the main loop. */
+/* Queues an event for a client. Queues are written once per loop turn
+ * (events of one turn leave together: an exec failure's start and end
+ * arrive as one read); a client whose socket is gone is dropped there. */
 static void client_queue(int ci, struct proto_msg *m)
 {
-	if (ci >= 0 && (unsigned)ci < nclients && proto_queue(&clients[ci].out, m) == 0)
-		(void)proto_flush(clients[ci].fd, &clients[ci].out);
+	if (ci >= 0 && (unsigned)ci < nclients)
+		(void)proto_queue(&clients[ci].out, m);
 	proto_msg_free(m);
 }
 
@@ -116,13 +140,77 @@ static void send_error(int ci, uint32_t id, int code, const char *msg)
 	client_queue(ci, &m);
 }
 
+static void ring_put(struct ring *r, const uint8_t *d, size_t n)
+{
+	if (n >= RING_MAX) {
+		r->dropped += r->len + (n - RING_MAX);
+		d += n - RING_MAX;
+		n = RING_MAX;
+		r->start = r->len = 0;
+	}
+	if (r->len + n > r->cap && r->cap < RING_MAX) {
+		size_t ncap = r->cap ? r->cap : 65536;
+		while (ncap < r->len + n && ncap < RING_MAX)
+			ncap *= 2;
+		uint8_t *nb = malloc(ncap);
+		if (nb) {
+			/* linearize into the bigger buffer */
+			for (size_t i = 0; i < r->len; i++)
+				nb[i] = r->buf[(r->start + i) % r->cap];
+			free(r->buf);
+			r->buf = nb;
+			r->cap = ncap;
+			r->start = 0;
+		}
+	}
+	if (!r->cap) {
+		r->dropped += n;
+		return;
+	}
+	if (r->len + n > r->cap) {
+		size_t drop = r->len + n - r->cap;
+		r->start = (r->start + drop) % r->cap;
+		r->len -= drop;
+		r->dropped += drop;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t at = (r->start + r->len) % r->cap;
+		size_t k = r->cap - at < n - i ? r->cap - at : n - i;
+		memcpy(r->buf + at, d + i, k);
+		r->len += k;
+		i += k;
+	}
+}
+
+static void ring_free(struct ring *r)
+{
+	free(r->buf);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Sends one event to every client attached to p (each under its own
+ * request id). */
+static void broadcast(struct proc *p, struct proto_msg *m)
+{
+	for (unsigned ci = 0; ci < nclients; ci++) {
+		if (!(p->attached & (1ULL << ci)))
+			continue;
+		m->id = p->att_req[ci];
+		(void)proto_queue(&clients[ci].out, m);
+	}
+	proto_msg_free(m);
+}
+
 static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
+	ring_put(type == MSG_EV_STDOUT ? &p->rout : &p->rerr, buf, n);
+	if (!p->attached)
+		return;
 	struct proto_msg m;
-	proto_msg_init(&m, type, p->req_id);
+	proto_msg_init(&m, type, 0);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	proto_put_bytes(&m, F_DATA, buf, n);
-	client_queue(p->client, &m);
+	broadcast(p, &m);
 }
 
 /* Reads up to budget bytes from a pipe; closes it at EOF. */
@@ -155,15 +243,28 @@ static size_t pending(int fd)
 	return (size_t)n;
 }
 
-static void proc_release(struct proc *p)
+static void proc_close_io(struct proc *p)
 {
 	close_fd(&p->in);
 	close_fd(&p->out);
 	close_fd(&p->err);
 	close_fd(&p->ep);
 	free(p->inbuf);
+	p->inbuf = NULL;
+	p->inlen = 0;
+}
+
+static void proc_release(struct proc *p)
+{
+	proc_close_io(p);
+	ring_free(&p->rout);
+	ring_free(&p->rerr);
+	free(p->tag);
+	free(p->cmd);
+	free(p->error);
 	memset(p, 0, sizeof(*p));
 	p->in = p->out = p->err = p->ep = -1;
+	p->owner = -1;
 }
 
 static void end_sandbox_after_flush(int code)
@@ -172,25 +273,58 @@ static void end_sandbox_after_flush(int code)
 	exit_code = code;
 }
 
+static void put_end(struct proto_msg *m, const struct proc *p)
+{
+	proto_put_u64(m, F_PID, (uint64_t)p->pid);
+	proto_put_i64(m, F_EXIT_CODE, p->exit_code);
+	proto_put_u64(m, F_SIGNAL, (uint64_t)p->exit_signal);
+	if (p->error) {
+		proto_put_u64(m, F_ERRNO, ENOENT);
+		proto_put_str(m, F_MESSAGE, p->error);
+	}
+}
+
+/* Tells the attached clients and moves p to the history (bounded: the
+ * oldest ended process goes). */
+static void proc_ended(struct proc *p)
+{
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_END, 0);
+	put_end(&m, p);
+	broadcast(p, &m);
+	bool oneshot = p->oneshot;
+	proc_close_io(p);
+	p->state = P_EXITED;
+	p->attached = 0;
+	p->owner = -1;
+	p->exit_seq = ++exit_counter;
+	unsigned n = 0;
+	struct proc *oldest = NULL;
+	for (unsigned i = 0; i < MAX_PROCS; i++) {
+		if (procs[i].state != P_EXITED)
+			continue;
+		n++;
+		if (!oldest || procs[i].exit_seq < oldest->exit_seq)
+			oldest = &procs[i];
+	}
+	if (n > HISTORY_MAX && oldest)
+		proc_release(oldest);
+	if (oneshot)
+		end_sandbox_after_flush(0);
+}
+
 static void proc_finish(struct proc *p)
 {
 	drain(p, &p->out, MSG_EV_STDOUT, pending(p->out));
 	drain(p, &p->err, MSG_EV_STDERR, pending(p->err));
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_END, p->req_id);
-	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	if (WIFEXITED(p->status)) {
-		proto_put_i64(&m, F_EXIT_CODE, WEXITSTATUS(p->status));
-		proto_put_u64(&m, F_SIGNAL, 0);
+		p->exit_code = WEXITSTATUS(p->status);
+		p->exit_signal = 0;
 	} else {
-		proto_put_i64(&m, F_EXIT_CODE, 128 + WTERMSIG(p->status));
-		proto_put_u64(&m, F_SIGNAL, (uint64_t)WTERMSIG(p->status));
+		p->exit_code = 128 + WTERMSIG(p->status);
+		p->exit_signal = WTERMSIG(p->status);
 	}
-	client_queue(p->client, &m);
-	bool oneshot = p->oneshot;
-	proc_release(p);
-	if (oneshot)
-		end_sandbox_after_flush(0);
+	proc_ended(p);
 }
 
 /* The exec result arrived (or the child died before telling). */
@@ -203,35 +337,29 @@ static void proc_started(struct proc *p)
 		return;
 	close_fd(&p->ep);
 	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_START, p->req_id);
+	proto_msg_init(&m, MSG_EV_START, 0);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	client_queue(p->client, &m);
+	broadcast(p, &m);
 	if (k == 0) {
 		p->state = P_RUNNING;
 		if (p->exited)
 			proc_finish(p);
 		return;
 	}
-	/* It could not exec: report an end with the shell's codes (127 not
-	 * found, 126 not runnable) and the reason. The child is reaped by the
-	 * SIGCHLD path; its pid slot is released now. */
-	proto_msg_init(&m, MSG_EV_END, p->req_id);
-	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	proto_put_i64(&m, F_EXIT_CODE, exec_errno == ENOENT && strncmp(msg, "exec", 4) == 0 ? 127 : 126);
-	proto_put_u64(&m, F_SIGNAL, 0);
-	proto_put_u64(&m, F_ERRNO, (uint64_t)exec_errno);
-	proto_put_str(&m, F_MESSAGE, msg);
-	client_queue(p->client, &m);
-	bool oneshot = p->oneshot;
-	proc_release(p);
-	if (oneshot)
-		end_sandbox_after_flush(0);
+	/* It could not exec: an end with the shell's codes (127 not found,
+	 * 126 not runnable) and the reason. The child is reaped by the
+	 * SIGCHLD path (proc_find skips ended entries). */
+	p->exit_code = exec_errno == ENOENT && strncmp(msg, "exec", 4) == 0 ? 127 : 126;
+	p->exit_signal = 0;
+	p->error = strdup(msg);
+	proc_ended(p);
 }
 
+/* A live (starting or running) process by pid. */
 static struct proc *proc_find(pid_t pid)
 {
 	for (unsigned i = 0; i < MAX_PROCS; i++)
-		if (procs[i].state != P_FREE && procs[i].pid == pid)
+		if ((procs[i].state == P_STARTING || procs[i].state == P_RUNNING) && procs[i].pid == pid)
 			return &procs[i];
 	return NULL;
 }
@@ -290,6 +418,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_UID: r = proto_field_u64(&fl, &v); req->uid = (uid_t)v; break;
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
 		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
+		case F_TAG: free(req->tag); req->tag = NULL; r = proto_field_strdup(&fl, &req->tag); break;
 		default: break; /* newer hosts may send more: ignore */
 		}
 		if (r < 0)
@@ -320,18 +449,29 @@ static void handle_exec(int ci, const struct proto_frame *f)
 	struct exec_fds fds;
 	r = child_spawn(&req, &pid, &fds);
 	bool oneshot = req.flags & EXEC_ONESHOT;
+	/* the command line as `ps` shows it, bounded */
+	char cmd[256];
+	size_t used = 0;
+	cmd[0] = '\0';
+	for (size_t i = 0; req.argv[i] && used + 2 < sizeof(cmd); i++)
+		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req.argv[i]);
+	char *tag = req.tag;
+	req.tag = NULL;
 	exec_req_free(&req);
 	if (r < 0) {
 		char m2[128];
 		safe_snprintf(m2, sizeof(m2), "exec: fork: %s", errno_name(-r) ? errno_name(-r) : "error");
 		send_error(ci, f->id, r, m2);
+		free(tag);
 		if (oneshot)
 			end_sandbox_after_flush(125);
 		return;
 	}
-	*p = (struct proc){ .state = P_STARTING, .pid = pid, .req_id = f->id, .client = ci,
+	*p = (struct proc){ .state = P_STARTING, .pid = pid, .owner = ci, .owner_req = f->id,
+			    .attached = 1ULL << ci, .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
 			    .oneshot = oneshot };
+	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
 	if (p->in >= 0)
@@ -339,31 +479,52 @@ static void handle_exec(int ci, const struct proto_frame *f)
 	proc_started(p); /* usually not known yet: the poll loop watches ep */
 }
 
-/* The process a stdin/signal request is about: by F_PID, or when the host
- * does not know the pid yet (it sent the request before reading the start
- * event), by the id of the exec request on the same connection. */
+/* The process a request is about: by F_PID or F_TAG (live ones first, then
+ * the history, newest first), or when the host does not know the pid yet
+ * (it sent the request before reading the start event), by the id of the
+ * exec or attach request on the same connection. */
 static struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t *sig,
 				  const uint8_t **data, size_t *len)
 {
 	size_t off = 0;
 	struct proto_field fl;
 	uint64_t pid = 0;
+	const uint8_t *tag = NULL;
+	size_t taglen = 0;
 	while (proto_field_next(f, &off, &fl) > 0) {
 		if (fl.tag == F_PID)
 			(void)proto_field_u64(&fl, &pid);
 		else if (fl.tag == F_SIGNAL && sig)
 			(void)proto_field_u64(&fl, sig);
-		else if (fl.tag == F_DATA && data) {
+		else if (fl.tag == F_TAG) {
+			tag = fl.val;
+			taglen = fl.len;
+		} else if (fl.tag == F_DATA && data) {
 			*data = fl.val;
 			*len = fl.len;
 		}
 	}
-	if (pid > 0 && pid < INT32_MAX)
-		return proc_find((pid_t)pid);
-	for (unsigned i = 0; i < MAX_PROCS; i++)
-		if (procs[i].state != P_FREE && procs[i].client == ci && procs[i].req_id == f->id)
-			return &procs[i];
-	return NULL;
+	struct proc *best = NULL;
+	for (unsigned i = 0; i < MAX_PROCS; i++) {
+		struct proc *p = &procs[i];
+		if (p->state == P_FREE)
+			continue;
+		bool match;
+		if (pid > 0)
+			match = (uint64_t)p->pid == pid;
+		else if (tag)
+			match = p->tag && strlen(p->tag) == taglen && memcmp(p->tag, tag, taglen) == 0;
+		else
+			match = (p->owner == ci && p->owner_req == f->id) ||
+				((p->attached & (1ULL << ci)) && p->att_req[ci] == f->id);
+		if (!match)
+			continue;
+		bool live = p->state != P_EXITED;
+		bool best_live = best && best->state != P_EXITED;
+		if (!best || (live && !best_live) || (live == best_live && !live && p->exit_seq > best->exit_seq))
+			best = p;
+	}
+	return best;
 }
 
 static void ack_stdin(struct proc *p, size_t n)
@@ -371,10 +532,10 @@ static void ack_stdin(struct proc *p, size_t n)
 	if (n == 0)
 		return;
 	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_STDIN_ACK, p->req_id);
+	proto_msg_init(&m, MSG_EV_STDIN_ACK, p->owner_req);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	proto_put_u64(&m, F_COUNT, n);
-	client_queue(p->client, &m);
+	client_queue(p->owner, &m);
 }
 
 static void flush_stdin(struct proc *p)
@@ -400,6 +561,81 @@ static void flush_stdin(struct proc *p)
 	if (p->in >= 0 && p->inlen == 0 && p->close_in)
 		close_fd(&p->in);
 	ack_stdin(p, done);
+}
+
+static void replay(int ci, uint32_t id, const struct proc *p, const struct ring *r, uint16_t type)
+{
+	if (r->dropped) {
+		/* the marker: this many bytes came before what is kept */
+		struct proto_msg m;
+		proto_msg_init(&m, type, id);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		proto_put_u64(&m, F_DROPPED, r->dropped);
+		proto_put_bytes(&m, F_DATA, "", 0);
+		client_queue(ci, &m);
+	}
+	for (size_t off = 0; off < r->len;) {
+		size_t at = (r->start + off) % r->cap;
+		size_t k = r->cap - at < r->len - off ? r->cap - at : r->len - off;
+		if (k > CHUNK)
+			k = CHUNK;
+		struct proto_msg m;
+		proto_msg_init(&m, type, id);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		proto_put_bytes(&m, F_DATA, r->buf + at, k);
+		client_queue(ci, &m);
+		off += k;
+	}
+}
+
+/* Attaches a client to a running process (or one in the history): start,
+ * what its streams kept, then live events (or the end right away). */
+static void handle_attach(int ci, const struct proto_frame *f)
+{
+	struct proc *p = proc_of_frame(ci, f, NULL, NULL, NULL);
+	if (!p) {
+		send_error(ci, f->id, ESRCH, "attach: no such process");
+		return;
+	}
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_START, f->id);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	client_queue(ci, &m);
+	replay(ci, f->id, p, &p->rout, MSG_EV_STDOUT);
+	replay(ci, f->id, p, &p->rerr, MSG_EV_STDERR);
+	if (p->state == P_EXITED) {
+		proto_msg_init(&m, MSG_EV_END, f->id);
+		put_end(&m, p);
+		client_queue(ci, &m);
+		return;
+	}
+	p->attached |= 1ULL << ci;
+	p->att_req[ci] = f->id;
+}
+
+static void handle_list(int ci, const struct proto_frame *f)
+{
+	for (unsigned i = 0; i < MAX_PROCS; i++) {
+		const struct proc *p = &procs[i];
+		if (p->state == P_FREE)
+			continue;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_PROC, f->id);
+		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+		if (p->tag)
+			proto_put_str(&m, F_TAG, p->tag);
+		if (p->cmd)
+			proto_put_str(&m, F_ARG, p->cmd);
+		proto_put_u64(&m, F_FLAGS, p->state == P_EXITED ? 0 : 1);
+		if (p->state == P_EXITED) {
+			proto_put_i64(&m, F_EXIT_CODE, p->exit_code);
+			proto_put_u64(&m, F_SIGNAL, (uint64_t)p->exit_signal);
+		}
+		client_queue(ci, &m);
+	}
+	struct proto_msg ok;
+	proto_msg_init(&ok, MSG_EV_OK, f->id);
+	client_queue(ci, &ok);
 }
 
 static void handle_frame(int ci, const struct proto_frame *f)
@@ -444,9 +680,10 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_SIGNAL: {
 		uint64_t sig = 0;
 		struct proc *p = proc_of_frame(ci, f, &sig, NULL, NULL);
-		if (!p || sig == 0 || sig >= 65) {
-			send_error(ci, f->id, p ? EINVAL : ESRCH,
-				   p ? "signal: bad signal number" : "signal: no such process");
+		if (!p || p->state == P_EXITED || sig == 0 || sig >= 65) {
+			send_error(ci, f->id, p && p->state != P_EXITED ? EINVAL : ESRCH,
+				   !p ? "signal: no such process" : p->state == P_EXITED ? "signal: the process has ended"
+										: "signal: bad signal number");
 			break;
 		}
 		/* the command is a session leader: its pid is its group id
@@ -481,6 +718,12 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		client_queue(ci, &m);
 		break;
 	}
+	case MSG_REQ_ATTACH:
+		handle_attach(ci, f);
+		break;
+	case MSG_REQ_LIST:
+		handle_list(ci, f);
+		break;
 	case MSG_REQ_METRICS: {
 		struct statfs sf;
 		struct proto_msg m;
@@ -511,10 +754,17 @@ static void client_drop(unsigned ci)
 	for (unsigned i = 0; i < MAX_PROCS; i++) {
 		if (procs[i].state == P_FREE)
 			continue;
-		if (procs[i].client == (int)ci)
-			procs[i].client = -1;
-		else if (procs[i].client == (int)last)
-			procs[i].client = (int)ci;
+		struct proc *p = &procs[i];
+		if (p->owner == (int)ci)
+			p->owner = -1;
+		else if (p->owner == (int)last)
+			p->owner = (int)ci;
+		p->attached &= ~(1ULL << ci);
+		if (p->attached & (1ULL << last)) {
+			p->attached &= ~(1ULL << last);
+			p->attached |= 1ULL << ci;
+			p->att_req[ci] = p->att_req[last];
+		}
 	}
 	clients[ci] = clients[last];
 	nclients--;
@@ -570,7 +820,10 @@ static bool client_read(unsigned ci)
 
 static bool output_blocked(const struct proc *p)
 {
-	return p->client >= 0 && proto_outq_len(&clients[p->client].out) > OUT_HIGH_WATER;
+	for (unsigned ci = 0; ci < nclients; ci++)
+		if ((p->attached & (1ULL << ci)) && proto_outq_len(&clients[ci].out) > OUT_HIGH_WATER)
+			return true;
+	return false;
 }
 
 static bool queues_empty(void)
@@ -615,6 +868,9 @@ int main(int argc, char **argv)
 
 	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS];
 	for (;;) {
+		for (unsigned i = nclients; i-- > 0;)
+			if (proto_outq_len(&clients[i].out) && proto_flush(clients[i].fd, &clients[i].out) < 0)
+				client_drop(i);
 		if (exiting && (queues_empty() || nclients == 0))
 			shutdown_sandbox(exit_code);
 		nfds_t n = 0;
@@ -630,7 +886,7 @@ int main(int argc, char **argv)
 		}
 		for (unsigned j = 0; j < MAX_PROCS; j++) {
 			struct proc *p = &procs[j];
-			if (p->state == P_FREE)
+			if (p->state == P_FREE || p->state == P_EXITED)
 				continue;
 			bool hold = output_blocked(p);
 			pfd[n++] = (struct pollfd){ .fd = p->ep, .events = POLLIN };
@@ -665,13 +921,13 @@ int main(int argc, char **argv)
 		nfds_t at = 2 + nclients;
 		for (unsigned j = 0; j < MAX_PROCS; j++) {
 			struct proc *p = &procs[j];
-			if (p->state == P_FREE)
+			if (p->state == P_FREE || p->state == P_EXITED)
 				continue;
 			struct pollfd *q = &pfd[at];
 			at += 4;
 			if (q[0].revents && p->state == P_STARTING)
 				proc_started(p);
-			if (p->state == P_FREE)
+			if (p->state == P_FREE || p->state == P_EXITED)
 				continue;
 			if (q[1].revents)
 				drain(p, &p->out, MSG_EV_STDOUT, CHUNK);

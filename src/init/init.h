@@ -13,6 +13,7 @@ struct exec_req {
 	char *cwd;
 	char *home;
 	char *user;
+	char *tag;
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;

@@ -308,3 +308,99 @@ Test(lifecycle, a_fifo_planted_in_dev_cannot_stall_init)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, background_process_detach_attach_replay)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "-d", "--tag", "job", id, "--", "sh", "-c", "echo one; echo two >&2; sleep 0.6; echo three; exit 4");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_gt(atoi(r.out), 1, "prints the pid: %s", r.out);
+	run_result_free(&r);
+	usleep(200000);
+	/* attach by tag: what was written while nobody listened comes first */
+	ABOX(&r, "attach", id, "job");
+	cr_assert_eq(r.status, 4, "%s", r.err);
+	cr_assert_str_eq(r.out, "one\nthree\n");
+	cr_assert(strstr(r.err, "two\n"), "%s", r.err);
+	run_result_free(&r);
+	/* the ended process stays listed with its exit status */
+	ABOX(&r, "ps", "--json", id);
+	json_object *arr = json_tokener_parse(r.out);
+	cr_assert_not_null(arr, "%s", r.out);
+	json_object *o = json_object_array_get_idx(arr, 0);
+	cr_assert_str_eq(field(o, "tag"), "job");
+	cr_assert_str_eq(field(o, "running"), "false");
+	cr_assert_str_eq(field(o, "exitCode"), "4");
+	json_object_put(arr);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, several_clients_attach_at_once)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "-d", "--tag", "shared", id, "--", "sh", "-c", "sleep 1; echo hello");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	int o[3], e[3];
+	pid_t p[3];
+	for (int i = 0; i < 3; i++)
+		p[i] = start_abox(&o[i], &e[i], (const char *const[]){ "attach", id, "shared", NULL });
+	for (int i = 0; i < 3; i++) {
+		char *out = slurp(o[i]);
+		free(slurp(e[i]));
+		cr_expect_eq(wait_exit(p[i]), 0);
+		cr_expect_str_eq(out, "hello\n");
+		free(out);
+	}
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, signal_reaches_the_whole_process_group)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "-d", "--tag", "tree", id, "--", "sh", "-c", "sleep 1000 & sleep 1000");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	usleep(200000);
+	ABOX(&r, "signal", id, "tree", "KILL");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	usleep(300000);
+	ABOX(&r, "exec", id, "--", "sh", "-c", "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
+	cr_assert_str_eq(r.out, "0\n", "sleeps left: %s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "signal", id, "tree", "TERM");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "has ended"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "signal", id, "nosuchtag");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "no such process"), "%s", r.err);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, kept_output_is_bounded_with_a_marker)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "-d", "--tag", "big", id, "--", "sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	usleep(800000);
+	ABOX(&r, "attach", id, "big");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(r.out_len, 1u << 20, "only the last 1 MiB is kept: %zu", r.out_len);
+	cr_assert(strstr(r.out, "END\n"), "the newest output is the one kept");
+	cr_assert(strstr(r.err, "bytes of output were not kept"), "%s", r.err);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

@@ -23,6 +23,8 @@ enum proto_type {
 	MSG_REQ_DETACH = 21,   /* the sandbox is recorded: outlive the creator (EV_OK) */
 	MSG_REQ_SET_TIMEOUT = 22, /* F_TIMEOUT_MS from now (0 = none) (EV_OK) */
 	MSG_REQ_METRICS = 23,  /* -> EV_OK {F_DISK_USED, F_DISK_TOTAL} */
+	MSG_REQ_ATTACH = 24,   /* F_PID or F_TAG: START, kept output, then live events or END */
+	MSG_REQ_LIST = 25,     /* -> EV_PROC per process (running and recent ended), EV_OK */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -32,6 +34,7 @@ enum proto_type {
 	MSG_EV_STDERR = 68,  /* F_PID, F_DATA */
 	MSG_EV_END = 69,     /* F_PID, F_EXIT_CODE, F_SIGNAL, [F_ERRNO, F_MESSAGE] */
 	MSG_EV_STDIN_ACK = 70, /* F_PID, F_COUNT: stdin bytes consumed (written or dropped) */
+	MSG_EV_PROC = 71,      /* F_PID, [F_TAG], F_ARG (command line), F_FLAGS (1 running), [F_EXIT_CODE, F_SIGNAL] */
 };
 
 enum proto_tag {
@@ -54,6 +57,8 @@ enum proto_tag {
 	F_DISK_USED = 17,
 	F_DISK_TOTAL = 18,
 	F_COUNT = 19,
+	F_TAG = 20,
+	F_DROPPED = 21, /* on a replayed data event: bytes lost before it */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
