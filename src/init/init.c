@@ -36,7 +36,7 @@
 #include "proto/messages.h"
 #include "proto/proto.h"
 
-#define MAX_CLIENTS 64
+#define MAX_CLIENTS 256
 #define MAX_PROCS 256
 /* A host that ignores the stdin window is cut off past this. */
 #define STDIN_HARD_LIMIT (4 * STDIN_WINDOW)
@@ -69,7 +69,8 @@ struct proc {
 	pid_t pid;
 	int owner;          /* client that started it (its stdin), -1 when gone */
 	uint32_t owner_req;
-	uint64_t attached;  /* clients that receive its events, one bit each */
+	/* per client: the request id its events go under, 0 = not attached
+	 * (host request ids start at 1) */
 	uint32_t att_req[MAX_CLIENTS];
 	char *tag;
 	char *cmd;
@@ -193,7 +194,7 @@ static void ring_free(struct ring *r)
 static void broadcast(struct proc *p, struct proto_msg *m)
 {
 	for (unsigned ci = 0; ci < nclients; ci++) {
-		if (!(p->attached & (1ULL << ci)))
+		if (!p->att_req[ci])
 			continue;
 		m->id = p->att_req[ci];
 		(void)proto_queue(&clients[ci].out, m);
@@ -204,7 +205,10 @@ static void broadcast(struct proc *p, struct proto_msg *m)
 static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
 	ring_put(type == MSG_EV_STDOUT ? &p->rout : &p->rerr, buf, n);
-	if (!p->attached)
+	bool any = false;
+	for (unsigned ci = 0; ci < nclients && !any; ci++)
+		any = p->att_req[ci] != 0;
+	if (!any)
 		return;
 	struct proto_msg m;
 	proto_msg_init(&m, type, 0);
@@ -295,7 +299,7 @@ static void proc_ended(struct proc *p)
 	bool oneshot = p->oneshot;
 	proc_close_io(p);
 	p->state = P_EXITED;
-	p->attached = 0;
+	memset(p->att_req, 0, sizeof(p->att_req));
 	p->owner = -1;
 	p->exit_seq = ++exit_counter;
 	unsigned n = 0;
@@ -468,7 +472,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 		return;
 	}
 	*p = (struct proc){ .state = P_STARTING, .pid = pid, .owner = ci, .owner_req = f->id,
-			    .attached = 1ULL << ci, .tag = tag, .cmd = strdup(cmd),
+			    .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
 			    .oneshot = oneshot };
 	p->att_req[ci] = f->id;
@@ -516,7 +520,7 @@ static struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t 
 			match = p->tag && strlen(p->tag) == taglen && memcmp(p->tag, tag, taglen) == 0;
 		else
 			match = (p->owner == ci && p->owner_req == f->id) ||
-				((p->attached & (1ULL << ci)) && p->att_req[ci] == f->id);
+				p->att_req[ci] == f->id;
 		if (!match)
 			continue;
 		bool live = p->state != P_EXITED;
@@ -609,7 +613,6 @@ static void handle_attach(int ci, const struct proto_frame *f)
 		client_queue(ci, &m);
 		return;
 	}
-	p->attached |= 1ULL << ci;
 	p->att_req[ci] = f->id;
 }
 
@@ -759,12 +762,8 @@ static void client_drop(unsigned ci)
 			p->owner = -1;
 		else if (p->owner == (int)last)
 			p->owner = (int)ci;
-		p->attached &= ~(1ULL << ci);
-		if (p->attached & (1ULL << last)) {
-			p->attached &= ~(1ULL << last);
-			p->attached |= 1ULL << ci;
-			p->att_req[ci] = p->att_req[last];
-		}
+		p->att_req[ci] = p->att_req[last];
+		p->att_req[last] = 0;
 	}
 	clients[ci] = clients[last];
 	nclients--;
@@ -821,7 +820,7 @@ static bool client_read(unsigned ci)
 static bool output_blocked(const struct proc *p)
 {
 	for (unsigned ci = 0; ci < nclients; ci++)
-		if ((p->attached & (1ULL << ci)) && proto_outq_len(&clients[ci].out) > OUT_HIGH_WATER)
+		if (p->att_req[ci] && proto_outq_len(&clients[ci].out) > OUT_HIGH_WATER)
 			return true;
 	return false;
 }

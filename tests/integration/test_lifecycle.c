@@ -404,3 +404,32 @@ Test(lifecycle, kept_output_is_bounded_with_a_marker)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, hundred_concurrent_execs_in_one_sandbox)
+{
+	enum { N = 100 };
+	char *id = create(NULL);
+	pid_t p[N];
+	int o[N], e[N];
+	for (int i = 0; i < N; i++) {
+		char arg[32];
+		snprintf(arg, sizeof(arg), "echo %d", i);
+		p[i] = start_abox(&o[i], &e[i], (const char *const[]){ "exec", id, "--", "sh", "-c", arg, NULL });
+	}
+	int ok = 0;
+	for (int i = 0; i < N; i++) {
+		char *out = slurp(o[i]);
+		char *err = slurp(e[i]);
+		int st = wait_exit(p[i]);
+		char want[16];
+		snprintf(want, sizeof(want), "%d\n", i);
+		cr_expect_eq(st, 0, "exec %d: %s", i, err);
+		cr_expect_str_eq(out, want);
+		ok += st == 0 && strcmp(out, want) == 0;
+		free(out);
+		free(err);
+	}
+	cr_assert_eq(ok, N);
+	kill_ok(id);
+	free(id);
+}
