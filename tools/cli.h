@@ -25,7 +25,11 @@ void cli_log_stderr(abox_log_level level, const char *msg, void *userdata);
 struct cli_proc_opts {
 	const char *memory_text; /* "512M" in "killed: out of memory (limit 512M)" */
 	uint32_t timeout_s;
+	bool truncated;          /* print the truncated result at the end instead of streaming */
 };
+
+/* --truncate N[:HEAD:TAIL] into the process options. */
+int cli_opt_truncate(const char *verb, const char *val, abox_proc_opts *po);
 
 /* Blocks the signals cli_run_process handles (so none interrupts a
  * create half-way) and installs their handlers; call before creating. */

@@ -64,3 +64,18 @@ int cli_opt_kv(const char *verb, const char *opt, const char *val)
 	}
 	return 0;
 }
+
+int cli_opt_truncate(const char *verb, const char *val, abox_proc_opts *po)
+{
+	unsigned long t = 0, h = 0, l = 0;
+	char extra;
+	int k = sscanf(val, "%lu:%lu:%lu%c", &t, &h, &l, &extra);
+	if ((k != 1 && k != 3) || t == 0 || t > (1ul << 30) || h > (1ul << 30) || l > (1ul << 30)) {
+		cli_err("%s: --truncate '%s': expected THRESHOLD or THRESHOLD:HEAD:TAIL (bytes)", verb, val);
+		return -1;
+	}
+	po->truncate_threshold = (uint32_t)t;
+	po->truncate_head = (uint32_t)h;
+	po->truncate_tail = (uint32_t)l;
+	return 0;
+}

@@ -103,12 +103,16 @@ static void on_event(const abox_event *ev, void *ud)
 	struct run_state *st = ud;
 	switch (ev->type) {
 	case ABOX_EVENT_STDOUT:
+		if (st->o->truncated)
+			break; /* printed whole at the end */
 		if (ev->dropped)
 			cli_err("[%llu bytes of output were not kept before this]", (unsigned long long)ev->dropped);
 		if (!st->stdout_broken && out_write(1, ev->data, ev->len) == -EPIPE)
 			st->stdout_broken = true;
 		break;
 	case ABOX_EVENT_STDERR:
+		if (st->o->truncated)
+			break;
 		if (ev->dropped)
 			cli_err("[%llu bytes of error output were not kept before this]", (unsigned long long)ev->dropped);
 		(void)out_write(2, ev->data, ev->len);
@@ -214,6 +218,16 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
 		}
 	}
 	rc = st.exit_code;
+	if (o->truncated) {
+		abox_proc_result res = { .version = ABOX_PROC_RESULT_VERSION };
+		if (abox_proc_result_get(p, &res, &err) < 0) {
+			rc = cli_fail(&err);
+		} else {
+			(void)out_write(1, res.stdout_text, res.stdout_len);
+			(void)out_write(2, res.stderr_text, res.stderr_len);
+			abox_proc_result_clear(&res);
+		}
+	}
 out:
 	abox_proc_free(p);
 	return rc;

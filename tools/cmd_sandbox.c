@@ -153,6 +153,7 @@ int cmd_exec(int argc, char **argv)
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "tag", required_argument, NULL, 'T' },
+		{ "truncate", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -168,6 +169,10 @@ int cmd_exec(int argc, char **argv)
 		switch (c) {
 		case 'd': detach = true; break;
 		case 'T': po.tag = optarg; break;
+		case 'R':
+			if (cli_opt_truncate("exec", optarg, &po) < 0)
+				return EXIT_ABOX;
+			break;
 		case 'u': po.user = optarg; break;
 		case 'w': po.cwd = optarg; break;
 		case 'e':
@@ -181,7 +186,11 @@ int cmd_exec(int argc, char **argv)
 			       "Runs CMD in the running sandbox ID. Exit status as for `abox run`.\n"
 			       "  -d, --detach   start it in the background, print its pid and return\n"
 			       "                 (`abox attach ID PID|TAG` follows it again)\n"
-			       "      --tag TAG  a name to find it by (attach, signal, ps)\n");
+			       "      --tag TAG  a name to find it by (attach, signal, ps)\n"
+			       "      --truncate N[:HEAD:TAIL]\n"
+			       "                 when stdout+stderr exceed N bytes, print each stream cut to\n"
+			       "                 its first HEAD and last TAIL bytes (default N/2 each) with a\n"
+			       "                 marker; the complete output stays in /tmp/abox/cmd/<uuid>/\n");
 			return 0;
 		default:
 			return EXIT_ABOX;
@@ -226,7 +235,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	char membuf[32];
 	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
-	struct cli_proc_opts o = { .memory_text = membuf };
+	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0 };
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
 	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */

@@ -168,8 +168,15 @@ typedef struct abox_proc_opts {
 	const char *cwd;              /* NULL: the user's home */
 	const char *user;             /* "user" (default) or "root" */
 	const char *tag;              /* optional name to find it again (attach, signal) */
+	/* Output truncation for agents (0 = off): when stdout + stderr exceed
+	 * truncate_threshold bytes, abox_proc_result gives each stream cut to
+	 * its first truncate_head and last truncate_tail bytes with a marker
+	 * between, and the complete streams stay in files inside the sandbox
+	 * (/tmp/abox/cmd/<uuid>/{command,stdout,stderr}.txt). 0 head/tail:
+	 * half the threshold each. */
+	uint32_t truncate_threshold, truncate_head, truncate_tail;
 } abox_proc_opts;
-#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL }
+#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0 }
 
 typedef enum abox_event_type {
 	ABOX_EVENT_START = 1,  /* pid */
@@ -229,6 +236,22 @@ ABOX_EXPORT int abox_proc_pid(const abox_proc *p);
 /* Accepts NULL. Does not stop the process: in a long-lived sandbox it runs
  * on in the background and can be attached again. */
 ABOX_EXPORT void abox_proc_free(abox_proc *p);
+
+#define ABOX_PROC_RESULT_VERSION 1
+typedef struct abox_proc_result {
+	uint32_t version;      /* set by the caller to ABOX_PROC_RESULT_VERSION */
+	int exit_code;
+	int truncated;         /* 1 when the streams below were cut */
+	uint64_t stdout_bytes, stderr_bytes; /* complete lengths */
+	char *stdout_text, *stderr_text;     /* NUL-terminated; owned, see _clear */
+	size_t stdout_len, stderr_len;
+	char dir[128];         /* folder with command.txt, stdout.txt, stderr.txt */
+} abox_proc_result;
+
+/* After END of a process started with truncate_threshold: its output as an
+ * agent should see it. Strings are owned by *out until abox_proc_result_clear. */
+ABOX_EXPORT int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err);
+ABOX_EXPORT void abox_proc_result_clear(abox_proc_result *r);
 
 /* Attaches to a process of the sandbox by pid (tag NULL) or by tag (pid
  * 0): START, then what its streams kept while nobody listened (the last

@@ -25,6 +25,7 @@ void exec_req_free(struct exec_req *req)
 	free(req->home);
 	free(req->user);
 	free(req->tag);
+	free(req->tee_dir);
 	memset(req, 0, sizeof(*req));
 }
 

@@ -76,6 +76,7 @@ struct proc {
 	char *cmd;
 	struct ring rout, rerr;
 	int in, out, err, ep;
+	int tee_out, tee_err; /* complete output kept in files, or -1 */
 	uint8_t *inbuf;
 	size_t inlen;
 	bool close_in; /* close stdin once inbuf drains */
@@ -205,6 +206,9 @@ static void broadcast(struct proc *p, struct proto_msg *m)
 static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
 	ring_put(type == MSG_EV_STDOUT ? &p->rout : &p->rerr, buf, n);
+	int *tee = type == MSG_EV_STDOUT ? &p->tee_out : &p->tee_err;
+	if (*tee >= 0 && write_full(*tee, buf, n) < 0)
+		close_fd(tee); /* the layer is full: keep what fitted */
 	bool any = false;
 	for (unsigned ci = 0; ci < nclients && !any; ci++)
 		any = p->att_req[ci] != 0;
@@ -253,6 +257,8 @@ static void proc_close_io(struct proc *p)
 	close_fd(&p->out);
 	close_fd(&p->err);
 	close_fd(&p->ep);
+	close_fd(&p->tee_out);
+	close_fd(&p->tee_err);
 	free(p->inbuf);
 	p->inbuf = NULL;
 	p->inlen = 0;
@@ -267,7 +273,7 @@ static void proc_release(struct proc *p)
 	free(p->cmd);
 	free(p->error);
 	memset(p, 0, sizeof(*p));
-	p->in = p->out = p->err = p->ep = -1;
+	p->in = p->out = p->err = p->ep = p->tee_out = p->tee_err = -1;
 	p->owner = -1;
 }
 
@@ -423,6 +429,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
 		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
 		case F_TAG: free(req->tag); req->tag = NULL; r = proto_field_strdup(&fl, &req->tag); break;
+		case F_TEE_DIR: free(req->tee_dir); req->tee_dir = NULL; r = proto_field_strdup(&fl, &req->tee_dir); break;
 		default: break; /* newer hosts may send more: ignore */
 		}
 		if (r < 0)
@@ -449,6 +456,23 @@ static void handle_exec(int ci, const struct proto_frame *f)
 		exec_req_free(&req);
 		return;
 	}
+	int tee_out = -1, tee_err = -1;
+	if (req.tee_dir) {
+		char line[256];
+		size_t u = 0;
+		line[0] = '\0';
+		for (size_t i = 0; req.argv[i] && u + 2 < sizeof(line); i++)
+			u += safe_snprintf(line + u, sizeof(line) - u, "%s%s", i ? " " : "", req.argv[i]);
+		r = tee_open(req.tee_dir, line, req.uid, req.gid, &tee_out, &tee_err);
+		if (r < 0) {
+			char m2[300];
+			safe_snprintf(m2, sizeof(m2), "exec: keep output in '%s': %s", req.tee_dir,
+				      errno_name(-r) ? errno_name(-r) : "error");
+			send_error(ci, f->id, r, m2);
+			exec_req_free(&req);
+			return;
+		}
+	}
 	pid_t pid;
 	struct exec_fds fds;
 	r = child_spawn(&req, &pid, &fds);
@@ -467,6 +491,10 @@ static void handle_exec(int ci, const struct proto_frame *f)
 		safe_snprintf(m2, sizeof(m2), "exec: fork: %s", errno_name(-r) ? errno_name(-r) : "error");
 		send_error(ci, f->id, r, m2);
 		free(tag);
+		if (tee_out >= 0)
+			close(tee_out);
+		if (tee_err >= 0)
+			close(tee_err);
 		if (oneshot)
 			end_sandbox_after_flush(125);
 		return;
@@ -474,7 +502,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 	*p = (struct proc){ .state = P_STARTING, .pid = pid, .owner = ci, .owner_req = f->id,
 			    .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
-			    .oneshot = oneshot };
+			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot };
 	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
@@ -848,7 +876,7 @@ int main(int argc, char **argv)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
 	}
 	for (unsigned i = 0; i < MAX_PROCS; i++)
-		procs[i].in = procs[i].out = procs[i].err = procs[i].ep = -1;
+		procs[i].in = procs[i].out = procs[i].err = procs[i].ep = procs[i].tee_out = procs[i].tee_err = -1;
 
 	/* The creator's death ends the sandbox (the signal was set before
 	 * exec) until a long-lived one is detached (MSG_REQ_DETACH). */

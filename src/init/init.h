@@ -14,6 +14,7 @@ struct exec_req {
 	char *home;
 	char *user;
 	char *tag;
+	char *tee_dir; /* keep the complete output here (truncation) */
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;
@@ -30,6 +31,9 @@ struct exec_fds {
  * once: the result of the exec arrives on fds->ep (see child_exec_result).
  * < 0 (-errno) when no child could be made at all. */
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
+/* Makes <dir>/{command.txt,stdout.txt,stderr.txt} as uid/gid (see tee.c)
+ * and returns the two output files open for writing. 0 or -errno. */
+int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *out_fd, int *err_fd);
 /* Reads the exec result from ep: 0 = exec happened (EOF), 1 = it failed
  * (*exec_errno and errbuf say why), -EAGAIN = not known yet. */
 int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen);

@@ -433,3 +433,52 @@ Test(lifecycle, hundred_concurrent_execs_in_one_sandbox)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, truncation_keeps_head_tail_marker_and_full_files)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "--truncate", "100:20:20", id, "--", "sh", "-c", "seq 1 200; echo oops >&2");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(strncmp(r.out, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", 21), 0, "head: %s", r.out);
+	cr_assert(strstr(r.out, "\n... [652 characters omitted] ...\n(Full output: /tmp/abox/cmd/"), "%s", r.out);
+	size_t n = strlen(r.out);
+	cr_assert_str_eq(r.out + n - 20, "196\n197\n198\n199\n200\n", "tail: %s", r.out);
+	cr_assert_str_eq(r.err, "oops\n", "a short stream stays whole");
+	char *path = strstr(r.out, "(Full output: ") + 14;
+	*strchr(path, ')') = '\0';
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "wc -l < %s; cat $(dirname %s)/command.txt; stat -c %%U %s", path, path, path);
+	struct run_result f;
+	ABOX(&f, "exec", id, "--", "sh", "-c", cmd);
+	cr_assert_str_eq(f.out, "200\nsh -c seq 1 200; echo oops >&2\nuser\n", "%s", f.err);
+	run_result_free(&f);
+	run_result_free(&r);
+
+	/* under the threshold nothing is cut; root and user share /tmp/abox */
+	ABOX(&r, "exec", "--user", "root", "--truncate", "1000", id, "--", "echo", "short");
+	cr_assert_str_eq(r.out, "short\n", "%s", r.err);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, truncation_files_cannot_be_redirected_by_a_symlink)
+{
+	/* a sandboxed user plants /tmp/abox -> /etc: init makes the folders
+	 * with that user's identity, so it cannot write into /etc for it */
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "ln", "-s", "/etc", "/tmp/abox");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", "--truncate", "100", id, "--", "echo", "x");
+	cr_expect_eq(r.status, 125, "%s", r.err);
+	cr_expect(strstr(r.err, "Not a directory") || strstr(r.err, "Permission denied"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", "test -e /etc/cmd && echo written || echo clean");
+	cr_expect_str_eq(r.out, "clean\n");
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

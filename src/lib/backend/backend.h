@@ -48,6 +48,15 @@ struct abox_sandbox {
 	uint64_t metrics_cpu_usec;
 };
 
+/* What truncation keeps of one stream: its start, its end, and counts. */
+struct trunc_stream {
+	uint8_t *head;      /* first bytes, up to head_cap */
+	size_t head_len, head_cap;
+	uint8_t *tail;      /* ring of the last tail_cap bytes */
+	size_t tail_start, tail_len, tail_cap;
+	uint64_t bytes, chars;
+};
+
 struct abox_proc {
 	abox_sandbox *sb;
 	uint32_t req;
@@ -58,7 +67,17 @@ struct abox_proc {
 	struct proto_outq stdin_q;
 	size_t stdin_unacked;
 	bool stdin_close_pending;
+	/* truncation (threshold 0 = off) */
+	uint32_t t_threshold, t_head, t_tail;
+	char t_dir[128];
+	struct trunc_stream t_out, t_err;
+	int exit_code;
 };
+
+/* truncate.c */
+int truncate_setup(abox_proc *p, uint32_t threshold, uint32_t head, uint32_t tail);
+void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
+void truncate_free(abox_proc *p);
 
 int64_t backend_now_ms(void);
 int64_t backend_wall_ms(void);

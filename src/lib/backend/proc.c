@@ -61,6 +61,16 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		proto_put_str(&m, F_ENV, opts->env[i]);
 	}
 	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : u->home);
+	if (opts->version >= 1 && opts->truncate_threshold) {
+		int tr = truncate_setup(p, opts->truncate_threshold, opts->truncate_head, opts->truncate_tail);
+		if (tr < 0) {
+			truncate_free(p);
+			proto_msg_free(&m);
+			free(p);
+			return abox_error_set(err, -tr, "exec: truncation");
+		}
+		proto_put_str(&m, F_TEE_DIR, p->t_dir);
+	}
 	if (opts->tag) {
 		if (strlen(opts->tag) >= 128) {
 			proto_msg_free(&m);
@@ -105,6 +115,7 @@ static void deliver_end(abox_proc *p, abox_event *ev, abox_event_fn fn, void *ud
 	if (p->sb->cg && abox_sandbox_oom_kills(p->sb, &ooms, NULL) >= 0 && ooms > 0)
 		ev->end_flags |= ABOX_END_OOM;
 	p->ended = true;
+	p->exit_code = ev->exit_code;
 	p->sb->active = NULL;
 	if (fn)
 		fn(ev, ud);
@@ -196,11 +207,14 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 	case MSG_EV_STDOUT:
 	case MSG_EV_STDERR:
 		ev.type = f->type == MSG_EV_STDOUT ? ABOX_EVENT_STDOUT : ABOX_EVENT_STDERR;
+		if (p->t_threshold)
+			truncate_feed(p, f->type == MSG_EV_STDERR, ev.data, ev.len);
 		if (fn)
 			fn(&ev, ud);
 		return 0;
 	case MSG_EV_END:
 		ev.type = ABOX_EVENT_END;
+		p->exit_code = ev.exit_code;
 		ev.error = msg;
 		deliver_end(p, &ev, fn, ud);
 		return 1;
@@ -406,6 +420,7 @@ void abox_proc_free(abox_proc *p)
 	if (!p)
 		return;
 	proto_outq_free(&p->stdin_q);
+	truncate_free(p);
 	if (p->sb && p->sb->active == p)
 		p->sb->active = NULL;
 	free(p);

@@ -59,6 +59,7 @@ enum proto_tag {
 	F_COUNT = 19,
 	F_TAG = 20,
 	F_DROPPED = 21, /* on a replayed data event: bytes lost before it */
+	F_TEE_DIR = 22, /* exec: keep the complete output in this folder */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
