@@ -354,47 +354,102 @@ int cmd_info(int argc, char **argv)
 
 int cmd_ls(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "state", required_argument, NULL, 's' },
+		{ "metadata", required_argument, NULL, 'm' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "next-token", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
+	_cleanup_free_ const char **meta = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nmeta = 0;
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else {
-			cli_err("ls: unexpected argument '%s' (usage: abox ls [--json])", argv[i]);
+	int c;
+	if (!meta)
+		return EXIT_ABOX;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		uint64_t v;
+		switch (c) {
+		case 'j': json = true; break;
+		case 's':
+			if (strcmp(optarg, "running") == 0)
+				lo.state = ABOX_STATE_RUNNING;
+			else if (strcmp(optarg, "dead") == 0)
+				lo.state = ABOX_STATE_DEAD;
+			else {
+				cli_err("ls: --state '%s': expected running or dead", optarg);
+				return EXIT_ABOX;
+			}
+			break;
+		case 'm':
+			if (cli_opt_kv("ls", "--metadata", optarg) < 0)
+				return EXIT_ABOX;
+			meta[nmeta++] = optarg;
+			break;
+		case 'l':
+			if (cli_opt_count("ls", "--limit", optarg, &v) < 0)
+				return EXIT_ABOX;
+			lo.limit = (uint32_t)v;
+			break;
+		case 'n': lo.next_token = optarg; break;
+		case 'h':
+			printf("usage: abox ls [--json] [--state running|dead] [--metadata K=V]... [--limit N] [--next-token T]\n\n"
+			       "Lists long-lived sandboxes in id order. With --limit, the token for the\n"
+			       "next page is printed to stderr (\"next-token: T\") or, with --json, as\n"
+			       "\"nextToken\".\n");
+			return 0;
+		default:
 			return EXIT_ABOX;
 		}
 	}
+	if (optind < argc) {
+		cli_err("ls: unexpected argument '%s'", argv[optind]);
+		return EXIT_ABOX;
+	}
+	lo.metadata = nmeta ? meta : NULL;
 	abox_ctx *ctx;
 	if (cli_ctx(&ctx) != 0)
 		return EXIT_ABOX;
 	abox_error err = ABOX_ERROR_INIT;
-	char **ids = NULL;
-	if (abox_sandbox_list(ctx, &ids, &err) < 0) {
-		abox_ctx_free(ctx);
-		return cli_fail(&err);
-	}
-	json_object *arr = json_object_new_array();
-	if (!json)
-		printf("%-20s  %-8s  %-10s  %-20s  %s\n", "ID", "STATE", "TEMPLATE", "CREATED", "METADATA");
-	for (size_t i = 0; ids[i]; i++) {
-		abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
-		if (abox_sandbox_info_get(ctx, ids[i], &in, NULL) < 0)
-			continue; /* removed meanwhile */
-		if (json) {
-			json_object_array_add(arr, info_json(&in));
-		} else {
-			char created[32];
-			fmt_time(in.created_ms, created, sizeof(created));
-			printf("%-20s  %-8s  %-10s  %-20s  %s\n", in.id,
-			       in.state == ABOX_STATE_RUNNING ? "running" : "dead", in.template_name, created,
-			       in.metadata_json);
-		}
-		abox_sandbox_info_clear(&in);
-	}
-	if (json)
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
-	json_object_put(arr);
-	abox_strv_free(ids);
+	abox_sandbox_info *v = NULL;
+	size_t n = 0;
+	char *next = NULL;
+	int r = abox_sandbox_query(ctx, &lo, &v, &n, &next, &err);
 	abox_ctx_free(ctx);
+	if (r < 0)
+		return cli_fail(&err);
+	if (json) {
+		json_object *arr = json_object_new_array();
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(arr, info_json(&v[i]));
+		json_object *out = arr;
+		if (lo.limit) {
+			out = json_object_new_object();
+			json_object_object_add(out, "sandboxes", arr);
+			json_object_object_add(out, "nextToken", next ? json_object_new_string(next) : NULL);
+		}
+		printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
+		json_object_put(out);
+	} else {
+		printf("%-20s  %-8s  %-10s  %-20s  %s\n", "ID", "STATE", "TEMPLATE", "CREATED", "METADATA");
+		for (size_t i = 0; i < n; i++) {
+			char created[32];
+			fmt_time(v[i].created_ms, created, sizeof(created));
+			printf("%-20s  %-8s  %-10s  %-20s  %s\n", v[i].id,
+			       v[i].state == ABOX_STATE_RUNNING ? "running" : "dead", v[i].template_name, created,
+			       v[i].metadata_json);
+		}
+		if (next)
+			fprintf(stderr, "next-token: %s\n", next);
+	}
+	for (size_t i = 0; i < n; i++)
+		abox_sandbox_info_clear(&v[i]);
+	free(v);
+	free(next);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -9,7 +10,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: abox COMMAND [OPTIONS]\n"
+		"usage: abox [--root DIR] [--runtime-dir DIR] COMMAND [OPTIONS]\n"
 		"\n"
 		"Run untrusted code in isolated sandboxes.\n"
 		"\n"
@@ -40,6 +41,12 @@ int main(int argc, char **argv)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
 			return EXIT_ABOX;
 
+	/* global options before the verb */
+	while (argc >= 3 && (strcmp(argv[1], "--root") == 0 || strcmp(argv[1], "--runtime-dir") == 0)) {
+		setenv(strcmp(argv[1], "--root") == 0 ? "ABOX_ROOT" : "ABOX_RUNTIME_DIR", argv[2], 1);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_ABOX;

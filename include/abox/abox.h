@@ -116,6 +116,23 @@ ABOX_EXPORT void abox_sandbox_info_clear(abox_sandbox_info *info);
 /* Ids of all long-lived sandboxes, running or dead. *ids is a malloc'd
  * NULL-terminated array owned by the caller: free with abox_strv_free. */
 ABOX_EXPORT int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err);
+
+#define ABOX_LIST_OPTS_VERSION 1
+typedef struct abox_list_opts {
+	uint32_t version;
+	abox_sandbox_state state;      /* 0: any */
+	const char *const *metadata;   /* "key=value" entries that must all match, or NULL */
+	uint32_t limit;                /* 0: no limit */
+	const char *next_token;        /* from the previous page, or NULL */
+} abox_list_opts;
+#define ABOX_LIST_OPTS_INIT { ABOX_LIST_OPTS_VERSION, 0, NULL, 0, NULL }
+
+/* Sandboxes matching opts, in id order, one page at a time. *infos is a
+ * malloc'd array of *n entries (clear each with abox_sandbox_info_clear,
+ * then free the array); *next is a malloc'd token for the next page, or
+ * NULL on the last one. */
+ABOX_EXPORT int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos,
+				   size_t *n, char **next, abox_error *err);
 ABOX_EXPORT void abox_strv_free(char **v);
 
 /* 20 characters of [a-z0-9]; owned by the sandbox handle. */

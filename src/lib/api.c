@@ -50,6 +50,19 @@ static char *pick(const char *const *cands, size_t n)
 	return NULL;
 }
 
+/* Paths are recorded (runtime folders name their state folder): relative
+ * ones would mean something else from another working directory. */
+static char *absolute(const char *p)
+{
+	if (p[0] == '/')
+		return strdup(p);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	char *r = NULL;
+	return asprintf(&r, "%s/%s", cwd, p) < 0 ? NULL : r;
+}
+
 static void self_dir(char *buf, size_t n)
 {
 	ssize_t l = readlink("/proc/self/exe", buf, n - 1);
@@ -75,8 +88,8 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	if (!ctx)
 		return abox_error_set(err, ENOMEM, "context");
 	const char *env_root = getenv("ABOX_ROOT"), *env_run = getenv("ABOX_RUNTIME_DIR");
-	ctx->state_dir = strdup(o.state_dir ? o.state_dir : env_root && *env_root ? env_root : "/var/lib/abox");
-	ctx->runtime_dir = strdup(o.runtime_dir ? o.runtime_dir : env_run && *env_run ? env_run : "/run/abox");
+	ctx->state_dir = absolute(o.state_dir ? o.state_dir : env_root && *env_root ? env_root : "/var/lib/abox");
+	ctx->runtime_dir = absolute(o.runtime_dir ? o.runtime_dir : env_run && *env_run ? env_run : "/run/abox");
 
 	char dir[PATH_MAX], near[PATH_MAX + 16];
 	self_dir(dir, sizeof(dir));

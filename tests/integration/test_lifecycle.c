@@ -482,3 +482,74 @@ Test(lifecycle, truncation_files_cannot_be_redirected_by_a_symlink)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, list_filters_and_pages)
+{
+	char *a = create((const char *const[]){ "--metadata", "team=red", NULL });
+	char *b = create((const char *const[]){ "--metadata", "team=blue", NULL });
+	char *c = create((const char *const[]){ "--metadata", "team=red", "--metadata", "env=ci", NULL });
+	struct run_result r;
+	ABOX(&r, "ls", "--metadata", "team=red");
+	cr_assert(strstr(r.out, a) && strstr(r.out, c) && !strstr(r.out, b), "%s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "ls", "--metadata", "team=red", "--metadata", "env=ci");
+	cr_assert(!strstr(r.out, a) && strstr(r.out, c), "%s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "ls", "--state", "dead");
+	cr_assert(!strstr(r.out, a) && !strstr(r.out, b) && !strstr(r.out, c), "%s", r.out);
+	run_result_free(&r);
+	/* pages of 2 cover everything exactly once */
+	char seen[4096] = "";
+	char token[64] = "";
+	for (int page = 0; page < 10; page++) {
+		if (page && !token[0])
+			break;
+		if (token[0])
+			ABOX(&r, "ls", "--limit", "2", "--next-token", token);
+		else
+			ABOX(&r, "ls", "--limit", "2");
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		strncat(seen, r.out, sizeof(seen) - strlen(seen) - 1);
+		token[0] = '\0';
+		char *t = strstr(r.err, "next-token: ");
+		if (t)
+			sscanf(t + 12, "%63s", token);
+		run_result_free(&r);
+	}
+	cr_assert(strstr(seen, a) && strstr(seen, b) && strstr(seen, c), "%s", seen);
+	cr_assert_eq(strstr(strstr(seen, a) + 1, a), NULL, "listed twice: %s", seen);
+	kill_ok(a);
+	kill_ok(b);
+	kill_ok(c);
+	free(a);
+	free(b);
+	free(c);
+}
+
+Test(lifecycle, another_root_is_a_separate_world)
+{
+	char root[] = "/tmp/abox-root-XXXXXX";
+	cr_assert_not_null(mkdtemp(root));
+	struct run_result r;
+	ABOX(&r, "--root", root, "create");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r.out[20] = '\0';
+	char id[21];
+	memcpy(id, r.out, 21);
+	run_result_free(&r);
+	/* not listed in the default root; gc there must not touch it */
+	ABOX(&r, "ls");
+	cr_assert_null(strstr(r.out, id));
+	run_result_free(&r);
+	ABOX(&r, "gc");
+	run_result_free(&r);
+	ABOX(&r, "--root", root, "exec", id, "--", "echo", "alive");
+	cr_assert_str_eq(r.out, "alive\n", "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "--root", root, "kill", id);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_assert_eq(system(cmd), 0);
+}

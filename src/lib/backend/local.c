@@ -277,7 +277,9 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	 * that `abox gc` cleans up from */
 	char planned[8192];
 	if ((r = cgroup_planned_dirs(&ctx->cg, sb->id, planned, sizeof(planned), err)) < 0 ||
-	    (r = store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0) {
+	    (r = store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0 ||
+	    (!(o.flags & ABOX_SANDBOX_EPHEMERAL) &&
+	     (r = store_rundir_record(sb->rundir_fd, STORE_ROOT_FILE, ctx->state_dir, err)) < 0)) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}

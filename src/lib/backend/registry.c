@@ -115,3 +115,76 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	*out = sb;
 	return 0;
 }
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool meta_matches(const char *json, const char *const *want)
+{
+	if (!want || !want[0])
+		return true;
+	json_object *o = json_tokener_parse(json ? json : "{}");
+	bool ok = o != NULL;
+	for (size_t i = 0; ok && want[i]; i++) {
+		const char *eq = strchr(want[i], '=');
+		if (!eq) {
+			ok = false;
+			break;
+		}
+		char key[256];
+		safe_snprintf(key, sizeof(key), "%.*s", (int)(eq - want[i]), want[i]);
+		json_object *v;
+		ok = json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), eq + 1) == 0;
+	}
+	json_object_put(o);
+	return ok;
+}
+
+int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
+		       char **next, abox_error *err)
+{
+	abox_list_opts o = ABOX_LIST_OPTS_INIT;
+	if (opts) {
+		if (opts->version < 1)
+			return abox_error_setx(err, EINVAL, "list: abox_list_opts needs its version set");
+		o = *opts;
+	}
+	char **ids = NULL;
+	int r = state_list(ctx->state_dir, &ids, err);
+	if (r < 0)
+		return r;
+	size_t count = strv_length(ids);
+	qsort(ids, count, sizeof(char *), cmp_str);
+	abox_sandbox_info *v = calloc(count + 1, sizeof(*v));
+	if (!v) {
+		strv_free(ids);
+		return abox_error_set(err, ENOMEM, "list");
+	}
+	size_t k = 0;
+	char *more = NULL;
+	for (size_t i = 0; i < count; i++) {
+		/* the token is the last id of the previous page */
+		if (o.next_token && strcmp(ids[i], o.next_token) <= 0)
+			continue;
+		abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
+		if (abox_sandbox_info_get(ctx, ids[i], &in, NULL) < 0)
+			continue; /* removed meanwhile */
+		if ((o.state && in.state != o.state) || !meta_matches(in.metadata_json, o.metadata)) {
+			abox_sandbox_info_clear(&in);
+			continue;
+		}
+		if (o.limit && k == o.limit) {
+			abox_sandbox_info_clear(&in);
+			more = strdup(v[k - 1].id);
+			break;
+		}
+		v[k++] = in;
+	}
+	strv_free(ids);
+	*infos = v;
+	*n = k;
+	*next = more;
+	return 0;
+}

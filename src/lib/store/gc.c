@@ -135,7 +135,11 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 	if (dfd < 0 || flock(dfd, LOCK_EX | LOCK_NB) < 0)
 		return false; /* its creator is still at work (or not ours to judge) */
 	/* A long-lived sandbox has no lock holder once its creator is done:
-	 * its record and its init decide. */
+	 * its record (in the state folder it was made with) and its init
+	 * decide. */
+	_cleanup_free_ char *root = NULL;
+	if (read_file_at(dfd, STORE_ROOT_FILE, 4096, &root, NULL) == 0 && root[0] == '/')
+		state_dir = root;
 	struct sb_state st = { 0 };
 	bool recorded = id && state_read(state_dir, id, &st, NULL) == 0;
 	if (recorded && state_status(&st) == SB_RUNNING) {
@@ -154,6 +158,7 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 	if (recorded)
 		(void)state_remove(state_dir, id);
 	(void)unlinkat(dfd, STORE_CGROUPS_FILE, 0);
+	(void)unlinkat(dfd, STORE_ROOT_FILE, 0);
 	(void)unlinkat(dfd, "init.sock", 0);
 	(void)unlinkat(rtfd, name, AT_REMOVEDIR);
 	return true;

@@ -117,6 +117,9 @@ int store_rundir_remove(const char *dir, abox_error *err)
 	snprintf(p, sizeof(p), "%s/" STORE_CGROUPS_FILE, dir);
 	if (unlink(p) < 0 && errno != ENOENT)
 		return abox_error_set(err, errno, "remove '%s'", p);
+	snprintf(p, sizeof(p), "%s/" STORE_ROOT_FILE, dir);
+	if (unlink(p) < 0 && errno != ENOENT)
+		return abox_error_set(err, errno, "remove '%s'", p);
 	snprintf(p, sizeof(p), "%s/init.sock", dir);
 	if (unlink(p) < 0 && errno != ENOENT)
 		return abox_error_set(err, errno, "remove '%s'", p);

@@ -10,6 +10,9 @@
 struct cg_layout;
 
 #define STORE_CGROUPS_FILE "cgroups"
+/* the state folder the sandbox is recorded in (sandboxes made with other
+ * --root values share the runtime folder) */
+#define STORE_ROOT_FILE "root"
 
 /* Creates <runtime_dir>/<id> (0700, runtime_dir created 0700 if needed),
  * locked (flock, held through *dir_fd for the sandbox's life: a folder
