@@ -58,6 +58,8 @@ int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_files(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_signal(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

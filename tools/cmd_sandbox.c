@@ -335,7 +335,7 @@ int cmd_info(int argc, char **argv)
 		return cli_fail(&err);
 	if (json) {
 		json_object *o = info_json(&in);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		char created[32], deadline[32], mem[32], disk[32];
@@ -432,7 +432,7 @@ int cmd_ls(int argc, char **argv)
 			json_object_object_add(out, "sandboxes", arr);
 			json_object_object_add(out, "nextToken", next ? json_object_new_string(next) : NULL);
 		}
-		printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(out);
 	} else {
 		printf("%-20s  %-8s  %-10s  %-20s  %s\n", "ID", "STATE", "TEMPLATE", "CREATED", "METADATA");
@@ -533,7 +533,7 @@ int cmd_metrics(int argc, char **argv)
 		json_object_object_add(o, "diskUsed", json_object_new_uint64(m.disk_used));
 		json_object_object_add(o, "diskTotal", json_object_new_uint64(m.disk_limit));
 		json_object_object_add(o, "pids", json_object_new_uint64(m.pids));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		char mu[32], ml[32], du[32], dl[32];
@@ -619,7 +619,7 @@ int cmd_ps(int argc, char **argv)
 		}
 	}
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(arr);
 	free(v);
 	return 0;

@@ -19,6 +19,8 @@ static void usage(FILE *f)
 		"  create [OPTIONS]                create a long-lived sandbox, print its id\n"
 		"  exec [OPTIONS] ID -- CMD...     run a command in a running sandbox\n"
 		"  ps [--json] ID                  processes of a sandbox (running, recently ended)\n"
+		"  files OP ID PATH...             cat, write, ls, stat, exists, mkdir, mv, rm\n"
+		"  cp SRC DST                      copy files and folders; one side is ID:PATH\n"
 		"  attach ID PID|TAG               follow a background process (kept output first)\n"
 		"  signal ID PID|TAG [SIGNAL]      signal a process's whole group (default TERM)\n"
 		"  ls [--json]                     list long-lived sandboxes\n"
@@ -68,6 +70,10 @@ int main(int argc, char **argv)
 		return cmd_ls(argc - 1, argv + 1);
 	if (strcmp(verb, "info") == 0)
 		return cmd_info(argc - 1, argv + 1);
+	if (strcmp(verb, "files") == 0)
+		return cmd_files(argc - 1, argv + 1);
+	if (strcmp(verb, "cp") == 0)
+		return cmd_cp(argc - 1, argv + 1);
 	if (strcmp(verb, "ps") == 0)
 		return cmd_ps(argc - 1, argv + 1);
 	if (strcmp(verb, "attach") == 0)

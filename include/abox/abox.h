@@ -291,6 +291,62 @@ typedef struct abox_proc_info {
  * 32). *out is a malloc'd array of *n entries owned by the caller (free()). */
 ABOX_EXPORT int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 
+/* ---- files -----------------------------------------------------------
+ *
+ * Done by abox-init inside the sandbox, as `user` (NULL: "user") with that
+ * user's permissions; paths are resolved in the sandbox's own tree only.
+ * Errors carry the kernel's errno: -ENOENT not found, -EACCES permission
+ * denied, -ENOTDIR, -EISDIR, -EEXIST, -ENOSPC, ... An empty file reads as
+ * 0 bytes, never as an error. */
+
+typedef enum abox_file_type {
+	ABOX_FILE_REGULAR = 1,
+	ABOX_FILE_DIR = 2,
+	ABOX_FILE_SYMLINK = 3,
+	ABOX_FILE_OTHER = 4,
+} abox_file_type;
+
+typedef struct abox_file_info {
+	char path[4096];
+	char name[256];
+	abox_file_type type;
+	uint64_t size;
+	uint32_t mode;     /* permission bits */
+	uint32_t uid, gid;
+	int64_t mtime_ms;  /* Unix time in ms */
+	char target[4096]; /* a symlink's target, else "" */
+} abox_file_info;
+
+/* Chunks of a file as they are read (at most 64 KiB each, valid during the
+ * call). Return non-zero to stop (the read then fails with -ECANCELED). */
+typedef int (*abox_data_fn)(const void *data, size_t len, void *userdata);
+
+ABOX_EXPORT int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn,
+			       void *userdata, uint64_t *size, abox_error *err);
+/* Writes (creates or truncates) a file from memory; with parents, missing
+ * folders are made first. */
+ABOX_EXPORT int abox_file_write(abox_sandbox *sb, const char *path, const char *user, const void *data,
+				size_t len, int parents, abox_error *err);
+/* The same from a host file descriptor, in bounded chunks (any size). */
+ABOX_EXPORT int abox_file_write_fd(abox_sandbox *sb, const char *path, const char *user, int fd,
+				   int parents, uint64_t *size, abox_error *err);
+ABOX_EXPORT int abox_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out,
+			       abox_error *err);
+/* 1 in *exists when the path exists (a dangling symlink exists). */
+ABOX_EXPORT int abox_file_exists(abox_sandbox *sb, const char *path, const char *user, int *exists,
+				 abox_error *err);
+/* Entries below path down to depth levels (1 = the folder's own entries).
+ * *out is a malloc'd array of *n entries (free()). */
+ABOX_EXPORT int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
+			       abox_file_info **out, size_t *n, abox_error *err);
+/* mkdir -p; *made (may be NULL) is 1 when it did not exist. */
+ABOX_EXPORT int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made,
+				abox_error *err);
+ABOX_EXPORT int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user,
+			       abox_error *err);
+/* Removes a file or a whole folder. */
+ABOX_EXPORT int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,7 +36,7 @@
 #include "proto/messages.h"
 #include "proto/proto.h"
 
-#define MAX_CLIENTS 256
+#define MAX_CLIENTS INIT_MAX_CLIENTS
 #define MAX_PROCS 256
 /* A host that ignores the stdin window is cut off past this. */
 #define STDIN_HARD_LIMIT (4 * STDIN_WINDOW)
@@ -131,6 +131,40 @@ static void client_queue(int ci, struct proto_msg *m)
 	if (ci >= 0 && (unsigned)ci < nclients)
 		(void)proto_queue(&clients[ci].out, m);
 	proto_msg_free(m);
+}
+
+void init_queue(int ci, struct proto_msg *m)
+{
+	client_queue(ci, m);
+}
+
+int init_flush_blocking(int ci)
+{
+	/* a big file read: keep what waits for the host bounded; a host that
+	 * stops reading for half a minute is cut off */
+	struct client *c = &clients[ci];
+	while (proto_outq_len(&c->out) > (1u << 20)) {
+		int r = proto_flush(c->fd, &c->out);
+		if (r < 0) {
+			c->doomed = true;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		if (poll(&p, 1, 30000) <= 0) {
+			c->doomed = true;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void send_error(int ci, uint32_t id, int code, const char *msg);
+
+void init_send_error(int ci, uint32_t id, int code, const char *msg)
+{
+	send_error(ci, id, code, msg);
 }
 
 static void send_error(int ci, uint32_t id, int code, const char *msg)
@@ -755,6 +789,17 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_LIST:
 		handle_list(ci, f);
 		break;
+	case MSG_REQ_FS_READ:
+	case MSG_REQ_FS_WRITE:
+	case MSG_REQ_FS_DATA:
+	case MSG_REQ_FS_CLOSE:
+	case MSG_REQ_FS_STAT:
+	case MSG_REQ_FS_LIST:
+	case MSG_REQ_FS_MKDIR:
+	case MSG_REQ_FS_MOVE:
+	case MSG_REQ_FS_REMOVE:
+		files_handle(ci, f);
+		break;
 	case MSG_REQ_METRICS: {
 		struct statfs sf;
 		struct proto_msg m;
@@ -782,6 +827,9 @@ static void client_drop(unsigned ci)
 	proto_reader_free(&clients[ci].rd);
 	proto_outq_free(&clients[ci].out);
 	unsigned last = nclients - 1;
+	files_client_gone((int)ci);
+	if (last != ci)
+		files_client_moved((int)last, (int)ci);
 	for (unsigned i = 0; i < MAX_PROCS; i++) {
 		if (procs[i].state == P_FREE)
 			continue;

@@ -7,6 +7,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proto/proto.h"
+
+#define INIT_MAX_CLIENTS 256
+
+/* init.c, for the other parts of init */
+void init_queue(int ci, struct proto_msg *m);
+void init_send_error(int ci, uint32_t id, int code, const char *msg);
+/* Writes a client's queue out until it is small again (bounded wait). */
+int init_flush_blocking(int ci);
+
+/* files.c */
+void files_handle(int ci, const struct proto_frame *f);
+void files_client_gone(int ci);
+void files_client_moved(int from, int to);
+
 struct exec_req {
 	char **argv;
 	char **env;

@@ -25,6 +25,17 @@ enum proto_type {
 	MSG_REQ_METRICS = 23,  /* -> EV_OK {F_DISK_USED, F_DISK_TOTAL} */
 	MSG_REQ_ATTACH = 24,   /* F_PID or F_TAG: START, kept output, then live events or END */
 	MSG_REQ_LIST = 25,     /* -> EV_PROC per process (running and recent ended), EV_OK */
+	/* files, done by init as F_UID/F_GID inside the sandbox's tree; errors
+	 * are EV_ERROR {F_ERRNO, F_MESSAGE} with the kernel's errno */
+	MSG_REQ_FS_READ = 32,  /* F_PATH -> EV_DATA* then EV_OK {F_SIZE} */
+	MSG_REQ_FS_WRITE = 33, /* F_PATH, F_FLAGS (FS_PARENTS) -> then FS_DATA*, FS_CLOSE -> EV_OK {F_SIZE} */
+	MSG_REQ_FS_DATA = 34,  /* F_DATA (same id as the FS_WRITE) */
+	MSG_REQ_FS_CLOSE = 35, /* ends an FS_WRITE */
+	MSG_REQ_FS_STAT = 36,  /* F_PATH -> EV_OK {entry fields} */
+	MSG_REQ_FS_LIST = 37,  /* F_PATH, F_DEPTH -> EV_ENTRY* then EV_OK */
+	MSG_REQ_FS_MKDIR = 38, /* F_PATH -> EV_OK {F_FLAGS: 1 when made, 0 when it was there} */
+	MSG_REQ_FS_MOVE = 39,  /* F_PATH, F_TARGET -> EV_OK */
+	MSG_REQ_FS_REMOVE = 40, /* F_PATH (recursive) -> EV_OK */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -34,6 +45,8 @@ enum proto_type {
 	MSG_EV_STDERR = 68,  /* F_PID, F_DATA */
 	MSG_EV_END = 69,     /* F_PID, F_EXIT_CODE, F_SIGNAL, [F_ERRNO, F_MESSAGE] */
 	MSG_EV_STDIN_ACK = 70, /* F_PID, F_COUNT: stdin bytes consumed (written or dropped) */
+	MSG_EV_DATA = 72,      /* F_DATA: a chunk of a file being read */
+	MSG_EV_ENTRY = 73,     /* a file: F_PATH, F_NAME, F_TYPE, F_SIZE, F_MODE, F_UID, F_GID, F_MTIME_MS, [F_TARGET] */
 	MSG_EV_PROC = 71,      /* F_PID, [F_TAG], F_ARG (command line), F_FLAGS (1 running), [F_EXIT_CODE, F_SIGNAL] */
 };
 
@@ -60,12 +73,23 @@ enum proto_tag {
 	F_TAG = 20,
 	F_DROPPED = 21, /* on a replayed data event: bytes lost before it */
 	F_TEE_DIR = 22, /* exec: keep the complete output in this folder */
+	F_PATH = 23,
+	F_TARGET = 24,  /* move destination; symlink target */
+	F_NAME = 25,
+	F_TYPE = 26,    /* FS_TYPE_* */
+	F_SIZE = 27,
+	F_MODE = 28,
+	F_MTIME_MS = 29,
+	F_DEPTH = 30,
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
  * and not yet acknowledged, so init never has to stop reading a client
  * (which would also hold back its signals) to bound its memory. */
 #define STDIN_WINDOW (1u << 20)
+
+#define FS_PARENTS 1u /* FS_WRITE: make missing parent folders */
+enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4 };
 
 /* F_FLAGS of MSG_REQ_EXEC */
 #define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */

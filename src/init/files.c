@@ -1,0 +1,466 @@
+/* abox-init/files.c — file operations inside the sandbox, done by init on
+ * the host's behalf.
+ *
+ * Why here: paths resolve in init's root, which is the sandbox's root, so
+ * `..`, absolute symlinks and /proc/self/root lead only into the sandbox's
+ * own tree; the host never opens a path inside a sandbox (the classic
+ * `docker cp` symlink-race escapes). Each operation runs with the
+ * requested user's filesystem identity (setfsuid/setfsgid), so it may do
+ * exactly what that user may: a file written "as user" is owned by user,
+ * and a folder only root may enter stays closed to it.
+ *
+ * Errors are the kernel's errno, sent as they are, so the host can tell
+ * "not found" from "permission denied", "not a directory", "is a
+ * directory", "exists" and "no space left". Reads and writes stream in
+ * chunks: a file never sits in memory whole. Runs in abox-init. */
+#include <dirent.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+
+#include "base/base.h"
+#include "init.h"
+#include "proto/messages.h"
+
+#define FS_CHUNK 65536
+#define LIST_MAX_DEPTH 16
+#define LIST_MAX_ENTRIES 100000
+
+struct fs_identity {
+	uid_t uid;
+	gid_t gid;
+};
+
+static void as_user(const struct fs_identity *id)
+{
+	setfsgid(id->gid);
+	setfsuid(id->uid);
+}
+
+static void as_init(void)
+{
+	setfsuid(0);
+	setfsgid(0);
+}
+
+static const char *fs_what(uint16_t type)
+{
+	switch (type) {
+	case MSG_REQ_FS_READ: return "read";
+	case MSG_REQ_FS_WRITE: return "write";
+	case MSG_REQ_FS_STAT: return "stat";
+	case MSG_REQ_FS_LIST: return "list";
+	case MSG_REQ_FS_MKDIR: return "mkdir";
+	case MSG_REQ_FS_MOVE: return "move";
+	case MSG_REQ_FS_REMOVE: return "remove";
+	default: return "files";
+	}
+}
+
+static void fs_error(int ci, const struct proto_frame *f, int code, const char *path)
+{
+	char msg[600];
+	safe_snprintf(msg, sizeof(msg), "%s '%s': %s", fs_what(f->type), path ? path : "",
+		      errno_name(code) ? errno_name(code) : "error");
+	init_send_error(ci, f->id, code, msg);
+}
+
+static int type_of(mode_t m)
+{
+	return S_ISREG(m) ? FS_TYPE_FILE : S_ISDIR(m) ? FS_TYPE_DIR : S_ISLNK(m) ? FS_TYPE_SYMLINK : FS_TYPE_OTHER;
+}
+
+static void put_entry(struct proto_msg *m, const char *path, const char *name, const struct stat *st, int dfd,
+		      const char *rel)
+{
+	proto_put_str(m, F_PATH, path);
+	proto_put_str(m, F_NAME, name);
+	proto_put_u64(m, F_TYPE, (uint64_t)type_of(st->st_mode));
+	proto_put_u64(m, F_SIZE, (uint64_t)st->st_size);
+	proto_put_u64(m, F_MODE, st->st_mode & 07777);
+	proto_put_u64(m, F_UID, st->st_uid);
+	proto_put_u64(m, F_GID, st->st_gid);
+	proto_put_i64(m, F_MTIME_MS, (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000);
+	if (S_ISLNK(st->st_mode)) {
+		char target[4096];
+		ssize_t n = readlinkat(dfd, rel, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[n] = '\0';
+			proto_put_str(m, F_TARGET, target);
+		}
+	}
+}
+
+struct fs_req {
+	char *path, *target;
+	struct fs_identity id;
+	uint64_t flags, depth;
+};
+
+static int parse(const struct proto_frame *f, struct fs_req *r)
+{
+	size_t off = 0;
+	struct proto_field fl;
+	int k;
+	uint64_t v;
+	r->id.uid = 1000;
+	r->id.gid = 1000;
+	while ((k = proto_field_next(f, &off, &fl)) > 0) {
+		int e = 0;
+		switch (fl.tag) {
+		case F_PATH: free(r->path); r->path = NULL; e = proto_field_strdup(&fl, &r->path); break;
+		case F_TARGET: free(r->target); r->target = NULL; e = proto_field_strdup(&fl, &r->target); break;
+		case F_UID: e = proto_field_u64(&fl, &v); r->id.uid = (uid_t)v; break;
+		case F_GID: e = proto_field_u64(&fl, &v); r->id.gid = (gid_t)v; break;
+		case F_FLAGS: e = proto_field_u64(&fl, &r->flags); break;
+		case F_DEPTH: e = proto_field_u64(&fl, &r->depth); break;
+		default: break;
+		}
+		if (e < 0)
+			return e;
+	}
+	if (k < 0)
+		return k;
+	if (!r->path || !r->path[0])
+		return -EINVAL;
+	return 0;
+}
+
+static void fs_req_free(struct fs_req *r)
+{
+	free(r->path);
+	free(r->target);
+}
+
+/* mkdir -p of path's parents (or of path itself when self). */
+static int make_dirs(const char *path, bool self)
+{
+	char p[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, path, n + 1);
+	if (!self) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return 0;
+		*slash = '\0';
+	}
+	for (char *s = p + 1;; s++) {
+		char *slash = strchr(s, '/');
+		if (slash)
+			*slash = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (!slash)
+			break;
+		*slash = '/';
+		s = slash;
+	}
+	return 0;
+}
+
+static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
+{
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		fs_error(ci, f, errno, r->path);
+		return;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+		/* a FIFO or device would block PID 1 or never end */
+		int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		fs_error(ci, f, e, r->path);
+		return;
+	}
+	static uint8_t buf[FS_CHUNK];
+	uint64_t total = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			fs_error(ci, f, e, r->path);
+			return;
+		}
+		if (n == 0)
+			break;
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_DATA, f->id);
+		proto_put_bytes(&m, F_DATA, buf, (size_t)n);
+		init_queue(ci, &m);
+		total += (uint64_t)n;
+		/* write out as we go: a big file must not pile up in our queue */
+		if (init_flush_blocking(ci) < 0)
+			break;
+	}
+	close(fd);
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	proto_put_u64(&m, F_SIZE, total);
+	init_queue(ci, &m);
+}
+
+/* The write in progress per client (one at a time; the host sends its
+ * data frames in order under the FS_WRITE's id). */
+static struct {
+	uint32_t id;
+	int fd;
+	int error; /* first error: later data is dropped, close reports it */
+	uint64_t size;
+	char path[4096];
+	struct fs_identity who;
+} writes[INIT_MAX_CLIENTS];
+
+void files_client_gone(int ci)
+{
+	if (writes[ci].fd > 0)
+		close(writes[ci].fd);
+	memset(&writes[ci], 0, sizeof(writes[ci]));
+}
+
+void files_client_moved(int from, int to)
+{
+	writes[to] = writes[from];
+	memset(&writes[from], 0, sizeof(writes[from]));
+}
+
+static void fs_write_open(int ci, const struct proto_frame *f, const struct fs_req *r)
+{
+	files_client_gone(ci);
+	writes[ci].id = f->id;
+	writes[ci].who = r->id;
+	safe_snprintf(writes[ci].path, sizeof(writes[ci].path), "%s", r->path);
+	int e = 0;
+	if ((r->flags & FS_PARENTS) && (e = make_dirs(r->path, false)) < 0) {
+		writes[ci].error = -e;
+		return;
+	}
+	int fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	if (fd < 0) {
+		writes[ci].error = errno;
+		return;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		writes[ci].error = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		return;
+	}
+	writes[ci].fd = fd;
+}
+
+static void fs_write_data(int ci, const struct proto_frame *f)
+{
+	if (writes[ci].id != f->id || writes[ci].error || writes[ci].fd <= 0)
+		return;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		if (fl.tag != F_DATA)
+			continue;
+		if (write_full(writes[ci].fd, fl.val, fl.len) < 0) {
+			writes[ci].error = errno ? errno : EIO;
+			return;
+		}
+		writes[ci].size += fl.len;
+	}
+}
+
+static void fs_write_close(int ci, const struct proto_frame *f)
+{
+	if (writes[ci].id != f->id) {
+		fs_error(ci, f, EBADF, "");
+		return;
+	}
+	int e = writes[ci].error;
+	/* ENOSPC can also surface only at close on some filesystems */
+	if (!e && writes[ci].fd > 0 && close(writes[ci].fd) < 0)
+		e = errno;
+	else if (writes[ci].fd > 0 && e)
+		close(writes[ci].fd);
+	writes[ci].fd = 0;
+	if (e) {
+		struct proto_frame g = *f;
+		g.type = MSG_REQ_FS_WRITE;
+		fs_error(ci, &g, e, writes[ci].path);
+	} else {
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		proto_put_u64(&m, F_SIZE, writes[ci].size);
+		init_queue(ci, &m);
+	}
+	memset(&writes[ci], 0, sizeof(writes[ci]));
+}
+
+static int list_dir(int ci, const struct proto_frame *f, int dfd, const char *path, unsigned depth,
+		    unsigned max_depth, unsigned *count)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d)) && r == 0) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (++*count > LIST_MAX_ENTRIES) {
+			r = -E2BIG;
+			break;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone meanwhile */
+		char child[4096];
+		safe_snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/", de->d_name);
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_ENTRY, f->id);
+		put_entry(&m, child, de->d_name, &st, dirfd(d), de->d_name);
+		init_queue(ci, &m);
+		if (S_ISDIR(st.st_mode) && depth + 1 < max_depth) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			if (sub >= 0)
+				(void)list_dir(ci, f, sub, child, depth + 1, max_depth, count);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+static int remove_tree(int dfd, const char *name, unsigned depth)
+{
+	if (depth > 256)
+		return -ELOOP;
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sub < 0)
+		return -errno;
+	DIR *d = fdopendir(sub);
+	if (!d) {
+		close(sub);
+		return -errno;
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d)) && r == 0)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (r < 0)
+		return r;
+	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+void files_handle(int ci, const struct proto_frame *f)
+{
+	if (f->type == MSG_REQ_FS_DATA) {
+		if (writes[ci].id == f->id)
+			as_user(&writes[ci].who);
+		fs_write_data(ci, f);
+		as_init();
+		return;
+	}
+	if (f->type == MSG_REQ_FS_CLOSE) {
+		fs_write_close(ci, f);
+		return;
+	}
+	struct fs_req r = { 0 };
+	int k = parse(f, &r);
+	if (k < 0) {
+		fs_error(ci, f, -k, r.path);
+		fs_req_free(&r);
+		return;
+	}
+	as_user(&r.id);
+	struct stat st;
+	struct proto_msg m;
+	switch (f->type) {
+	case MSG_REQ_FS_READ:
+		fs_read(ci, f, &r);
+		break;
+	case MSG_REQ_FS_WRITE:
+		fs_write_open(ci, f, &r);
+		break;
+	case MSG_REQ_FS_STAT:
+		if (lstat(r.path, &st) < 0) {
+			fs_error(ci, f, errno, r.path);
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		{
+			const char *name = strrchr(r.path, '/');
+			put_entry(&m, r.path, name && name[1] ? name + 1 : r.path, &st, AT_FDCWD, r.path);
+		}
+		init_queue(ci, &m);
+		break;
+	case MSG_REQ_FS_LIST: {
+		int fd = open(r.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			fs_error(ci, f, errno, r.path);
+			break;
+		}
+		unsigned count = 0;
+		unsigned depth = r.depth == 0 ? 1 : r.depth > LIST_MAX_DEPTH ? LIST_MAX_DEPTH : (unsigned)r.depth;
+		int e = list_dir(ci, f, fd, r.path, 0, depth, &count);
+		if (e < 0) {
+			fs_error(ci, f, -e, r.path);
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		init_queue(ci, &m);
+		break;
+	}
+	case MSG_REQ_FS_MKDIR: {
+		bool made = mkdir(r.path, 0755) == 0;
+		int e = made ? 0 : errno;
+		if (e == ENOENT)
+			e = -make_dirs(r.path, true), made = e == 0;
+		else if (e == EEXIST && (lstat(r.path, &st) < 0 || !S_ISDIR(st.st_mode)))
+			e = EEXIST; /* a file is in the way */
+		else if (e == EEXIST)
+			e = 0;
+		if (e) {
+			fs_error(ci, f, e, r.path);
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		proto_put_u64(&m, F_FLAGS, made ? 1 : 0);
+		init_queue(ci, &m);
+		break;
+	}
+	case MSG_REQ_FS_MOVE:
+		if (!r.target || rename(r.path, r.target) < 0) {
+			fs_error(ci, f, r.target ? errno : EINVAL, r.path);
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		init_queue(ci, &m);
+		break;
+	case MSG_REQ_FS_REMOVE: {
+		int e = remove_tree(AT_FDCWD, r.path, 0);
+		if (e < 0) {
+			fs_error(ci, f, -e, r.path);
+			break;
+		}
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		init_queue(ci, &m);
+		break;
+	}
+	default:
+		break;
+	}
+	as_init();
+	fs_req_free(&r);
+}

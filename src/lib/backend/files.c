@@ -1,0 +1,377 @@
+/* backend/files.c — the host side of file operations: requests to
+ * abox-init, which does them inside the sandbox as the requested user
+ * (see src/init/files.c for why the host never opens sandbox paths).
+ * Runs in the CLI/daemon. */
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "proto/messages.h"
+
+struct req_cb {
+	int (*on_frame)(const struct proto_frame *f, void *ud);
+	void *ud;
+};
+
+static int who(const char *user, struct proto_msg *m, abox_error *err)
+{
+	const char *u = user ? user : "user";
+	if (strcmp(u, "user") == 0) {
+		proto_put_u64(m, F_UID, 1000);
+		proto_put_u64(m, F_GID, 1000);
+	} else if (strcmp(u, "root") == 0) {
+		proto_put_u64(m, F_UID, 0);
+		proto_put_u64(m, F_GID, 0);
+	} else {
+		proto_msg_free(m);
+		return abox_error_setx(err, EINVAL, "unknown user '%s' (use 'user' or 'root')", u);
+	}
+	return 0;
+}
+
+static int flush_all(abox_sandbox *sb, abox_error *err)
+{
+	while (proto_outq_len(&sb->out)) {
+		struct pollfd p = { .fd = sb->conn, .events = POLLOUT };
+		poll(&p, 1, 1000);
+		int r = proto_flush(sb->conn, &sb->out);
+		if (r < 0)
+			return abox_error_set(err, -r, "send to init");
+	}
+	return 0;
+}
+
+/* Waits for the answer to request id: frames before EV_OK go to
+ * on_frame; EV_OK goes to on_ok; EV_ERROR becomes the error, with init's
+ * errno and message. */
+static int wait_answer(abox_sandbox *sb, uint32_t id, int (*on_frame)(const struct proto_frame *, void *),
+		       void (*on_ok)(const struct proto_frame *, void *), void *ud, abox_error *err)
+{
+	int r = flush_all(sb, err);
+	if (r < 0)
+		return r;
+	int stopped = 0;
+	for (;;) {
+		struct proto_frame f;
+		r = proto_recv(&sb->rd, &f);
+		if (r <= 0)
+			return abox_error_set(err, r < 0 ? -r : EPIPE, "init did not answer");
+		for (unsigned i = 0; i < f.nfds; i++)
+			close(f.fds[i]);
+		if (f.id != id)
+			continue;
+		if (f.type == MSG_EV_OK) {
+			if (on_ok)
+				on_ok(&f, ud);
+			return stopped ? abox_error_setx(err, ECANCELED, "stopped by the caller") : 0;
+		}
+		if (f.type == MSG_EV_ERROR) {
+			uint64_t code = EIO;
+			_cleanup_free_ char *msg = NULL;
+			size_t off = 0;
+			struct proto_field fl;
+			while (proto_field_next(&f, &off, &fl) > 0) {
+				if (fl.tag == F_ERRNO)
+					(void)proto_field_u64(&fl, &code);
+				else if (fl.tag == F_MESSAGE && !msg)
+					(void)proto_field_strdup(&fl, &msg);
+			}
+			if (code == 0 || code > 4095)
+				code = EIO;
+			return abox_error_setx(err, (int)code, "%s", msg ? msg : "file operation failed");
+		}
+		if (on_frame && !stopped && on_frame(&f, ud) != 0)
+			stopped = 1; /* keep reading to the end of this request */
+	}
+}
+
+static int begin(abox_sandbox *sb, uint16_t type, struct proto_msg *m, const char *path, const char *user,
+		 abox_error *err)
+{
+	if (sb->conn < 0)
+		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "the handle is running a process");
+	if (!path || !path[0])
+		return abox_error_setx(err, EINVAL, "empty path");
+	if (strlen(path) >= 4096)
+		return abox_error_setx(err, ENAMETOOLONG, "path too long");
+	proto_msg_init(m, type, ++sb->next_req);
+	proto_put_str(m, F_PATH, path);
+	return who(user, m, err);
+}
+
+struct read_ctx {
+	abox_data_fn fn;
+	void *ud;
+	uint64_t size;
+};
+
+static int read_chunk(const struct proto_frame *f, void *ud)
+{
+	struct read_ctx *c = ud;
+	if (f->type != MSG_EV_DATA)
+		return 0;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0)
+		if (fl.tag == F_DATA && c->fn && c->fn(fl.val, fl.len, c->ud) != 0)
+			return 1;
+	return 0;
+}
+
+static void read_size(const struct proto_frame *f, void *ud)
+{
+	struct read_ctx *c = ud;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0)
+		if (fl.tag == F_SIZE)
+			(void)proto_field_u64(&fl, &c->size);
+}
+
+int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
+		   uint64_t *size, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_READ, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "read: send");
+	struct read_ctx c = { .fn = fn, .ud = ud };
+	r = wait_answer(sb, id, read_chunk, read_size, &c, err);
+	if (r >= 0 && size)
+		*size = c.size;
+	return r;
+}
+
+/* Writes from a source: either memory or an fd, chunk by chunk. */
+static int write_from(abox_sandbox *sb, const char *path, const char *user, const uint8_t *mem, size_t len,
+		      int fd, int parents, uint64_t *size, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_WRITE, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	proto_put_u64(&m, F_FLAGS, parents ? FS_PARENTS : 0);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "write: send");
+	static uint8_t buf[65536];
+	size_t off = 0;
+	for (;;) {
+		const uint8_t *chunk;
+		size_t n;
+		if (fd >= 0) {
+			ssize_t k = read(fd, buf, sizeof(buf));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				r = abox_error_set(err, errno, "write: read the source");
+				break;
+			}
+			chunk = buf;
+			n = (size_t)k;
+		} else {
+			chunk = mem + off;
+			n = len - off > sizeof(buf) ? sizeof(buf) : len - off;
+			off += n;
+		}
+		if (n == 0)
+			break;
+		proto_msg_init(&m, MSG_REQ_FS_DATA, id);
+		proto_put_bytes(&m, F_DATA, chunk, n);
+		if ((r = backend_send(sb, &m)) < 0 || (r = flush_all(sb, err)) < 0) {
+			abox_error_set(err, r < 0 ? -r : EIO, "write: send");
+			break;
+		}
+	}
+	/* the close is sent even after a source error, so init frees the
+	 * write; the error we report is ours */
+	proto_msg_init(&m, MSG_REQ_FS_CLOSE, id);
+	int k = backend_send(sb, &m);
+	if (r < 0)
+		return r;
+	if (k < 0)
+		return abox_error_set(err, -k, "write: send");
+	struct read_ctx c = { 0 };
+	r = wait_answer(sb, id, NULL, read_size, &c, err);
+	if (r >= 0 && size)
+		*size = c.size;
+	return r;
+}
+
+int abox_file_write(abox_sandbox *sb, const char *path, const char *user, const void *data, size_t len,
+		    int parents, abox_error *err)
+{
+	return write_from(sb, path, user, data, len, -1, parents, NULL, err);
+}
+
+int abox_file_write_fd(abox_sandbox *sb, const char *path, const char *user, int fd, int parents,
+		       uint64_t *size, abox_error *err)
+{
+	return write_from(sb, path, user, NULL, 0, fd, parents, size, err);
+}
+
+static void parse_entry(const struct proto_frame *f, abox_file_info *e)
+{
+	memset(e, 0, sizeof(*e));
+	size_t off = 0;
+	struct proto_field fl;
+	uint64_t v;
+	int64_t sv;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		switch (fl.tag) {
+		case F_PATH: safe_snprintf(e->path, sizeof(e->path), "%.*s", (int)(fl.len < 4095 ? fl.len : 4095), (const char *)fl.val); break;
+		case F_NAME: safe_snprintf(e->name, sizeof(e->name), "%.*s", (int)(fl.len < 255 ? fl.len : 255), (const char *)fl.val); break;
+		case F_TARGET: safe_snprintf(e->target, sizeof(e->target), "%.*s", (int)(fl.len < 4095 ? fl.len : 4095), (const char *)fl.val); break;
+		case F_TYPE: if (proto_field_u64(&fl, &v) == 0) e->type = (abox_file_type)v; break;
+		case F_SIZE: if (proto_field_u64(&fl, &v) == 0) e->size = v; break;
+		case F_MODE: if (proto_field_u64(&fl, &v) == 0) e->mode = (uint32_t)v; break;
+		case F_UID: if (proto_field_u64(&fl, &v) == 0) e->uid = (uint32_t)v; break;
+		case F_GID: if (proto_field_u64(&fl, &v) == 0) e->gid = (uint32_t)v; break;
+		case F_MTIME_MS: if (proto_field_i64(&fl, &sv) == 0) e->mtime_ms = sv; break;
+		default: break;
+		}
+	}
+}
+
+static void stat_ok(const struct proto_frame *f, void *ud)
+{
+	parse_entry(f, ud);
+}
+
+int abox_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_STAT, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "stat: send");
+	return wait_answer(sb, id, NULL, stat_ok, out, err);
+}
+
+int abox_file_exists(abox_sandbox *sb, const char *path, const char *user, int *exists, abox_error *err)
+{
+	abox_file_info info;
+	abox_error e2 = ABOX_ERROR_INIT;
+	int r = abox_file_stat(sb, path, user, &info, &e2);
+	if (r == -ENOENT || r == -ENOTDIR) {
+		*exists = 0;
+		return 0;
+	}
+	if (r < 0) {
+		if (err)
+			*err = e2;
+		return r;
+	}
+	*exists = 1;
+	return 0;
+}
+
+struct list_acc {
+	abox_file_info *v;
+	size_t n, cap;
+	int oom;
+};
+
+static int list_entry(const struct proto_frame *f, void *ud)
+{
+	struct list_acc *a = ud;
+	if (f->type != MSG_EV_ENTRY)
+		return 0;
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 32;
+		abox_file_info *nv = realloc(a->v, ncap * sizeof(*nv));
+		if (!nv) {
+			a->oom = 1;
+			return 1;
+		}
+		a->v = nv;
+		a->cap = ncap;
+	}
+	parse_entry(f, &a->v[a->n++]);
+	return 0;
+}
+
+int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
+		   size_t *n, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	proto_put_u64(&m, F_DEPTH, depth ? depth : 1);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "list: send");
+	struct list_acc a = { 0 };
+	r = wait_answer(sb, id, list_entry, NULL, &a, err);
+	if (r < 0 || a.oom) {
+		free(a.v);
+		return r < 0 ? r : abox_error_set(err, ENOMEM, "list");
+	}
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
+
+static void made_flag(const struct proto_frame *f, void *ud)
+{
+	size_t off = 0;
+	struct proto_field fl;
+	uint64_t v;
+	while (proto_field_next(f, &off, &fl) > 0)
+		if (fl.tag == F_FLAGS && proto_field_u64(&fl, &v) == 0)
+			*(int *)ud = (int)v;
+}
+
+int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_MKDIR, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "mkdir: send");
+	int flag = 0;
+	r = wait_answer(sb, id, NULL, made_flag, &flag, err);
+	if (r >= 0 && made)
+		*made = flag;
+	return r;
+}
+
+int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_MOVE, &m, from, user, err);
+	if (r < 0)
+		return r;
+	if (!to || !to[0]) {
+		proto_msg_free(&m);
+		return abox_error_setx(err, EINVAL, "move: empty destination");
+	}
+	uint32_t id = m.id;
+	proto_put_str(&m, F_TARGET, to);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "move: send");
+	return wait_answer(sb, id, NULL, NULL, NULL, err);
+}
+
+int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_REMOVE, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "remove: send");
+	return wait_answer(sb, id, NULL, NULL, NULL, err);
+}

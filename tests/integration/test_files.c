@@ -1,0 +1,246 @@
+/* Files of a running sandbox through abox-init: round trips, precise
+ * errors, metadata, listing, moves, removal, path escapes, big files with
+ * bounded memory, and `abox cp` both ways. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char id[21];
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+	struct run_result r;
+	ABOX(&r, "create", "--disk", "300M", "--memory", "1G");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	memcpy(id, r.out, 20);
+	id[20] = '\0';
+	run_result_free(&r);
+}
+
+static void fini(void)
+{
+	if (!is_root())
+		return;
+	struct run_result r;
+	ABOX(&r, "kill", id);
+	run_result_free(&r);
+	leak_check_end();
+}
+
+TestSuite(files, .init = init, .fini = fini, .timeout = 180);
+
+static struct run_result files(const char *stdin_data, const char *const *args)
+{
+	const char *argv[16] = { "files" };
+	size_t n = 1;
+	for (size_t i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	struct run_result r;
+	run_abox(&r, stdin_data, stdin_data ? strlen(stdin_data) : 0, argv);
+	return r;
+}
+#define FILES(in, ...) files((in), (const char *const[]){ __VA_ARGS__, NULL })
+
+Test(files, write_read_round_trip_and_parents)
+{
+	struct run_result r = FILES("hello\nworld\n", "write", "-p", id, "/home/user/deep/er/f.txt");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	r = FILES(NULL, "cat", id, "/home/user/deep/er/f.txt");
+	cr_assert_str_eq(r.out, "hello\nworld\n");
+	run_result_free(&r);
+	/* an empty file is 0 bytes, not an error */
+	r = FILES("", "write", id, "/home/user/empty");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	r = FILES(NULL, "cat", id, "/home/user/empty");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(r.out_len, 0);
+	run_result_free(&r);
+	/* without -p a missing parent is an error */
+	r = FILES("x", "write", id, "/home/user/nope/f");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "No such file or directory"), "%s", r.err);
+	run_result_free(&r);
+}
+
+Test(files, errors_are_distinct)
+{
+	struct { const char *op, *path, *user, *want; } cases[] = {
+		{ "cat", "/home/user/missing", "user", "No such file or directory" },
+		{ "cat", "/root/.bashrc", "user", "Permission denied" },
+		{ "cat", "/etc/passwd/x", "user", "Not a directory" },
+		{ "cat", "/home/user", "user", "Is a directory" },
+		{ "mkdir", "/etc/passwd", "root", "File exists" },
+		{ "ls", "/etc/passwd", "user", "Not a directory" },
+		{ "rm", "/etc/passwd", "user", "Permission denied" },
+		{ "stat", "/nope", "user", "No such file or directory" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run_result r = FILES(NULL, "--user", cases[i].user, cases[i].op, id, cases[i].path);
+		cr_expect_eq(r.status, 125, "%s %s", cases[i].op, cases[i].path);
+		cr_expect(strstr(r.err, cases[i].want), "%s %s: %s", cases[i].op, cases[i].path, r.err);
+		run_result_free(&r);
+	}
+	struct run_result r = FILES(NULL, "exists", id, "/home/user/missing");
+	cr_assert_eq(r.status, 1);
+	run_result_free(&r);
+	r = FILES(NULL, "exists", id, "/home/user");
+	cr_assert_eq(r.status, 0);
+	run_result_free(&r);
+}
+
+Test(files, no_space_left)
+{
+	/* a sandbox with a small writable layer */
+	struct run_result c;
+	ABOX(&c, "create", "--disk", "8M");
+	cr_assert_eq(c.status, 0, "%s", c.err);
+	char small[21];
+	memcpy(small, c.out, 20);
+	small[20] = '\0';
+	run_result_free(&c);
+	size_t n = 12 << 20;
+	char *big = malloc(n + 1);
+	memset(big, 'z', n);
+	big[n] = '\0';
+	struct run_result r = FILES(big, "write", small, "/home/user/big");
+	cr_expect_eq(r.status, 125);
+	cr_expect(strstr(r.err, "No space left on device"), "%s", r.err);
+	run_result_free(&r);
+	free(big);
+	ABOX(&c, "kill", small);
+	run_result_free(&c);
+}
+
+Test(files, stat_and_list)
+{
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c",
+	     "mkdir -p /home/user/t/a/b && echo 12345 > /home/user/t/a/f && chmod 640 /home/user/t/a/f && "
+	     "ln -s /etc/hostname /home/user/t/link");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	r = FILES(NULL, "stat", "--json", id, "/home/user/t/a/f");
+	cr_assert(strstr(r.out, "\"type\":\"file\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"size\":6"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"mode\":416"), "0640: %s", r.out);
+	cr_assert(strstr(r.out, "\"owner\":\"user\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"mtimeMs\":"), "%s", r.out);
+	run_result_free(&r);
+	r = FILES(NULL, "stat", "--json", id, "/home/user/t/link");
+	cr_assert(strstr(r.out, "\"type\":\"symlink\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"symlinkTarget\":\"/etc/hostname\""), "%s", r.out);
+	run_result_free(&r);
+	r = FILES(NULL, "ls", id, "/home/user/t");
+	cr_assert(strstr(r.out, "/home/user/t/a") && strstr(r.out, "/home/user/t/link"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "/home/user/t/a/f"), "depth 1 only: %s", r.out);
+	run_result_free(&r);
+	r = FILES(NULL, "ls", "--depth", "3", id, "/home/user/t");
+	cr_assert(strstr(r.out, "/home/user/t/a/f") && strstr(r.out, "/home/user/t/a/b"), "%s", r.out);
+	run_result_free(&r);
+	r = FILES(NULL, "mv", id, "/home/user/t/a", "/home/user/t/moved");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	r = FILES(NULL, "cat", id, "/home/user/t/moved/f");
+	cr_assert_str_eq(r.out, "12345\n");
+	run_result_free(&r);
+	r = FILES(NULL, "rm", id, "/home/user/t");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	r = FILES(NULL, "exists", id, "/home/user/t");
+	cr_assert_eq(r.status, 1);
+	run_result_free(&r);
+}
+
+Test(files, paths_cannot_leave_the_sandbox)
+{
+	/* the host's hostname differs from the sandbox's: whatever path
+	 * trick is used, the file read is the sandbox's */
+	char host[256] = "";
+	gethostname(host, sizeof(host));
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c", "ln -s / /home/user/rootlink && ln -s /etc /home/user/etclink");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	const char *paths[] = { "/home/user/rootlink/etc/hostname", "/../../../../etc/hostname",
+				"/home/user/../../../etc/hostname", "/proc/1/root/etc/hostname",
+				"/proc/self/root/etc/hostname" };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		r = FILES(NULL, "--user", "root", "cat", id, paths[i]);
+		cr_expect_eq(r.status, 0, "%s: %s", paths[i], r.err);
+		char want[32];
+		snprintf(want, sizeof(want), "%s\n", id);
+		cr_expect_str_eq(r.out, want, "%s leads outside the sandbox", paths[i]);
+		run_result_free(&r);
+	}
+	/* writing through a symlink as user: the user's permissions hold */
+	r = FILES("pwned\n", "write", id, "/home/user/etclink/passwd");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "Permission denied"), "%s", r.err);
+	run_result_free(&r);
+	(void)host;
+}
+
+static long maxrss_kb_of(const char *const *argv)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	struct rusage ru;
+	wait4(p, &st, 0, &ru);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", argv[1]);
+	return ru.ru_maxrss;
+}
+
+Test(files, big_file_round_trip_with_bounded_memory)
+{
+	const char *src = "/tmp/abox-big-src", *back = "/tmp/abox-big-back";
+	cr_assert_eq(system("yes 0123456789abcdef | head -c 200M > /tmp/abox-big-src"), 0);
+	char dst[64];
+	snprintf(dst, sizeof(dst), "%s:/home/user/big", id);
+	long in_kb = maxrss_kb_of((const char *const[]){ abox_bin(), "cp", src, dst, NULL });
+	long out_kb = maxrss_kb_of((const char *const[]){ abox_bin(), "cp", dst, back, NULL });
+	cr_expect_lt(in_kb, 64 * 1024, "copying 200 MiB in used %ld KiB", in_kb);
+	cr_expect_lt(out_kb, 64 * 1024, "copying 200 MiB out used %ld KiB", out_kb);
+	cr_expect_eq(system("cmp -s /tmp/abox-big-src /tmp/abox-big-back"), 0, "contents differ");
+	unlink(src);
+	unlink(back);
+}
+
+Test(files, cp_folders_both_ways)
+{
+	cr_assert_eq(system("rm -rf /tmp/abox-cp-in /tmp/abox-cp-out && mkdir -p /tmp/abox-cp-in/sub && "
+			    "echo one > /tmp/abox-cp-in/a && echo two > /tmp/abox-cp-in/sub/b"), 0);
+	char dst[64];
+	snprintf(dst, sizeof(dst), "%s:/home/user/tree", id);
+	struct run_result r;
+	ABOX(&r, "cp", "/tmp/abox-cp-in", dst);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	/* a symlink made inside the sandbox must not steer the copy out */
+	ABOX(&r, "exec", id, "--", "ln", "-s", "/etc", "/home/user/tree/evil");
+	run_result_free(&r);
+	ABOX(&r, "cp", dst, "/tmp/abox-cp-out");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_expect_eq(system("test \"$(cat /tmp/abox-cp-out/a)\" = one && test \"$(cat /tmp/abox-cp-out/sub/b)\" = two"), 0);
+	cr_expect_neq(system("test -L /tmp/abox-cp-out/evil"), 0, "a symlink was made on the host");
+	cr_assert_eq(system("rm -rf /tmp/abox-cp-in /tmp/abox-cp-out"), 0);
+}
