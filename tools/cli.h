@@ -26,7 +26,11 @@ struct cli_proc_opts {
 	const char *memory_text; /* "512M" in "killed: out of memory (limit 512M)" */
 	uint32_t timeout_s;
 	bool truncated;          /* print the truncated result at the end instead of streaming */
+	bool tty;                /* the process has a pty: raw local terminal, resizes follow ours */
 };
+
+/* --size ROWSxCOLS; the local terminal's size (or 24x80) when val is NULL. */
+int cli_opt_size_rc(const char *verb, const char *val, abox_proc_opts *po);
 
 /* --truncate N[:HEAD:TAIL] into the process options. */
 int cli_opt_truncate(const char *verb, const char *val, abox_proc_opts *po);
@@ -60,6 +64,8 @@ int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_files(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_shell(int argc, char **argv);
+int cmd_resize(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_signal(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -77,5 +79,29 @@ int cli_opt_truncate(const char *verb, const char *val, abox_proc_opts *po)
 	po->truncate_threshold = (uint32_t)t;
 	po->truncate_head = (uint32_t)h;
 	po->truncate_tail = (uint32_t)l;
+	return 0;
+}
+
+int cli_opt_size_rc(const char *verb, const char *val, abox_proc_opts *po)
+{
+	unsigned rows = 0, cols = 0;
+	char extra;
+	if (val) {
+		if (sscanf(val, "%ux%u%c", &rows, &cols, &extra) != 2 || !rows || !cols || rows > 1000 || cols > 1000) {
+			cli_err("%s: --size '%s': expected ROWSxCOLS, e.g. 24x80", verb, val);
+			return -1;
+		}
+	} else {
+		struct winsize ws;
+		if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+			rows = ws.ws_row;
+			cols = ws.ws_col;
+		} else {
+			rows = 24;
+			cols = 80;
+		}
+	}
+	po->pty_rows = (uint16_t)rows;
+	po->pty_cols = (uint16_t)cols;
 	return 0;
 }

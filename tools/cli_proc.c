@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
+#include <termios.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -102,6 +104,10 @@ static void on_event(const abox_event *ev, void *ud)
 {
 	struct run_state *st = ud;
 	switch (ev->type) {
+	case ABOX_EVENT_PTY:
+		if (!st->stdout_broken && out_write(1, ev->data, ev->len) == -EPIPE)
+			st->stdout_broken = true;
+		break;
 	case ABOX_EVENT_STDOUT:
 		if (st->o->truncated)
 			break; /* printed whole at the end */
@@ -153,6 +159,15 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
 	abox_error err = ABOX_ERROR_INIT;
 	struct run_state st = { .exit_code = EXIT_ABOX, .o = o };
 	int rc;
+	/* a terminal process on a local terminal: keys go through raw (Ctrl-C
+	 * reaches the sandbox's terminal, which makes the SIGINT there) */
+	struct termios saved_tio;
+	bool raw = o->tty && isatty(0) && tcgetattr(0, &saved_tio) == 0;
+	if (raw) {
+		struct termios t = saved_tio;
+		cfmakeraw(&t);
+		tcsetattr(0, TCSANOW, &t);
+	}
 
 	/* the deadline interrupts even a write to a reader that never reads
 	 * (the library then ends the sandbox and reports the timeout) */
@@ -168,6 +183,12 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
 			/* our own end: an ephemeral sandbox goes with us */
 			rc = 128 + (got_signals[SIGTERM] ? SIGTERM : SIGHUP);
 			goto out;
+		}
+		if (o->tty && got_signals[SIGWINCH]) {
+			got_signals[SIGWINCH] = 0;
+			struct winsize ws;
+			if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+				(void)abox_proc_resize(p, ws.ws_row, ws.ws_col, NULL);
 		}
 		for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
 			int sig = sigs[i];
@@ -229,6 +250,8 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
 		}
 	}
 out:
+	if (raw)
+		tcsetattr(0, TCSANOW, &saved_tio);
 	abox_proc_free(p);
 	return rc;
 }

@@ -154,19 +154,24 @@ int cmd_exec(int argc, char **argv)
 		{ "detach", no_argument, NULL, 'd' },
 		{ "tag", required_argument, NULL, 'T' },
 		{ "truncate", required_argument, NULL, 'R' },
+		{ "tty", no_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	bool detach = false;
+	bool detach = false, tty = false;
+	const char *size = NULL;
 	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
 	int c;
 	if (!env)
 		return EXIT_ABOX;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+u:w:e:idh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+u:w:e:idth", longopts, NULL)) != -1) {
 		switch (c) {
+		case 't': tty = true; break;
+		case 'Z': size = optarg; tty = true; break;
 		case 'd': detach = true; break;
 		case 'T': po.tag = optarg; break;
 		case 'R':
@@ -187,6 +192,8 @@ int cmd_exec(int argc, char **argv)
 			       "  -d, --detach   start it in the background, print its pid and return\n"
 			       "                 (`abox attach ID PID|TAG` follows it again)\n"
 			       "      --tag TAG  a name to find it by (attach, signal, ps)\n"
+			       "  -t, --tty      give it a terminal (raw keys; follows our window size)\n"
+			       "      --size RxC the terminal's size (default: ours, or 24x80)\n"
 			       "      --truncate N[:HEAD:TAIL]\n"
 			       "                 when stdout+stderr exceed N bytes, print each stream cut to\n"
 			       "                 its first HEAD and last TAIL bytes (default N/2 each) with a\n"
@@ -209,6 +216,10 @@ int cmd_exec(int argc, char **argv)
 	}
 	po.argv = (const char *const *)argv + optind;
 	po.env = nenv ? env : NULL;
+	if (tty && cli_opt_size_rc("exec", size, &po) < 0)
+		return EXIT_ABOX;
+	if (tty && !detach)
+		po.flags |= ABOX_PROC_STDIN;
 
 	if (cli_signals_block() < 0)
 		return EXIT_ABOX;
@@ -235,7 +246,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	char membuf[32];
 	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
-	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0 };
+	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty };
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
 	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
@@ -726,6 +737,64 @@ int cmd_signal(int argc, char **argv)
 				cli_err("signal: process %s has ended (exit %d)", argv[2], s.code);
 				rc = EXIT_ABOX;
 			} else if (rc == 0 && abox_proc_signal(p, sig, &err) < 0) {
+				rc = cli_fail(&err);
+			}
+			abox_proc_free(p);
+		}
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+int cmd_shell(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3 || argv[1][0] == '-') {
+		cli_err("shell: usage: abox shell ID [root|user]");
+		return EXIT_ABOX;
+	}
+	char *args[] = { (char *)"exec", (char *)"-t", (char *)"-u", (char *)(argc == 3 ? argv[2] : "user"),
+			 argv[1], (char *)"--", (char *)"/bin/bash", (char *)"-l", NULL };
+	return cmd_exec(8, args);
+}
+
+int cmd_resize(int argc, char **argv)
+{
+	unsigned rows, cols;
+	char extra;
+	if (argc != 4 || sscanf(argv[3], "%ux%u%c", &rows, &cols, &extra) != 2) {
+		cli_err("resize: usage: abox resize ID PID|TAG ROWSxCOLS");
+		return EXIT_ABOX;
+	}
+	int pid;
+	const char *tag;
+	target(argv[2], &pid, &tag);
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		abox_proc *p;
+		if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
+			rc = cli_fail(&err);
+		} else {
+			struct start_seen s = { 0 };
+			while (!s.pid && !s.ended) {
+				int r = abox_proc_dispatch(p, on_start, &s, &err);
+				if (r != 0)
+					break;
+				struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+				if (!abox_proc_buffered(p))
+					(void)poll(&pf, 1, 1000);
+			}
+			if (s.ended) {
+				cli_err("resize: process %s has ended", argv[2]);
+				rc = EXIT_ABOX;
+			} else if (abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0) {
 				rc = cli_fail(&err);
 			}
 			abox_proc_free(p);

@@ -19,6 +19,8 @@ static void usage(FILE *f)
 		"  create [OPTIONS]                create a long-lived sandbox, print its id\n"
 		"  exec [OPTIONS] ID -- CMD...     run a command in a running sandbox\n"
 		"  ps [--json] ID                  processes of a sandbox (running, recently ended)\n"
+		"  shell ID [root|user]            interactive shell on a terminal (follows our size)\n"
+		"  resize ID PID|TAG ROWSxCOLS     resize a process's terminal\n"
 		"  files OP ID PATH...             cat, write, ls, stat, exists, mkdir, mv, rm\n"
 		"  cp SRC DST                      copy files and folders; one side is ID:PATH\n"
 		"  attach ID PID|TAG               follow a background process (kept output first)\n"
@@ -70,6 +72,10 @@ int main(int argc, char **argv)
 		return cmd_ls(argc - 1, argv + 1);
 	if (strcmp(verb, "info") == 0)
 		return cmd_info(argc - 1, argv + 1);
+	if (strcmp(verb, "shell") == 0)
+		return cmd_shell(argc - 1, argv + 1);
+	if (strcmp(verb, "resize") == 0)
+		return cmd_resize(argc - 1, argv + 1);
 	if (strcmp(verb, "files") == 0)
 		return cmd_files(argc - 1, argv + 1);
 	if (strcmp(verb, "cp") == 0)

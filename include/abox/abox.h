@@ -192,14 +192,19 @@ typedef struct abox_proc_opts {
 	 * (/tmp/abox/cmd/<uuid>/{command,stdout,stderr}.txt). 0 head/tail:
 	 * half the threshold each. */
 	uint32_t truncate_threshold, truncate_head, truncate_tail;
+	/* A terminal of this size (both > 0): the process's stdin, stdout and
+	 * stderr are one pty, output arrives as ABOX_EVENT_PTY, stdin is open,
+	 * TERM defaults to xterm-256color. */
+	uint16_t pty_rows, pty_cols;
 } abox_proc_opts;
-#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0 }
+#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 }
 
 typedef enum abox_event_type {
 	ABOX_EVENT_START = 1,  /* pid */
 	ABOX_EVENT_STDOUT = 2, /* data, len */
 	ABOX_EVENT_STDERR = 3, /* data, len */
 	ABOX_EVENT_END = 4,    /* exit_code, signal, error */
+	ABOX_EVENT_PTY = 5,    /* data, len: a terminal's output */
 } abox_event_type;
 
 #define ABOX_END_OOM (1u << 0)     /* the OOM killer ended a process of the sandbox */
@@ -247,6 +252,8 @@ ABOX_EXPORT int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, v
 ABOX_EXPORT int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err);
 ABOX_EXPORT size_t abox_proc_stdin_pending(const abox_proc *p);
 ABOX_EXPORT int abox_proc_close_stdin(abox_proc *p, abox_error *err);
+/* A terminal process's new size (its foreground group gets SIGWINCH). */
+ABOX_EXPORT int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);
 /* Sends sig to the process's whole process group. */
 ABOX_EXPORT int abox_proc_signal(abox_proc *p, int sig, abox_error *err);
 ABOX_EXPORT int abox_proc_pid(const abox_proc *p);

@@ -7,9 +7,11 @@
  * a close-on-exec pipe so "command not found" is never confused with a
  * command that exited 127 on its own. */
 #include <fcntl.h>
+#include <termios.h>
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -110,7 +112,28 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 
 	if (!req->argv || !req->argv[0])
 		return -EINVAL;
-	if (req->flags & 1u) {
+	int master = -1, slave = -1;
+	if (req->pty_rows && req->pty_cols) {
+		/* A terminal: the master stays with init, the command gets the
+		 * peer as its controlling tty. /dev/pts/ptmx of the sandbox's
+		 * own devpts (a mount point the sandbox cannot replace), and the
+		 * peer through TIOCGPTPEER: no path the sandbox controls. */
+		master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+		int unlock = 0;
+		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0)
+			goto fail;
+		slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (slave < 0)
+			goto fail;
+		struct winsize ws = { .ws_row = req->pty_rows, .ws_col = req->pty_cols };
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+		in[0] = slave;
+		in[1] = fcntl(master, F_DUPFD_CLOEXEC, 0);
+		out[0] = master;
+		out[1] = slave;
+		if (in[1] < 0)
+			goto fail;
+	} else if (req->flags & 1u) {
 		if (pipe2(in, O_CLOEXEC) < 0)
 			goto fail;
 	} else {
@@ -123,7 +146,8 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		close(e[1]);
 		in[0] = e[0];
 	}
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
+	if ((master < 0 && pipe2(out, O_CLOEXEC) < 0) || (master < 0 && pipe2(err, O_CLOEXEC) < 0) ||
+	    pipe2(ep, O_CLOEXEC) < 0)
 		goto fail;
 	/* init never waits on the child: a child stopped before its exec
 	 * (SIGSTOP from a sandboxed process) must not stall PID 1 */
@@ -143,7 +167,8 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	safe_snprintf(home, sizeof(home), "HOME=%s", req->home ? req->home : "/");
 	safe_snprintf(user, sizeof(user), "USER=%s", req->user ? req->user : "root");
 	safe_snprintf(logname, sizeof(logname), "LOGNAME=%s", req->user ? req->user : "root");
-	char *defs[] = { path_def, home, user, logname, lang_def };
+	static char term_def[] = "TERM=xterm-256color";
+	char *defs[] = { path_def, home, user, logname, lang_def, master >= 0 ? term_def : lang_def };
 	for (size_t i = 0; i < ELEMENTSOF(defs); i++) {
 		const char *eq = strchr(defs[i], '=');
 		char key[32];
@@ -174,6 +199,12 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		/* init is shielded from the OOM killer (-1000); commands must
 		 * not inherit that, or a memory hog could never be stopped */
 		(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
+		if (master >= 0) {
+			/* the terminal becomes ours (we lead a new session) */
+			if (ioctl(slave, TIOCSCTTY, 0) < 0)
+				child_fail(ep[1], errno, "ioctl", "TIOCSCTTY");
+			err[1] = slave;
+		}
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			child_fail(ep[1], errno, "dup2", "stdio");
 		/* Keep only stdio and the exec-error pipe from here on: init's
@@ -199,17 +230,34 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	free(envp);
 	close(ep[1]);
 	close(in[0]);
-	close(out[1]);
-	close(err[1]);
+	if (master < 0) {
+		close(out[1]);
+		close(err[1]);
+	}
 	*pid = c;
 	fds->in = in[1];
 	fds->out = out[0];
-	fds->err = err[0];
+	fds->err = master >= 0 ? -1 : err[0];
 	fds->ep = ep[0];
 	return 0;
 
 fail:
 	r = -errno;
+	if (master >= 0) {
+		/* in/out hold the pty ends: close each once */
+		if (in[1] >= 0)
+			close(in[1]);
+		close(master);
+		if (slave >= 0)
+			close(slave);
+		if (ep[0] >= 0)
+			close(ep[0]);
+		if (ep[1] >= 0)
+			close(ep[1]);
+		return r;
+	}
+	if (slave >= 0)
+		close(slave);
 	for (int i = 0; i < 2; i++) {
 		if (in[i] >= 0)
 			close(in[i]);

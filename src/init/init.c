@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -86,6 +87,7 @@ struct proc {
 	char *error;                /* why it could not start, once P_EXITED */
 	uint64_t exit_seq;          /* order of ending, for the bounded history */
 	bool oneshot;
+	bool pty;   /* out is a terminal's master */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to
@@ -239,8 +241,8 @@ static void broadcast(struct proc *p, struct proto_msg *m)
 
 static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
-	ring_put(type == MSG_EV_STDOUT ? &p->rout : &p->rerr, buf, n);
-	int *tee = type == MSG_EV_STDOUT ? &p->tee_out : &p->tee_err;
+	ring_put(type == MSG_EV_STDERR ? &p->rerr : &p->rout, buf, n);
+	int *tee = type == MSG_EV_STDERR ? &p->tee_err : &p->tee_out;
 	if (*tee >= 0 && write_full(*tee, buf, n) < 0)
 		close_fd(tee); /* the layer is full: keep what fitted */
 	bool any = false;
@@ -359,7 +361,7 @@ static void proc_ended(struct proc *p)
 
 static void proc_finish(struct proc *p)
 {
-	drain(p, &p->out, MSG_EV_STDOUT, pending(p->out));
+	drain(p, &p->out, p->pty ? MSG_EV_PTY : MSG_EV_STDOUT, pending(p->out));
 	drain(p, &p->err, MSG_EV_STDERR, pending(p->err));
 	if (WIFEXITED(p->status)) {
 		p->exit_code = WEXITSTATUS(p->status);
@@ -464,6 +466,8 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
 		case F_TAG: free(req->tag); req->tag = NULL; r = proto_field_strdup(&fl, &req->tag); break;
 		case F_TEE_DIR: free(req->tee_dir); req->tee_dir = NULL; r = proto_field_strdup(&fl, &req->tee_dir); break;
+		case F_ROWS: r = proto_field_u64(&fl, &v); req->pty_rows = v > 1000 ? 1000 : (unsigned)v; break;
+		case F_COLS: r = proto_field_u64(&fl, &v); req->pty_cols = v > 1000 ? 1000 : (unsigned)v; break;
 		default: break; /* newer hosts may send more: ignore */
 		}
 		if (r < 0)
@@ -536,7 +540,8 @@ static void handle_exec(int ci, const struct proto_frame *f)
 	*p = (struct proc){ .state = P_STARTING, .pid = pid, .owner = ci, .owner_req = f->id,
 			    .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
-			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot };
+			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot,
+			    .pty = fds.err < 0 };
 	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
@@ -667,7 +672,7 @@ static void handle_attach(int ci, const struct proto_frame *f)
 	proto_msg_init(&m, MSG_EV_START, f->id);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
 	client_queue(ci, &m);
-	replay(ci, f->id, p, &p->rout, MSG_EV_STDOUT);
+	replay(ci, f->id, p, &p->rout, p->pty ? MSG_EV_PTY : MSG_EV_STDOUT);
 	replay(ci, f->id, p, &p->rerr, MSG_EV_STDERR);
 	if (p->state == P_EXITED) {
 		proto_msg_init(&m, MSG_EV_END, f->id);
@@ -786,6 +791,27 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_ATTACH:
 		handle_attach(ci, f);
 		break;
+	case MSG_REQ_RESIZE: {
+		struct proc *p = proc_of_frame(ci, f, NULL, NULL, NULL);
+		uint64_t rows = 0, cols = 0;
+		size_t off = 0;
+		struct proto_field fl;
+		while (proto_field_next(f, &off, &fl) > 0) {
+			if (fl.tag == F_ROWS)
+				(void)proto_field_u64(&fl, &rows);
+			else if (fl.tag == F_COLS)
+				(void)proto_field_u64(&fl, &cols);
+		}
+		if (!p || !p->pty || p->out < 0 || !rows || !cols || rows > 1000 || cols > 1000) {
+			send_error(ci, f->id, p && p->pty ? EINVAL : ENOTTY,
+				   p && p->pty ? "resize: bad size" : "resize: not a process on a terminal");
+			break;
+		}
+		/* the kernel sends SIGWINCH to the terminal's foreground group */
+		struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+		(void)ioctl(p->out, TIOCSWINSZ, &ws);
+		break;
+	}
 	case MSG_REQ_LIST:
 		handle_list(ci, f);
 		break;
@@ -1005,7 +1031,7 @@ int main(int argc, char **argv)
 			if (p->state == P_FREE || p->state == P_EXITED)
 				continue;
 			if (q[1].revents)
-				drain(p, &p->out, MSG_EV_STDOUT, CHUNK);
+				drain(p, &p->out, p->pty ? MSG_EV_PTY : MSG_EV_STDOUT, CHUNK);
 			if (q[2].revents)
 				drain(p, &p->err, MSG_EV_STDERR, CHUNK);
 			if (q[3].revents)

@@ -30,6 +30,7 @@ struct exec_req {
 	char *user;
 	char *tag;
 	char *tee_dir; /* keep the complete output here (truncation) */
+	unsigned pty_rows, pty_cols; /* a terminal of this size, or 0 */
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;

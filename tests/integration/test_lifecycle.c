@@ -553,3 +553,27 @@ Test(lifecycle, another_root_is_a_separate_world)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	cr_assert_eq(system(cmd), 0);
 }
+
+Test(lifecycle, pty_size_term_and_resize)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "-t", "--size", "40x100", id, "--", "sh", "-c", "stty size; tty; echo $TERM");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "40 100"), "%s", r.out);
+	cr_assert(strstr(r.out, "/dev/pts/"), "%s", r.out);
+	cr_assert(strstr(r.out, "xterm-256color"), "%s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "exec", "-d", "-t", "--size", "24x80", "--tag", "term", id, "--", "sh", "-c", "sleep 1; stty size");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "resize", id, "term", "50x120");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "attach", id, "term");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "50 120"), "the new size must be seen: %s", r.out);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

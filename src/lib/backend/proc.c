@@ -46,7 +46,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		return abox_error_set(err, ENOMEM, "exec");
 	p->sb = sb;
 	p->req = ++sb->next_req;
-	p->stdin_open = opts->flags & ABOX_PROC_STDIN;
+	p->stdin_open = (opts->flags & ABOX_PROC_STDIN) || (opts->pty_rows && opts->pty_cols);
 
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_EXEC, p->req);
@@ -61,6 +61,10 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		proto_put_str(&m, F_ENV, opts->env[i]);
 	}
 	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : u->home);
+	if (opts->pty_rows && opts->pty_cols) {
+		proto_put_u64(&m, F_ROWS, opts->pty_rows);
+		proto_put_u64(&m, F_COLS, opts->pty_cols);
+	}
 	if (opts->version >= 1 && opts->truncate_threshold) {
 		int tr = truncate_setup(p, opts->truncate_threshold, opts->truncate_head, opts->truncate_tail);
 		if (tr < 0) {
@@ -201,6 +205,11 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 	case MSG_EV_START:
 		p->pid = ev.pid;
 		ev.type = ABOX_EVENT_START;
+		if (fn)
+			fn(&ev, ud);
+		return 0;
+	case MSG_EV_PTY:
+		ev.type = ABOX_EVENT_PTY;
 		if (fn)
 			fn(&ev, ud);
 		return 0;
@@ -405,6 +414,23 @@ int abox_proc_close_stdin(abox_proc *p, abox_error *err)
 	int r = pump_stdin(p);
 	if (r < 0)
 		return abox_error_set(err, -r, "stdin: send");
+	return 0;
+}
+
+int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err)
+{
+	if (!rows || !cols || rows > 1000 || cols > 1000)
+		return abox_error_setx(err, EINVAL, "resize: bad size %ux%u", rows, cols);
+	if (p->ended)
+		return abox_error_setx(err, ESRCH, "resize: the process has ended");
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_RESIZE, p->req);
+	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
+	proto_put_u64(&m, F_ROWS, rows);
+	proto_put_u64(&m, F_COLS, cols);
+	int r = backend_send(p->sb, &m);
+	if (r < 0)
+		return abox_error_set(err, -r, "resize: send");
 	return 0;
 }
 

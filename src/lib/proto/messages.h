@@ -25,6 +25,7 @@ enum proto_type {
 	MSG_REQ_METRICS = 23,  /* -> EV_OK {F_DISK_USED, F_DISK_TOTAL} */
 	MSG_REQ_ATTACH = 24,   /* F_PID or F_TAG: START, kept output, then live events or END */
 	MSG_REQ_LIST = 25,     /* -> EV_PROC per process (running and recent ended), EV_OK */
+	MSG_REQ_RESIZE = 26,   /* F_PID (or the request id), F_ROWS, F_COLS: a terminal's new size */
 	/* files, done by init as F_UID/F_GID inside the sandbox's tree; errors
 	 * are EV_ERROR {F_ERRNO, F_MESSAGE} with the kernel's errno */
 	MSG_REQ_FS_READ = 32,  /* F_PATH -> EV_DATA* then EV_OK {F_SIZE} */
@@ -46,6 +47,7 @@ enum proto_type {
 	MSG_EV_END = 69,     /* F_PID, F_EXIT_CODE, F_SIGNAL, [F_ERRNO, F_MESSAGE] */
 	MSG_EV_STDIN_ACK = 70, /* F_PID, F_COUNT: stdin bytes consumed (written or dropped) */
 	MSG_EV_DATA = 72,      /* F_DATA: a chunk of a file being read */
+	MSG_EV_PTY = 74,       /* F_PID, F_DATA: output of a process on a terminal */
 	MSG_EV_ENTRY = 73,     /* a file: F_PATH, F_NAME, F_TYPE, F_SIZE, F_MODE, F_UID, F_GID, F_MTIME_MS, [F_TARGET] */
 	MSG_EV_PROC = 71,      /* F_PID, [F_TAG], F_ARG (command line), F_FLAGS (1 running), [F_EXIT_CODE, F_SIGNAL] */
 };
@@ -81,6 +83,8 @@ enum proto_tag {
 	F_MODE = 28,
 	F_MTIME_MS = 29,
 	F_DEPTH = 30,
+	F_ROWS = 31,
+	F_COLS = 32,
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
