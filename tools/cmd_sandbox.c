@@ -115,6 +115,22 @@ static void on_start(const abox_event *ev, void *ud)
 	}
 }
 
+/* Dispatches until the process's start (or end) event. */
+static int wait_started(abox_proc *p, struct start_seen *s, abox_error *err)
+{
+	while (!s->pid && !s->ended) {
+		int r = abox_proc_dispatch(p, on_start, s, err);
+		if (r < 0)
+			return r;
+		if (r > 0 || s->pid || s->ended)
+			break;
+		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+		if (!abox_proc_buffered(p))
+			(void)poll(&pf, 1, 1000);
+	}
+	return 0;
+}
+
 /* Starts a process and leaves it running: prints its pid once it runs. */
 static int detach_start(abox_sandbox *sb, const abox_proc_opts *po)
 {
@@ -123,17 +139,9 @@ static int detach_start(abox_sandbox *sb, const abox_proc_opts *po)
 	if (abox_proc_start(sb, po, &p, &err) < 0)
 		return cli_fail(&err);
 	struct start_seen s = { 0 };
-	while (!s.pid && !s.ended) {
-		int r = abox_proc_dispatch(p, on_start, &s, &err);
-		if (r < 0) {
-			abox_proc_free(p);
-			return cli_fail(&err);
-		}
-		if (r > 0 || s.pid || s.ended)
-			break;
-		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-		if (!abox_proc_buffered(p))
-			(void)poll(&pf, 1, 1000);
+	if (wait_started(p, &s, &err) < 0) {
+		abox_proc_free(p);
+		return cli_fail(&err);
 	}
 	/* an exec failure shows as start + end together */
 	(void)abox_proc_dispatch(p, on_start, &s, NULL);
@@ -721,18 +729,8 @@ int cmd_signal(int argc, char **argv)
 			rc = cli_fail(&err);
 		} else {
 			struct start_seen s = { 0 };
-			while (!s.pid && !s.ended) {
-				int r = abox_proc_dispatch(p, on_start, &s, &err);
-				if (r < 0) {
-					rc = cli_fail(&err);
-					break;
-				}
-				if (r > 0)
-					break;
-				struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-				if (!abox_proc_buffered(p))
-					(void)poll(&pf, 1, 1000);
-			}
+			if (wait_started(p, &s, &err) < 0)
+				rc = cli_fail(&err);
 			if (rc == 0 && s.ended) {
 				cli_err("signal: process %s has ended (exit %d)", argv[2], s.code);
 				rc = EXIT_ABOX;
@@ -783,18 +781,12 @@ int cmd_resize(int argc, char **argv)
 			rc = cli_fail(&err);
 		} else {
 			struct start_seen s = { 0 };
-			while (!s.pid && !s.ended) {
-				int r = abox_proc_dispatch(p, on_start, &s, &err);
-				if (r != 0)
-					break;
-				struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-				if (!abox_proc_buffered(p))
-					(void)poll(&pf, 1, 1000);
-			}
-			if (s.ended) {
+			if (wait_started(p, &s, &err) < 0)
+				rc = cli_fail(&err);
+			if (rc == 0 && s.ended) {
 				cli_err("resize: process %s has ended", argv[2]);
 				rc = EXIT_ABOX;
-			} else if (abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0) {
+			} else if (rc == 0 && abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0) {
 				rc = cli_fail(&err);
 			}
 			abox_proc_free(p);

@@ -53,6 +53,8 @@ struct client {
 	struct proto_reader rd;
 	struct proto_outq out;
 	bool doomed; /* broke the protocol: dropped after the current frame */
+	bool mute;   /* cannot be written to any more: its events are dropped,
+		      * but what it sent before hanging up is still served */
 };
 
 /* Output kept for clients that attach later: the last RING_MAX bytes of a
@@ -130,7 +132,7 @@ static void close_fd(int *fd)
  * arrive as one read); a client whose socket is gone is dropped there. */
 static void client_queue(int ci, struct proto_msg *m)
 {
-	if (ci >= 0 && (unsigned)ci < nclients)
+	if (ci >= 0 && (unsigned)ci < nclients && !clients[ci].mute)
 		(void)proto_queue(&clients[ci].out, m);
 	proto_msg_free(m);
 }
@@ -234,7 +236,8 @@ static void broadcast(struct proc *p, struct proto_msg *m)
 		if (!p->att_req[ci])
 			continue;
 		m->id = p->att_req[ci];
-		(void)proto_queue(&clients[ci].out, m);
+		if (!clients[ci].mute)
+			(void)proto_queue(&clients[ci].out, m);
 	}
 	proto_msg_free(m);
 }
@@ -969,9 +972,14 @@ int main(int argc, char **argv)
 
 	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS];
 	for (;;) {
+		/* a client that hung up may still have requests in flight (a
+		 * signal, a resize, then close): stop writing to it, keep
+		 * reading it until its end of file */
 		for (unsigned i = nclients; i-- > 0;)
-			if (proto_outq_len(&clients[i].out) && proto_flush(clients[i].fd, &clients[i].out) < 0)
-				client_drop(i);
+			if (proto_outq_len(&clients[i].out) && proto_flush(clients[i].fd, &clients[i].out) < 0) {
+				clients[i].mute = true;
+				proto_outq_free(&clients[i].out);
+			}
 		if (exiting && (queues_empty() || nclients == 0))
 			shutdown_sandbox(exit_code);
 		nfds_t n = 0;
@@ -1048,8 +1056,8 @@ int main(int argc, char **argv)
 			if (!rev)
 				continue;
 			if ((rev & POLLOUT) && proto_flush(clients[i].fd, &clients[i].out) < 0) {
-				client_drop(i);
-				continue;
+				clients[i].mute = true;
+				proto_outq_free(&clients[i].out);
 			}
 			if ((rev & (POLLIN | POLLHUP | POLLERR)) && !client_read(i))
 				continue;
