@@ -16,6 +16,7 @@ int cmd_create(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "template", required_argument, NULL, 't' },
 		{ "metadata", required_argument, NULL, 'm' },
+		{ "env", required_argument, NULL, 'e' },
 		{ "memory", required_argument, NULL, 'M' },
 		{ "disk", required_argument, NULL, 'D' },
 		{ "pids", required_argument, NULL, 'P' },
@@ -27,13 +28,19 @@ int cmd_create(int argc, char **argv)
 	};
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	_cleanup_free_ const char **meta = calloc((size_t)argc + 1, sizeof(char *));
-	size_t nmeta = 0;
+	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nmeta = 0, nenv = 0;
 	int c;
-	if (!meta)
+	if (!meta || !env)
 		return EXIT_ABOX;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:m:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:m:e:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'e':
+			if (cli_opt_kv("create", "--env", optarg) < 0)
+				return EXIT_ABOX;
+			env[nenv++] = optarg;
+			break;
 		case 't': so.template_name = optarg; break;
 		case 'm':
 			if (cli_opt_kv("create", "--metadata", optarg) < 0)
@@ -62,7 +69,7 @@ int cmd_create(int argc, char **argv)
 			break;
 		case 'S': so.seccomp_policy = optarg; break;
 		case 'h':
-			printf("usage: abox create [--template NAME] [--metadata K=V]... [--memory SIZE] [--disk SIZE]\n"
+			printf("usage: abox create [--template NAME] [--metadata K=V]... [-e K=V]... [--memory SIZE] [--disk SIZE]\n"
 			       "                   [--pids N] [--cpus N] [--timeout SECS] [--seccomp FILE]\n\n"
 			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
 			       "or its timeout, whether or not any abox process is running.\n");
@@ -76,6 +83,7 @@ int cmd_create(int argc, char **argv)
 		return EXIT_ABOX;
 	}
 	so.metadata = nmeta ? meta : NULL;
+	so.env = nenv ? env : NULL;
 	abox_ctx *ctx;
 	if (cli_ctx(&ctx) != 0)
 		return EXIT_ABOX;

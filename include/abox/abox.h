@@ -76,8 +76,9 @@ typedef struct abox_sandbox_opts {
 	uint32_t timeout_ms;       /* 0: none; the sandbox is killed at the deadline */
 	const char *seccomp_policy; /* path; NULL: the default policy */
 	const char *const *metadata; /* NULL-terminated "key=value" entries, or NULL */
+	const char *const *env;      /* "K=V" for every command of the sandbox (a command's own env wins), or NULL */
 } abox_sandbox_opts;
-#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL }
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL }
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */

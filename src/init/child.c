@@ -168,8 +168,8 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	safe_snprintf(user, sizeof(user), "USER=%s", req->user ? req->user : "root");
 	safe_snprintf(logname, sizeof(logname), "LOGNAME=%s", req->user ? req->user : "root");
 	static char term_def[] = "TERM=xterm-256color";
-	char *defs[] = { path_def, home, user, logname, lang_def, master >= 0 ? term_def : lang_def };
-	for (size_t i = 0; i < ELEMENTSOF(defs); i++) {
+	char *defs[] = { path_def, home, user, logname, lang_def, term_def };
+	for (size_t i = 0; i < ELEMENTSOF(defs) - (master >= 0 ? 0 : 1); i++) {
 		const char *eq = strchr(defs[i], '=');
 		char key[32];
 		size_t kl = (size_t)(eq - defs[i]);
@@ -178,8 +178,17 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		if (!env_get(req->env, key))
 			envp[k++] = defs[i];
 	}
-	for (size_t i = 0; i < n; i++)
-		envp[k++] = req->env[i];
+	/* the sandbox's env comes first, the command's after it: for a key
+	 * given twice the later one wins */
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(req->env[i], '=');
+		size_t kl = eq ? (size_t)(eq - req->env[i]) + 1 : strlen(req->env[i]);
+		bool later = false;
+		for (size_t j = i + 1; j < n && n <= 4096 && !later; j++)
+			later = strncmp(req->env[j], req->env[i], kl) == 0;
+		if (!later)
+			envp[k++] = req->env[i];
+	}
 	envp[k] = NULL;
 
 	pid_t c = fork();

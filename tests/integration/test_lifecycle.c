@@ -577,3 +577,17 @@ Test(lifecycle, pty_size_term_and_resize)
 	kill_ok(id);
 	free(id);
 }
+
+Test(lifecycle, sandbox_env_applies_to_every_command)
+{
+	char *id = create((const char *const[]){ "-e", "A=1", "-e", "B=two words", NULL });
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c", "echo \"$A|$B\"");
+	cr_assert_str_eq(r.out, "1|two words\n", "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", "-e", "B=mine", id, "--", "sh", "-c", "echo \"$A|$B\"; env | grep -c '^B='");
+	cr_assert_str_eq(r.out, "1|mine\n1\n", "a command's own env wins, once: %s", r.out);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}

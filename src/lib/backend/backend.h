@@ -44,6 +44,7 @@ struct abox_sandbox {
 	uint32_t next_req;
 	uint64_t memory_limit;
 	struct abox_proc *active;
+	char **env;            /* the sandbox's env, sent before each command's */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	uint64_t metrics_cpu_usec;
 };

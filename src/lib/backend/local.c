@@ -116,6 +116,8 @@ static void sandbox_release(abox_sandbox *sb)
 	sb->conn = -1;
 	proto_reader_free(&sb->rd);
 	proto_outq_free(&sb->out);
+	strv_free(sb->env);
+	sb->env = NULL;
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
@@ -215,6 +217,9 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 	if ((r = check_opts(&o, err)) < 0)
 		return abox_error_prefix(err, "create");
+	for (size_t i = 0; o.env && o.env[i]; i++)
+		if (!strchr(o.env[i], '=') || o.env[i][0] == '=')
+			return abox_error_setx(err, EINVAL, "create: environment entry '%s' is not K=V", o.env[i]);
 	const char *tmpl_name = o.template_name ? o.template_name : "host";
 
 	abox_sandbox *sb = calloc(1, sizeof(*sb));
@@ -360,6 +365,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 			.disk_bytes = cfg.rootfs.disk_bytes,
 			.pids = lim.pids,
 			.cpu_millis = lim.cpu_millis,
+			.env = (char **)o.env,
 		};
 		memcpy(st.id, sb->id, sizeof(st.id));
 		r = proc_start_time(sb->pid, &st.pid_start);
@@ -391,6 +397,12 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	close(listen_fd);
 	close(memfd);
 	sb->template_lock = TAKE_FD(tmpl.lock_fd);
+	if (o.env) {
+		size_t n = strv_length((char *const *)o.env);
+		sb->env = calloc(n + 1, sizeof(char *));
+		for (size_t i = 0; sb->env && i < n; i++)
+			sb->env[i] = strdup(o.env[i]);
+	}
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
 	*out = sb;

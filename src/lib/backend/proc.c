@@ -52,6 +52,8 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	proto_msg_init(&m, MSG_REQ_EXEC, p->req);
 	for (size_t i = 0; opts->argv[i]; i++)
 		proto_put_str(&m, F_ARG, opts->argv[i]);
+	for (size_t i = 0; sb->env && sb->env[i]; i++)
+		proto_put_str(&m, F_ENV, sb->env[i]);
 	for (size_t i = 0; opts->env && opts->env[i]; i++) {
 		if (!strchr(opts->env[i], '=')) {
 			proto_msg_free(&m);

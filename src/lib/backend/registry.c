@@ -96,6 +96,8 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	sb->memory_limit = st.memory_bytes;
 	if (st.deadline_ms)
 		sb->deadline_ms = backend_now_ms() + (st.deadline_ms - backend_wall_ms());
+	sb->env = st.env;
+	st.env = NULL;
 	sb_state_free(&st);
 	proto_reader_init(&sb->rd, -1);
 

@@ -98,6 +98,10 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
 	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
 	json_object_object_add(o, "cpuMillis", json_object_new_uint64(s->cpu_millis));
+	json_object *env = json_object_new_array();
+	for (size_t i = 0; s->env && s->env[i]; i++)
+		json_object_array_add(env, json_object_new_string(s->env[i]));
+	json_object_object_add(o, "env", env);
 	json_object *meta = json_object_new_object();
 	for (unsigned i = 0; i < s->nmeta; i++)
 		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
@@ -181,6 +185,16 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.disk_bytes = get_u64(o, "diskBytes");
 	t.pids = get_u64(o, "pids");
 	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
+	json_object *env;
+	if (json_object_object_get_ex(o, "env", &env) && json_object_is_type(env, json_type_array)) {
+		size_t n = json_object_array_length(env);
+		t.env = calloc(n + 1, sizeof(char *));
+		for (size_t i = 0, k = 0; t.env && i < n; i++) {
+			json_object *e = json_object_array_get_idx(env, i);
+			if (json_object_is_type(e, json_type_string))
+				t.env[k++] = strdup(json_object_get_string(e));
+		}
+	}
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
 		json_object_object_foreach(meta, k, v)
@@ -212,6 +226,7 @@ void sb_state_free(struct sb_state *s)
 	free(s->template_name);
 	free(s->template_root);
 	free(s->cgroups);
+	strv_free(s->env);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);
 		free(s->meta_values[i]);

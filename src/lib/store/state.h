@@ -27,6 +27,7 @@ struct sb_state {
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
 	uint64_t memory_bytes, disk_bytes, pids;
 	uint32_t cpu_millis;
+	char **env;           /* "K=V" for every command, NULL-terminated, or NULL */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];
 	unsigned nmeta;
