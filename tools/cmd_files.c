@@ -56,6 +56,19 @@ static void print_info(const abox_file_info *e)
 	       (unsigned long long)e->size, when, e->path, e->target[0] ? " -> " : "", e->target);
 }
 
+struct watch_ctx {
+	uint64_t left; /* 0 = no limit */
+};
+
+static int on_fs_event(abox_fs_event_type type, const char *path, void *ud)
+{
+	static const char *const names[] = { "?", "create", "write", "remove", "rename", "chmod" };
+	struct watch_ctx *w = ud;
+	printf("%s %s\n", (unsigned)type < 6 ? names[type] : "?", path);
+	fflush(stdout);
+	return w->left && --w->left == 0;
+}
+
 static int out_chunk(const void *data, size_t len, void *ud)
 {
 	(void)ud;
@@ -81,18 +94,33 @@ int cmd_files(int argc, char **argv)
 		{ "parents", no_argument, NULL, 'p' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "recursive", no_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "count", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *user = NULL;
+	bool recursive = false;
+	uint32_t timeout_ms = 0;
+	uint64_t count = 0;
 	bool parents = false, json = false;
 	uint64_t depth = 1;
 	int c;
 	/* options may come before or after the operation word: getopt
 	 * (without "+") moves the words behind the options */
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "u:pd:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "u:pd:jrh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'r': recursive = true; break;
+		case 'T':
+			if (cli_opt_secs("files", "--timeout", optarg, &timeout_ms) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'c':
+			if (cli_opt_count("files", "--count", optarg, &count) < 0)
+				return EXIT_ABOX;
+			break;
 		case 'u': user = optarg; break;
 		case 'p': parents = true; break;
 		case 'j': json = true; break;
@@ -109,7 +137,9 @@ int cmd_files(int argc, char **argv)
 			       "  exists ID PATH         exit 0 if it exists, 1 if not\n"
 			       "  mkdir ID PATH          make a folder and its parents\n"
 			       "  mv ID FROM TO          move or rename\n"
-			       "  rm ID PATH             remove a file or a whole folder\n");
+			       "  rm ID PATH             remove a file or a whole folder\n"
+			       "  watch [-r] [--timeout S] [--count N] ID PATH\n"
+			       "                         print changes below a folder as they happen\n");
 			return 0;
 		default:
 			return EXIT_ABOX;
@@ -170,6 +200,10 @@ int cmd_files(int argc, char **argv)
 			}
 			free(v);
 		}
+	} else if (strcmp(op, "watch") == 0) {
+		struct watch_ctx w = { .left = count };
+		fflush(stdout);
+		r = abox_file_watch(sb, path, user, recursive, timeout_ms ? (int)timeout_ms : -1, on_fs_event, &w, &err);
 	} else if (strcmp(op, "mkdir") == 0) {
 		r = abox_file_mkdir(sb, path, user, NULL, &err);
 	} else if (strcmp(op, "mv") == 0) {

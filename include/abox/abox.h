@@ -355,6 +355,24 @@ ABOX_EXPORT int abox_file_move(abox_sandbox *sb, const char *from, const char *t
 /* Removes a file or a whole folder. */
 ABOX_EXPORT int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err);
 
+typedef enum abox_fs_event_type {
+	ABOX_FS_CREATE = 1,
+	ABOX_FS_WRITE = 2,
+	ABOX_FS_REMOVE = 3,
+	ABOX_FS_RENAME = 4,
+	ABOX_FS_CHMOD = 5,
+} abox_fs_event_type;
+
+/* One change below a watched folder; path is valid during the call.
+ * Return non-zero to stop watching. */
+typedef int (*abox_fs_event_fn)(abox_fs_event_type type, const char *path, void *userdata);
+
+/* Watches a folder (and, with recursive, every folder below it, new ones
+ * included) as user, calling fn for each change until fn returns
+ * non-zero or timeout_ms passes (-1: no limit). Returns 0 then. */
+ABOX_EXPORT int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive,
+				int timeout_ms, abox_fs_event_fn fn, void *userdata, abox_error *err);
+
 #ifdef __cplusplus
 }
 #endif

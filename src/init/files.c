@@ -448,6 +448,10 @@ void files_handle(int ci, const struct proto_frame *f)
 		proto_msg_init(&m, MSG_EV_OK, f->id);
 		init_queue(ci, &m);
 		break;
+	case MSG_REQ_FS_WATCH:
+		as_init();
+		watch_start(ci, f, r.path, r.id.uid, r.id.gid, r.flags & FS_RECURSIVE);
+		break;
 	case MSG_REQ_FS_REMOVE: {
 		int e = remove_tree(AT_FDCWD, r.path, 0);
 		if (e < 0) {

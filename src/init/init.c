@@ -827,8 +827,16 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_FS_MKDIR:
 	case MSG_REQ_FS_MOVE:
 	case MSG_REQ_FS_REMOVE:
+	case MSG_REQ_FS_WATCH:
 		files_handle(ci, f);
 		break;
+	case MSG_REQ_FS_UNWATCH: {
+		watch_stop(ci, f->id);
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_EV_OK, f->id);
+		client_queue(ci, &m);
+		break;
+	}
 	case MSG_REQ_METRICS: {
 		struct statfs sf;
 		struct proto_msg m;
@@ -857,8 +865,11 @@ static void client_drop(unsigned ci)
 	proto_outq_free(&clients[ci].out);
 	unsigned last = nclients - 1;
 	files_client_gone((int)ci);
-	if (last != ci)
+	watch_client_gone((int)ci);
+	if (last != ci) {
 		files_client_moved((int)last, (int)ci);
+		watch_client_moved((int)last, (int)ci);
+	}
 	for (unsigned i = 0; i < MAX_PROCS; i++) {
 		if (procs[i].state == P_FREE)
 			continue;
@@ -970,7 +981,7 @@ int main(int argc, char **argv)
 	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 
-	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS];
+	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS + 16];
 	for (;;) {
 		/* a client that hung up may still have requests in flight (a
 		 * signal, a resize, then close): stop writing to it, keep
@@ -1003,6 +1014,8 @@ int main(int argc, char **argv)
 			pfd[n++] = (struct pollfd){ .fd = hold ? -1 : p->err, .events = POLLIN };
 			pfd[n++] = (struct pollfd){ .fd = p->inlen ? p->in : -1, .events = POLLOUT };
 		}
+		nfds_t watch_at = n;
+		n += watch_pollfds(&pfd[n]);
 		int timeout = -1;
 		if (deadline_ms) {
 			int64_t left = deadline_ms - now_ms();
@@ -1045,6 +1058,7 @@ int main(int argc, char **argv)
 			if (q[3].revents)
 				flush_stdin(p);
 		}
+		watch_ready(&pfd[watch_at]);
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof(si)) > 0)

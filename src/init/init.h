@@ -17,6 +17,15 @@ void init_send_error(int ci, uint32_t id, int code, const char *msg);
 /* Writes a client's queue out until it is small again (bounded wait). */
 int init_flush_blocking(int ci);
 
+/* watch.c */
+#include <poll.h>
+void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t uid, gid_t gid, bool recursive);
+void watch_stop(int ci, uint32_t id);
+void watch_client_gone(int ci);
+void watch_client_moved(int from, int to);
+unsigned watch_pollfds(struct pollfd *pfd); /* fills WATCHES_MAX entries */
+void watch_ready(const struct pollfd *pfd);
+
 /* files.c */
 void files_handle(int ci, const struct proto_frame *f);
 void files_client_gone(int ci);

@@ -244,3 +244,30 @@ Test(files, cp_folders_both_ways)
 	cr_expect_neq(system("test -L /tmp/abox-cp-out/evil"), 0, "a symlink was made on the host");
 	cr_assert_eq(system("rm -rf /tmp/abox-cp-in /tmp/abox-cp-out"), 0);
 }
+
+Test(files, watch_reports_changes_recursively)
+{
+	int o, e;
+	pid_t w = start_abox(&o, &e, (const char *const[]){ "files", "watch", "-r", "--timeout", "10", "--count", "6",
+							      id, "/home/user", NULL });
+	usleep(400000);
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c",
+	     "mkdir /home/user/w && echo x > /home/user/w/f && chmod 600 /home/user/w/f && "
+	     "mv /home/user/w/f /home/user/w/g && rm /home/user/w/g");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	char *out = slurp(o);
+	free(slurp(e));
+	cr_assert_eq(wait_exit(w), 0);
+	cr_assert(strstr(out, "create /home/user/w\n"), "%s", out);
+	cr_assert(strstr(out, "create /home/user/w/f\n"), "a new folder is watched too: %s", out);
+	cr_assert(strstr(out, "write /home/user/w/f\n"), "%s", out);
+	cr_assert(strstr(out, "chmod /home/user/w/f\n"), "%s", out);
+	cr_assert(strstr(out, "rename /home/user/w/f\n"), "%s", out);
+	free(out);
+	ABOX(&r, "files", "watch", id, "/etc/passwd");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "Not a directory"), "%s", r.err);
+	run_result_free(&r);
+}

@@ -375,3 +375,65 @@ int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_
 		return abox_error_set(err, -r, "remove: send");
 	return wait_answer(sb, id, NULL, NULL, NULL, err);
 }
+
+int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
+		    abox_fs_event_fn fn, void *ud, abox_error *err)
+{
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_WATCH, &m, path, user, err);
+	if (r < 0)
+		return r;
+	uint32_t id = m.id;
+	proto_put_u64(&m, F_FLAGS, recursive ? FS_RECURSIVE : 0);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "watch: send");
+	if ((r = wait_answer(sb, id, NULL, NULL, NULL, err)) < 0)
+		return r;
+	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+	bool stop = false;
+	while (!stop) {
+		struct proto_frame f;
+		int k = proto_reader_next(&sb->rd, &f);
+		if (k < 0)
+			return abox_error_setx(err, EPROTO, "watch: broken frame from init");
+		if (k > 0) {
+			for (unsigned i = 0; i < f.nfds; i++)
+				close(f.fds[i]);
+			if (f.id != id || f.type != MSG_EV_FS_EVENT)
+				continue;
+			char evpath[4096] = "";
+			uint64_t type = 0;
+			size_t off = 0;
+			struct proto_field fl;
+			while (proto_field_next(&f, &off, &fl) > 0) {
+				if (fl.tag == F_PATH)
+					safe_snprintf(evpath, sizeof(evpath), "%.*s", (int)(fl.len < 4095 ? fl.len : 4095),
+						      (const char *)fl.val);
+				else if (fl.tag == F_TYPE)
+					(void)proto_field_u64(&fl, &type);
+			}
+			if (fn && fn((abox_fs_event_type)type, evpath, ud) != 0)
+				stop = true;
+			continue;
+		}
+		int wait = -1;
+		if (until) {
+			int64_t left = until - backend_now_ms();
+			if (left <= 0)
+				break;
+			wait = (int)left;
+		}
+		k = proto_reader_fill(&sb->rd);
+		if (k == -EAGAIN) {
+			struct pollfd p = { .fd = sb->conn, .events = POLLIN };
+			(void)poll(&p, 1, wait);
+			continue;
+		}
+		if (k <= 0)
+			return abox_error_setx(err, EPIPE, "watch: the sandbox went away");
+	}
+	proto_msg_init(&m, MSG_REQ_FS_UNWATCH, id);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "watch: send");
+	return wait_answer(sb, id, NULL, NULL, NULL, err);
+}

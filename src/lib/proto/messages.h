@@ -37,6 +37,8 @@ enum proto_type {
 	MSG_REQ_FS_MKDIR = 38, /* F_PATH -> EV_OK {F_FLAGS: 1 when made, 0 when it was there} */
 	MSG_REQ_FS_MOVE = 39,  /* F_PATH, F_TARGET -> EV_OK */
 	MSG_REQ_FS_REMOVE = 40, /* F_PATH (recursive) -> EV_OK */
+	MSG_REQ_FS_WATCH = 41, /* F_PATH, F_FLAGS (FS_RECURSIVE) -> EV_OK, then EV_FS_EVENT* until FS_UNWATCH or hang-up */
+	MSG_REQ_FS_UNWATCH = 42, /* the FS_WATCH's id -> EV_OK */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -48,6 +50,7 @@ enum proto_type {
 	MSG_EV_STDIN_ACK = 70, /* F_PID, F_COUNT: stdin bytes consumed (written or dropped) */
 	MSG_EV_DATA = 72,      /* F_DATA: a chunk of a file being read */
 	MSG_EV_PTY = 74,       /* F_PID, F_DATA: output of a process on a terminal */
+	MSG_EV_FS_EVENT = 75,  /* F_PATH, F_TYPE (FS_EV_*) */
 	MSG_EV_ENTRY = 73,     /* a file: F_PATH, F_NAME, F_TYPE, F_SIZE, F_MODE, F_UID, F_GID, F_MTIME_MS, [F_TARGET] */
 	MSG_EV_PROC = 71,      /* F_PID, [F_TAG], F_ARG (command line), F_FLAGS (1 running), [F_EXIT_CODE, F_SIGNAL] */
 };
@@ -93,6 +96,8 @@ enum proto_tag {
 #define STDIN_WINDOW (1u << 20)
 
 #define FS_PARENTS 1u /* FS_WRITE: make missing parent folders */
+#define FS_RECURSIVE 1u /* FS_WATCH: sub-folders too (new ones included) */
+enum { FS_EV_CREATE = 1, FS_EV_WRITE = 2, FS_EV_REMOVE = 3, FS_EV_RENAME = 4, FS_EV_CHMOD = 5 };
 enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4 };
 
 /* F_FLAGS of MSG_REQ_EXEC */
