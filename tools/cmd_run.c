@@ -121,9 +121,9 @@ int cmd_run(int argc, char **argv)
 	}
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
-	/* the cheap part of gc, on the way out: leftovers of runs that were
-	 * SIGKILLed (nothing runs on their way out) */
-	(void)abox_gc(ctx, NULL, NULL);
+	/* the cheap part of gc, on the way out (at most every few seconds):
+	 * leftovers of runs that were SIGKILLed */
+	(void)abox_gc_maybe(ctx, NULL, NULL);
 	abox_ctx_free(ctx);
 	return rc;
 }

@@ -96,7 +96,7 @@ int cmd_create(int argc, char **argv)
 	printf("%s\n", abox_sandbox_id(sb));
 	fflush(stdout);
 	abox_sandbox_free(sb);
-	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
+	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return 0;
 }
@@ -265,7 +265,7 @@ int cmd_exec(int argc, char **argv)
 	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty };
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
-	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
+	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return rc;
 }
@@ -298,7 +298,7 @@ int cmd_kill(int argc, char **argv)
 			rc = cli_fail(&err);
 		abox_sandbox_free(sb);
 	}
-	(void)abox_gc(ctx, NULL, NULL); /* the cheap part of gc, on the way */
+	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);
 	return rc;
 }

@@ -170,6 +170,10 @@ ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
  * the process) left behind: runtime folders, sockets, empty cgroups.
  * Never touches a live sandbox. *removed (may be NULL) counts them. */
 ABOX_EXPORT int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err);
+/* abox_gc at most once every few seconds across all processes (a stamp in
+ * the runtime folder): cheap to call on every operation, so its cost
+ * stays flat however many sandboxes exist. */
+ABOX_EXPORT int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err);
 
 /* ---- processes -------------------------------------------------------- */
 

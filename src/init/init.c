@@ -963,8 +963,8 @@ int main(int argc, char **argv)
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
 	}
-	for (unsigned i = 0; i < MAX_PROCS; i++)
-		procs[i].in = procs[i].out = procs[i].err = procs[i].ep = procs[i].tee_out = procs[i].tee_err = -1;
+	/* procs[] is not touched here: its fds are set when a slot is taken
+	 * (an idle sandbox keeps those pages unallocated) */
 
 	/* The creator's death ends the sandbox (the signal was set before
 	 * exec) until a long-lived one is detached (MSG_REQ_DETACH). */

@@ -151,7 +151,7 @@ Test(lifecycle, dead_init_is_reported_and_kill_cleans_it)
 
 Test(lifecycle, parallel_sandboxes)
 {
-	enum { N = 6 };
+	enum { N = 20 };
 	char *ids[N];
 	for (int i = 0; i < N; i++)
 		ids[i] = create(NULL);

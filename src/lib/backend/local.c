@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -564,4 +565,25 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	sb->metrics_cpu_usec = cs.cpu_usec;
 	*out = m;
 	return 0;
+}
+
+#define GC_INTERVAL_S 10
+
+int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err)
+{
+	char stamp[4200];
+	safe_snprintf(stamp, sizeof(stamp), "%s/.gc-stamp", ctx->runtime_dir);
+	struct stat st;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (removed)
+		*removed = 0;
+	if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < GC_INTERVAL_S && st.st_mtime <= now.tv_sec)
+		return 0;
+	int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+	return abox_gc(ctx, removed, err);
 }
