@@ -7,6 +7,7 @@
  * started (not runnable / not found); 141 when our stdout's reader left;
  * 125 for abox's own errors. */
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -243,6 +244,26 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o)
 		abox_proc_result res = { .version = ABOX_PROC_RESULT_VERSION };
 		if (abox_proc_result_get(p, &res, &err) < 0) {
 			rc = cli_fail(&err);
+		} else if (o->json) {
+			json_object *j = json_object_new_object();
+			json_object_object_add(j, "exitCode", json_object_new_int(st.exit_code));
+			json_object_object_add(j, "stdout", json_object_new_string_len(res.stdout_text, (int)res.stdout_len));
+			json_object_object_add(j, "stderr", json_object_new_string_len(res.stderr_text, (int)res.stderr_len));
+			json_object_object_add(j, "truncated", json_object_new_boolean(res.truncated));
+			json_object_object_add(j, "stdoutLength", json_object_new_uint64(res.stdout_bytes));
+			json_object_object_add(j, "stderrLength", json_object_new_uint64(res.stderr_bytes));
+			char path[200];
+			snprintf(path, sizeof(path), "%s/stdout.txt", res.dir);
+			json_object_object_add(j, "stdoutPath", json_object_new_string(path));
+			snprintf(path, sizeof(path), "%s/stderr.txt", res.dir);
+			json_object_object_add(j, "stderrPath", json_object_new_string(path));
+			snprintf(path, sizeof(path), "%s/command.txt", res.dir);
+			json_object_object_add(j, "commandPath", json_object_new_string(path));
+			const char *txt = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+			(void)out_write(1, txt, strlen(txt));
+			(void)out_write(1, "\n", 1);
+			json_object_put(j);
+			abox_proc_result_clear(&res);
 		} else {
 			(void)out_write(1, res.stdout_text, res.stdout_len);
 			(void)out_write(2, res.stderr_text, res.stderr_len);

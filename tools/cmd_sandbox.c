@@ -172,11 +172,12 @@ int cmd_exec(int argc, char **argv)
 		{ "truncate", required_argument, NULL, 'R' },
 		{ "tty", no_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'Z' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	bool detach = false, tty = false;
+	bool detach = false, tty = false, json = false;
 	const char *size = NULL;
 	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
@@ -188,6 +189,7 @@ int cmd_exec(int argc, char **argv)
 		switch (c) {
 		case 't': tty = true; break;
 		case 'Z': size = optarg; tty = true; break;
+		case 'J': json = true; break;
 		case 'd': detach = true; break;
 		case 'T': po.tag = optarg; break;
 		case 'R':
@@ -209,6 +211,8 @@ int cmd_exec(int argc, char **argv)
 			       "                 (`abox attach ID PID|TAG` follows it again)\n"
 			       "      --tag TAG  a name to find it by (attach, signal, ps)\n"
 			       "  -t, --tty      give it a terminal (raw keys; follows our window size)\n"
+			       "      --json     print one JSON object at the end: exitCode, stdout, stderr,\n"
+			       "                 truncated, their lengths and the paths of the full output\n"
 			       "      --size RxC the terminal's size (default: ours, or 24x80)\n"
 			       "      --truncate N[:HEAD:TAIL]\n"
 			       "                 when stdout+stderr exceed N bytes, print each stream cut to\n"
@@ -234,6 +238,14 @@ int cmd_exec(int argc, char **argv)
 	po.env = nenv ? env : NULL;
 	if (tty && cli_opt_size_rc("exec", size, &po) < 0)
 		return EXIT_ABOX;
+	if (json && tty) {
+		cli_err("exec: --json and --tty do not go together");
+		return EXIT_ABOX;
+	}
+	if (json && !po.truncate_threshold) {
+		/* a JSON result holds the output: bound what it may hold */
+		po.truncate_threshold = 16u << 20;
+	}
 	if (tty && !detach)
 		po.flags |= ABOX_PROC_STDIN;
 
@@ -262,7 +274,8 @@ int cmd_exec(int argc, char **argv)
 	}
 	char membuf[32];
 	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
-	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty };
+	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty,
+				   .json = json };
 	int rc = cli_run_process(sb, &po, &o);
 	abox_sandbox_free(sb);
 	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */

@@ -441,7 +441,7 @@ Test(lifecycle, truncation_keeps_head_tail_marker_and_full_files)
 	ABOX(&r, "exec", "--truncate", "100:20:20", id, "--", "sh", "-c", "seq 1 200; echo oops >&2");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_eq(strncmp(r.out, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", 21), 0, "head: %s", r.out);
-	cr_assert(strstr(r.out, "\n... [652 characters omitted] ...\n(Full output: /tmp/abox/cmd/"), "%s", r.out);
+	cr_assert(strstr(r.out, "10\n... [652 characters omitted] ...\n(Full output: /tmp/abox/cmd/"), "%s", r.out);
 	size_t n = strlen(r.out);
 	cr_assert_str_eq(r.out + n - 20, "196\n197\n198\n199\n200\n", "tail: %s", r.out);
 	cr_assert_str_eq(r.err, "oops\n", "a short stream stays whole");
@@ -587,6 +587,26 @@ Test(lifecycle, sandbox_env_applies_to_every_command)
 	run_result_free(&r);
 	ABOX(&r, "exec", "-e", "B=mine", id, "--", "sh", "-c", "echo \"$A|$B\"; env | grep -c '^B='");
 	cr_assert_str_eq(r.out, "1|mine\n1\n", "a command's own env wins, once: %s", r.out);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}
+
+Test(lifecycle, exec_json_result_for_agents)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "--json", "--truncate", "50:10:10", id, "--", "sh", "-c", "seq 1 100; echo e >&2; exit 3");
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	json_object *o = json_tokener_parse(r.out);
+	cr_assert_not_null(o, "%s", r.out);
+	cr_assert_str_eq(field(o, "exitCode"), "3");
+	cr_assert_str_eq(field(o, "truncated"), "true");
+	cr_assert_str_eq(field(o, "stdoutLength"), "292");
+	cr_assert_str_eq(field(o, "stderr"), "e\n");
+	cr_assert(strstr(field(o, "stdout"), "[272 characters omitted]"), "%s", field(o, "stdout"));
+	cr_assert(strstr(field(o, "stdoutPath"), "/tmp/abox/cmd/"), "%s", r.out);
+	json_object_put(o);
 	run_result_free(&r);
 	kill_ok(id);
 	free(id);

@@ -107,8 +107,9 @@ static char *render(const abox_proc *p, const struct trunc_stream *s, const char
 		ts++; /* nor start inside one */
 	uint64_t omitted = s->chars - count_chars(s->head, hn) - count_chars(tl + ts, s->tail_len - ts);
 	char marker[300];
-	int mn = snprintf(marker, sizeof(marker), "\n... [%llu characters omitted] ...\n(Full output: %s/%s)\n",
-			  (unsigned long long)omitted, p->t_dir, file);
+	/* on a line of its own, without a blank line when head ends one */
+	int mn = snprintf(marker, sizeof(marker), "%s... [%llu characters omitted] ...\n(Full output: %s/%s)\n",
+			  hn > 0 && s->head[hn - 1] == '\n' ? "" : "\n", (unsigned long long)omitted, p->t_dir, file);
 	size_t n = hn + (size_t)mn + (s->tail_len - ts);
 	char *t = malloc(n + 1);
 	if (!t) {
