@@ -105,6 +105,62 @@ int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen)
 	return 1;
 }
 
+struct child_args {
+	const struct exec_req *req;
+	char **envp;
+	int in, out, err, ep;
+	bool pty;
+};
+
+/* The child, between vfork and exec: system calls only, nothing written
+ * outside its own frame. */
+__attribute__((noinline, noreturn)) static void child_exec(const struct child_args *a)
+{
+	const struct exec_req *req = a->req;
+	int ep = a->ep;
+	/* init has no handlers (exec resets those) but blocks SIGCHLD and
+	 * ignores SIGPIPE, and both would survive the exec */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	setsid();
+	/* init is shielded from the OOM killer (-1000); commands must not
+	 * inherit that, or a memory hog could never be stopped */
+	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
+	if (a->pty && ioctl(a->err, TIOCSCTTY, 0) < 0)
+		child_fail(ep, errno, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
+	if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
+		child_fail(ep, errno, "dup2", "stdio");
+	/* Keep only stdio and the exec-error pipe from here on: init's other
+	 * fds (other commands' stdin ends, the agent socket) are
+	 * close-on-exec, but a child stopped before its exec would otherwise
+	 * hold them open, and another command would never see EOF on its
+	 * stdin. */
+	if (dup2(ep, 3) < 0)
+		_exit(126);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	ep = 3;
+	(void)syscall(SYS_close_range, 4, ~0U, 0);
+	/* Raw system calls: libc's wrappers apply credentials to every
+	 * thread of the process through shared state, which a vfork child
+	 * must not touch; this task is the only one that should change. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
+		child_fail(ep, errno, "setgroups", req->user ? req->user : "?");
+	if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0)
+		child_fail(ep, errno, "setgid", req->user ? req->user : "?");
+	if (syscall(SYS_setresuid, req->uid, req->uid, req->uid) < 0)
+		child_fail(ep, errno, "setuid", req->user ? req->user : "?");
+	if (req->cwd && chdir(req->cwd) < 0)
+		child_fail(ep, errno, "cwd", req->cwd);
+	exec_path(req->argv[0], req->argv, a->envp, ep);
+	_exit(127);
+}
+
+/* The vfork child never returns into this frame (child_exec is
+ * noreturn), so the register-clobber warning for our locals is moot. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wclobbered"
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
@@ -191,50 +247,20 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	}
 	envp[k] = NULL;
 
-	pid_t c = fork();
+	struct child_args a = {
+		.req = req, .envp = envp, .in = in[0], .out = out[1],
+		.err = master >= 0 ? slave : err[1], .ep = ep[1], .pty = master >= 0,
+	};
+	/* vfork: the child borrows init's memory until its exec, so there are
+	 * no page tables to copy; it runs in its own frame (child_exec), reads
+	 * `a` and writes nothing of ours. Signal handlers, the fd table, cwd
+	 * and credentials are its own (no CLONE_SIGHAND/FILES/FS). */
+	pid_t c = vfork();
+	if (c == 0)
+		child_exec(&a);
 	if (c < 0) {
 		free(envp);
 		goto fail;
-	}
-	if (c == 0) {
-		/* child: between fork and exec */
-		/* init has no handlers (exec resets those) but blocks SIGCHLD
-		 * and ignores SIGPIPE, and both would survive the exec */
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		setsid();
-		/* init is shielded from the OOM killer (-1000); commands must
-		 * not inherit that, or a memory hog could never be stopped */
-		(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
-		if (master >= 0) {
-			/* the terminal becomes ours (we lead a new session) */
-			if (ioctl(slave, TIOCSCTTY, 0) < 0)
-				child_fail(ep[1], errno, "ioctl", "TIOCSCTTY");
-			err[1] = slave;
-		}
-		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
-			child_fail(ep[1], errno, "dup2", "stdio");
-		/* Keep only stdio and the exec-error pipe from here on: init's
-		 * other fds (other commands' stdin ends, the agent socket) are
-		 * close-on-exec, but a child stopped before its exec would
-		 * otherwise hold them open, and another command would never
-		 * see EOF on its stdin. */
-		if (dup2(ep[1], 3) < 0)
-			_exit(126);
-		fcntl(3, F_SETFD, FD_CLOEXEC);
-		ep[1] = 3;
-		(void)syscall(SYS_close_range, 4, ~0U, 0);
-		if (setgroups(0, NULL) < 0)
-			child_fail(ep[1], errno, "setgroups", req->user ? req->user : "?");
-		if (setresgid(req->gid, req->gid, req->gid) < 0)
-			child_fail(ep[1], errno, "setgid", req->user ? req->user : "?");
-		if (setresuid(req->uid, req->uid, req->uid) < 0)
-			child_fail(ep[1], errno, "setuid", req->user ? req->user : "?");
-		if (req->cwd && chdir(req->cwd) < 0)
-			child_fail(ep[1], errno, "cwd", req->cwd);
-		exec_path(req->argv[0], req->argv, envp, ep[1]);
 	}
 	free(envp);
 	close(ep[1]);
@@ -279,3 +305,4 @@ fail:
 	}
 	return r;
 }
+#pragma GCC diagnostic pop

@@ -102,3 +102,36 @@ Test(limits, cpu_quota_holds)
 	cr_assert_gt(share, 0.2, "share %f", share);
 	run_result_free(&r);
 }
+
+/* OOM kills are counted per cgroup for the sandbox's whole life: a later
+ * command that ran clean must not inherit an earlier one's OOM report. */
+Test(limits, oom_report_is_per_command_in_a_long_lived_sandbox)
+{
+	struct run_result r;
+	ABOX(&r, "create", "--memory", "64M");
+	cr_assert_eq(r.status, 0, "create: %s", r.err);
+	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
+	char id[21];
+	memcpy(id, r.out, 20);
+	id[20] = '\0';
+	run_result_free(&r);
+
+	ABOX(&r, "exec", id, "--", "python3", "-c", "a = bytearray(400 << 20)");
+	int hog = r.status;
+	char *hog_err = strdup(r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "true");
+	int clean = r.status;
+	char *clean_err = strdup(r.err);
+	run_result_free(&r);
+	ABOX(&r, "kill", id);
+	run_result_free(&r);
+
+	cr_assert_eq(hog, 137, "stderr: %s", hog_err);
+	cr_assert(strstr(hog_err, "killed: out of memory"), "stderr: %s", hog_err);
+	cr_assert_eq(clean, 0, "stderr: %s", clean_err);
+	cr_assert_eq(strstr(clean_err, "out of memory"), NULL, "a clean command reported an OOM: %s",
+		     clean_err);
+	free(hog_err);
+	free(clean_err);
+}

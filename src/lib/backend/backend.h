@@ -44,6 +44,12 @@ struct abox_sandbox {
 	uint32_t next_req;
 	uint64_t memory_limit;
 	struct abox_proc *active;
+	/* OOM kills counted by the cgroup when the running command started:
+	 * the count is cumulative, and an end is flagged only for kills
+	 * during that command (oom_known: a fresh sandbox counts from 0,
+	 * an attached handle reads it at its first command) */
+	uint64_t oom_base;
+	bool oom_known;
 	char **env;            /* the sandbox's env, sent before each command's */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	uint64_t metrics_cpu_usec;

@@ -350,6 +350,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		goto fail;
 	}
 	sb->pid = res.pid;
+	sb->oom_known = true; /* a fresh cgroup: no kills yet */
 	sb->pidfd = res.pidfd;
 	/* never block on init: requests wait in sb->out, see backend_send */
 	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
@@ -439,10 +440,17 @@ uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb)
 
 int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 {
-	if (!sb->cg) {
-		*out = 0;
-		return 0;
+	*out = 0;
+	/* a handle found by id opens the sandbox's cgroups on first use, so
+	 * that `abox exec` reports OOM kills as `abox run` does */
+	if (!sb->cg && sb->attached) {
+		int r;
+		if ((r = backend_layout(sb->ctx, err)) < 0 ||
+		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
+			return abox_error_prefix(err, "oom count");
 	}
+	if (!sb->cg)
+		return 0;
 	return cgroup_oom_kills(sb->cg, out, err);
 }
 

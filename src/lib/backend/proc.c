@@ -95,6 +95,12 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		flags |= EXEC_ONESHOT;
 	proto_put_u64(&m, F_FLAGS, flags);
+	if (!sb->oom_known) {
+		uint64_t n;
+		if (abox_sandbox_oom_kills(sb, &n, NULL) >= 0)
+			sb->oom_base = n;
+		sb->oom_known = true;
+	}
 	int r = backend_send(sb, &m);
 	if (r < 0) {
 		free(p);
@@ -118,8 +124,12 @@ int abox_proc_pid(const abox_proc *p)
 static void deliver_end(abox_proc *p, abox_event *ev, abox_event_fn fn, void *ud)
 {
 	uint64_t ooms = 0;
-	if (p->sb->cg && abox_sandbox_oom_kills(p->sb, &ooms, NULL) >= 0 && ooms > 0)
-		ev->end_flags |= ABOX_END_OOM;
+	abox_sandbox *sb = p->sb;
+	if (sb->oom_known && abox_sandbox_oom_kills(sb, &ooms, NULL) >= 0) {
+		if (ooms > sb->oom_base)
+			ev->end_flags |= ABOX_END_OOM;
+		sb->oom_base = ooms;
+	}
 	p->ended = true;
 	p->exit_code = ev->exit_code;
 	p->sb->active = NULL;
