@@ -61,6 +61,8 @@ int cmd_kill(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_files(int argc, char **argv);

@@ -283,6 +283,11 @@ int cmd_exec(int argc, char **argv)
 	return rc;
 }
 
+static const char *cli_state_name(abox_sandbox_state s)
+{
+	return s == ABOX_STATE_RUNNING ? "running" : s == ABOX_STATE_PAUSED ? "paused" : "dead";
+}
+
 int cmd_kill(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
@@ -320,7 +325,7 @@ static json_object *info_json(const abox_sandbox_info *in)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(in->id));
-	json_object_object_add(o, "state", json_object_new_string(in->state == ABOX_STATE_RUNNING ? "running" : "dead"));
+	json_object_object_add(o, "state", json_object_new_string(cli_state_name(in->state)));
 	json_object_object_add(o, "template", json_object_new_string(in->template_name));
 	json_object_object_add(o, "pid", json_object_new_int(in->pid));
 	json_object_object_add(o, "createdMs", json_object_new_int64(in->created_ms));
@@ -385,7 +390,7 @@ int cmd_info(int argc, char **argv)
 		format_size(in.disk_bytes, disk, sizeof(disk));
 		printf("id:        %s\nstate:     %s\ntemplate:  %s\ncreated:   %s\ndeadline:  %s\n"
 		       "limits:    memory %s, disk %s, pids %llu, cpus %.2f\nmetadata:  %s\n",
-		       in.id, in.state == ABOX_STATE_RUNNING ? "running" : "dead", in.template_name, created,
+		       in.id, cli_state_name(in.state), in.template_name, created,
 		       deadline, mem, disk, (unsigned long long)in.pids, in.cpu_millis / 1000.0, in.metadata_json);
 	}
 	abox_sandbox_info_clear(&in);
@@ -420,8 +425,10 @@ int cmd_ls(int argc, char **argv)
 				lo.state = ABOX_STATE_RUNNING;
 			else if (strcmp(optarg, "dead") == 0)
 				lo.state = ABOX_STATE_DEAD;
+			else if (strcmp(optarg, "paused") == 0)
+				lo.state = ABOX_STATE_PAUSED;
 			else {
-				cli_err("ls: --state '%s': expected running or dead", optarg);
+				cli_err("ls: --state '%s': expected running, paused or dead", optarg);
 				return EXIT_ABOX;
 			}
 			break;
@@ -437,7 +444,7 @@ int cmd_ls(int argc, char **argv)
 			break;
 		case 'n': lo.next_token = optarg; break;
 		case 'h':
-			printf("usage: abox ls [--json] [--state running|dead] [--metadata K=V]... [--limit N] [--next-token T]\n\n"
+			printf("usage: abox ls [--json] [--state running|paused|dead] [--metadata K=V]... [--limit N] [--next-token T]\n\n"
 			       "Lists long-lived sandboxes in id order. With --limit, the token for the\n"
 			       "next page is printed to stderr (\"next-token: T\") or, with --json, as\n"
 			       "\"nextToken\".\n");
@@ -480,7 +487,7 @@ int cmd_ls(int argc, char **argv)
 			char created[32];
 			fmt_time(v[i].created_ms, created, sizeof(created));
 			printf("%-20s  %-8s  %-10s  %-20s  %s\n", v[i].id,
-			       v[i].state == ABOX_STATE_RUNNING ? "running" : "dead", v[i].template_name, created,
+			       cli_state_name(v[i].state), v[i].template_name, created,
 			       v[i].metadata_json);
 		}
 		if (next)

@@ -29,6 +29,8 @@ static void usage(FILE *f)
 		"  info [--json] ID                one sandbox's state, limits and metadata\n"
 		"  metrics [--json] ID             CPU, memory, disk and processes in use\n"
 		"  set-timeout ID SECS             move a sandbox's deadline (from now; 0 = none)\n"
+		"  pause ID...                     freeze sandboxes (memory kept, timeout clock stopped)\n"
+		"  resume ID...                    thaw paused sandboxes\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
@@ -88,6 +90,10 @@ int main(int argc, char **argv)
 		return cmd_signal(argc - 1, argv + 1);
 	if (strcmp(verb, "metrics") == 0)
 		return cmd_metrics(argc - 1, argv + 1);
+	if (strcmp(verb, "pause") == 0)
+		return cmd_pause(argc - 1, argv + 1);
+	if (strcmp(verb, "resume") == 0)
+		return cmd_resume(argc - 1, argv + 1);
 	if (strcmp(verb, "set-timeout") == 0)
 		return cmd_set_timeout(argc - 1, argv + 1);
 	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {

@@ -93,6 +93,7 @@ ABOX_EXPORT int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox
 typedef enum abox_sandbox_state {
 	ABOX_STATE_RUNNING = 1,
 	ABOX_STATE_DEAD = 2, /* recorded, but its init is gone: abox_gc removes it */
+	ABOX_STATE_PAUSED = 3, /* frozen by abox_sandbox_pause; its timeout clock is stopped */
 } abox_sandbox_state;
 
 #define ABOX_SANDBOX_INFO_VERSION 1
@@ -148,6 +149,15 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * later (0: no timeout). Its init enforces it even with no abox process
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+/* Freezes every process of a long-lived sandbox (its cgroup's freezer)
+ * and returns once the kernel reports it frozen. A paused sandbox uses no
+ * CPU, keeps its memory, and its timeout clock stops; commands and file
+ * requests fail with -EAGAIN ("paused") until abox_sandbox_resume; kill
+ * works. -EALREADY when it is paused already. */
+ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
+/* Thaws a paused sandbox: processes go on where they were, the deadline
+ * moves by the time spent paused. -EALREADY when it is not paused. */
+ABOX_EXPORT int abox_sandbox_resume(abox_sandbox *sb, abox_error *err);
 #define ABOX_METRICS_VERSION 1
 typedef struct abox_metrics {
 	uint32_t version;       /* set by the caller to ABOX_METRICS_VERSION */

@@ -40,6 +40,7 @@ struct abox_sandbox {
 	bool dead;        /* init is gone (reaped) */
 	int init_status;  /* its wait status once dead */
 	bool timed_out;
+	bool paused;       /* frozen by pause (as recorded when connected) */
 	int64_t deadline_ms; /* CLOCK_MONOTONIC, 0 = none */
 	uint32_t next_req;
 	uint64_t memory_limit;
@@ -95,6 +96,8 @@ void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _print
 void backend_reap_init(abox_sandbox *sb, bool wait);
 /* Sends a request and waits for its EV_OK (or error): for short control
  * requests on a handle that is not running a process. */
+/* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
+int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */

@@ -93,6 +93,8 @@ static int begin(abox_sandbox *sb, uint16_t type, struct proto_msg *m, const cha
 		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "the handle is running a process");
+	if (sb->paused)
+		return backend_not_paused(sb, "files", err);
 	if (!path || !path[0])
 		return abox_error_setx(err, EINVAL, "empty path");
 	if (strlen(path) >= 4096)

@@ -139,8 +139,11 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not reachable", what, sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "%s: the handle is running a process", what);
+	int r = backend_not_paused(sb, what, err);
+	if (r < 0)
+		return r;
 	uint32_t id = m->id;
-	int r = backend_send(sb, m);
+	r = backend_send(sb, m);
 	if (r < 0)
 		return abox_error_set(err, -r, "%s", what);
 	for (;;) {

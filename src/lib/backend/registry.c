@@ -42,7 +42,10 @@ int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
 		return r;
 	abox_sandbox_info i = { .version = out->version };
 	memcpy(i.id, st.id, sizeof(i.id));
-	i.state = state_status(&st) == SB_RUNNING ? ABOX_STATE_RUNNING : ABOX_STATE_DEAD;
+	enum sb_status ss = state_status(&st);
+	i.state = ss == SB_RUNNING  ? ABOX_STATE_RUNNING
+		  : ss == SB_PAUSED ? ABOX_STATE_PAUSED
+				    : ABOX_STATE_DEAD;
 	i.pid = st.pid;
 	i.created_ms = st.created_ms;
 	i.deadline_ms = st.deadline_ms;
@@ -94,7 +97,8 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	sb->template_lock = -1;
 	sb->rundir_fd = -1;
 	sb->memory_limit = st.memory_bytes;
-	if (st.deadline_ms)
+	sb->paused = st.paused_ms != 0;
+	if (st.deadline_ms && !sb->paused)
 		sb->deadline_ms = backend_now_ms() + (st.deadline_ms - backend_wall_ms());
 	sb->env = st.env;
 	st.env = NULL;

@@ -66,7 +66,7 @@ static bool used_by_long_lived(const char *state_dir, const char *version_path)
 		if (state_read(state_dir, ids[i], &st, NULL) < 0)
 			continue;
 		used = st.template_root && strcmp(st.template_root, version_path) == 0 &&
-		       state_status(&st) == SB_RUNNING;
+		       state_status(&st) != SB_DEAD;
 		sb_state_free(&st);
 	}
 	strv_free(ids);

@@ -142,7 +142,7 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 		state_dir = root;
 	struct sb_state st = { 0 };
 	bool recorded = id && state_read(state_dir, id, &st, NULL) == 0;
-	if (recorded && state_status(&st) == SB_RUNNING) {
+	if (recorded && state_status(&st) != SB_DEAD) {
 		sb_state_free(&st);
 		return false;
 	}

@@ -70,7 +70,7 @@ enum sb_status state_status(const struct sb_state *s)
 	uint64_t st;
 	if (s->pid <= 0 || proc_start_time(s->pid, &st) < 0 || st != s->pid_start)
 		return SB_DEAD;
-	return SB_RUNNING;
+	return s->paused_ms ? SB_PAUSED : SB_RUNNING;
 }
 
 static void put_str(json_object *o, const char *k, const char *v)
@@ -91,6 +91,8 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 	json_object_object_add(o, "pidStart", json_object_new_uint64(s->pid_start));
 	json_object_object_add(o, "createdMs", json_object_new_int64(s->created_ms));
 	json_object_object_add(o, "deadlineMs", json_object_new_int64(s->deadline_ms));
+	if (s->paused_ms)
+		json_object_object_add(o, "pausedMs", json_object_new_int64(s->paused_ms));
 	put_str(o, "template", s->template_name);
 	put_str(o, "templateRoot", s->template_root);
 	put_str(o, "cgroups", s->cgroups);
@@ -115,12 +117,13 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 		json_object_put(o);
 		return abox_error_set(err, errno, "create '%s'", tmp);
 	}
-	/* temp + fsync + rename: a reader sees the old record or the new one,
-	 * never half of one, even across a crash */
+	/* temp + rename: a reader, or an abox process that crashed mid-way,
+	 * sees the old record or the new one, never half of one. No fsync: a
+	 * record describes processes that cannot outlive the machine, and a
+	 * record a power loss left damaged (its runtime folder gone with the
+	 * reboot) is removed by gc like any dead sandbox's. */
 	r = write_full(fd, text, strlen(text));
 	json_object_put(o);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
 	close(fd);
 	if (r == 0 && rename(tmp, final) < 0)
 		r = -errno;
@@ -178,6 +181,7 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.pid_start = get_u64(o, "pidStart");
 	t.created_ms = (int64_t)get_u64(o, "createdMs");
 	t.deadline_ms = (int64_t)get_u64(o, "deadlineMs");
+	t.paused_ms = (int64_t)get_u64(o, "pausedMs");
 	t.template_name = get_str(o, "template");
 	t.template_root = get_str(o, "templateRoot");
 	t.cgroups = get_str(o, "cgroups");

@@ -22,6 +22,7 @@ struct sb_state {
 	uint64_t pid_start;   /* its start time (clock ticks since boot) */
 	int64_t created_ms;   /* wall clock */
 	int64_t deadline_ms;  /* wall clock; 0 = none */
+	int64_t paused_ms;    /* wall clock when frozen by pause; 0 = not paused */
 	char *template_name;
 	char *template_root;  /* the version in use */
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
@@ -33,7 +34,7 @@ struct sb_state {
 	unsigned nmeta;
 };
 
-enum sb_status { SB_RUNNING = 0, SB_DEAD = 1 };
+enum sb_status { SB_RUNNING = 0, SB_DEAD = 1, SB_PAUSED = 2 };
 
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err);
 /* -ENOENT (with a message naming the id) when there is no such sandbox. */

@@ -1,0 +1,168 @@
+/* Pause and resume: a frozen sandbox does no work and its timeout clock
+ * stops; commands and file requests are refused clearly; kill of a
+ * paused sandbox leaves nothing behind. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+static void fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}
+
+TestSuite(pause, .init = init, .fini = fini, .timeout = 120);
+
+static char *create(const char *timeout)
+{
+	struct run_result r;
+	ABOX(&r, "create", "--timeout", timeout);
+	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
+	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
+	r.out[20] = '\0';
+	free(r.err);
+	return r.out;
+}
+
+static void ok(const char *what, const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "%s failed: %s", what, r.err);
+	run_result_free(&r);
+}
+
+static long counter(const char *id)
+{
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "cat", "/tmp/n");
+	cr_assert_eq(r.status, 0, "reading the counter: %s", r.err);
+	long n = atol(r.out);
+	run_result_free(&r);
+	return n;
+}
+
+static char *state(const char *id)
+{
+	struct run_result r;
+	ABOX(&r, "info", "--json", id);
+	cr_assert_eq(r.status, 0, "info: %s", r.err);
+	json_object *o = json_tokener_parse(r.out), *v;
+	cr_assert(o && json_object_object_get_ex(o, "state", &v), "info --json: %s", r.out);
+	char *s = strdup(json_object_get_string(v));
+	json_object_put(o);
+	run_result_free(&r);
+	return s;
+}
+
+Test(pause, counter_stops_while_paused_and_goes_on_after_resume)
+{
+	char *id = create("120");
+	ok("exec -d", (const char *const[]){ "exec", "-d", id, "--", "sh", "-c",
+					     "i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.02; done",
+					     NULL });
+	usleep(300 * 1000);
+	long before = counter(id);
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	char *s = state(id);
+	cr_assert_str_eq(s, "paused");
+	free(s);
+	usleep(600 * 1000);
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	long after_pause = counter(id);
+	/* running, those 600 ms would add ~25 ticks; frozen, only the few
+	 * milliseconds around pause and resume count */
+	cr_assert_lt(after_pause - before, 10, "the counter ran while paused (%ld then %ld)", before,
+		     after_pause);
+	usleep(300 * 1000);
+	long later = counter(id);
+	cr_assert_gt(later, after_pause, "the counter goes on after resume (%ld then %ld)", after_pause, later);
+	s = state(id);
+	cr_assert_str_eq(s, "running");
+	free(s);
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	free(id);
+}
+
+Test(pause, requests_on_a_paused_sandbox_fail_clearly)
+{
+	char *id = create("120");
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 125, "exec on a paused sandbox: %s", r.err);
+	cr_assert(strstr(r.err, "is paused"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "files", "cat", id, "/etc/hostname");
+	cr_assert_neq(r.status, 0);
+	cr_assert(strstr(r.err, "is paused"), "%s", r.err);
+	run_result_free(&r);
+	/* pausing twice, resuming twice: said so, not failures */
+	ABOX(&r, "pause", id);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "already paused"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "ls", "--state", "paused");
+	cr_assert(strstr(r.out, id), "ls --state paused lists it: %s", r.out);
+	run_result_free(&r);
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	ABOX(&r, "resume", id);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "not paused"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "echo", "back");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "back\n");
+	run_result_free(&r);
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	free(id);
+}
+
+/* A frozen tree holds back signals on a v1 freezer: kill must still end
+ * every process and remove every cgroup (the suite's leak check). */
+Test(pause, kill_of_a_paused_sandbox_leaves_nothing)
+{
+	char *id = create("120");
+	ok("exec -d", (const char *const[]){ "exec", "-d", id, "--", "sleep", "1000", NULL });
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	struct run_result r;
+	ABOX(&r, "ls");
+	cr_assert_null(strstr(r.out, id), "killed sandbox still listed: %s", r.out);
+	run_result_free(&r);
+	free(id);
+}
+
+/* The deadline is not spent while paused: a 2 s sandbox paused for 3 s is
+ * alive after resume, and still ends by itself afterwards. */
+Test(pause, timeout_clock_stops_while_paused)
+{
+	char *id = create("2");
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	sleep(3);
+	char *s = state(id);
+	cr_assert_str_eq(s, "paused", "a paused sandbox outlives its deadline");
+	free(s);
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	ok("exec after resume", (const char *const[]){ "exec", id, "--", "true", NULL });
+	sleep(3);
+	s = state(id);
+	cr_assert_str_eq(s, "dead", "the rest of the deadline still ends it");
+	free(s);
+	struct run_result r;
+	ABOX(&r, "gc");
+	run_result_free(&r);
+	free(id);
+}

@@ -1,0 +1,53 @@
+/* abox pause ID... / abox resume ID...: freeze and thaw long-lived
+ * sandboxes. Pausing a paused sandbox (or resuming a running one) is said
+ * so on stderr, and is not a failure. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int pause_or_resume(int argc, char **argv, bool pause)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fprintf(argc < 2 ? stderr : stdout,
+			pause ? "usage: abox pause ID...\n"
+				"Freezes every process of the sandboxes; memory is kept, CPU use\n"
+				"stops, and so does the timeout clock. Commands and file requests\n"
+				"fail until `abox resume`; `abox kill` works.\n"
+			      : "usage: abox resume ID...\n"
+				"Thaws paused sandboxes: processes go on where they were, and the\n"
+				"deadline moves by the time spent paused.\n");
+		return argc < 2 ? EXIT_ABOX : 0;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		abox_error err = ABOX_ERROR_INIT;
+		abox_sandbox *sb;
+		if (abox_sandbox_connect(ctx, argv[i], &sb, &err) < 0) {
+			rc = cli_fail(&err);
+			continue;
+		}
+		int r = pause ? abox_sandbox_pause(sb, &err) : abox_sandbox_resume(sb, &err);
+		if (r == -EALREADY)
+			cli_err("%s", err.msg); /* already in the state asked for */
+		else if (r < 0)
+			rc = cli_fail(&err);
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+int cmd_pause(int argc, char **argv)
+{
+	return pause_or_resume(argc, argv, true);
+}
+
+int cmd_resume(int argc, char **argv)
+{
+	return pause_or_resume(argc, argv, false);
+}
