@@ -62,6 +62,8 @@ int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_snapshots(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);

@@ -23,6 +23,7 @@ int cmd_create(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "seccomp", required_argument, NULL, 'S' },
+		{ "from", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -68,11 +69,14 @@ int cmd_create(int argc, char **argv)
 				return EXIT_ABOX;
 			break;
 		case 'S': so.seccomp_policy = optarg; break;
+		case 'F': so.snapshot = optarg; break;
 		case 'h':
-			printf("usage: abox create [--template NAME] [--metadata K=V]... [-e K=V]... [--memory SIZE] [--disk SIZE]\n"
-			       "                   [--pids N] [--cpus N] [--timeout SECS] [--seccomp FILE]\n\n"
+			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... [-e K=V]...\n"
+			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] [--timeout SECS]\n"
+			       "                   [--seccomp FILE]\n\n"
 			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
-			       "or its timeout, whether or not any abox process is running.\n");
+			       "or its timeout, whether or not any abox process is running. --from starts it\n"
+			       "with the files of a snapshot (id or name) on that snapshot's template.\n");
 			return 0;
 		default:
 			return EXIT_ABOX;

@@ -31,6 +31,8 @@ static void usage(FILE *f)
 		"  set-timeout ID SECS             move a sandbox's deadline (from now; 0 = none)\n"
 		"  pause ID...                     freeze sandboxes (memory kept, timeout clock stopped)\n"
 		"  resume ID...                    thaw paused sandboxes\n"
+		"  snapshot [--name N] ID          copy a sandbox's files into a snapshot\n"
+		"  snapshots ls|rm                 list or remove snapshots\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
@@ -90,6 +92,10 @@ int main(int argc, char **argv)
 		return cmd_signal(argc - 1, argv + 1);
 	if (strcmp(verb, "metrics") == 0)
 		return cmd_metrics(argc - 1, argv + 1);
+	if (strcmp(verb, "snapshot") == 0)
+		return cmd_snapshot(argc - 1, argv + 1);
+	if (strcmp(verb, "snapshots") == 0)
+		return cmd_snapshots(argc - 1, argv + 1);
 	if (strcmp(verb, "pause") == 0)
 		return cmd_pause(argc - 1, argv + 1);
 	if (strcmp(verb, "resume") == 0)

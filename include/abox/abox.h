@@ -64,7 +64,7 @@ typedef struct abox_sandbox abox_sandbox;
  * (abox_sandbox_connect) until it is killed or reaches its timeout. */
 #define ABOX_SANDBOX_EPHEMERAL (1u << 0)
 
-#define ABOX_SANDBOX_OPTS_VERSION 1
+#define ABOX_SANDBOX_OPTS_VERSION 2
 typedef struct abox_sandbox_opts {
 	uint32_t version;
 	uint32_t flags;            /* ABOX_SANDBOX_* */
@@ -77,8 +77,10 @@ typedef struct abox_sandbox_opts {
 	const char *seccomp_policy; /* path; NULL: the default policy */
 	const char *const *metadata; /* NULL-terminated "key=value" entries, or NULL */
 	const char *const *env;      /* "K=V" for every command of the sandbox (a command's own env wins), or NULL */
+	/* version 2 */
+	const char *snapshot;        /* id or name: start from that snapshot's files (and its template) */
 } abox_sandbox_opts;
-#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */
@@ -149,6 +151,30 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * later (0: no timeout). Its init enforces it even with no abox process
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+#define ABOX_SNAPSHOT_INFO_VERSION 1
+typedef struct abox_snapshot_info {
+	uint32_t version;        /* set by the caller to ABOX_SNAPSHOT_INFO_VERSION */
+	char id[21];
+	char name[128];          /* "" when unnamed */
+	char parent[21];         /* the snapshot it was made on top of; "" = none */
+	char template_name[128];
+	int64_t created_ms;      /* Unix time in ms */
+	uint64_t bytes;          /* file data in this layer alone */
+	uint32_t depth;          /* layers in its chain, itself included */
+} abox_snapshot_info;
+
+/* Copies a long-lived sandbox's files (its writable layer) into a new
+ * immutable snapshot: the sandbox is frozen for the copy and thawed after
+ * (a paused one stays paused). The cost grows with the bytes the sandbox
+ * changed, not with its template. name may be NULL; names are unique. */
+ABOX_EXPORT int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out,
+				      abox_error *err);
+/* Every snapshot; *out is freed with free(). */
+ABOX_EXPORT int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
+/* Removes a snapshot by id or name; -EBUSY (naming it) while a recorded
+ * sandbox or another snapshot stands on it. */
+ABOX_EXPORT int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err);
+
 /* Freezes every process of a long-lived sandbox (its cgroup's freezer)
  * and returns once the kernel reports it frozen. A paused sandbox uses no
  * CPU, keeps its memory, and its timeout clock stops; commands and file

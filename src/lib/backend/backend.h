@@ -8,6 +8,8 @@
 #include "base/base.h"
 #include "cgroup/cgroup.h"
 #include "proto/proto.h"
+#include "layer/layer.h"
+#include "layer/snapshot.h"
 
 struct abox_ctx {
 	char *state_dir;
@@ -96,6 +98,19 @@ void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _print
 void backend_reap_init(abox_sandbox *sb, bool wait);
 /* Sends a request and waits for its EV_OK (or error): for short control
  * requests on a handle that is not running a process. */
+/* A snapshot chain stacked under a new sandbox (stack.c). */
+struct stack {
+	int lock;              /* shared snapshot-store lock, held until recorded */
+	char **layers;         /* layer folders, newest first */
+	char **ids;            /* their snapshot ids, same order */
+	struct snap_record top;
+	char *root_lower;      /* lowerdir strings for the overlays */
+	char *tree_lowers[ROOTFS_MAX_TREES];
+};
+int stack_open(abox_ctx *ctx, const char *ref, struct stack *s, abox_error *err);
+int stack_lowers(struct stack *s, const struct template_info *t, abox_error *err);
+void stack_free(struct stack *s);
+
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,

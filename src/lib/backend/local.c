@@ -6,6 +6,7 @@
  * steps before it, leaving no folder, cgroup, process or mount.
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -217,18 +218,36 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	if (opts) {
 		if (opts->version < 1)
 			return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
-		memcpy(&o, opts, sizeof(o));
+		/* a caller built against version 1 has a shorter struct */
+		memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(abox_sandbox_opts, snapshot));
+		o.version = ABOX_SANDBOX_OPTS_VERSION;
 	}
 	if ((r = check_opts(&o, err)) < 0)
 		return abox_error_prefix(err, "create");
 	for (size_t i = 0; o.env && o.env[i]; i++)
 		if (!strchr(o.env[i], '=') || o.env[i][0] == '=')
 			return abox_error_setx(err, EINVAL, "create: environment entry '%s' is not K=V", o.env[i]);
+	struct stack stk = { .lock = -1 };
+	if (o.snapshot) {
+		if ((r = stack_open(ctx, o.snapshot, &stk, err)) < 0) {
+			stack_free(&stk);
+			return abox_error_prefix(err, "create");
+		}
+		if (o.template_name && strcmp(o.template_name, stk.top.template_name) != 0) {
+			r = abox_error_setx(err, EINVAL, "create: snapshot %s stands on template '%s', not '%s'",
+					    stk.top.id, stk.top.template_name, o.template_name);
+			stack_free(&stk);
+			return r;
+		}
+		o.template_name = stk.top.template_name;
+	}
 	const char *tmpl_name = o.template_name ? o.template_name : "host";
 
 	abox_sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb)
+	if (!sb) {
+		stack_free(&stk);
 		return abox_error_set(err, ENOMEM, "create");
+	}
 	sb->ctx = ctx;
 	sb->conn = -1;
 	sb->pidfd = -1;
@@ -246,7 +265,8 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		goto fail;
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: start", sb->id);
-	if ((r = template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0) {
+	if ((r = template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0 ||
+	    (o.snapshot && (r = stack_lowers(&stk, &tmpl, err)) < 0)) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
@@ -325,7 +345,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	struct spawn_config cfg = {
 		.rootfs = {
 			.scratch = sb->rundir,
-			.lower = tmpl.root,
+			.lower = o.snapshot ? stk.root_lower : tmpl.root,
 			.ntrees = tmpl.ntrees,
 			.disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK,
 			.hostname = sb->id,
@@ -343,8 +363,10 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 		.cg = sb->cg,
 		.cg_layout = &ctx->cg,
 	};
-	for (unsigned i = 0; i < tmpl.ntrees; i++)
+	for (unsigned i = 0; i < tmpl.ntrees; i++) {
 		cfg.rootfs.trees[i] = tmpl.trees[i];
+		cfg.rootfs.tree_lowers[i] = stk.tree_lowers[i];
+	}
 
 	struct spawn_result res;
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cloning", sb->id);
@@ -365,6 +387,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 			.deadline_ms = o.timeout_ms ? backend_wall_ms() + o.timeout_ms : 0,
 			.template_name = (char *)tmpl_name,
 			.template_root = tmpl.root,
+			.snapshots = stk.ids,
 			.cgroups = planned,
 			.memory_bytes = lim.memory_bytes,
 			.disk_bytes = cfg.rootfs.disk_bytes,
@@ -410,6 +433,7 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	}
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
+	stack_free(&stk);
 	*out = sb;
 	return 0;
 
@@ -421,6 +445,7 @@ fail:
 		close(memfd);
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
+	stack_free(&stk);
 	if (sb->cg)
 		(void)cgroup_destroy(sb->cg, NULL);
 	sb->cg = NULL;
@@ -530,6 +555,7 @@ int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	if (r < 0)
 		return abox_error_prefix(err, "gc");
 	template_sweep(ctx->state_dir, "host");
+	snap_sweep(ctx->state_dir);
 	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
 }
 

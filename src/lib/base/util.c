@@ -195,7 +195,7 @@ int random_id(char *buf, size_t n)
 /* Removes name below dfd, recursively, never following symlinks. */
 int rm_rf_at(int dfd, const char *name, unsigned depth)
 {
-	if (depth > 64)
+	if (depth > 300)
 		return -ELOOP;
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 		return 0;

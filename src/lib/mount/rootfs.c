@@ -198,7 +198,7 @@ static int setup_sys(const char *root, abox_error *err)
 
 int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 {
-	char p[PATH_BUF], q[PATH_BUF], data[2048];
+	char p[PATH_BUF], q[PATH_BUF], data[4096];
 	const char *s = plan->scratch;
 	int r;
 
@@ -261,7 +261,12 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		safe_snprintf(p, sizeof(p), "%s/work/%s", s, t);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
 			return r;
-		safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=%s/upper/%s,workdir=%s/work/%s", t, s, t, s, t);
+		if (plan->tree_lowers[i])
+			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=%s/upper/%s,workdir=%s/work/%s",
+				      plan->tree_lowers[i], s, t, s, t);
+		else
+			safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=%s/upper/%s,workdir=%s/work/%s", t, s,
+				      t, s, t);
 		safe_snprintf(p, sizeof(p), "%s/%s", root, t);
 		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 			return r;

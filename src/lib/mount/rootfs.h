@@ -21,7 +21,9 @@
 
 struct rootfs_plan {
 	const char *scratch;   /* host dir the scratch tmpfs is mounted on (in the child's namespace only) */
-	const char *lower;     /* template root (read-only lower layer) */
+	const char *lower;     /* lowerdir of the root overlay: snapshot layers' root/ folders,
+				* newest first, then the template root (':'-separated) */
+	const char *tree_lowers[ROOTFS_MAX_TREES]; /* lowerdir per tree; NULL: the host tree alone */
 	const char *trees[ROOTFS_MAX_TREES]; /* host trees overlaid read-write, e.g. "usr" (relative to /) */
 	unsigned ntrees;
 	uint64_t disk_bytes;   /* tmpfs size: the writable layer's limit */

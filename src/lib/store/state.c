@@ -79,6 +79,30 @@ static void put_str(json_object *o, const char *k, const char *v)
 		json_object_object_add(o, k, json_object_new_string(v));
 }
 
+static json_object *strv_to_json(char *const *v)
+{
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; v && v[i]; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	return a;
+}
+
+/* A string array, or NULL when absent. */
+static char **strv_from_json(json_object *o, const char *key)
+{
+	json_object *a;
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return NULL;
+	size_t n = json_object_array_length(a);
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0, k = 0; v && i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		if (json_object_is_type(e, json_type_string))
+			v[k++] = strdup(json_object_get_string(e));
+	}
+	return v;
+}
+
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err)
 {
 	char dir[4096], tmp[4200], final[4200];
@@ -100,10 +124,9 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
 	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
 	json_object_object_add(o, "cpuMillis", json_object_new_uint64(s->cpu_millis));
-	json_object *env = json_object_new_array();
-	for (size_t i = 0; s->env && s->env[i]; i++)
-		json_object_array_add(env, json_object_new_string(s->env[i]));
-	json_object_object_add(o, "env", env);
+	json_object_object_add(o, "env", strv_to_json(s->env));
+	if (s->snapshots)
+		json_object_object_add(o, "snapshots", strv_to_json(s->snapshots));
 	json_object *meta = json_object_new_object();
 	for (unsigned i = 0; i < s->nmeta; i++)
 		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
@@ -189,16 +212,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.disk_bytes = get_u64(o, "diskBytes");
 	t.pids = get_u64(o, "pids");
 	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
-	json_object *env;
-	if (json_object_object_get_ex(o, "env", &env) && json_object_is_type(env, json_type_array)) {
-		size_t n = json_object_array_length(env);
-		t.env = calloc(n + 1, sizeof(char *));
-		for (size_t i = 0, k = 0; t.env && i < n; i++) {
-			json_object *e = json_object_array_get_idx(env, i);
-			if (json_object_is_type(e, json_type_string))
-				t.env[k++] = strdup(json_object_get_string(e));
-		}
-	}
+	t.env = strv_from_json(o, "env");
+	t.snapshots = strv_from_json(o, "snapshots");
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
 		json_object_object_foreach(meta, k, v)
@@ -231,6 +246,7 @@ void sb_state_free(struct sb_state *s)
 	free(s->template_root);
 	free(s->cgroups);
 	strv_free(s->env);
+	strv_free(s->snapshots);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);
 		free(s->meta_values[i]);

@@ -1,0 +1,153 @@
+/* Snapshots through the library: made from a frozen sandbox, listed,
+ * removed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "proto/messages.h"
+#include "store/state.h"
+
+static void to_info(const struct snap_record *s, abox_snapshot_info *out)
+{
+	uint32_t v = out->version;
+	memset(out, 0, sizeof(*out));
+	out->version = v;
+	memcpy(out->id, s->id, sizeof(out->id));
+	safe_snprintf(out->name, sizeof(out->name), "%s", s->name ? s->name : "");
+	safe_snprintf(out->parent, sizeof(out->parent), "%s", s->parent ? s->parent : "");
+	safe_snprintf(out->template_name, sizeof(out->template_name), "%s", s->template_name);
+	out->created_ms = s->created_ms;
+	out->bytes = s->bytes;
+	out->depth = s->depth;
+}
+
+/* The writable layer, reached through the fd init keeps on it: nothing in
+ * the sandbox can reach that tmpfs by path, and opening it through init's
+ * fd table needs no path inside the sandbox. The pidfd check after the
+ * open proves the pid still named our init (not a reused pid). */
+static int open_layer(abox_sandbox *sb, abox_error *err)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)sb->pid, INIT_LAYER_FD);
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return abox_error_set(err, errno, "snapshot: open the writable layer of %s", sb->id);
+	if (sb->pidfd < 0 || syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0) {
+		close(fd);
+		return abox_error_setx(err, ESRCH, "snapshot: sandbox %s is not running", sb->id);
+	}
+	return fd;
+}
+
+static bool name_taken(const char *state_dir, const char *name)
+{
+	struct snap_record s;
+	if (snap_read(state_dir, name, &s, NULL) < 0)
+		return false;
+	snap_record_free(&s);
+	return true;
+}
+
+int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
+{
+	if (out && out->version < 1)
+		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		return abox_error_setx(err, EINVAL, "snapshot: sandbox %s is ephemeral", sb->id);
+	if (name && (!name[0] || strlen(name) >= sizeof(out->name) || strchr(name, '/') || strchr(name, '\n')))
+		return abox_error_setx(err, EINVAL, "snapshot: name '%s' must be 1-127 characters, no '/'", name);
+	abox_ctx *ctx = sb->ctx;
+	_cleanup_close_ int slock = snap_lock(ctx->state_dir, true, err);
+	if (slock < 0)
+		return slock;
+	if (name && name_taken(ctx->state_dir, name))
+		return abox_error_setx(err, EEXIST, "snapshot: the name '%s' is taken", name);
+	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	if (lock < 0)
+		return lock;
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return r;
+	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1 };
+	if (st.snapshots && st.snapshots[0]) {
+		rec.parent = st.snapshots[0];
+		rec.depth = (unsigned)strv_length(st.snapshots) + 1;
+	}
+	_cleanup_close_ int layer = -EBADF;
+	bool froze = false;
+	if (rec.depth > SNAPSHOT_MAX_CHAIN) {
+		r = abox_error_setx(err, ELOOP, "snapshot: sandbox %s already stands on %u snapshots (at most %d)",
+				    sb->id, rec.depth - 1, SNAPSHOT_MAX_CHAIN - 1);
+		goto out;
+	}
+	if (sb->dead || state_status(&st) == SB_DEAD) {
+		r = abox_error_setx(err, ESRCH, "snapshot: sandbox %s is not running", sb->id);
+		goto out;
+	}
+	if (!sb->cg && ((r = backend_layout(ctx, err)) < 0 ||
+			(r = cgroup_open_existing(&ctx->cg, sb->id, &sb->cg, err)) < 0))
+		goto out;
+	if ((layer = open_layer(sb, err)) < 0) {
+		r = layer;
+		goto out;
+	}
+	/* frozen, nothing in the sandbox writes while we copy: the copy is
+	 * consistent and no entry can be swapped for a symlink under us */
+	if (!st.paused_ms) {
+		if ((r = cgroup_freeze(sb->cg, true, err)) < 0)
+			goto out;
+		froze = true;
+	}
+	r = snap_create(ctx->state_dir, layer, &rec, err);
+	if (froze) {
+		abox_error thaw_err = ABOX_ERROR_INIT;
+		int t = cgroup_freeze(sb->cg, false, &thaw_err);
+		if (t < 0 && r >= 0) {
+			*err = thaw_err;
+			r = t;
+		}
+	}
+	if (r >= 0 && out)
+		to_info(&rec, out);
+	if (r >= 0)
+		backend_log(ctx, ABOX_LOG_DEBUG, "snapshot %s of %s: %llu bytes", rec.id, sb->id,
+			    (unsigned long long)rec.bytes);
+out:
+	sb_state_free(&st);
+	return r;
+}
+
+int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
+{
+	_cleanup_(strv_freep) char **ids = NULL;
+	int r = snap_list(ctx->state_dir, &ids, err);
+	if (r < 0)
+		return r;
+	size_t k = 0, cap = strv_length(ids);
+	abox_snapshot_info *v = calloc(cap ? cap : 1, sizeof(*v));
+	if (!v)
+		return abox_error_set(err, ENOMEM, "snapshots");
+	for (size_t i = 0; ids[i]; i++) {
+		struct snap_record s;
+		if (snap_read(ctx->state_dir, ids[i], &s, NULL) < 0)
+			continue; /* being removed, or damaged: gc's business */
+		v[k].version = ABOX_SNAPSHOT_INFO_VERSION;
+		to_info(&s, &v[k++]);
+		snap_record_free(&s);
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err)
+{
+	return snap_remove(ctx->state_dir, ref, err);
+}

@@ -1,0 +1,382 @@
+/* Snapshot layers on disk; see snapshot.h. */
+#include "layer/snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layer/copy.h"
+#include "store/state.h"
+
+#define SNAP_RECORD "snapshot.json"
+#define SNAP_MAX_BYTES (64 * 1024)
+
+static bool id_ok(const char *id)
+{
+	size_t n = 0;
+	for (; id[n]; n++)
+		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
+			return false;
+	return n == 20;
+}
+
+void snap_record_free(struct snap_record *s)
+{
+	free(s->name);
+	free(s->parent);
+	free(s->template_name);
+	memset(s, 0, sizeof(*s));
+}
+
+static char *get_str(json_object *o, const char *k)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static int read_id(const char *state_dir, const char *id, struct snap_record *out, abox_error *err)
+{
+	char p[4200];
+	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/%s", state_dir, id, SNAP_RECORD);
+	_cleanup_free_ char *text = NULL;
+	int r = read_file_at(AT_FDCWD, p, SNAP_MAX_BYTES, &text, NULL);
+	if (r == -ENOENT)
+		return abox_error_setx(err, ENOENT, "snapshot %s not found", id);
+	if (r < 0)
+		return abox_error_set(err, -r, "read '%s'", p);
+	json_object *o = json_tokener_parse(text), *v;
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
+	}
+	struct snap_record s = { 0 };
+	memcpy(s.id, id, 21);
+	s.name = get_str(o, "name");
+	s.parent = get_str(o, "parent");
+	s.template_name = get_str(o, "template");
+	if (json_object_object_get_ex(o, "createdMs", &v))
+		s.created_ms = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "bytes", &v))
+		s.bytes = json_object_get_uint64(v);
+	if (json_object_object_get_ex(o, "depth", &v))
+		s.depth = (unsigned)json_object_get_int(v);
+	json_object_put(o);
+	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 || s.depth > SNAPSHOT_MAX_CHAIN) {
+		snap_record_free(&s);
+		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
+	}
+	*out = s;
+	return 0;
+}
+
+int snap_list(const char *state_dir, char ***ids, abox_error *err)
+{
+	char dir[4200];
+	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
+	size_t n = 0, cap = 16;
+	char **v = calloc(cap + 1, sizeof(char *));
+	if (!v)
+		return abox_error_set(err, ENOMEM, "snapshots");
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (!id_ok(de->d_name))
+				continue; /* ".tmp-*": a snapshot still being made */
+			if (n == cap) {
+				char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
+				if (!nv)
+					break;
+				v = nv;
+				cap *= 2;
+			}
+			if (!(v[n] = strdup(de->d_name)))
+				break;
+			v[++n] = NULL;
+		}
+		closedir(d);
+	}
+	for (size_t i = 1; i < n; i++) /* few entries: insertion sort */
+		for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			char *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	*ids = v;
+	return 0;
+}
+
+int snap_read(const char *state_dir, const char *ref, struct snap_record *out, abox_error *err)
+{
+	if (id_ok(ref)) {
+		int r = read_id(state_dir, ref, out, NULL);
+		if (r != -ENOENT)
+			return r < 0 ? read_id(state_dir, ref, out, err) : r;
+	}
+	_cleanup_(strv_freep) char **ids = NULL;
+	int r = snap_list(state_dir, &ids, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; ids[i]; i++) {
+		struct snap_record s;
+		if (read_id(state_dir, ids[i], &s, NULL) < 0)
+			continue;
+		if (s.name && strcmp(s.name, ref) == 0) {
+			*out = s;
+			return 0;
+		}
+		snap_record_free(&s);
+	}
+	return abox_error_setx(err, ENOENT, "snapshot '%s' not found (`abox snapshots ls` lists them)", ref);
+}
+
+int snap_chain(const char *state_dir, const char *ref, char ***layers, struct snap_record *top, abox_error *err)
+{
+	struct snap_record s;
+	int r = snap_read(state_dir, ref, &s, err);
+	if (r < 0)
+		return r;
+	char **v = calloc(SNAPSHOT_MAX_CHAIN + 1, sizeof(char *));
+	if (!v) {
+		snap_record_free(&s);
+		return abox_error_set(err, ENOMEM, "snapshot chain");
+	}
+	size_t n = 0;
+	char cur[21];
+	memcpy(cur, s.id, 21);
+	for (;;) {
+		char p[4200];
+		safe_snprintf(p, sizeof(p), "%s/snapshots/%s/layer", state_dir, cur);
+		if (n == SNAPSHOT_MAX_CHAIN || !(v[n++] = strdup(p))) {
+			r = abox_error_setx(err, n == SNAPSHOT_MAX_CHAIN ? ELOOP : ENOMEM,
+					    "snapshot %s: chain longer than %d layers", s.id, SNAPSHOT_MAX_CHAIN);
+			goto fail;
+		}
+		struct snap_record c;
+		if ((r = read_id(state_dir, cur, &c, err)) < 0)
+			goto fail;
+		bool more = c.parent != NULL;
+		if (more)
+			memcpy(cur, c.parent, 21);
+		snap_record_free(&c);
+		if (!more)
+			break;
+	}
+	*layers = v;
+	if (top)
+		*top = s;
+	else
+		snap_record_free(&s);
+	return 0;
+fail:
+	strv_free(v);
+	snap_record_free(&s);
+	return r;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, abox_error *err)
+{
+	char dir[4200], tmp[64];
+	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "snapshot: create '%s'", dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return abox_error_set(err, errno, "snapshot: open '%s'", dir);
+	int r = random_id(rec->id, 20);
+	if (r < 0)
+		return abox_error_set(err, -r, "snapshot: id");
+	/* made under a name listings skip, renamed when whole: a crash
+	 * leaves a .tmp folder (gc removes it), never a half snapshot */
+	safe_snprintf(tmp, sizeof(tmp), ".tmp-%s", rec->id);
+	if (mkdirat(dfd, tmp, 0700) < 0)
+		return abox_error_set(err, errno, "snapshot: create '%s/%s'", dir, tmp);
+	_cleanup_close_ int lfd = -EBADF;
+	_cleanup_close_ int tfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int upper = openat(layer_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0 || upper < 0) {
+		r = abox_error_set(err, errno, "snapshot: open the layers");
+		goto fail;
+	}
+	if (mkdirat(tfd, "layer", 0755) < 0) {
+		r = abox_error_set(err, errno, "snapshot: create its layer");
+		goto fail;
+	}
+	lfd = openat(tfd, "layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct layer_copy_stats st;
+	if (lfd < 0) {
+		r = abox_error_set(err, errno, "snapshot: open its layer");
+		goto fail;
+	}
+	if ((r = layer_copy_tree(upper, lfd, &st, err)) < 0)
+		goto fail;
+	rec->bytes = st.data_bytes;
+	rec->created_ms = wall_ms();
+
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(rec->id));
+	if (rec->name)
+		json_object_object_add(o, "name", json_object_new_string(rec->name));
+	if (rec->parent)
+		json_object_object_add(o, "parent", json_object_new_string(rec->parent));
+	json_object_object_add(o, "template", json_object_new_string(rec->template_name));
+	json_object_object_add(o, "createdMs", json_object_new_int64(rec->created_ms));
+	json_object_object_add(o, "bytes", json_object_new_uint64(rec->bytes));
+	json_object_object_add(o, "depth", json_object_new_int((int)rec->depth));
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	int fd = openat(tfd, SNAP_RECORD, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	r = fd < 0 ? -errno : write_full(fd, text, strlen(text));
+	json_object_put(o);
+	/* a snapshot outlives the machine's power, unlike a sandbox record */
+	if (r == 0 && (fsync(fd) < 0 || syncfs(fd) < 0))
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		r = abox_error_set(err, -r, "snapshot: write its record");
+		goto fail;
+	}
+	if (renameat(dfd, tmp, dfd, rec->id) < 0) {
+		r = abox_error_set(err, errno, "snapshot: publish '%s'", rec->id);
+		goto fail;
+	}
+	return 0;
+fail:
+	(void)rm_rf_at(dfd, tmp, 0);
+	return r;
+}
+
+/* Who stands on snapshot id: a recorded sandbox (alive or not yet
+ * collected) or a snapshot whose parent it is. */
+static int find_user(const char *state_dir, const char *id, char *who, size_t n)
+{
+	_cleanup_(strv_freep) char **sbs = NULL;
+	if (state_list(state_dir, &sbs, NULL) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; sbs[i]; i++) {
+		struct sb_state st = { 0 };
+		if (state_read(state_dir, sbs[i], &st, NULL) < 0)
+			continue;
+		bool uses = false;
+		for (size_t k = 0; st.snapshots && st.snapshots[k] && !uses; k++)
+			uses = strcmp(st.snapshots[k], id) == 0;
+		sb_state_free(&st);
+		if (uses) {
+			safe_snprintf(who, n, "sandbox %s", sbs[i]);
+			return 1;
+		}
+	}
+	_cleanup_(strv_freep) char **snaps = NULL;
+	if (snap_list(state_dir, &snaps, NULL) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; snaps[i]; i++) {
+		struct snap_record s;
+		if (read_id(state_dir, snaps[i], &s, NULL) < 0)
+			continue;
+		bool child = s.parent && strcmp(s.parent, id) == 0;
+		snap_record_free(&s);
+		if (child) {
+			safe_snprintf(who, n, "snapshot %s", snaps[i]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int snap_lock(const char *state_dir, bool exclusive, abox_error *err)
+{
+	char p[4200];
+	safe_snprintf(p, sizeof(p), "%s/snapshots", state_dir);
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "snapshot: create '%s'", p);
+	safe_snprintf(p, sizeof(p), "%s/snapshots/.lock", state_dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return abox_error_set(err, errno, "snapshot: open '%s'", p);
+	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
+		int e = errno;
+		close(fd);
+		return abox_error_set(err, e, "snapshot: lock '%s'", p);
+	}
+	return fd;
+}
+
+int snap_remove(const char *state_dir, const char *ref, abox_error *err)
+{
+	_cleanup_close_ int lock = snap_lock(state_dir, true, err);
+	if (lock < 0)
+		return lock;
+	struct snap_record s;
+	int r = snap_read(state_dir, ref, &s, err);
+	if (r < 0)
+		return r;
+	char who[64];
+	r = find_user(state_dir, s.id, who, sizeof(who));
+	if (r > 0) {
+		r = abox_error_setx(err, EBUSY, "snapshot %s is in use by %s (remove that first)", s.id, who);
+		snap_record_free(&s);
+		return r;
+	}
+	char dir[4200];
+	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the record first: a removal cut short leaves no half snapshot
+	 * that looks whole */
+	char rec[64];
+	safe_snprintf(rec, sizeof(rec), "%s/%s", s.id, SNAP_RECORD);
+	if (dfd < 0 || (unlinkat(dfd, rec, 0) < 0 && errno != ENOENT) || (r = rm_rf_at(dfd, s.id, 0)) < 0)
+		r = abox_error_set(err, r < 0 ? -r : errno, "snapshot: remove %s", s.id);
+	snap_record_free(&s);
+	return r;
+}
+
+void snap_sweep(const char *state_dir)
+{
+	char dir[4200];
+	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	/* never wait: a snapshot being made holds the lock, and its .tmp
+	 * folder is then not a leftover */
+	char lp[4200];
+	safe_snprintf(lp, sizeof(lp), "%s/.lock", dir);
+	_cleanup_close_ int lock = open(lp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		bool tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
+		char rec[64];
+		safe_snprintf(rec, sizeof(rec), "%s/%s", de->d_name, SNAP_RECORD);
+		/* a .tmp folder, or a snapshot whose removal was cut short
+		 * after its record went */
+		if (tmp || (id_ok(de->d_name) && faccessat(dfd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT))
+			(void)rm_rf_at(dfd, de->d_name, 0);
+	}
+	closedir(d);
+}

@@ -1,0 +1,57 @@
+/* snapshot — immutable layers made from a sandbox's writable layer.
+ *
+ * On disk: STATE/snapshots/ID/snapshot.json (the record) and
+ * STATE/snapshots/ID/layer/ (the copied writable layer: root/ for the
+ * sandbox's root overlay, one folder per host tree it overlays). A
+ * snapshot made from a sandbox that itself came from a snapshot names
+ * that one as its parent; a sandbox created from a snapshot stacks the
+ * chain, newest first, on top of its template. A snapshot is removed only
+ * when no sandbox and no other snapshot stands on it.
+ * Runs in the CLI/daemon. */
+#ifndef ABOX_LAYER_SNAPSHOT_H
+#define ABOX_LAYER_SNAPSHOT_H
+
+#include <stdint.h>
+
+#include "abox/abox.h"
+#include "base/base.h"
+
+/* Layers one sandbox may stack on its template. */
+#define SNAPSHOT_MAX_CHAIN 16
+
+struct snap_record {
+	char id[21];
+	char *name;          /* optional */
+	char *parent;        /* id, or NULL */
+	char *template_name;
+	int64_t created_ms;
+	uint64_t bytes;      /* file data in this layer */
+	unsigned depth;      /* layers in the chain, this one included */
+};
+
+void snap_record_free(struct snap_record *s);
+/* By id or by name; -ENOENT with a message naming what was asked for. */
+int snap_read(const char *state_dir, const char *ref, struct snap_record *out, abox_error *err);
+/* The layer folders of ref's chain, newest first (NULL-terminated,
+ * freed with strv_free). */
+int snap_chain(const char *state_dir, const char *ref, char ***layers, struct snap_record *top, abox_error *err);
+/* Copies the writable layer open at layer_fd (its "upper" folder) into a
+ * new snapshot; the caller has frozen the sandbox. rec: name, parent,
+ * template_name and depth set by the caller; id, created_ms and bytes
+ * are filled in. */
+int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, abox_error *err);
+/* Ids of every snapshot (NULL-terminated, sorted). */
+int snap_list(const char *state_dir, char ***ids, abox_error *err);
+/* flock on the snapshot store: shared while a create stacks a chain (until
+ * its sandbox is recorded), exclusive while one is removed. The fd, or
+ * -errno. */
+int snap_lock(const char *state_dir, bool exclusive, abox_error *err);
+/* -EBUSY naming the user when a recorded sandbox or another snapshot
+ * stands on it. */
+int snap_remove(const char *state_dir, const char *ref, abox_error *err);
+
+/* Removes what interrupted snapshot creations and removals left (gc);
+ * skips when a snapshot is being made or removed. */
+void snap_sweep(const char *state_dir);
+
+#endif

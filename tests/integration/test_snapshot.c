@@ -1,0 +1,144 @@
+/* Snapshots: a sandbox's files copied into an immutable layer, and new
+ * sandboxes started from it; forks are isolated from each other and from
+ * the source; chains stack; snapshots in use cannot be removed. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+static void fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}
+
+TestSuite(snapshot, .init = init, .fini = fini, .timeout = 120);
+
+/* Runs abox, asserts success, returns its stdout's first line. */
+static char *ok(const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "abox %s %s failed: %s", args[0], args[1] ? args[1] : "", r.err);
+	char *nl = strchr(r.out, '\n');
+	if (nl)
+		*nl = '\0';
+	free(r.err);
+	return r.out;
+}
+
+#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
+#define SH(id, script) free(OK("exec", "--user", "root", id, "--", "sh", "-c", script))
+
+static char *sh_out(const char *id, const char *script)
+{
+	struct run_result r;
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", script);
+	cr_assert_eq(r.status, 0, "%s: %s", script, r.err);
+	free(r.err);
+	return r.out;
+}
+
+Test(snapshot, forks_see_the_files_of_the_snapshot_and_only_their_own_changes)
+{
+	char *src = OK("create", "--timeout", "120");
+	SH(src, "echo kept > /home/user/kept; chown 1000:1000 /home/user/kept; chmod 4710 /home/user/kept;"
+		"mkdir -p /srv/d/e; echo deep > /srv/d/e/f; ln /srv/d/e/f /srv/hard; ln -s /etc/shadow /srv/link;"
+		"setfattr -n user.k -v v /srv/d/e/f 2>/dev/null || true; rm /etc/debian_version");
+	char *snap = OK("snapshot", "--name", "forks-base", src);
+	cr_assert_eq(strlen(snap), 20, "snapshot prints its id: %s", snap);
+	/* the source changes after the snapshot: forks must not see it */
+	SH(src, "echo later > /home/user/later; echo changed > /home/user/kept");
+
+	char *a = OK("create", "--from", "forks-base", "--timeout", "120");
+	char *b = OK("create", "--from", snap, "--timeout", "120");
+	char *out = sh_out(a, "cat /home/user/kept; stat -c '%a %u:%g' /home/user/kept; cat /srv/d/e/f;"
+			      "stat -c %h /srv/hard; readlink /srv/link; test -e /etc/debian_version || echo gone;"
+			      "test -e /home/user/later || echo no-later; hostname");
+	char want[512];
+	snprintf(want, sizeof(want), "kept\n4710 1000:1000\ndeep\n2\n/etc/shadow\ngone\nno-later\n%s\n", a);
+	cr_assert_str_eq(out, want);
+	free(out);
+
+	SH(a, "echo mine > /home/user/a-only; rm /home/user/kept");
+	out = sh_out(b, "cat /home/user/kept; test -e /home/user/a-only || echo isolated");
+	cr_assert_str_eq(out, "kept\nisolated\n", "a fork's changes leak into another fork");
+	free(out);
+	out = sh_out(src, "cat /home/user/kept; test -e /home/user/a-only || echo isolated");
+	cr_assert_str_eq(out, "changed\nisolated\n", "a fork's changes leak into the source");
+	free(out);
+
+	free(OK("kill", src, a, b));
+	free(OK("snapshots", "rm", snap));
+	free(src), free(a), free(b), free(snap);
+}
+
+Test(snapshot, chains_stack_and_in_use_snapshots_are_kept)
+{
+	char *src = OK("create", "--timeout", "120");
+	SH(src, "echo one > /srv/one; echo gone-later > /srv/two");
+	char *s1 = OK("snapshot", src);
+	char *mid = OK("create", "--from", s1, "--timeout", "120");
+	SH(mid, "echo three > /srv/three; rm /srv/two");
+	char *s2 = OK("snapshot", "--json", mid);
+	cr_assert(strstr(s2, "\"depth\":2"), "second snapshot is two layers deep: %s", s2);
+	char want_parent[64];
+	snprintf(want_parent, sizeof(want_parent), "\"parent\":\"%s\"", s1);
+	cr_assert(strstr(s2, want_parent), "its parent is the first: %s", s2);
+	char s2id[21];
+	char *p = strstr(s2, "\"id\":\"");
+	cr_assert_not_null(p);
+	memcpy(s2id, p + 6, 20);
+	s2id[20] = '\0';
+
+	char *top = OK("create", "--from", s2id, "--timeout", "120");
+	char *out = sh_out(top, "cat /srv/one /srv/three; test -e /srv/two || echo two-deleted");
+	cr_assert_str_eq(out, "one\nthree\ntwo-deleted\n");
+	free(out);
+
+	/* in use: by sandbox `top`, and s1 by snapshot s2 */
+	struct run_result r;
+	ABOX(&r, "snapshots", "rm", s2id);
+	cr_assert_neq(r.status, 0);
+	cr_assert(strstr(r.err, "in use by sandbox"), "%s", r.err);
+	run_result_free(&r);
+	free(OK("kill", src, mid, top));
+	ABOX(&r, "snapshots", "rm", s1);
+	cr_assert_neq(r.status, 0);
+	cr_assert(strstr(r.err, "in use by snapshot"), "%s", r.err);
+	run_result_free(&r);
+	free(OK("snapshots", "rm", s2id));
+	free(OK("snapshots", "rm", s1));
+	ABOX(&r, "snapshots", "ls");
+	cr_assert_null(strstr(r.out, s1), "%s", r.out);
+	run_result_free(&r);
+	free(src), free(mid), free(top), free(s1), free(s2);
+}
+
+Test(snapshot, names_are_unique_and_unknown_snapshots_are_named_in_errors)
+{
+	char *src = OK("create", "--timeout", "120");
+	char *s = OK("snapshot", "--name", "dup-name", src);
+	struct run_result r;
+	ABOX(&r, "snapshot", "--name", "dup-name", src);
+	cr_assert_neq(r.status, 0);
+	cr_assert(strstr(r.err, "taken"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "create", "--from", "no-such-snapshot");
+	cr_assert_neq(r.status, 0);
+	cr_assert(strstr(r.err, "no-such-snapshot"), "%s", r.err);
+	run_result_free(&r);
+	free(OK("kill", src));
+	free(OK("snapshots", "rm", "dup-name"));
+	free(src), free(s);
+}

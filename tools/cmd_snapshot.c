@@ -1,0 +1,138 @@
+/* abox snapshot ID / abox snapshots ls|rm: immutable copies of a
+ * sandbox's files, to create sandboxes from (`abox create --from`). */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void when(int64_t ms, char *buf, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_object *to_json(const abox_snapshot_info *s)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(s->id));
+	json_object_object_add(o, "name", s->name[0] ? json_object_new_string(s->name) : NULL);
+	json_object_object_add(o, "parent", s->parent[0] ? json_object_new_string(s->parent) : NULL);
+	json_object_object_add(o, "template", json_object_new_string(s->template_name));
+	json_object_object_add(o, "createdMs", json_object_new_int64(s->created_ms));
+	json_object_object_add(o, "bytes", json_object_new_uint64(s->bytes));
+	json_object_object_add(o, "depth", json_object_new_int((int)s->depth));
+	return o;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	const char *name = NULL, *id = NULL;
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+			name = argv[++i];
+		else if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: abox snapshot [--name NAME] [--json] ID\n\n"
+			       "Copies the files of sandbox ID into a new snapshot and prints its id. The\n"
+			       "sandbox is frozen during the copy, which costs in proportion to what it\n"
+			       "changed. `abox create --from SNAPSHOT` starts sandboxes from it.\n");
+			return 0;
+		} else if (argv[i][0] == '-' || id) {
+			cli_err("snapshot: unexpected argument '%s' (usage: abox snapshot [--name NAME] ID)", argv[i]);
+			return EXIT_ABOX;
+		} else
+			id = argv[i];
+	}
+	if (!id) {
+		cli_err("snapshot: usage: abox snapshot [--name NAME] [--json] ID");
+		return EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		abox_snapshot_info in = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+		if (abox_sandbox_snapshot(sb, name, &in, &err) < 0) {
+			rc = cli_fail(&err);
+		} else if (json) {
+			json_object *o = to_json(&in);
+			printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+			json_object_put(o);
+		} else {
+			printf("%s\n", in.id);
+		}
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+static int list(abox_ctx *ctx, bool json)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	abox_snapshot_info *v;
+	size_t n;
+	if (abox_snapshot_list(ctx, &v, &n, &err) < 0)
+		return cli_fail(&err);
+	if (json) {
+		json_object *a = json_object_new_array();
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(a, to_json(&v[i]));
+		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+		json_object_put(a);
+	} else {
+		printf("%-20s  %-16s  %-20s  %-8s  %-10s  %s\n", "ID", "NAME", "PARENT", "TEMPLATE", "SIZE",
+		       "CREATED");
+		for (size_t i = 0; i < n; i++) {
+			char t[32], sz[32];
+			when(v[i].created_ms, t, sizeof(t));
+			snprintf(sz, sizeof(sz), "%llu", (unsigned long long)v[i].bytes);
+			printf("%-20s  %-16s  %-20s  %-8s  %-10s  %s\n", v[i].id, v[i].name[0] ? v[i].name : "-",
+			       v[i].parent[0] ? v[i].parent : "-", v[i].template_name, sz, t);
+		}
+	}
+	free(v);
+	return 0;
+}
+
+int cmd_snapshots(int argc, char **argv)
+{
+	const char *op = argc > 1 ? argv[1] : NULL;
+	if (!op || strcmp(op, "--help") == 0 || strcmp(op, "-h") == 0 ||
+	    (strcmp(op, "ls") != 0 && strcmp(op, "rm") != 0)) {
+		fprintf(op && op[0] == '-' ? stdout : stderr,
+			"usage: abox snapshots ls [--json]\n"
+			"       abox snapshots rm SNAPSHOT...   (refused while a sandbox or snapshot uses it)\n");
+		return op && op[0] == '-' ? 0 : EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	int rc = 0;
+	if (strcmp(op, "ls") == 0) {
+		rc = list(ctx, argc > 2 && strcmp(argv[2], "--json") == 0);
+	} else {
+		if (argc < 3) {
+			cli_err("snapshots rm: name at least one snapshot");
+			rc = EXIT_ABOX;
+		}
+		for (int i = 2; i < argc; i++) {
+			abox_error err = ABOX_ERROR_INIT;
+			if (abox_snapshot_remove(ctx, argv[i], &err) < 0)
+				rc = cli_fail(&err);
+		}
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}
