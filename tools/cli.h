@@ -64,6 +64,7 @@ int cmd_set_timeout(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);

@@ -136,3 +136,83 @@ int cmd_snapshots(int argc, char **argv)
 	abox_ctx_free(ctx);
 	return rc;
 }
+
+int cmd_fork(int argc, char **argv)
+{
+	const char *id = NULL;
+	uint64_t count = 1;
+	uint32_t timeout_ms = 0;
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+			if (cli_opt_count("fork", "--count", argv[++i], &count) < 0)
+				return EXIT_ABOX;
+		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			if (cli_opt_secs("fork", "--timeout", argv[++i], &timeout_ms) < 0)
+				return EXIT_ABOX;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: abox fork [--count N] [--timeout SECS] [--json] ID\n\n"
+			       "Makes N (1-64, default 1) new sandboxes with the files ID has now: one\n"
+			       "snapshot (a brief freeze; ID keeps running), then N creates with ID's\n"
+			       "limits, seccomp policy, environment and metadata. Prints one line per fork:\n"
+			       "its id, or `error: REASON`. --timeout defaults to what is left of ID's.\n");
+			return 0;
+		} else if (argv[i][0] == '-' || id) {
+			cli_err("fork: unexpected argument '%s' (usage: abox fork [--count N] ID)", argv[i]);
+			return EXIT_ABOX;
+		} else
+			id = argv[i];
+	}
+	if (!id) {
+		cli_err("fork: usage: abox fork [--count N] [--timeout SECS] [--json] ID");
+		return EXIT_ABOX;
+	}
+	if (count < 1 || count > 64) {
+		cli_err("fork: --count must be between 1 and 64");
+		return EXIT_ABOX;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb, *forks[64];
+	abox_error errs[64];
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		int made = abox_sandbox_fork(sb, (unsigned)count, timeout_ms, forks, errs, &err);
+		if (made < 0) {
+			rc = cli_fail(&err);
+		} else {
+			json_object *a = json ? json_object_new_array() : NULL;
+			for (unsigned i = 0; i < count; i++) {
+				if (a) {
+					json_object *o = json_object_new_object();
+					if (forks[i])
+						json_object_object_add(o, "id", json_object_new_string(abox_sandbox_id(forks[i])));
+					else
+						json_object_object_add(o, "error", json_object_new_string(errs[i].msg));
+					json_object_array_add(a, o);
+				} else if (forks[i]) {
+					printf("%s\n", abox_sandbox_id(forks[i]));
+				} else {
+					printf("error: %s\n", errs[i].msg);
+				}
+				if (forks[i])
+					abox_sandbox_free(forks[i]);
+			}
+			if (a) {
+				printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+				json_object_put(a);
+			}
+			if ((unsigned)made < count)
+				rc = EXIT_ABOX;
+		}
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
+}

@@ -33,6 +33,7 @@ static void usage(FILE *f)
 		"  resume ID...                    thaw paused sandboxes\n"
 		"  snapshot [--name N] ID          copy a sandbox's files into a snapshot\n"
 		"  snapshots ls|rm                 list or remove snapshots\n"
+		"  fork [--count N] ID             new sandboxes with a sandbox's current files\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
@@ -94,6 +95,8 @@ int main(int argc, char **argv)
 		return cmd_metrics(argc - 1, argv + 1);
 	if (strcmp(verb, "snapshot") == 0)
 		return cmd_snapshot(argc - 1, argv + 1);
+	if (strcmp(verb, "fork") == 0)
+		return cmd_fork(argc - 1, argv + 1);
 	if (strcmp(verb, "snapshots") == 0)
 		return cmd_snapshots(argc - 1, argv + 1);
 	if (strcmp(verb, "pause") == 0)

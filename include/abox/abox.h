@@ -169,6 +169,16 @@ typedef struct abox_snapshot_info {
  * changed, not with its template. name may be NULL; names are unique. */
 ABOX_EXPORT int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out,
 				      abox_error *err);
+/* Forks a long-lived sandbox count times (1-64): one snapshot of its files
+ * (a brief freeze; the source keeps running), then count sandboxes from
+ * it, each with its own id, writable layer and cgroups, and the source's
+ * limits, seccomp policy, environment and metadata. timeout_ms 0: what is
+ * left of the source's timeout. forks[i] is a new sandbox or NULL, with
+ * the reason in errs[i] (errs may be NULL). Returns how many were made, or
+ * a negative errno when the snapshot itself failed. The snapshot is
+ * removed by abox_gc once no fork uses it. */
+ABOX_EXPORT int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
+				  abox_error *errs, abox_error *err);
 /* Every snapshot; *out is freed with free(). */
 ABOX_EXPORT int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
 /* Removes a snapshot by id or name; -EBUSY (naming it) while a recorded

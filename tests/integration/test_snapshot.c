@@ -142,3 +142,57 @@ Test(snapshot, names_are_unique_and_unknown_snapshots_are_named_in_errors)
 	free(OK("snapshots", "rm", "dup-name"));
 	free(src), free(s);
 }
+
+Test(snapshot, fork_gives_independent_copies_and_the_source_runs_on)
+{
+	char *src = OK("create", "--timeout", "120", "--memory", "256M", "--metadata", "team=forks", "-e", "FOO=bar");
+	SH(src, "echo from-source > /srv/f");
+	free(OK("exec", "-d", src, "--", "sh", "-c", "while :; do date +%s%N > /tmp/beat; sleep 0.02; done"));
+	struct run_result r;
+	ABOX(&r, "snapshots", "ls", "--json");
+	char *snaps_before = r.out;
+	free(r.err);
+	ABOX(&r, "fork", "--count", "3", src);
+	cr_assert_eq(r.status, 0, "fork: %s", r.err);
+	char *ids[3], *save = NULL, *line = strtok_r(r.out, "\n", &save);
+	for (int i = 0; i < 3; i++, line = strtok_r(NULL, "\n", &save)) {
+		cr_assert_not_null(line, "fork prints one line per fork: %s", r.out);
+		cr_assert_eq(strlen(line), 20, "a fork's id: %s", line);
+		ids[i] = strdup(line);
+	}
+	run_result_free(&r);
+	for (int i = 0; i < 3; i++) {
+		char script[128];
+		snprintf(script, sizeof(script), "cat /srv/f; echo $FOO; echo fork%d > /srv/f", i);
+		char *out = sh_out(ids[i], script);
+		cr_assert_str_eq(out, "from-source\nbar\n", "fork %d", i);
+		free(out);
+		ABOX(&r, "info", "--json", ids[i]);
+		cr_assert(strstr(r.out, "\"memoryBytes\":268435456") && strstr(r.out, "\"team\":\"forks\""),
+			  "a fork keeps the source's limits and metadata: %s", r.out);
+		run_result_free(&r);
+	}
+	/* each fork wrote its own /srv/f: none sees another's */
+	char *out = sh_out(ids[1], "cat /srv/f");
+	cr_assert_str_eq(out, "fork1\n");
+	free(out);
+	/* the source was frozen only for the copy: its loop still beats */
+	char *b1 = sh_out(src, "cat /tmp/beat; cat /srv/f");
+	usleep(200 * 1000);
+	char *b2 = sh_out(src, "cat /tmp/beat; cat /srv/f");
+	cr_assert_str_neq(b1, b2, "the source's background loop stopped");
+	cr_assert(strstr(b2, "from-source"), "%s", b2);
+	free(b1);
+	free(b2);
+
+	free(OK("kill", src, ids[0], ids[1], ids[2]));
+	/* the fork's snapshot goes with its last fork */
+	free(OK("gc"));
+	ABOX(&r, "snapshots", "ls", "--json");
+	cr_assert_str_eq(r.out, snaps_before, "a fork's snapshot outlived its forks");
+	run_result_free(&r);
+	free(snaps_before);
+	for (int i = 0; i < 3; i++)
+		free(ids[i]);
+	free(src);
+}

@@ -54,7 +54,7 @@ static bool name_taken(const char *state_dir, const char *name)
 	return true;
 }
 
-int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
+int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out, abox_error *err)
 {
 	if (out && out->version < 1)
 		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
@@ -75,7 +75,8 @@ int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info
 	int r = state_read(ctx->state_dir, sb->id, &st, err);
 	if (r < 0)
 		return r;
-	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1 };
+	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1,
+				   .auto_remove = auto_remove };
 	if (st.snapshots && st.snapshots[0]) {
 		rec.parent = st.snapshots[0];
 		rec.depth = (unsigned)strv_length(st.snapshots) + 1;
@@ -122,6 +123,11 @@ int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info
 out:
 	sb_state_free(&st);
 	return r;
+}
+
+int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
+{
+	return backend_snapshot(sb, name, false, out, err);
 }
 
 int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)

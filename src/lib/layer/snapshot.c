@@ -18,6 +18,7 @@
 
 #define SNAP_RECORD "snapshot.json"
 #define SNAP_MAX_BYTES (64 * 1024)
+#define SNAP_AUTO_GRACE_MS 60000
 
 static bool id_ok(const char *id)
 {
@@ -70,6 +71,8 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 		s.bytes = json_object_get_uint64(v);
 	if (json_object_object_get_ex(o, "depth", &v))
 		s.depth = (unsigned)json_object_get_int(v);
+	if (json_object_object_get_ex(o, "auto", &v))
+		s.auto_remove = json_object_get_boolean(v);
 	json_object_put(o);
 	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 || s.depth > SNAPSHOT_MAX_CHAIN) {
 		snap_record_free(&s);
@@ -240,6 +243,8 @@ int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, ab
 	json_object_object_add(o, "createdMs", json_object_new_int64(rec->created_ms));
 	json_object_object_add(o, "bytes", json_object_new_uint64(rec->bytes));
 	json_object_object_add(o, "depth", json_object_new_int((int)rec->depth));
+	if (rec->auto_remove)
+		json_object_object_add(o, "auto", json_object_new_boolean(1));
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	int fd = openat(tfd, SNAP_RECORD, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	r = fd < 0 ? -errno : write_full(fd, text, strlen(text));
@@ -375,8 +380,34 @@ void snap_sweep(const char *state_dir)
 		safe_snprintf(rec, sizeof(rec), "%s/%s", de->d_name, SNAP_RECORD);
 		/* a .tmp folder, or a snapshot whose removal was cut short
 		 * after its record went */
-		if (tmp || (id_ok(de->d_name) && faccessat(dfd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT))
+		if (tmp || (id_ok(de->d_name) && faccessat(dfd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)) {
+			(void)rm_rf_at(dfd, de->d_name, 0);
+			continue;
+		}
+		/* a fork's snapshot once its forks are gone: once the fork
+		 * said it is done creating them ("settled"), or after a
+		 * minute if it never did (it crashed) */
+		struct snap_record sr;
+		if (!id_ok(de->d_name) || read_id(state_dir, de->d_name, &sr, NULL) < 0)
+			continue;
+		char who[64];
+		char settled[64];
+		safe_snprintf(settled, sizeof(settled), "%s/settled", de->d_name);
+		bool done = faccessat(dfd, settled, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+			    wall_ms() - sr.created_ms > SNAP_AUTO_GRACE_MS;
+		bool drop = sr.auto_remove && done && find_user(state_dir, sr.id, who, sizeof(who)) == 0;
+		snap_record_free(&sr);
+		if (drop && unlinkat(dfd, rec, 0) == 0)
 			(void)rm_rf_at(dfd, de->d_name, 0);
 	}
 	closedir(d);
+}
+
+void snap_settle(const char *state_dir, const char *id)
+{
+	char p[4200];
+	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/settled", state_dir, id);
+	int fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
 }

@@ -27,6 +27,7 @@ struct snap_record {
 	int64_t created_ms;
 	uint64_t bytes;      /* file data in this layer */
 	unsigned depth;      /* layers in the chain, this one included */
+	bool auto_remove;    /* made by fork: gc removes it once nothing uses it */
 };
 
 void snap_record_free(struct snap_record *s);
@@ -53,5 +54,9 @@ int snap_remove(const char *state_dir, const char *ref, abox_error *err);
 /* Removes what interrupted snapshot creations and removals left (gc);
  * skips when a snapshot is being made or removed. */
 void snap_sweep(const char *state_dir);
+
+/* Marks a fork's snapshot as done being created from: gc may remove it
+ * as soon as no sandbox uses it. */
+void snap_settle(const char *state_dir, const char *id);
 
 #endif

@@ -120,6 +120,7 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 	put_str(o, "template", s->template_name);
 	put_str(o, "templateRoot", s->template_root);
 	put_str(o, "cgroups", s->cgroups);
+	put_str(o, "seccompPolicy", s->seccomp_policy);
 	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
 	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
@@ -208,6 +209,7 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.template_name = get_str(o, "template");
 	t.template_root = get_str(o, "templateRoot");
 	t.cgroups = get_str(o, "cgroups");
+	t.seccomp_policy = get_str(o, "seccompPolicy");
 	t.memory_bytes = get_u64(o, "memoryBytes");
 	t.disk_bytes = get_u64(o, "diskBytes");
 	t.pids = get_u64(o, "pids");
@@ -247,6 +249,7 @@ void sb_state_free(struct sb_state *s)
 	free(s->cgroups);
 	strv_free(s->env);
 	strv_free(s->snapshots);
+	free(s->seccomp_policy);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);
 		free(s->meta_values[i]);

@@ -29,6 +29,7 @@ struct sb_state {
 	uint64_t memory_bytes, disk_bytes, pids;
 	uint32_t cpu_millis;
 	char **env;           /* "K=V" for every command, NULL-terminated, or NULL */
+	char *seccomp_policy; /* a custom policy's absolute path; NULL = the default */
 	char **snapshots;     /* ids of the snapshot chain it stands on, newest first, or NULL */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];

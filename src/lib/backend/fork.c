@@ -1,0 +1,70 @@
+/* Fork: one snapshot of a sandbox's files, then N sandboxes from it with
+ * the source's settings. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "store/state.h"
+
+#define FORK_MAX 64
+
+int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
+		      abox_error *errs, abox_error *err)
+{
+	if (count < 1 || count > FORK_MAX)
+		return abox_error_setx(err, EINVAL, "fork: count %u is not between 1 and %d", count, FORK_MAX);
+	for (unsigned i = 0; i < count; i++)
+		forks[i] = NULL;
+	struct sb_state st = { 0 };
+	int r = state_read(sb->ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return abox_error_prefix(err, "fork");
+	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+	if ((r = backend_snapshot(sb, NULL, true, &snap, err)) < 0) {
+		sb_state_free(&st);
+		return abox_error_prefix(err, "fork");
+	}
+	/* what the source's record says it was created with */
+	char **meta = calloc(st.nmeta + 1, sizeof(char *));
+	for (unsigned k = 0; meta && k < st.nmeta; k++) {
+		size_t n = strlen(st.meta_keys[k]) + strlen(st.meta_values[k]) + 2;
+		if ((meta[k] = malloc(n)))
+			safe_snprintf(meta[k], n, "%s=%s", st.meta_keys[k], st.meta_values[k]);
+	}
+	if (!timeout_ms && st.deadline_ms) {
+		int64_t left = (st.paused_ms ? st.paused_ms : backend_wall_ms());
+		left = st.deadline_ms - left;
+		timeout_ms = left > 1000 ? (uint32_t)left : 1000;
+	}
+	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
+	o.snapshot = snap.id;
+	o.memory_bytes = st.memory_bytes;
+	o.disk_bytes = st.disk_bytes;
+	o.pids = st.pids;
+	o.cpu_millis = st.cpu_millis;
+	o.timeout_ms = timeout_ms;
+	o.seccomp_policy = st.seccomp_policy;
+	o.env = (const char *const *)st.env;
+	o.metadata = (const char *const *)meta;
+	int made = 0;
+	for (unsigned i = 0; i < count; i++) {
+		abox_error e = ABOX_ERROR_INIT;
+		if (abox_sandbox_create(sb->ctx, &o, &forks[i], &e) < 0) {
+			forks[i] = NULL;
+			if (errs)
+				errs[i] = e;
+			continue;
+		}
+		if (errs)
+			errs[i] = (abox_error)ABOX_ERROR_INIT;
+		made++;
+	}
+	snap_settle(sb->ctx->state_dir, snap.id);
+	strv_free(meta);
+	sb_state_free(&st);
+	backend_log(sb->ctx, ABOX_LOG_DEBUG, "fork %s: %d of %u made from snapshot %s", sb->id, made, count,
+		    snap.id);
+	return made;
+}
