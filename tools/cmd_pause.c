@@ -9,12 +9,20 @@
 
 static int pause_or_resume(int argc, char **argv, bool pause)
 {
+	uint32_t flags = 0;
+	if (pause && argc > 1 && strcmp(argv[1], "--no-memory") == 0) {
+		flags |= ABOX_PAUSE_NO_MEMORY;
+		argc--;
+		argv++;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fprintf(argc < 2 ? stderr : stdout,
-			pause ? "usage: abox pause ID...\n"
+			pause ? "usage: abox pause [--no-memory] ID...\n"
 				"Freezes every process of the sandboxes; memory is kept, CPU use\n"
 				"stops, and so does the timeout clock. Commands and file requests\n"
 				"fail until `abox resume`; `abox kill` works.\n"
+				"--no-memory keeps only the files: every process ends and its memory\n"
+				"is freed; `abox resume` starts the sandbox afresh on those files.\n"
 			      : "usage: abox resume ID...\n"
 				"Thaws paused sandboxes: processes go on where they were, and the\n"
 				"deadline moves by the time spent paused.\n");
@@ -31,7 +39,7 @@ static int pause_or_resume(int argc, char **argv, bool pause)
 			rc = cli_fail(&err);
 			continue;
 		}
-		int r = pause ? abox_sandbox_pause(sb, &err) : abox_sandbox_resume(sb, &err);
+		int r = pause ? abox_sandbox_pause_flags(sb, flags, &err) : abox_sandbox_resume(sb, &err);
 		if (r == -EALREADY)
 			cli_err("%s", err.msg); /* already in the state asked for */
 		else if (r < 0)

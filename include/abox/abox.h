@@ -191,6 +191,13 @@ ABOX_EXPORT int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error 
  * requests fail with -EAGAIN ("paused") until abox_sandbox_resume; kill
  * works. -EALREADY when it is paused already. */
 ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
+/* Pause without memory (E2B's keepMemory=false): the sandbox's files are
+ * kept (a snapshot layer of their own), every process ends and its memory
+ * is freed. abox_sandbox_resume then starts a fresh init on those files,
+ * with the same id, limits, environment and metadata; background
+ * processes are gone. Works on a running or a paused sandbox. */
+#define ABOX_PAUSE_NO_MEMORY (1u << 0)
+ABOX_EXPORT int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err);
 /* Thaws a paused sandbox: processes go on where they were, the deadline
  * moves by the time spent paused. -EALREADY when it is not paused. */
 ABOX_EXPORT int abox_sandbox_resume(abox_sandbox *sb, abox_error *err);

@@ -166,3 +166,74 @@ Test(pause, timeout_clock_stops_while_paused)
 	run_result_free(&r);
 	free(id);
 }
+
+static char *out_of(const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "abox %s failed: %s", args[0], r.err);
+	free(r.err);
+	return r.out;
+}
+
+/* E2B's keepMemory=false: files stay, processes and their memory go; resume
+ * starts the same sandbox (id, env, metadata, limits) on those files. */
+Test(pause, no_memory_keeps_files_and_drops_processes)
+{
+	struct run_result r;
+	ABOX(&r, "create", "--timeout", "120", "--memory", "300M", "-e", "K=V", "--metadata", "m=1");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r.out[20] = '\0';
+	char *id = strdup(r.out);
+	run_result_free(&r);
+	ABOX(&r, "snapshots", "ls", "--json");
+	char *snaps_before = r.out;
+	free(r.err);
+
+	ok("write", (const char *const[]){ "exec", "--user", "root", id, "--", "sh", "-c",
+					   "echo keep > /home/user/f; rm /etc/debian_version", NULL });
+	ok("exec -d", (const char *const[]){ "exec", "-d", id, "--", "sleep", "1000", NULL });
+	ok("pause --no-memory", (const char *const[]){ "pause", "--no-memory", id, NULL });
+	char *s = state(id);
+	cr_assert_str_eq(s, "paused");
+	free(s);
+	/* no process and no cgroup is left while paused this way */
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "find /sys/fs/cgroup -name '*%s*' | wc -l", id);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	cr_assert_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	cr_assert_eq(n, 0, "cgroups of a sandbox paused without memory remain");
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "is paused"), "%s", r.err);
+	run_result_free(&r);
+
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	char *out = out_of((const char *const[]){ "exec", id, "--", "sh", "-c",
+						  "cat /home/user/f; echo $K; hostname;"
+						  "pgrep -x sleep || echo no-sleep; test -e /etc/debian_version || echo gone",
+						  NULL });
+	char want[128];
+	snprintf(want, sizeof(want), "keep\nV\n%s\nno-sleep\ngone\n", id);
+	cr_assert_str_eq(out, want);
+	free(out);
+	out = out_of((const char *const[]){ "info", "--json", id, NULL });
+	cr_assert(strstr(out, "\"memoryBytes\":314572800") && strstr(out, "\"m\":\"1\""), "%s", out);
+	free(out);
+
+	/* twice, then kill while paused: nothing is left, its snapshots go
+	 * with it */
+	ok("pause --no-memory", (const char *const[]){ "pause", "--no-memory", id, NULL });
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	ok("gc", (const char *const[]){ "gc", NULL });
+	ABOX(&r, "ls");
+	cr_assert_null(strstr(r.out, id), "%s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "snapshots", "ls", "--json");
+	cr_assert_str_eq(r.out, snaps_before, "the files of a killed sandbox were kept");
+	run_result_free(&r);
+	free(snaps_before);
+	free(id);
+}

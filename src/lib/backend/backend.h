@@ -43,6 +43,7 @@ struct abox_sandbox {
 	int init_status;  /* its wait status once dead */
 	bool timed_out;
 	bool paused;       /* frozen by pause (as recorded when connected) */
+	bool cold;         /* paused without memory: no init until resume */
 	int64_t deadline_ms; /* CLOCK_MONOTONIC, 0 = none */
 	uint32_t next_req;
 	uint64_t memory_limit;
@@ -98,6 +99,12 @@ void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _print
 void backend_reap_init(abox_sandbox *sb, bool wait);
 /* Sends a request and waits for its EV_OK (or error): for short control
  * requests on a handle that is not running a process. */
+/* abox_sandbox_create with a given id (a cold resume reuses the id). */
+int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
+		   abox_error *err);
+/* abox_sandbox_kill; keep_record: the record stays (a cold pause). */
+int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err);
+
 /* A snapshot chain stacked under a new sandbox (stack.c). */
 struct stack {
 	int lock;              /* shared snapshot-store lock, held until recorded */

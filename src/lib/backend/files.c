@@ -89,12 +89,12 @@ static int wait_answer(abox_sandbox *sb, uint32_t id, int (*on_frame)(const stru
 static int begin(abox_sandbox *sb, uint16_t type, struct proto_msg *m, const char *path, const char *user,
 		 abox_error *err)
 {
+	if (sb->paused)
+		return backend_not_paused(sb, "files", err);
 	if (sb->conn < 0)
 		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "the handle is running a process");
-	if (sb->paused)
-		return backend_not_paused(sb, "files", err);
 	if (!path || !path[0])
 		return abox_error_setx(err, EINVAL, "empty path");
 	if (strlen(path) >= 4096)

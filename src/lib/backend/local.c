@@ -136,13 +136,13 @@ static void sandbox_release(abox_sandbox *sb)
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
 {
+	int r = backend_not_paused(sb, what, err);
+	if (r < 0)
+		return r;
 	if (sb->conn < 0)
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not reachable", what, sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "%s: the handle is running a process", what);
-	int r = backend_not_paused(sb, what, err);
-	if (r < 0)
-		return r;
 	uint32_t id = m->id;
 	r = backend_send(sb, m);
 	if (r < 0)
@@ -212,6 +212,12 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
+	return backend_create(ctx, opts, NULL, out, err);
+}
+
+int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
+		   abox_error *err)
+{
 	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
 	int r;
 
@@ -260,7 +266,9 @@ int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandb
 	struct policy_bpf bpf = { 0 };
 	int listen_fd = -1, memfd = -1;
 
-	if ((r = random_id(sb->id, 20)) < 0) {
+	if (fixed_id)
+		safe_snprintf(sb->id, sizeof(sb->id), "%s", fixed_id);
+	else if ((r = random_id(sb->id, 20)) < 0) {
 		abox_error_set(err, -r, "create: random id");
 		goto fail;
 	}
@@ -488,6 +496,11 @@ int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 
 int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 {
+	return backend_kill(sb, false, err);
+}
+
+int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
+{
 	int r = 0;
 	if (!sb)
 		return 0;
@@ -532,7 +545,7 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 		if (r >= 0)
 			r = k;
 	}
-	if (long_lived)
+	if (long_lived && !keep_record)
 		(void)state_remove(sb->ctx->state_dir, sb->id);
 	sandbox_release(sb);
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: cleaned up", sb->id);

@@ -1,6 +1,8 @@
 /* Pause and resume of a long-lived sandbox: its cgroup's freezer, with
  * the timeout clock stopped while frozen. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "proto/messages.h"
@@ -102,8 +104,12 @@ out:
 	return r;
 }
 
+static int resume_cold(abox_sandbox *sb, abox_error *err);
+
 int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 {
+	if (sb->cold)
+		return resume_cold(sb, err);
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "resume", &st, &lock, err);
@@ -131,4 +137,118 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 out:
 	sb_state_free(&st);
 	return r;
+}
+
+/* Cold pause: a snapshot keeps the files, then the tree is killed; the
+ * record is kept, marked cold, standing on the new snapshot. */
+static int pause_cold(abox_sandbox *sb, abox_error *err)
+{
+	abox_ctx *ctx = sb->ctx;
+	if (sb->cold)
+		return abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused without memory", sb->id);
+	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+	int r = backend_snapshot(sb, NULL, true, &snap, err);
+	if (r < 0)
+		return abox_error_prefix(err, "pause");
+	struct sb_state st = { 0 };
+	{
+		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+		if (lock < 0)
+			return lock;
+		if ((r = state_read(ctx->state_dir, sb->id, &st, err)) < 0)
+			return r;
+		/* recorded before the kill: from here on the record says
+		 * "paused", so gc never takes the dead init for a dead
+		 * sandbox */
+		size_t n = strv_length(st.snapshots);
+		char **chain = calloc(n + 2, sizeof(char *));
+		if (!chain || !(chain[0] = strdup(snap.id))) {
+			free(chain);
+			sb_state_free(&st);
+			return abox_error_set(err, ENOMEM, "pause");
+		}
+		for (size_t i = 0; i < n; i++)
+			chain[i + 1] = TAKE_PTR(st.snapshots[i]);
+		free(st.snapshots);
+		st.snapshots = chain;
+		if (!st.paused_ms)
+			st.paused_ms = backend_wall_ms();
+		st.cold = true;
+		r = state_write(ctx->state_dir, &st, err);
+		sb_state_free(&st);
+		if (r < 0)
+			return r;
+	}
+	snap_settle(ctx->state_dir, snap.id);
+	r = backend_kill(sb, true, err);
+	if (r < 0)
+		return abox_error_prefix(err, "pause");
+	sb->paused = sb->cold = true;
+	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s without memory: files in snapshot %s", sb->id, snap.id);
+	return 0;
+}
+
+int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
+{
+	if (flags & ~ABOX_PAUSE_NO_MEMORY)
+		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
+	if (flags & ABOX_PAUSE_NO_MEMORY) {
+		if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+			return abox_error_setx(err, EINVAL, "pause: sandbox %s is ephemeral", sb->id);
+		return pause_cold(sb, err);
+	}
+	if (sb->cold)
+		return abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused (without memory)", sb->id);
+	return abox_sandbox_pause(sb, err);
+}
+
+/* Cold resume: a new init on the kept files, same id and settings; the
+ * handle then speaks to it. */
+static int resume_cold(abox_sandbox *sb, abox_error *err)
+{
+	abox_ctx *ctx = sb->ctx;
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return r;
+	char **meta = calloc(st.nmeta + 1, sizeof(char *));
+	for (unsigned k = 0; meta && k < st.nmeta; k++) {
+		size_t n = strlen(st.meta_keys[k]) + strlen(st.meta_values[k]) + 2;
+		if ((meta[k] = malloc(n)))
+			safe_snprintf(meta[k], n, "%s=%s", st.meta_keys[k], st.meta_values[k]);
+	}
+	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
+	o.snapshot = st.snapshots ? st.snapshots[0] : NULL;
+	o.memory_bytes = st.memory_bytes;
+	o.disk_bytes = st.disk_bytes;
+	o.pids = st.pids;
+	o.cpu_millis = st.cpu_millis;
+	uint64_t left = left_ms(&st, st.paused_ms);
+	o.timeout_ms = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	o.seccomp_policy = st.seccomp_policy;
+	o.env = (const char *const *)st.env;
+	o.metadata = (const char *const *)meta;
+	abox_sandbox *fresh = NULL;
+	r = o.snapshot ? backend_create(ctx, &o, sb->id, &fresh, err)
+		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);
+	if (r >= 0) {
+		/* the new record: keep when the sandbox was first created */
+		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, NULL);
+		struct sb_state now = { 0 };
+		if (state_read(ctx->state_dir, sb->id, &now, NULL) == 0) {
+			now.created_ms = st.created_ms;
+			(void)state_write(ctx->state_dir, &now, NULL);
+			sb_state_free(&now);
+		}
+		/* the caller's handle becomes the new sandbox's */
+		abox_sandbox old = *sb;
+		*sb = *fresh;
+		*fresh = old;
+		abox_sandbox_free(fresh);
+	}
+	strv_free(meta);
+	sb_state_free(&st);
+	if (r >= 0)
+		backend_log(ctx, ABOX_LOG_DEBUG, "resume %s: cold start", sb->id);
+	return r < 0 ? abox_error_prefix(err, "resume") : 0;
 }

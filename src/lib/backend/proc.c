@@ -26,14 +26,14 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 {
 	if (!opts || opts->version < 1 || !opts->argv || !opts->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
+	if (sb->paused)
+		return backend_not_paused(sb, "exec", err);
 	if (sb->dead || (sb->conn < 0 && !sb->conn_errno))
 		return abox_error_setx(err, ESRCH, "exec: sandbox %s is not running", sb->id);
 	if (sb->conn < 0)
 		return abox_error_set(err, sb->conn_errno, "exec: cannot reach the init of sandbox %s", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
-	if (sb->paused)
-		return backend_not_paused(sb, "exec", err);
 
 	const char *uname = opts->user ? opts->user : "user";
 	const struct user_entry *u = NULL;
@@ -470,12 +470,12 @@ int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out
 {
 	if ((pid <= 0) == (tag == NULL))
 		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
+	if (sb->paused)
+		return backend_not_paused(sb, "attach", err);
 	if (sb->conn < 0)
 		return abox_error_setx(err, ESRCH, "attach: sandbox %s is not reachable", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "attach: the handle is running a process");
-	if (sb->paused)
-		return backend_not_paused(sb, "attach", err);
 	abox_proc *p = calloc(1, sizeof(*p));
 	if (!p)
 		return abox_error_set(err, ENOMEM, "attach");
@@ -505,12 +505,12 @@ struct list_ctx {
 
 int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
 {
+	if (sb->paused)
+		return backend_not_paused(sb, "ps", err);
 	if (sb->conn < 0)
 		return abox_error_setx(err, ESRCH, "ps: sandbox %s is not reachable", sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "ps: the handle is running a process");
-	if (sb->paused)
-		return backend_not_paused(sb, "ps", err);
 	uint32_t id = ++sb->next_req;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_LIST, id);

@@ -75,9 +75,13 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	/* pidfd first, then the start time: if the pid was reused between
 	 * the two, the start time differs; if it matches, the pidfd holds
 	 * the very init we recorded and can never point to another process */
-	int pidfd = (int)syscall(SYS_pidfd_open, st.pid, 0);
+	bool cold = st.cold && st.paused_ms;
+	int pidfd = cold ? -1 : (int)syscall(SYS_pidfd_open, st.pid, 0);
 	uint64_t start;
-	if (pidfd < 0 || proc_start_time(st.pid, &start) < 0 || start != st.pid_start) {
+	if (cold) {
+		/* paused without memory: no init to reach; resume starts one,
+		 * kill removes the record */
+	} else if (pidfd < 0 || proc_start_time(st.pid, &start) < 0 || start != st.pid_start) {
 		if (pidfd >= 0)
 			close(pidfd);
 		sb_state_free(&st);
@@ -92,8 +96,9 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	memcpy(sb->id, st.id, sizeof(sb->id));
 	sb->ctx = ctx;
 	sb->attached = true;
-	sb->pid = st.pid;
+	sb->pid = cold ? 0 : st.pid;
 	sb->pidfd = pidfd;
+	sb->cold = cold;
 	sb->template_lock = -1;
 	sb->rundir_fd = -1;
 	sb->memory_limit = st.memory_bytes;
@@ -109,7 +114,9 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	safe_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/init.sock", ctx->runtime_dir, sb->id);
 	/* A handle without a connection still kills: that needs only the
 	 * pidfd, the cgroups and the paths. Requests then fail clearly. */
-	sb->conn = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sb->conn = cold ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cold)
+		sb->conn_errno = ESRCH;
 	if (sb->conn >= 0 && connect(sb->conn, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		sb->conn_errno = errno;
 		close(sb->conn);

@@ -16,8 +16,8 @@
 #include "layer/copy.h"
 #include "store/state.h"
 
-#define SNAP_RECORD "snapshot.json"
-#define SNAP_MAX_BYTES (64 * 1024)
+#define SNAP_RECORD        "snapshot.json"
+#define SNAP_MAX_BYTES     (64 * 1024)
 #define SNAP_AUTO_GRACE_MS 60000
 
 static bool id_ok(const char *id)
@@ -60,7 +60,7 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 		json_object_put(o);
 		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
 	}
-	struct snap_record s = { 0 };
+	struct snap_record s = {0};
 	memcpy(s.id, id, 21);
 	s.name = get_str(o, "name");
 	s.parent = get_str(o, "parent");
@@ -74,7 +74,8 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 	if (json_object_object_get_ex(o, "auto", &v))
 		s.auto_remove = json_object_get_boolean(v);
 	json_object_put(o);
-	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 || s.depth > SNAPSHOT_MAX_CHAIN) {
+	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 ||
+	    s.depth > SNAPSHOT_MAX_CHAIN) {
 		snap_record_free(&s);
 		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
 	}
@@ -143,7 +144,8 @@ int snap_read(const char *state_dir, const char *ref, struct snap_record *out, a
 	return abox_error_setx(err, ENOENT, "snapshot '%s' not found (`abox snapshots ls` lists them)", ref);
 }
 
-int snap_chain(const char *state_dir, const char *ref, char ***layers, struct snap_record *top, abox_error *err)
+int snap_chain(const char *state_dir, const char *ref, char ***layers, struct snap_record *top,
+               abox_error *err)
 {
 	struct snap_record s;
 	int r = snap_read(state_dir, ref, &s, err);
@@ -162,7 +164,8 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
 		safe_snprintf(p, sizeof(p), "%s/snapshots/%s/layer", state_dir, cur);
 		if (n == SNAPSHOT_MAX_CHAIN || !(v[n++] = strdup(p))) {
 			r = abox_error_setx(err, n == SNAPSHOT_MAX_CHAIN ? ELOOP : ENOMEM,
-					    "snapshot %s: chain longer than %d layers", s.id, SNAPSHOT_MAX_CHAIN);
+			                    "snapshot %s: chain longer than %d layers", s.id,
+			                    SNAPSHOT_MAX_CHAIN);
 			goto fail;
 		}
 		struct snap_record c;
@@ -213,7 +216,8 @@ int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, ab
 		return abox_error_set(err, errno, "snapshot: create '%s/%s'", dir, tmp);
 	_cleanup_close_ int lfd = -EBADF;
 	_cleanup_close_ int tfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_close_ int upper = openat(layer_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int upper =
+	    openat(layer_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (tfd < 0 || upper < 0) {
 		r = abox_error_set(err, errno, "snapshot: open the layers");
 		goto fail;
@@ -276,7 +280,7 @@ static int find_user(const char *state_dir, const char *id, char *who, size_t n)
 	if (state_list(state_dir, &sbs, NULL) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; sbs[i]; i++) {
-		struct sb_state st = { 0 };
+		struct sb_state st = {0};
 		if (state_read(state_dir, sbs[i], &st, NULL) < 0)
 			continue;
 		bool uses = false;
@@ -373,32 +377,43 @@ void snap_sweep(const char *state_dir)
 			close(fd);
 		return;
 	}
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		bool tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
-		char rec[64];
-		safe_snprintf(rec, sizeof(rec), "%s/%s", de->d_name, SNAP_RECORD);
-		/* a .tmp folder, or a snapshot whose removal was cut short
-		 * after its record went */
-		if (tmp || (id_ok(de->d_name) && faccessat(dfd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)) {
-			(void)rm_rf_at(dfd, de->d_name, 0);
-			continue;
+	/* a chain frees its layers top-down: repeat while a pass removed
+	 * something (a parent is unused only once its child is gone) */
+	bool again = true;
+	for (int pass = 0; again && pass <= SNAPSHOT_MAX_CHAIN; pass++) {
+		again = false;
+		rewinddir(d);
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			bool tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
+			char rec[64];
+			safe_snprintf(rec, sizeof(rec), "%s/%s", de->d_name, SNAP_RECORD);
+			/* a .tmp folder, or a snapshot whose removal was cut short
+			 * after its record went */
+			if (tmp || (id_ok(de->d_name) && faccessat(dfd, rec, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+			            errno == ENOENT)) {
+				(void)rm_rf_at(dfd, de->d_name, 0);
+				continue;
+			}
+			/* a fork's snapshot once its forks are gone: once the fork
+			 * said it is done creating them ("settled"), or after a
+			 * minute if it never did (it crashed) */
+			struct snap_record sr;
+			if (!id_ok(de->d_name) || read_id(state_dir, de->d_name, &sr, NULL) < 0)
+				continue;
+			char who[64];
+			char settled[64];
+			safe_snprintf(settled, sizeof(settled), "%s/settled", de->d_name);
+			bool done = faccessat(dfd, settled, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+			            wall_ms() - sr.created_ms > SNAP_AUTO_GRACE_MS;
+			bool drop =
+			    sr.auto_remove && done && find_user(state_dir, sr.id, who, sizeof(who)) == 0;
+			snap_record_free(&sr);
+			if (drop && unlinkat(dfd, rec, 0) == 0) {
+				(void)rm_rf_at(dfd, de->d_name, 0);
+				again = true;
+			}
 		}
-		/* a fork's snapshot once its forks are gone: once the fork
-		 * said it is done creating them ("settled"), or after a
-		 * minute if it never did (it crashed) */
-		struct snap_record sr;
-		if (!id_ok(de->d_name) || read_id(state_dir, de->d_name, &sr, NULL) < 0)
-			continue;
-		char who[64];
-		char settled[64];
-		safe_snprintf(settled, sizeof(settled), "%s/settled", de->d_name);
-		bool done = faccessat(dfd, settled, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
-			    wall_ms() - sr.created_ms > SNAP_AUTO_GRACE_MS;
-		bool drop = sr.auto_remove && done && find_user(state_dir, sr.id, who, sizeof(who)) == 0;
-		snap_record_free(&sr);
-		if (drop && unlinkat(dfd, rec, 0) == 0)
-			(void)rm_rf_at(dfd, de->d_name, 0);
 	}
 	closedir(d);
 }

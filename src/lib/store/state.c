@@ -68,6 +68,8 @@ int proc_start_time(pid_t pid, uint64_t *out)
 enum sb_status state_status(const struct sb_state *s)
 {
 	uint64_t st;
+	if (s->cold && s->paused_ms)
+		return SB_PAUSED; /* no processes by design */
 	if (s->pid <= 0 || proc_start_time(s->pid, &st) < 0 || st != s->pid_start)
 		return SB_DEAD;
 	return s->paused_ms ? SB_PAUSED : SB_RUNNING;
@@ -117,6 +119,8 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 	json_object_object_add(o, "deadlineMs", json_object_new_int64(s->deadline_ms));
 	if (s->paused_ms)
 		json_object_object_add(o, "pausedMs", json_object_new_int64(s->paused_ms));
+	if (s->cold)
+		json_object_object_add(o, "cold", json_object_new_boolean(1));
 	put_str(o, "template", s->template_name);
 	put_str(o, "templateRoot", s->template_root);
 	put_str(o, "cgroups", s->cgroups);
@@ -206,6 +210,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.created_ms = (int64_t)get_u64(o, "createdMs");
 	t.deadline_ms = (int64_t)get_u64(o, "deadlineMs");
 	t.paused_ms = (int64_t)get_u64(o, "pausedMs");
+	json_object *cold;
+	t.cold = json_object_object_get_ex(o, "cold", &cold) && json_object_get_boolean(cold);
 	t.template_name = get_str(o, "template");
 	t.template_root = get_str(o, "templateRoot");
 	t.cgroups = get_str(o, "cgroups");

@@ -22,7 +22,8 @@ struct sb_state {
 	uint64_t pid_start;   /* its start time (clock ticks since boot) */
 	int64_t created_ms;   /* wall clock */
 	int64_t deadline_ms;  /* wall clock; 0 = none */
-	int64_t paused_ms;    /* wall clock when frozen by pause; 0 = not paused */
+	int64_t paused_ms;    /* wall clock when paused; 0 = not paused */
+	bool cold;            /* paused without memory: no processes, files kept in snapshots[0] */
 	char *template_name;
 	char *template_root;  /* the version in use */
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
