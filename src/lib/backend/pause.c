@@ -64,6 +64,9 @@ static uint64_t left_ms(const struct sb_state *st, int64_t now)
 	return left > 0 ? (uint64_t)left : 1; /* due: init ends it at once */
 }
 
+/* Warm pause and resume records are written without fsync: a frozen
+ * sandbox's processes do not survive a power loss either, and the fsync
+ * would be most of the latency. Cold pauses are durable. */
 int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 {
 	struct sb_state st = { 0 };
@@ -88,7 +91,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	/* The record keeps the wall-clock deadline; what is left of it is
 	 * deadline - paused_ms, handed back to init on resume. */
 	st.paused_ms = now;
-	if ((r = state_write(sb->ctx->state_dir, &st, err)) < 0) {
+	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0) {
 		/* unrecorded, a pause would leave a frozen sandbox that every
 		 * tool reports as running: undo it */
 		(void)cgroup_freeze(sb->cg, false, NULL);
@@ -130,7 +133,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		goto out; /* init is unreachable: the record stays "paused" for kill/gc */
 	st.paused_ms = 0;
 	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
-	if ((r = state_write(sb->ctx->state_dir, &st, err)) < 0)
+	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0)
 		goto out;
 	sb->deadline_ms = left ? backend_now_ms() + (int64_t)left : 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "resume %s", sb->id);
@@ -235,7 +238,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		/* the new record: keep when the sandbox was first created */
 		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, NULL);
 		struct sb_state now = { 0 };
-		if (state_read(ctx->state_dir, sb->id, &now, NULL) == 0) {
+		if (lock >= 0 && state_read(ctx->state_dir, sb->id, &now, NULL) == 0) {
 			now.created_ms = st.created_ms;
 			(void)state_write(ctx->state_dir, &now, NULL);
 			sb_state_free(&now);

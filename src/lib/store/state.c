@@ -107,6 +107,11 @@ static char **strv_from_json(json_object *o, const char *key)
 
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err)
 {
+	return state_write_ex(state_dir, s, true, err);
+}
+
+int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable, abox_error *err)
+{
 	char dir[4096], tmp[4200], final[4200];
 	int r = sandbox_dir(state_dir, s->id, dir, sizeof(dir), true, err);
 	if (r < 0)
@@ -145,13 +150,13 @@ int state_write(const char *state_dir, const struct sb_state *s, abox_error *err
 		json_object_put(o);
 		return abox_error_set(err, errno, "create '%s'", tmp);
 	}
-	/* temp + rename: a reader, or an abox process that crashed mid-way,
-	 * sees the old record or the new one, never half of one. No fsync: a
-	 * record describes processes that cannot outlive the machine, and a
-	 * record a power loss left damaged (its runtime folder gone with the
-	 * reboot) is removed by gc like any dead sandbox's. */
+	/* temp + fsync + rename: a reader sees the old record or the new
+	 * one, never half of one, even across a crash or a power loss (a
+	 * sandbox paused without memory lives on in its record alone) */
 	r = write_full(fd, text, strlen(text));
 	json_object_put(o);
+	if (r == 0 && durable && fsync(fd) < 0)
+		r = -errno;
 	close(fd);
 	if (r == 0 && rename(tmp, final) < 0)
 		r = -errno;

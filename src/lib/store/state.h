@@ -40,6 +40,9 @@ struct sb_state {
 enum sb_status { SB_RUNNING = 0, SB_DEAD = 1, SB_PAUSED = 2 };
 
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err);
+/* durable=false skips the fsync: only for changes that cannot matter
+ * after a power loss (the frozen state of processes that die with it). */
+int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable, abox_error *err);
 /* -ENOENT (with a message naming the id) when there is no such sandbox. */
 int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_error *err);
 int state_remove(const char *state_dir, const char *id);
