@@ -196,3 +196,47 @@ Test(snapshot, fork_gives_independent_copies_and_the_source_runs_on)
 		free(ids[i]);
 	free(src);
 }
+
+/* A chain at its depth limit is flattened into one layer: what each layer
+ * added, deleted (template files included) or replaced stays exactly so. */
+Test(snapshot, deep_chains_are_flattened_exactly)
+{
+	char *cur = OK("create", "--timeout", "120");
+	SH(cur, "echo 0 > /srv/f0; echo doomed > /srv/doomed; mkdir -p /srv/dir; echo x > /srv/dir/x");
+	char *snaps[20];
+	int ns = 0;
+	for (int i = 1; i <= 17; i++) {
+		char script[512];
+		snprintf(script, sizeof(script), "echo %d > /srv/f%d; echo %d > /srv/last", i, i, i);
+		if (i == 2) /* a template folder deleted ... */
+			strcat(script, "; rm -rf /usr/share/doc/bash; rm /srv/doomed /etc/debian_version");
+		if (i == 3) /* ... and made again: only the new content shows */
+			strcat(script, "; mkdir /usr/share/doc/bash; echo new > /usr/share/doc/bash/only");
+		if (i == 5) /* a folder replaced by a file, and a file by a folder */
+			strcat(script, "; rm -rf /srv/dir; echo file > /srv/dir; rm /srv/f1; mkdir /srv/f1");
+		SH(cur, script);
+		snaps[ns++] = OK("snapshot", cur);
+		char *next = OK("create", "--from", snaps[ns - 1], "--timeout", "120");
+		free(OK("kill", cur));
+		free(cur);
+		cur = next;
+	}
+	/* the 17th snapshot stood on 16: it was flattened */
+	struct run_result r;
+	ABOX(&r, "snapshots", "ls", "--json");
+	char want[64];
+	snprintf(want, sizeof(want), "\"id\":\"%s\",\"name\":null,\"parent\":null", snaps[ns - 1]);
+	cr_assert(strstr(r.out, want), "the last snapshot has no parent: %s", r.out);
+	run_result_free(&r);
+	char *out = sh_out(cur, "cat /srv/f0 /srv/f2 /srv/f17 /srv/last /srv/dir; test -d /srv/f1 && echo f1-dir;"
+				"test -e /srv/doomed || echo doomed-gone; test -e /etc/debian_version || echo deb-gone;"
+				"ls /usr/share/doc/bash");
+	cr_assert_str_eq(out, "0\n2\n17\n17\nfile\nf1-dir\ndoomed-gone\ndeb-gone\nonly\n");
+	free(out);
+	free(OK("kill", cur));
+	free(cur);
+	for (int i = ns - 1; i >= 0; i--) {
+		free(OK("snapshots", "rm", snaps[i]));
+		free(snaps[i]);
+	}
+}

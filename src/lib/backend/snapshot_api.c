@@ -83,10 +83,20 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_
 	}
 	_cleanup_close_ int layer = -EBADF;
 	bool froze = false;
+	_cleanup_(strv_freep) char **flatten = NULL;
 	if (rec.depth > SNAPSHOT_MAX_CHAIN) {
-		r = abox_error_setx(err, ELOOP, "snapshot: sandbox %s already stands on %u snapshots (at most %d)",
-				    sb->id, rec.depth - 1, SNAPSHOT_MAX_CHAIN - 1);
-		goto out;
+		/* one layer instead of a 17th: the chain is merged */
+		size_t n = strv_length(st.snapshots);
+		flatten = calloc(n + 1, sizeof(char *));
+		for (size_t i = 0; flatten && i < n; i++) {
+			char p[4200];
+			safe_snprintf(p, sizeof(p), "%s/snapshots/%s/layer", ctx->state_dir, st.snapshots[i]);
+			flatten[i] = strdup(p);
+		}
+		if (!flatten || (n && !flatten[n - 1])) {
+			r = abox_error_set(err, ENOMEM, "snapshot");
+			goto out;
+		}
 	}
 	if (sb->dead || state_status(&st) == SB_DEAD) {
 		r = abox_error_setx(err, ESRCH, "snapshot: sandbox %s is not running", sb->id);
@@ -106,7 +116,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_
 			goto out;
 		froze = true;
 	}
-	r = snap_create(ctx->state_dir, layer, &rec, err);
+	r = snap_create(ctx->state_dir, layer, flatten, &rec, err);
 	if (froze) {
 		abox_error thaw_err = ABOX_ERROR_INIT;
 		int t = cgroup_freeze(sb->cg, false, &thaw_err);

@@ -284,7 +284,9 @@ static int copy_entry(struct copier *c, int sdir, int ddir, const char *name, un
 	}
 }
 
-static int copy_dir(struct copier *c, int sdir, int ddir, unsigned depth)
+typedef int (*entry_fn)(struct copier *c, int sdir, int ddir, const char *name, unsigned depth);
+
+static int walk_dir(struct copier *c, int sdir, int ddir, unsigned depth, entry_fn fn)
 {
 	if (depth > LAYER_COPY_MAX_DEPTH)
 		return fail(c, ELOOP, "folders nested too deep at");
@@ -312,7 +314,7 @@ static int copy_dir(struct copier *c, int sdir, int ddir, unsigned depth)
 			c->path[c->path_len++] = '/';
 		memcpy(c->path + c->path_len, n, nl + 1);
 		c->path_len += nl;
-		r = copy_entry(c, sdir, ddir, n, depth);
+		r = fn(c, sdir, ddir, n, depth);
 		c->path_len = base;
 		c->path[base] = '\0';
 	}
@@ -322,14 +324,78 @@ static int copy_dir(struct copier *c, int sdir, int ddir, unsigned depth)
 	return r;
 }
 
-int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
+static int copy_dir(struct copier *c, int sdir, int ddir, unsigned depth)
+{
+	return walk_dir(c, sdir, ddir, depth, copy_entry);
+}
+
+/* Whether an upper folder hides everything below it (overlayfs marks it
+ * so when a folder is made where a lower one was deleted). */
+static bool opaque(int dir, const char *name)
+{
+	char p[64 + 256], v[2];
+	safe_snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dir, name);
+	return (lgetxattr(p, "trusted.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y') ||
+	       (lgetxattr(p, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y');
+}
+
+static int merge_dir(struct copier *c, int sdir, int ddir, unsigned depth);
+
+/* Applies one entry of an upper layer onto the merged tree, as overlayfs
+ * would show it: a folder over a folder merges (unless opaque), anything
+ * else replaces what was there; a whiteout replaces it with a whiteout,
+ * which still hides the template's file below the merged layer. */
+static int merge_entry(struct copier *c, int sdir, int ddir, const char *name, unsigned depth)
+{
+	struct stat s, d;
+	if (fstatat(sdir, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(c, errno, "stat");
+	bool have = fstatat(ddir, name, &d, AT_SYMLINK_NOFOLLOW) == 0;
+	if (have && S_ISDIR(s.st_mode) && S_ISDIR(d.st_mode) && !opaque(sdir, name)) {
+		_cleanup_close_ int sd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int dd = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sd < 0 || dd < 0)
+			return fail(c, errno, "open folder");
+		int r = merge_dir(c, sd, dd, depth + 1);
+		if (r < 0)
+			return r;
+		/* the upper folder's owner, mode and times are what shows;
+		 * xattrs are added (an opaque mark below stays in force) */
+		return finish(c, sdir, name, ddir, &s);
+	}
+	if (have) {
+		int r = rm_rf_at(ddir, name, 0);
+		if (r < 0)
+			return fail(c, -r, "replace");
+	}
+	int r = copy_entry(c, sdir, ddir, name, depth);
+	if (r < 0)
+		return r;
+	/* A folder over a non-folder (a file, a whiteout) of the merged
+	 * layers: in the stack, that non-folder hid the template's folder
+	 * at this path, so the flattened folder must hide it too. */
+	if (have && S_ISDIR(s.st_mode) && !S_ISDIR(d.st_mode)) {
+		char p[64 + 256];
+		safe_snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", ddir, name);
+		if (lsetxattr(p, "trusted.overlay.opaque", "y", 1, 0) < 0)
+			return fail(c, errno, "mark opaque");
+	}
+	return 0;
+}
+
+static int merge_dir(struct copier *c, int sdir, int ddir, unsigned depth)
+{
+	return walk_dir(c, sdir, ddir, depth, merge_entry);
+}
+
+static int run(int src_dir, int dst_dir, bool merge, struct layer_copy_stats *stats, abox_error *err)
 {
 	struct copier c = { .dst_root = dst_dir, .err = err };
 	struct stat s;
 	int r;
 	if (fstat(src_dir, &s) < 0 || !S_ISDIR(s.st_mode))
 		r = abox_error_set(err, errno ? errno : ENOTDIR, "layer copy: source is not a folder");
-	else if ((r = copy_dir(&c, src_dir, dst_dir, 0)) == 0)
+	else if ((r = (merge ? merge_dir : copy_dir)(&c, src_dir, dst_dir, 0)) == 0)
 		r = finish(&c, src_dir, NULL, dst_dir, &s);
 	for (size_t i = 0; i < c.cap; i++)
 		free(c.links[i].path);
@@ -337,4 +403,14 @@ int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, ab
 	if (r == 0 && stats)
 		*stats = c.st;
 	return r;
+}
+
+int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
+{
+	return run(src_dir, dst_dir, false, stats, err);
+}
+
+int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
+{
+	return run(upper_dir, dst_dir, true, stats, err);
 }

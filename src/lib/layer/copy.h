@@ -37,4 +37,10 @@ struct layer_copy_stats {
  * removes. */
 int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
 
+/* Applies the layer at upper_dir onto dst_dir as overlayfs would show the
+ * two stacked (upper on top): folders merge unless the upper one is
+ * opaque, other entries replace, whiteouts delete (and stay, to hide the
+ * template's file). Used to flatten snapshot chains. */
+int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
+
 #endif

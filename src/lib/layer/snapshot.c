@@ -197,7 +197,8 @@ static int64_t wall_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, abox_error *err)
+int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
+		abox_error *err)
 {
 	char dir[4200], tmp[64];
 	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
@@ -232,8 +233,31 @@ int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, ab
 		r = abox_error_set(err, errno, "snapshot: open its layer");
 		goto fail;
 	}
-	if ((r = layer_copy_tree(upper, lfd, &st, err)) < 0)
+	if (flatten && flatten[0]) {
+		/* a chain at its depth limit: the oldest layer, then each newer
+		 * one and finally the sandbox's own applied on top, give one
+		 * layer that stands on the template alone */
+		size_t n = strv_length(flatten);
+		uint64_t bytes = 0;
+		for (size_t i = n; i-- > 0;) {
+			_cleanup_close_ int src = open(flatten[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (src < 0) {
+				r = abox_error_set(err, errno, "snapshot: open layer '%s'", flatten[i]);
+				goto fail;
+			}
+			r = i == n - 1 ? layer_copy_tree(src, lfd, &st, err) : layer_merge_tree(src, lfd, &st, err);
+			if (r < 0)
+				goto fail;
+			bytes += st.data_bytes;
+		}
+		if ((r = layer_merge_tree(upper, lfd, &st, err)) < 0)
+			goto fail;
+		st.data_bytes += bytes;
+		rec->parent = NULL;
+		rec->depth = 1;
+	} else if ((r = layer_copy_tree(upper, lfd, &st, err)) < 0) {
 		goto fail;
+	}
 	rec->bytes = st.data_bytes;
 	rec->created_ms = wall_ms();
 

@@ -39,8 +39,11 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
 /* Copies the writable layer open at layer_fd (its "upper" folder) into a
  * new snapshot; the caller has frozen the sandbox. rec: name, parent,
  * template_name and depth set by the caller; id, created_ms and bytes
- * are filled in. */
-int snap_create(const char *state_dir, int layer_fd, struct snap_record *rec, abox_error *err);
+ * are filled in. flatten (layer folders the sandbox stands on, newest
+ * first, or NULL): merge them and the writable layer into one layer with
+ * no parent, for a chain at SNAPSHOT_MAX_CHAIN. */
+int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
+		abox_error *err);
 /* Ids of every snapshot (NULL-terminated, sorted). */
 int snap_list(const char *state_dir, char ***ids, abox_error *err);
 /* flock on the snapshot store: shared while a create stacks a chain (until
