@@ -65,6 +65,7 @@ int cmd_pause(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_ps(int argc, char **argv);

@@ -34,6 +34,7 @@ static void usage(FILE *f)
 		"  snapshot [--name N] ID          copy a sandbox's files into a snapshot\n"
 		"  snapshots ls|rm                 list or remove snapshots\n"
 		"  fork [--count N] ID             new sandboxes with a sandbox's current files\n"
+		"  template ls|import|rm           root filesystems sandboxes start from\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
 		return cmd_metrics(argc - 1, argv + 1);
 	if (strcmp(verb, "snapshot") == 0)
 		return cmd_snapshot(argc - 1, argv + 1);
+	if (strcmp(verb, "template") == 0)
+		return cmd_template(argc - 1, argv + 1);
 	if (strcmp(verb, "fork") == 0)
 		return cmd_fork(argc - 1, argv + 1);
 	if (strcmp(verb, "snapshots") == 0)

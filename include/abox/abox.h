@@ -185,6 +185,17 @@ ABOX_EXPORT int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size
  * sandbox or another snapshot stands on it. */
 ABOX_EXPORT int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err);
 
+/* Templates. `host` is built in. abox_template_import makes (or replaces)
+ * template name from a folder holding a root filesystem: copied without
+ * following anything in it, with device nodes, setuid/setgid bits and
+ * file capabilities dropped. Sandboxes already using an older version of
+ * it keep that version until they end. */
+ABOX_EXPORT int abox_template_import(abox_ctx *ctx, const char *name, const char *dir, abox_error *err);
+/* Names of all templates, "host" first; NULL-terminated, free each and
+ * the array with free(). */
+ABOX_EXPORT int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err);
+ABOX_EXPORT int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
+
 /* Freezes every process of a long-lived sandbox (its cgroup's freezer)
  * and returns once the kernel reports it frozen. A paused sandbox uses no
  * CPU, keeps its memory, and its timeout clock stops; commands and file

@@ -571,7 +571,7 @@ int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	int r = backend_layout(ctx, err);
 	if (r < 0)
 		return abox_error_prefix(err, "gc");
-	template_sweep(ctx->state_dir, "host");
+	template_sweep(ctx->state_dir, NULL);
 	snap_sweep(ctx->state_dir);
 	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
 }

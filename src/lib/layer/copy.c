@@ -31,6 +31,7 @@ struct copier {
 	struct layer_copy_stats st;
 	struct link_entry *links;
 	size_t nlinks, cap; /* cap: a power of two, or 0 */
+	bool sanitize;      /* an imported tree: no devices, setuid/setgid or file capabilities */
 	char path[8192];    /* relative path of the entry being copied */
 	size_t path_len;
 	abox_error *err;
@@ -122,6 +123,9 @@ static int copy_xattrs(struct copier *c, int sdir, const char *sname, int ddir, 
 				continue; /* went away between list and get */
 			return fail(c, errno, "read xattr of");
 		}
+		/* file capabilities raise privileges like setuid does */
+		if (c->sanitize && strcmp(k, "security.capability") == 0)
+			continue;
 		if (set(dp, k, val, (size_t)v, 0) < 0)
 			return abox_error_set(c->err, errno, "layer copy: set xattr '%s' on '%s'", k,
 					      c->path_len ? c->path : ".");
@@ -193,7 +197,8 @@ static int finish(struct copier *c, int sdir, const char *name, int ddir, const 
 		     name ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0)
 		return fail(c, errno, "chown");
 	if (!S_ISLNK(s->st_mode)) {
-		int r = name ? fchmodat(ddir, name, s->st_mode & 07777, 0) : fchmod(ddir, s->st_mode & 07777);
+		mode_t mode = s->st_mode & (c->sanitize && !S_ISDIR(s->st_mode) ? 01777 : 07777);
+		int r = name ? fchmodat(ddir, name, mode, 0) : fchmod(ddir, mode);
 		if (r < 0)
 			return fail(c, errno, "chmod");
 	}
@@ -272,6 +277,13 @@ static int copy_entry(struct copier *c, int sdir, int ddir, const char *name, un
 	}
 	case S_IFCHR:
 	case S_IFBLK:
+		/* an imported tree gets no device nodes: the sandbox's /dev is
+		 * made by abox, and a node elsewhere could reach host devices */
+		if (c->sanitize) {
+			c->st.dropped++;
+			return 0;
+		}
+		/* fall through */
 	case S_IFIFO:
 	case S_IFSOCK:
 		/* a 0:0 character device is an overlay whiteout: a file deleted
@@ -388,9 +400,10 @@ static int merge_dir(struct copier *c, int sdir, int ddir, unsigned depth)
 	return walk_dir(c, sdir, ddir, depth, merge_entry);
 }
 
-static int run(int src_dir, int dst_dir, bool merge, struct layer_copy_stats *stats, abox_error *err)
+static int run(int src_dir, int dst_dir, bool merge, bool sanitize, struct layer_copy_stats *stats,
+	       abox_error *err)
 {
-	struct copier c = { .dst_root = dst_dir, .err = err };
+	struct copier c = { .dst_root = dst_dir, .err = err, .sanitize = sanitize };
 	struct stat s;
 	int r;
 	if (fstat(src_dir, &s) < 0 || !S_ISDIR(s.st_mode))
@@ -407,10 +420,15 @@ static int run(int src_dir, int dst_dir, bool merge, struct layer_copy_stats *st
 
 int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
 {
-	return run(src_dir, dst_dir, false, stats, err);
+	return run(src_dir, dst_dir, false, false, stats, err);
 }
 
 int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
 {
-	return run(upper_dir, dst_dir, true, stats, err);
+	return run(upper_dir, dst_dir, true, false, stats, err);
+}
+
+int layer_import_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
+{
+	return run(src_dir, dst_dir, false, true, stats, err);
 }

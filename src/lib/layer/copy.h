@@ -29,6 +29,7 @@ struct layer_copy_stats {
 	uint64_t data_bytes;  /* bytes of file data copied or reflinked */
 	uint64_t hardlinks;   /* entries made as links to an earlier copy */
 	uint64_t reflinked;   /* files cloned instead of copied */
+	uint64_t dropped;     /* device nodes left out (imports) */
 };
 
 /* Copies the contents of src_dir into dst_dir, which must exist and be
@@ -42,5 +43,10 @@ int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, ab
  * opaque, other entries replace, whiteouts delete (and stay, to hide the
  * template's file). Used to flatten snapshot chains. */
 int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
+
+/* layer_copy_tree for a tree from outside (a template import): device
+ * nodes are left out, setuid/setgid bits and security.capability dropped,
+ * so nothing in a template can raise privileges or reach host devices. */
+int layer_import_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
 
 #endif

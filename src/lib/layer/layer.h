@@ -25,8 +25,9 @@ struct template_info {
  * Unknown names are -ENOENT with a message naming the template. */
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err);
 void template_info_free(struct template_info *t);
-/* Removes versions of template `name` that are neither current nor in
- * use (gc calls it). Never blocks on a rebuild. */
+/* Removes versions of template `name` (NULL: of every template, removed
+ * ones included) that are neither current nor in use (gc calls it).
+ * Never blocks on a rebuild. */
 void template_sweep(const char *state_dir, const char *name);
 
 /* Top-level folders of the host that are system trees: borrowed through
@@ -40,5 +41,19 @@ int host_template_build(const char *host_root, const char *dir, abox_error *err)
 /* Whether the built template in dir is complete and newer than the host
  * files it copied. */
 bool host_template_fresh(const char *dir);
+
+struct layer_copy_stats;
+/* Template names: 1-63 of a-z 0-9 - _, starting with a letter or digit. */
+bool template_name_ok(const char *name);
+/* Imports the tree at src (a folder) as a new version of template name:
+ * copied without following anything in it, without device nodes,
+ * setuid/setgid bits or file capabilities, plus the folders every root
+ * needs. Sandboxes running on an older version keep it until they end. */
+int template_import_dir(const char *state_dir, const char *name, const char *src, struct layer_copy_stats *stats,
+			abox_error *err);
+/* Forgets template name; versions in use are swept once unused. */
+int template_remove(const char *state_dir, const char *name, abox_error *err);
+/* "host" first, then every imported template (NULL-terminated). */
+int template_list(const char *state_dir, char ***names, abox_error *err);
 
 #endif

@@ -15,10 +15,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "layer/copy.h"
 #include "layer/layer.h"
 #include "store/state.h"
 
@@ -163,8 +165,6 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 
 	if (!state_dir || !name)
 		return abox_error_setx(err, EINVAL, "template: missing argument");
-	if (strcmp(name, "host") != 0)
-		return abox_error_setx(err, ENOENT, "template '%s' not found (available: host)", name);
 	if (strlen(state_dir) > 3500)
 		return abox_error_setx(err, ENAMETOOLONG, "state folder path is too long");
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
@@ -173,6 +173,20 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 	if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "template: mkdir '%s'", tdir);
 
+	if (strcmp(name, "host") != 0) {
+		/* an imported template: its versions never go stale */
+		int fd = template_name_ok(name) ? open_current(tdir, name, path, sizeof(path), false) : -ENOENT;
+		if (fd < 0)
+			return abox_error_setx(err, ENOENT, "template '%s' not found (`abox template ls` lists them)",
+					       name);
+		struct template_info t = { .user_uid = 1000, .user_gid = 1000, .lock_fd = fd, .root = strdup(path) };
+		if (!t.root) {
+			template_info_free(&t);
+			return abox_error_set(err, ENOMEM, "template");
+		}
+		*out = t;
+		return 0;
+	}
 	int fd = open_current(tdir, name, path, sizeof(path), true);
 	for (int attempt = 0; attempt < 3 && fd < 0; attempt++) {
 		if ((r = rebuild(state_dir, tdir, name, err)) < 0)
@@ -220,22 +234,200 @@ void template_info_free(struct template_info *t)
 	t->lock_fd = -1;
 }
 
-void template_sweep(const char *state_dir, const char *name)
+static void sweep_name(const char *state_dir, const char *tdir, const char *name)
 {
-	char tdir[4096], link[4200], target[256];
-	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	char link[4200], target[256];
 	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
 	ssize_t n = readlink(link, target, sizeof(target) - 1);
-	if (n <= 0)
-		return;
-	target[n] = '\0';
+	/* a removed template: none of its versions is current any more */
+	target[n > 0 ? n : 0] = '\0';
+	sweep(state_dir, tdir, name, target);
+}
+
+void template_sweep(const char *state_dir, const char *name)
+{
+	char tdir[4096];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
 	/* builders hold .lock: sweeping under it never races a rebuild */
 	char lockp[4200];
 	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
 	int lk = open(lockp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (lk < 0)
 		return;
-	if (flock(lk, LOCK_EX | LOCK_NB) == 0)
-		sweep(state_dir, tdir, name, target);
+	if (flock(lk, LOCK_EX | LOCK_NB) == 0) {
+		if (name) {
+			sweep_name(state_dir, tdir, name);
+		} else {
+			/* every template that has versions, removed ones included */
+			_cleanup_(strv_freep) char **names = calloc(1, sizeof(char *));
+			size_t k = 0;
+			DIR *d = opendir(tdir);
+			struct dirent *de;
+			while (names && d && (de = readdir(d))) {
+				const char *dot = strrchr(de->d_name, '.');
+				if (!dot || dot == de->d_name || de->d_type != DT_DIR)
+					continue;
+				char *nm = strndup(de->d_name, (size_t)(dot - de->d_name));
+				bool dup = !nm || !template_name_ok(nm);
+				for (size_t i = 0; !dup && i < k; i++)
+					dup = strcmp(names[i], nm) == 0;
+				char **nv = dup ? NULL : realloc(names, (k + 2) * sizeof(char *));
+				if (!nv) {
+					free(nm);
+					continue;
+				}
+				names = nv;
+				names[k++] = nm;
+				names[k] = NULL;
+			}
+			if (d)
+				closedir(d);
+			for (size_t i = 0; names && i < k; i++)
+				sweep_name(state_dir, tdir, names[i]);
+		}
+	}
 	close(lk);
+}
+
+bool template_name_ok(const char *name)
+{
+	size_t n = 0;
+	for (; name[n]; n++)
+		if (!((name[n] >= 'a' && name[n] <= 'z') || (name[n] >= '0' && name[n] <= '9') ||
+		      (n && (name[n] == '-' || name[n] == '_'))))
+			return false;
+	return n >= 1 && n <= 63;
+}
+
+/* The folders every sandbox root needs, made when an image lacks them:
+ * mount points, a world-writable /tmp and the home of `user`. */
+static int add_skeleton(int root, abox_error *err)
+{
+	static const struct {
+		const char *path;
+		mode_t mode;
+		uid_t uid;
+	} dirs[] = {
+		{ "etc", 0755, 0 }, { "tmp", 01777, 0 }, { "proc", 0555, 0 }, { "dev", 0755, 0 },
+		{ "sys", 0555, 0 }, { "root", 0700, 0 }, { "home", 0755, 0 }, { "home/user", 0755, 1000 },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		if (mkdirat(root, dirs[i].path, dirs[i].mode) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return abox_error_set(err, errno, "template: create /%s", dirs[i].path);
+		}
+		if (fchownat(root, dirs[i].path, dirs[i].uid, dirs[i].uid, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(root, dirs[i].path, dirs[i].mode, 0) < 0)
+			return abox_error_set(err, errno, "template: set up /%s", dirs[i].path);
+	}
+	return 0;
+}
+
+int template_import_dir(const char *state_dir, const char *name, const char *src, struct layer_copy_stats *stats,
+			abox_error *err)
+{
+	if (!template_name_ok(name) || strcmp(name, "host") == 0)
+		return abox_error_setx(err, EINVAL,
+				       "template: name '%s' must be 1-63 of a-z 0-9 - _ (and not 'host')", name);
+	_cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0)
+		return abox_error_set(err, errno, "template: open '%s'", src);
+	char tdir[4096], lockp[4200];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
+		return abox_error_set(err, errno, "template: create '%s'", tdir);
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0)
+		return abox_error_set(err, errno, "template: lock '%s'", lockp);
+
+	char gen[9], build[4200], version[256], final[4200], link[4200], tmplink[4200];
+	int r = random_id(gen, 8);
+	if (r < 0)
+		return abox_error_set(err, -r, "template: random");
+	safe_snprintf(build, sizeof(build), "%s/.build.%s", tdir, gen);
+	safe_snprintf(version, sizeof(version), "%s.%s", name, gen);
+	safe_snprintf(final, sizeof(final), "%s/%s", tdir, version);
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
+	if (mkdir(build, 0755) < 0)
+		return abox_error_set(err, errno, "template: create '%s'", build);
+	_cleanup_close_ int bfd = open(build, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0) {
+		r = abox_error_set(err, errno, "template: open '%s'", build);
+		goto fail;
+	}
+	if ((r = layer_import_tree(sfd, bfd, stats, err)) < 0 || (r = add_skeleton(bfd, err)) < 0)
+		goto fail;
+	/* the root of a template is never writable by the sandbox's user */
+	if (fchown(bfd, 0, 0) < 0 || fchmod(bfd, 0755) < 0) {
+		r = abox_error_set(err, errno, "template: set up its root");
+		goto fail;
+	}
+	if (rename(build, final) < 0) {
+		r = abox_error_set(err, errno, "template: rename '%s'", final);
+		goto fail;
+	}
+	if (symlink(version, tmplink) < 0 || rename(tmplink, link) < 0) {
+		r = abox_error_set(err, errno, "template: switch '%s' to '%s'", link, version);
+		unlink(tmplink);
+		return r;
+	}
+	sweep(state_dir, tdir, name, version);
+	return 0;
+fail:
+	(void)rm_rf_at(AT_FDCWD, build, 0);
+	return r;
+}
+
+int template_remove(const char *state_dir, const char *name, abox_error *err)
+{
+	if (strcmp(name, "host") == 0)
+		return abox_error_setx(err, EPERM, "template: 'host' is built in and cannot be removed");
+	if (!template_name_ok(name))
+		return abox_error_setx(err, ENOENT, "template '%s' not found", name);
+	char tdir[4096], link[4200], lockp[4200];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0)
+		return abox_error_set(err, errno, "template: lock '%s'", lockp);
+	if (unlink(link) < 0)
+		return errno == ENOENT ? abox_error_setx(err, ENOENT, "template '%s' not found", name)
+				       : abox_error_set(err, errno, "template: remove '%s'", link);
+	/* versions still in use by sandboxes stay until they are gone (the
+	 * sweep keeps what a recorded sandbox uses) */
+	sweep(state_dir, tdir, name, "");
+	return 0;
+}
+
+int template_list(const char *state_dir, char ***names, abox_error *err)
+{
+	char tdir[4096];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	size_t n = 0;
+	char **v = calloc(2, sizeof(char *));
+	if (!v || !(v[n++] = strdup("host"))) {
+		strv_free(v);
+		return abox_error_set(err, ENOMEM, "templates");
+	}
+	DIR *d = opendir(tdir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_LNK || !template_name_ok(de->d_name) || strcmp(de->d_name, "host") == 0)
+			continue;
+		char **nv = realloc(v, (n + 2) * sizeof(char *));
+		if (!nv)
+			break;
+		v = nv;
+		if (!(v[n] = strdup(de->d_name)))
+			break;
+		v[++n] = NULL;
+	}
+	if (d)
+		closedir(d);
+	*names = v;
+	return 0;
 }
