@@ -102,6 +102,59 @@ static void sweep(const char *state_dir, const char *tdir, const char *name, con
 	closedir(d);
 }
 
+typedef int (*build_fn)(const char *dir, void *ud, abox_error *err);
+
+static int build_host(const char *dir, void *ud, abox_error *err)
+{
+	(void)ud;
+	return host_template_build("/", dir, err);
+}
+
+/* Builds a new version of template name in a .build folder (under the
+ * templates lock, held by the caller), then makes it the current one:
+ * rename to NAME.GEN, atomic switch of the NAME symlink, sweep of the
+ * versions nobody uses any more. */
+static int publish(const char *state_dir, const char *tdir, const char *name, build_fn fn, void *ud,
+		   abox_error *err)
+{
+	char gen[9], build[4200], version[256], final[4200], link[4200], tmplink[4200];
+	int r = random_id(gen, 8);
+	if (r < 0)
+		return abox_error_set(err, -r, "template: random");
+	safe_snprintf(build, sizeof(build), "%s/.build.%s", tdir, gen);
+	safe_snprintf(version, sizeof(version), "%s.%s", name, gen);
+	safe_snprintf(final, sizeof(final), "%s/%s", tdir, version);
+	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
+	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
+
+	r = fn(build, ud, err);
+	if (r < 0) {
+		(void)rm_rf_at(AT_FDCWD, build, 0);
+		return r;
+	}
+	if (rename(build, final) < 0) {
+		r = abox_error_set(err, errno, "template: rename '%s'", final);
+		(void)rm_rf_at(AT_FDCWD, build, 0);
+		return r;
+	}
+	/* a folder of the older layout (not a symlink) is moved aside so
+	 * the symlink can take its name; the sweep removes it once unused */
+	struct stat st;
+	if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char aside[4400];
+		safe_snprintf(aside, sizeof(aside), "%s/%s.old%s", tdir, name, gen);
+		if (rename(link, aside) < 0)
+			return abox_error_set(err, errno, "template: move '%s' aside", link);
+	}
+	if (symlink(version, tmplink) < 0 || rename(tmplink, link) < 0) {
+		r = abox_error_set(err, errno, "template: switch '%s' to '%s'", link, version);
+		unlink(tmplink);
+		return r;
+	}
+	sweep(state_dir, tdir, name, version);
+	return 0;
+}
+
 static int rebuild(const char *state_dir, const char *tdir, const char *name, abox_error *err)
 {
 	char lockp[4096];
@@ -120,42 +173,7 @@ static int rebuild(const char *state_dir, const char *tdir, const char *name, ab
 		return 0;
 	}
 
-	char gen[9], build[4096], version[256], final[4096], link[4096], tmplink[4096];
-	int r = random_id(gen, 8);
-	if (r < 0)
-		return abox_error_set(err, -r, "template: random");
-	safe_snprintf(build, sizeof(build), "%s/.build.%s", tdir, gen);
-	safe_snprintf(version, sizeof(version), "%s.%s", name, gen);
-	safe_snprintf(final, sizeof(final), "%s/%s", tdir, version);
-	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
-	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
-
-	r = host_template_build("/", build, err);
-	if (r < 0) {
-		(void)rm_rf_at(AT_FDCWD, build, 0);
-		return r;
-	}
-	if (rename(build, final) < 0) {
-		r = abox_error_set(err, errno, "template: rename '%s'", final);
-		(void)rm_rf_at(AT_FDCWD, build, 0);
-		return r;
-	}
-	/* a folder of the older layout (not a symlink) is moved aside so
-	 * the symlink can take its name; the sweep removes it once unused */
-	struct stat st;
-	if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char aside[4096];
-		safe_snprintf(aside, sizeof(aside), "%s/%s.old%s", tdir, name, gen);
-		if (rename(link, aside) < 0)
-			return abox_error_set(err, errno, "template: move '%s' aside", link);
-	}
-	if (symlink(version, tmplink) < 0 || rename(tmplink, link) < 0) {
-		r = abox_error_set(err, errno, "template: switch '%s' to '%s'", link, version);
-		unlink(tmplink);
-		return r;
-	}
-	sweep(state_dir, tdir, name, version);
-	return 0;
+	return publish(state_dir, tdir, name, build_host, NULL, err);
 }
 
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err)
@@ -324,6 +342,28 @@ static int add_skeleton(int root, abox_error *err)
 	return 0;
 }
 
+struct import_args {
+	int src;
+	struct layer_copy_stats *stats;
+};
+
+static int build_import(const char *dir, void *ud, abox_error *err)
+{
+	struct import_args *a = ud;
+	if (mkdir(dir, 0755) < 0)
+		return abox_error_set(err, errno, "template: create '%s'", dir);
+	_cleanup_close_ int bfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return abox_error_set(err, errno, "template: open '%s'", dir);
+	int r = layer_import_tree(a->src, bfd, a->stats, err);
+	if (r < 0 || (r = add_skeleton(bfd, err)) < 0)
+		return r;
+	/* the root of a template is never writable by the sandbox's user */
+	if (fchown(bfd, 0, 0) < 0 || fchmod(bfd, 0755) < 0)
+		return abox_error_set(err, errno, "template: set up its root");
+	return 0;
+}
+
 int template_import_dir(const char *state_dir, const char *name, const char *src, struct layer_copy_stats *stats,
 			abox_error *err)
 {
@@ -342,43 +382,8 @@ int template_import_dir(const char *state_dir, const char *name, const char *src
 	if (lk < 0 || flock(lk, LOCK_EX) < 0)
 		return abox_error_set(err, errno, "template: lock '%s'", lockp);
 
-	char gen[9], build[4200], version[256], final[4200], link[4200], tmplink[4200];
-	int r = random_id(gen, 8);
-	if (r < 0)
-		return abox_error_set(err, -r, "template: random");
-	safe_snprintf(build, sizeof(build), "%s/.build.%s", tdir, gen);
-	safe_snprintf(version, sizeof(version), "%s.%s", name, gen);
-	safe_snprintf(final, sizeof(final), "%s/%s", tdir, version);
-	safe_snprintf(link, sizeof(link), "%s/%s", tdir, name);
-	safe_snprintf(tmplink, sizeof(tmplink), "%s/.link.%s", tdir, gen);
-	if (mkdir(build, 0755) < 0)
-		return abox_error_set(err, errno, "template: create '%s'", build);
-	_cleanup_close_ int bfd = open(build, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bfd < 0) {
-		r = abox_error_set(err, errno, "template: open '%s'", build);
-		goto fail;
-	}
-	if ((r = layer_import_tree(sfd, bfd, stats, err)) < 0 || (r = add_skeleton(bfd, err)) < 0)
-		goto fail;
-	/* the root of a template is never writable by the sandbox's user */
-	if (fchown(bfd, 0, 0) < 0 || fchmod(bfd, 0755) < 0) {
-		r = abox_error_set(err, errno, "template: set up its root");
-		goto fail;
-	}
-	if (rename(build, final) < 0) {
-		r = abox_error_set(err, errno, "template: rename '%s'", final);
-		goto fail;
-	}
-	if (symlink(version, tmplink) < 0 || rename(tmplink, link) < 0) {
-		r = abox_error_set(err, errno, "template: switch '%s' to '%s'", link, version);
-		unlink(tmplink);
-		return r;
-	}
-	sweep(state_dir, tdir, name, version);
-	return 0;
-fail:
-	(void)rm_rf_at(AT_FDCWD, build, 0);
-	return r;
+	struct import_args args = { .src = sfd, .stats = stats };
+	return publish(state_dir, tdir, name, build_import, &args, err);
 }
 
 int template_remove(const char *state_dir, const char *name, abox_error *err)
