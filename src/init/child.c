@@ -112,8 +112,7 @@ struct child_args {
 	bool pty;
 };
 
-/* The child, between vfork and exec: system calls only, nothing written
- * outside its own frame. */
+/* The child, between fork and exec. */
 __attribute__((noinline, noreturn)) static void child_exec(const struct child_args *a)
 {
 	const struct exec_req *req = a->req;
@@ -142,9 +141,8 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 	ep = 3;
 	(void)syscall(SYS_close_range, 4, ~0U, 0);
-	/* Raw system calls: libc's wrappers apply credentials to every
-	 * thread of the process through shared state, which a vfork child
-	 * must not touch; this task is the only one that should change. */
+	/* raw system calls: the child is single-threaded, libc's
+	 * all-threads machinery would only add signal-mask round trips */
 	if (syscall(SYS_setgroups, 0, NULL) < 0)
 		child_fail(ep, errno, "setgroups", req->user ? req->user : "?");
 	if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0)
@@ -157,10 +155,6 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	_exit(127);
 }
 
-/* The vfork child never returns into this frame (child_exec is
- * noreturn), so the register-clobber warning for our locals is moot. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wclobbered"
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
@@ -251,11 +245,11 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		.req = req, .envp = envp, .in = in[0], .out = out[1],
 		.err = master >= 0 ? slave : err[1], .ep = ep[1], .pty = master >= 0,
 	};
-	/* vfork: the child borrows init's memory until its exec, so there are
-	 * no page tables to copy; it runs in its own frame (child_exec), reads
-	 * `a` and writes nothing of ours. Signal handlers, the fd table, cwd
-	 * and credentials are its own (no CLONE_SIGHAND/FILES/FS). */
-	pid_t c = vfork();
+	/* fork, not vfork: a vfork parent stays suspended until the child
+	 * execs, and a process in the sandbox could SIGSTOP the child before
+	 * that (once it has the target uid, or always as the sandbox's root)
+	 * and so freeze PID 1: no more deadline, no more requests. */
+	pid_t c = fork();
 	if (c == 0)
 		child_exec(&a);
 	if (c < 0) {
@@ -305,4 +299,3 @@ fail:
 	}
 	return r;
 }
-#pragma GCC diagnostic pop

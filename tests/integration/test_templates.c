@@ -22,8 +22,8 @@ static void init(void)
 static void fini(void)
 {
 	if (root[0]) {
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+		char cmd[256];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.escape'", root, root);
 		cr_expect_eq(system(cmd), 0);
 		root[0] = '\0';
 	}
@@ -44,7 +44,10 @@ static void make_rootfs(void)
 		 "for f in $(ldd /usr/bin/dash /usr/bin/cat /usr/bin/ls | grep -o '/lib[^ ]*' | sort -u); do"
 		 "  mkdir -p $R$(dirname $f); cp -L $f $R$f; done;"
 		 "echo hello > $R/hello; cp /usr/bin/cat $R/bin/suid-cat; chmod 4755 $R/bin/suid-cat;"
-		 "mknod $R/kmem-dev c 1 2; ln -s /etc/shadow $R/shadow-link",
+		 "mknod $R/kmem-dev c 1 2; ln -s /etc/shadow $R/shadow-link;"
+		 /* a planted home pointing at a host folder: the import must
+		  * not create user/ through it */
+		 "mkdir $R.escape; ln -s $R.escape $R/home",
 		 root);
 	cr_assert_eq(system(cmd), 0, "building the test root filesystem");
 }
@@ -64,6 +67,9 @@ Test(template, imported_folder_runs_without_privileged_leftovers)
 {
 	make_rootfs();
 	free(OK("template", "import", "abox-test-tiny", root));
+	char esc[128];
+	snprintf(esc, sizeof(esc), "%s.escape/user", root);
+	cr_assert_neq(access(esc, F_OK), 0, "the import created a folder through a planted symlink: %s", esc);
 	char *ls = OK("template", "ls");
 	cr_assert(strstr(ls, "host\n") && strstr(ls, "abox-test-tiny\n"), "%s", ls);
 	free(ls);
@@ -71,9 +77,10 @@ Test(template, imported_folder_runs_without_privileged_leftovers)
 	struct run_result r;
 	ABOX(&r, "run", "--template", "abox-test-tiny", "--", "/bin/sh", "-c",
 	     "cat /hello; test -e /kmem-dev || echo no-dev; case $(ls -l /bin/suid-cat) in -rwxr-xr-x*) echo no-suid;; *) echo suid;; esac;"
-	     "cat /shadow-link 2>/dev/null || echo no-host-shadow; echo $HOME; test -d /tmp && echo tmp");
+	     "cat /shadow-link 2>/dev/null || echo no-host-shadow; echo $HOME; test -d /tmp && echo tmp;"
+	     "test -d /home/user && echo home-dir");
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "hello\nno-dev\nno-suid\nno-host-shadow\n/home/user\ntmp\n");
+	cr_assert_str_eq(r.out, "hello\nno-dev\nno-suid\nno-host-shadow\n/home/user\ntmp\nhome-dir\n");
 	run_result_free(&r);
 
 	/* removed while a sandbox uses it: that sandbox goes on */

@@ -317,28 +317,55 @@ bool template_name_ok(const char *name)
 	return n >= 1 && n <= 63;
 }
 
+/* One folder of the skeleton, below parent (an fd): an entry of the image
+ * that is not a real folder (a symlink above all, which could point
+ * anywhere on the host while we still work as root) is replaced. */
+static int skeleton_dir(int parent, const char *name, mode_t mode, uid_t uid, int *out, abox_error *err)
+{
+	struct stat st;
+	bool made = false;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+		int r = rm_rf_at(parent, name, 0);
+		if (r < 0)
+			return abox_error_set(err, -r, "template: replace /%s", name);
+	}
+	if (mkdirat(parent, name, mode) == 0)
+		made = true;
+	else if (errno != EEXIST)
+		return abox_error_set(err, errno, "template: create /%s", name);
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return abox_error_set(err, errno, "template: open /%s", name);
+	if (made && (fchown(fd, uid, uid) < 0 || fchmod(fd, mode) < 0)) {
+		int e = errno;
+		close(fd);
+		return abox_error_set(err, e, "template: set up /%s", name);
+	}
+	*out = fd;
+	return 0;
+}
+
 /* The folders every sandbox root needs, made when an image lacks them:
- * mount points, a world-writable /tmp and the home of `user`. */
+ * mount points, a world-writable /tmp and the home of `user`. Never
+ * follows anything in the image. */
 static int add_skeleton(int root, abox_error *err)
 {
 	static const struct {
-		const char *path;
+		const char *name;
 		mode_t mode;
-		uid_t uid;
-	} dirs[] = {
-		{ "etc", 0755, 0 }, { "tmp", 01777, 0 }, { "proc", 0555, 0 }, { "dev", 0755, 0 },
-		{ "sys", 0555, 0 }, { "root", 0700, 0 }, { "home", 0755, 0 }, { "home/user", 0755, 1000 },
-	};
-	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		if (mkdirat(root, dirs[i].path, dirs[i].mode) < 0) {
-			if (errno == EEXIST)
-				continue;
-			return abox_error_set(err, errno, "template: create /%s", dirs[i].path);
-		}
-		if (fchownat(root, dirs[i].path, dirs[i].uid, dirs[i].uid, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(root, dirs[i].path, dirs[i].mode, 0) < 0)
-			return abox_error_set(err, errno, "template: set up /%s", dirs[i].path);
+	} top[] = { { "etc", 0755 }, { "tmp", 01777 }, { "proc", 0555 }, { "dev", 0755 },
+		    { "sys", 0555 }, { "root", 0700 } };
+	for (size_t i = 0; i < ELEMENTSOF(top); i++) {
+		int fd;
+		int r = skeleton_dir(root, top[i].name, top[i].mode, 0, &fd, err);
+		if (r < 0)
+			return r;
+		close(fd);
 	}
+	_cleanup_close_ int home = -EBADF, user = -EBADF;
+	int r = skeleton_dir(root, "home", 0755, 0, &home, err);
+	if (r < 0 || (r = skeleton_dir(home, "user", 0755, 1000, &user, err)) < 0)
+		return r;
 	return 0;
 }
 
