@@ -117,9 +117,11 @@ struct stack {
 int stack_open(abox_ctx *ctx, const char *ref, struct stack *s, abox_error *err);
 int stack_lowers(struct stack *s, const struct template_info *t, abox_error *err);
 void stack_free(struct stack *s);
-/* abox_sandbox_snapshot; auto_remove: a fork's, removed by gc once unused. */
-int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out,
-		     abox_error *err);
+/* abox_sandbox_snapshot; auto_remove: a fork's, removed by gc once unused;
+ * stay_frozen: on success the sandbox is left frozen (a cold pause kills
+ * it next, and nothing may change or be accepted in between). */
+int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen,
+		     abox_snapshot_info *out, abox_error *err);
 
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);

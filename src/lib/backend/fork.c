@@ -22,7 +22,7 @@ int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abo
 	if (r < 0)
 		return abox_error_prefix(err, "fork");
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	if ((r = backend_snapshot(sb, NULL, true, &snap, err)) < 0) {
+	if ((r = backend_snapshot(sb, NULL, true, false, &snap, err)) < 0) {
 		sb_state_free(&st);
 		return abox_error_prefix(err, "fork");
 	}

@@ -197,6 +197,13 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 	int r = state_read(sb->ctx->state_dir, sb->id, &st, err);
 	if (r < 0)
 		return r;
+	if (st.paused_ms) {
+		/* the record is the truth, not this handle: a frozen init would
+		 * never answer, and we hold the lock resume and kill need */
+		sb->paused = true;
+		sb_state_free(&st);
+		return backend_not_paused(sb, "set-timeout", err);
+	}
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
 	proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);

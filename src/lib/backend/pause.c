@@ -150,24 +150,30 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 	if (sb->cold)
 		return abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused without memory", sb->id);
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	int r = backend_snapshot(sb, NULL, true, &snap, err);
+	/* left frozen after the copy: a write or a command accepted between
+	 * the copy and the kill would be lost without a word */
+	int r = backend_snapshot(sb, NULL, true, true, &snap, err);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	struct sb_state st = { 0 };
 	{
 		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
-		if (lock < 0)
-			return lock;
-		if ((r = state_read(ctx->state_dir, sb->id, &st, err)) < 0)
-			return r;
+		if (lock < 0 || (r = state_read(ctx->state_dir, sb->id, &st, err)) < 0) {
+			if (!st.paused_ms && sb->cg)
+				(void)cgroup_freeze(sb->cg, false, NULL); /* back as it was */
+			return lock < 0 ? lock : r;
+		}
 		/* recorded before the kill: from here on the record says
 		 * "paused", so gc never takes the dead init for a dead
 		 * sandbox */
+		bool was_paused = st.paused_ms != 0; /* frozen before we came */
 		size_t n = strv_length(st.snapshots);
 		char **chain = calloc(n + 2, sizeof(char *));
 		if (!chain || !(chain[0] = strdup(snap.id))) {
 			free(chain);
 			sb_state_free(&st);
+			if (!was_paused && sb->cg)
+				(void)cgroup_freeze(sb->cg, false, NULL);
 			return abox_error_set(err, ENOMEM, "pause");
 		}
 		for (size_t i = 0; i < n; i++)
@@ -179,8 +185,11 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 		st.cold = true;
 		r = state_write(ctx->state_dir, &st, err);
 		sb_state_free(&st);
-		if (r < 0)
+		if (r < 0) {
+			if (!was_paused && sb->cg)
+				(void)cgroup_freeze(sb->cg, false, NULL);
 			return r;
+		}
 	}
 	snap_settle(ctx->state_dir, snap.id);
 	r = backend_kill(sb, true, err);
@@ -248,6 +257,10 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		*sb = *fresh;
 		*fresh = old;
 		abox_sandbox_free(fresh);
+	} else {
+		/* a create that failed late removes "its" record, which is the
+		 * paused sandbox's: put it back, the files are still there */
+		(void)state_write(ctx->state_dir, &st, NULL);
 	}
 	strv_free(meta);
 	sb_state_free(&st);

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "backend/backend.h"
+#include "store/state.h"
 #include "proto/messages.h"
 
 struct user_entry {
@@ -255,12 +256,32 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
  * deadline. */
 #define DISPATCH_FRAMES 64
 
+/* A long-lived sandbox's deadline may have moved since this handle read
+ * it: another process paused it (the clock stopped), resumed it or set a
+ * new timeout. Re-reads the record and updates sb->deadline_ms; true when
+ * it is still due. An ephemeral sandbox's deadline is this handle's own. */
+static bool deadline_still_due(abox_sandbox *sb)
+{
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		return true;
+	struct sb_state st = { 0 };
+	if (state_read(sb->ctx->state_dir, sb->id, &st, NULL) < 0)
+		return true;
+	int64_t left = st.deadline_ms - backend_wall_ms();
+	if (st.paused_ms || !st.deadline_ms)
+		sb->deadline_ms = 0; /* paused or no timeout: init enforces any new one */
+	else
+		sb->deadline_ms = backend_now_ms() + left;
+	sb_state_free(&st);
+	return sb->deadline_ms && left <= 0;
+}
+
 int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err)
 {
 	abox_sandbox *sb = p->sb;
 	if (p->ended)
 		return 1;
-	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms) {
+	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms && deadline_still_due(sb)) {
 		sb->timed_out = true;
 		(void)abox_sandbox_kill(sb, NULL);
 		deliver_lost(p, fn, ud);

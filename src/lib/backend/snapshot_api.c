@@ -54,7 +54,8 @@ static bool name_taken(const char *state_dir, const char *name)
 	return true;
 }
 
-int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out, abox_error *err)
+int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen, abox_snapshot_info *out,
+		     abox_error *err)
 {
 	if (out && out->version < 1)
 		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
@@ -93,7 +94,10 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_
 			safe_snprintf(p, sizeof(p), "%s/snapshots/%s/layer", ctx->state_dir, st.snapshots[i]);
 			flatten[i] = strdup(p);
 		}
-		if (!flatten || (n && !flatten[n - 1])) {
+		bool all = flatten != NULL;
+		for (size_t i = 0; all && i < n; i++)
+			all = flatten[i] != NULL;
+		if (!all) {
 			r = abox_error_set(err, ENOMEM, "snapshot");
 			goto out;
 		}
@@ -117,7 +121,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, abox_
 		froze = true;
 	}
 	r = snap_create(ctx->state_dir, layer, flatten, &rec, err);
-	if (froze) {
+	if (froze && !(stay_frozen && r >= 0)) {
 		abox_error thaw_err = ABOX_ERROR_INIT;
 		int t = cgroup_freeze(sb->cg, false, &thaw_err);
 		if (t < 0 && r >= 0) {
@@ -137,7 +141,7 @@ out:
 
 int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
 {
-	return backend_snapshot(sb, name, false, out, err);
+	return backend_snapshot(sb, name, false, false, out, err);
 }
 
 int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)

@@ -290,6 +290,9 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 		r = abox_error_set(err, errno, "snapshot: publish '%s'", rec->id);
 		goto fail;
 	}
+	/* the rename itself must survive a power loss too: a durable record
+	 * (a cold pause) may name this snapshot */
+	(void)fsync(dfd);
 	return 0;
 fail:
 	(void)rm_rf_at(dfd, tmp, 0);
@@ -362,6 +365,11 @@ int snap_remove(const char *state_dir, const char *ref, abox_error *err)
 		return r;
 	char who[64];
 	r = find_user(state_dir, s.id, who, sizeof(who));
+	if (r < 0) {
+		/* cannot tell who uses it: keep it */
+		snap_record_free(&s);
+		return abox_error_set(err, -r, "snapshot: check who uses %s", ref);
+	}
 	if (r > 0) {
 		r = abox_error_setx(err, EBUSY, "snapshot %s is in use by %s (remove that first)", s.id, who);
 		snap_record_free(&s);

@@ -277,6 +277,13 @@ int state_list(const char *state_dir, char ***ids, abox_error *err)
 	if (!v)
 		return abox_error_set(err, ENOMEM, "list");
 	DIR *d = opendir(dir);
+	if (!d && errno != ENOENT) {
+		/* "no sandboxes" would be a lie that lets callers remove
+		 * what a sandbox still uses */
+		int e = errno;
+		free(v);
+		return abox_error_set(err, e, "list '%s'", dir);
+	}
 	if (d) {
 		struct dirent *de;
 		while ((de = readdir(d))) {
