@@ -129,8 +129,13 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	sb->paused = false;
-	if (left && (r = init_timeout(sb, left, "resume", err)) < 0)
-		goto out; /* init is unreachable: the record stays "paused" for kill/gc */
+	/* init can only answer once thawed; if it cannot take its deadline
+	 * back, freeze again so that the record ("paused") stays true */
+	if (left && (r = init_timeout(sb, left, "resume", err)) < 0) {
+		(void)cgroup_freeze(sb->cg, true, NULL);
+		sb->paused = true;
+		goto out;
+	}
 	st.paused_ms = 0;
 	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0)

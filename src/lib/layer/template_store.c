@@ -46,6 +46,12 @@ static int open_current(const char *tdir, const char *name, char *path, size_t l
 		close(fd);
 		return -e;
 	}
+	/* a sweep may have removed it between our open and our lock */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
+		close(fd);
+		return -ESTALE;
+	}
 	/* locked: a remover can no longer take it from under us; but it may
 	 * have emptied it before we locked, or the host may have moved on */
 	if (check && !host_template_fresh(path)) {
@@ -193,7 +199,10 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 
 	if (strcmp(name, "host") != 0) {
 		/* an imported template: its versions never go stale */
-		int fd = template_name_ok(name) ? open_current(tdir, name, path, sizeof(path), false) : -ENOENT;
+		int fd = -ENOENT;
+		for (int attempt = 0; template_name_ok(name) && attempt < 3; attempt++)
+			if ((fd = open_current(tdir, name, path, sizeof(path), false)) != -ESTALE)
+				break; /* -ESTALE: replaced while we opened it, try the new one */
 		if (fd < 0)
 			return abox_error_setx(err, ENOENT, "template '%s' not found (`abox template ls` lists them)",
 					       name);
