@@ -224,10 +224,21 @@ int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
 static int resume_cold(abox_sandbox *sb, abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
+	/* held through the create: a concurrent kill waits until the new
+	 * init is recorded (then kills that), never tears down a half-made
+	 * one; the create's own failure path re-enters it */
+	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	if (lock < 0)
+		return lock;
 	struct sb_state st = { 0 };
 	int r = state_read(ctx->state_dir, sb->id, &st, err);
 	if (r < 0)
 		return r;
+	if (!st.cold || !st.paused_ms) {
+		sb_state_free(&st);
+		return abox_error_setx(err, EALREADY, "resume: sandbox %s is not paused any more", sb->id);
+	}
+	state_lock_hold(lock, ctx->state_dir, sb->id);
 	char **meta = calloc(st.nmeta + 1, sizeof(char *));
 	for (unsigned k = 0; meta && k < st.nmeta; k++) {
 		size_t n = strlen(st.meta_keys[k]) + strlen(st.meta_values[k]) + 2;
@@ -250,9 +261,8 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);
 	if (r >= 0) {
 		/* the new record: keep when the sandbox was first created */
-		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, NULL);
 		struct sb_state now = { 0 };
-		if (lock >= 0 && state_read(ctx->state_dir, sb->id, &now, NULL) == 0) {
+		if (state_read(ctx->state_dir, sb->id, &now, NULL) == 0) {
 			now.created_ms = st.created_ms;
 			(void)state_write(ctx->state_dir, &now, NULL);
 			sb_state_free(&now);
@@ -267,6 +277,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		 * paused sandbox's: put it back, the files are still there */
 		(void)state_write(ctx->state_dir, &st, NULL);
 	}
+	state_lock_hold(-1, NULL, NULL);
 	strv_free(meta);
 	sb_state_free(&st);
 	if (r >= 0)

@@ -305,6 +305,20 @@ int state_list(const char *state_dir, char ***ids, abox_error *err)
 	return 0;
 }
 
+/* A lock this thread holds across calls that lock again (a cold resume
+ * holds it through a create whose failure path kills). flock locks belong
+ * to the open file: a dup of the holding fd re-enters, a second open of
+ * the file would wait for ourselves forever. */
+static __thread int held_fd = -1;
+static __thread char held_path[4200];
+
+void state_lock_hold(int fd, const char *state_dir, const char *id)
+{
+	held_fd = fd;
+	if (fd >= 0)
+		safe_snprintf(held_path, sizeof(held_path), "%s/sandboxes/%s/lock", state_dir, id);
+}
+
 int state_lock(const char *state_dir, const char *id, abox_error *err)
 {
 	char dir[4096], path[4200];
@@ -312,6 +326,10 @@ int state_lock(const char *state_dir, const char *id, abox_error *err)
 	if (r < 0)
 		return r;
 	safe_snprintf(path, sizeof(path), "%s/lock", dir);
+	if (held_fd >= 0 && strcmp(path, held_path) == 0) {
+		int fd = fcntl(held_fd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? abox_error_set(err, errno, "lock '%s'", path) : fd;
+	}
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return errno == ENOENT ? abox_error_setx(err, ENOENT, "sandbox %s not found", id)

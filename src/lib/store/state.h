@@ -55,5 +55,8 @@ enum sb_status state_status(const struct sb_state *s);
 int state_list(const char *state_dir, char ***ids, abox_error *err);
 /* Takes the sandbox's change lock (blocking). Returns the fd to close. */
 int state_lock(const char *state_dir, const char *id, abox_error *err);
+/* Marks fd (from state_lock) as held by this thread until called with -1:
+ * state_lock of the same sandbox then re-enters instead of waiting. */
+void state_lock_hold(int fd, const char *state_dir, const char *id);
 
 #endif
