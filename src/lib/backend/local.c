@@ -155,7 +155,21 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 				return abox_error_set(err, -r, "%s", what);
 		}
 		struct proto_frame f;
-		r = proto_recv(&sb->rd, &f);
+		r = proto_recv_timeout(&sb->rd, &f, 1000);
+		if (r == -ETIMEDOUT) {
+			/* a frozen init never answers: if another process paused
+			 * the sandbox since this handle looked, say so instead of
+			 * waiting for ever */
+			struct sb_state st = { 0 };
+			bool paused = !(sb->flags & ABOX_SANDBOX_EPHEMERAL) &&
+				      state_read(sb->ctx->state_dir, sb->id, &st, NULL) == 0 && st.paused_ms;
+			sb_state_free(&st);
+			if (paused) {
+				sb->paused = true;
+				return backend_not_paused(sb, what, err);
+			}
+			continue;
+		}
 		if (r <= 0)
 			return abox_error_set(err, r < 0 ? -r : EPIPE, "%s: init did not answer", what);
 		for (unsigned i = 0; i < f.nfds; i++)

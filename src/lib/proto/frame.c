@@ -407,6 +407,11 @@ int proto_reader_next(struct proto_reader *r, struct proto_frame *f)
 
 int proto_recv(struct proto_reader *r, struct proto_frame *f)
 {
+	return proto_recv_timeout(r, f, -1);
+}
+
+int proto_recv_timeout(struct proto_reader *r, struct proto_frame *f, int timeout_ms)
+{
 	for (;;) {
 		int k = proto_reader_next(r, f);
 		if (k != 0)
@@ -416,7 +421,8 @@ int proto_recv(struct proto_reader *r, struct proto_frame *f)
 		k = proto_reader_fill(r);
 		if (k == -EAGAIN) {
 			struct pollfd p = { .fd = r->sock, .events = POLLIN };
-			poll(&p, 1, -1);
+			if (poll(&p, 1, timeout_ms) == 0)
+				return -ETIMEDOUT;
 			continue;
 		}
 		if (k < 0)

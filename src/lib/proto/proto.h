@@ -119,5 +119,7 @@ int proto_reader_fill(struct proto_reader *r);
 int proto_reader_next(struct proto_reader *r, struct proto_frame *f);
 /* Blocking helper: fill until a frame is there. 0 = EOF before a frame. */
 int proto_recv(struct proto_reader *r, struct proto_frame *f);
+/* proto_recv, or -ETIMEDOUT after timeout_ms without data (-1: never). */
+int proto_recv_timeout(struct proto_reader *r, struct proto_frame *f, int timeout_ms);
 
 #endif
