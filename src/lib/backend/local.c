@@ -427,7 +427,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */
 		_cleanup_free_ char *policy_abs = o.seccomp_policy ? realpath(o.seccomp_policy, NULL) : NULL;
-		st.seccomp_policy = policy_abs;
+		/* never NULL for a custom policy: that would mean "default" */
+		st.seccomp_policy = policy_abs ? policy_abs : (char *)o.seccomp_policy;
 		memcpy(st.id, sb->id, sizeof(st.id));
 		r = proc_start_time(sb->pid, &st.pid_start);
 		for (size_t i = 0; r >= 0 && o.metadata && o.metadata[i] && st.nmeta < STATE_MAX_META; i++) {

@@ -32,6 +32,9 @@ struct copier {
 	struct link_entry *links;
 	size_t nlinks, cap; /* cap: a power of two, or 0 */
 	bool sanitize;      /* an imported tree: no devices, setuid/setgid or file capabilities */
+	dev_t src_dev;      /* imports stay on the source's filesystem (like cp -x) */
+	dev_t dst_dev;      /* and never copy the destination into itself */
+	ino_t dst_ino;
 	char path[8192];    /* relative path of the entry being copied */
 	size_t path_len;
 	abox_error *err;
@@ -254,6 +257,12 @@ static int copy_entry(struct copier *c, int sdir, int ddir, const char *name, un
 	case S_IFREG:
 		return copy_regular(c, sdir, ddir, name, &s);
 	case S_IFDIR: {
+		/* an import of "/" or of a tree holding the state folder would
+		 * descend into /proc or copy the new template into itself */
+		if (c->sanitize && (s.st_dev != c->src_dev || (s.st_dev == c->dst_dev && s.st_ino == c->dst_ino))) {
+			c->st.dropped++;
+			return 0;
+		}
 		if (mkdirat(ddir, name, 0700) < 0)
 			return fail(c, errno, "mkdir");
 		_cleanup_close_ int sd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -404,11 +413,15 @@ static int run(int src_dir, int dst_dir, bool merge, bool sanitize, struct layer
 	       abox_error *err)
 {
 	struct copier c = { .dst_root = dst_dir, .err = err, .sanitize = sanitize };
-	struct stat s;
+	struct stat s, d;
 	int r;
+	if (fstat(dst_dir, &d) == 0) {
+		c.dst_dev = d.st_dev;
+		c.dst_ino = d.st_ino;
+	}
 	if (fstat(src_dir, &s) < 0 || !S_ISDIR(s.st_mode))
 		r = abox_error_set(err, errno ? errno : ENOTDIR, "layer copy: source is not a folder");
-	else if ((r = (merge ? merge_dir : copy_dir)(&c, src_dir, dst_dir, 0)) == 0)
+	else if ((c.src_dev = s.st_dev, r = (merge ? merge_dir : copy_dir)(&c, src_dir, dst_dir, 0)) == 0)
 		r = finish(&c, src_dir, NULL, dst_dir, &s);
 	for (size_t i = 0; i < c.cap; i++)
 		free(c.links[i].path);

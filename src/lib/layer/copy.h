@@ -29,7 +29,7 @@ struct layer_copy_stats {
 	uint64_t data_bytes;  /* bytes of file data copied or reflinked */
 	uint64_t hardlinks;   /* entries made as links to an earlier copy */
 	uint64_t reflinked;   /* files cloned instead of copied */
-	uint64_t dropped;     /* device nodes left out (imports) */
+	uint64_t dropped;     /* device nodes, other filesystems' folders left out (imports) */
 };
 
 /* Copies the contents of src_dir into dst_dir, which must exist and be
@@ -46,7 +46,9 @@ int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats,
 
 /* layer_copy_tree for a tree from outside (a template import): device
  * nodes are left out, setuid/setgid bits and security.capability dropped,
- * so nothing in a template can raise privileges or reach host devices. */
+ * so nothing in a template can raise privileges or reach host devices;
+ * folders on other filesystems (mount points) and the destination itself
+ * are not entered. */
 int layer_import_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
 
 #endif
