@@ -50,6 +50,10 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 	int r = state_read(sb->ctx->state_dir, sb->id, st, err);
 	if (r < 0)
 		return r;
+	if (st->cold && st->paused_ms) {
+		sb->cold = sb->paused = true;
+		return abox_error_setx(err, EALREADY, "%s: sandbox %s is paused without memory", what, sb->id);
+	}
 	if (sb->dead || state_status(st) == SB_DEAD)
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not running (its init is gone)", what,
 				       sb->id);
@@ -109,8 +113,20 @@ out:
 
 static int resume_cold(abox_sandbox *sb, abox_error *err);
 
+/* A handle connected before another process paused the sandbox without
+ * memory still thinks an init runs: the record says. */
+static void refresh_cold(abox_sandbox *sb)
+{
+	struct sb_state st = { 0 };
+	if (!sb->cold && !(sb->flags & ABOX_SANDBOX_EPHEMERAL) &&
+	    state_read(sb->ctx->state_dir, sb->id, &st, NULL) == 0 && st.cold && st.paused_ms)
+		sb->cold = sb->paused = true;
+	sb_state_free(&st);
+}
+
 int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 {
+	refresh_cold(sb);
 	if (sb->cold)
 		return resume_cold(sb, err);
 	struct sb_state st = { 0 };
@@ -209,6 +225,7 @@ int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
 {
 	if (flags & ~ABOX_PAUSE_NO_MEMORY)
 		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
+	refresh_cold(sb);
 	if (flags & ABOX_PAUSE_NO_MEMORY) {
 		if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 			return abox_error_setx(err, EINVAL, "pause: sandbox %s is ephemeral", sb->id);
