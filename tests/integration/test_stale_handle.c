@@ -45,7 +45,17 @@ Test(stale_handle, requests_on_a_handle_that_missed_a_pause_say_paused)
 	/* b pauses; a still believes it runs */
 	cr_assert_eq(abox_sandbox_pause(b, &err), 0, "%s", err.msg);
 	double t0 = now_s();
-	int r = abox_sandbox_set_timeout(a, 30000, &err);
+	/* each request kind on its own fresh belief that init runs */
+	int exists = -1;
+	int r = abox_file_exists(a, "/etc/hostname", NULL, &exists, &err);
+	cr_assert_eq(r, -EAGAIN, "a file request on a paused sandbox: %d %s", r, err.msg);
+	abox_sandbox_free(a);
+	cr_assert_eq(abox_sandbox_connect(ctx, abox_sandbox_id(b), &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_sandbox_resume(b, &err), 0, "%s", err.msg);
+	abox_sandbox_free(a);
+	cr_assert_eq(abox_sandbox_connect(ctx, abox_sandbox_id(b), &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_sandbox_pause(b, &err), 0, "%s", err.msg);
+	r = abox_sandbox_set_timeout(a, 30000, &err);
 	cr_assert_eq(r, -EAGAIN, "set-timeout on a paused sandbox: %d %s", r, err.msg);
 	cr_assert(strstr(err.msg, "is paused"), "%s", err.msg);
 	abox_metrics m = { .version = ABOX_METRICS_VERSION };

@@ -125,6 +125,9 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
+/* The next frame from init (proto_recv), or -EAGAIN with a message when
+ * init stays silent because the record says the sandbox is paused. */
+int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err);
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */

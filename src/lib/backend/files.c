@@ -54,7 +54,9 @@ static int wait_answer(abox_sandbox *sb, uint32_t id, int (*on_frame)(const stru
 	int stopped = 0;
 	for (;;) {
 		struct proto_frame f;
-		r = proto_recv(&sb->rd, &f);
+		r = backend_recv(sb, &f, "files", err);
+		if (r == -EAGAIN)
+			return r;
 		if (r <= 0)
 			return abox_error_set(err, r < 0 ? -r : EPIPE, "init did not answer");
 		for (unsigned i = 0; i < f.nfds; i++)

@@ -133,6 +133,26 @@ static void sandbox_release(abox_sandbox *sb)
 	sb->rundir_fd = -1;
 }
 
+int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err)
+{
+	for (;;) {
+		int r = proto_recv_timeout(&sb->rd, f, 1000);
+		if (r != -ETIMEDOUT)
+			return r;
+		/* a frozen init never answers: if another process paused the
+		 * sandbox since this handle looked, say so instead of waiting
+		 * for ever */
+		struct sb_state st = { 0 };
+		bool paused = !(sb->flags & ABOX_SANDBOX_EPHEMERAL) &&
+			      state_read(sb->ctx->state_dir, sb->id, &st, NULL) == 0 && st.paused_ms;
+		sb_state_free(&st);
+		if (paused) {
+			sb->paused = true;
+			return backend_not_paused(sb, what, err);
+		}
+	}
+}
+
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
 {
@@ -155,21 +175,9 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 				return abox_error_set(err, -r, "%s", what);
 		}
 		struct proto_frame f;
-		r = proto_recv_timeout(&sb->rd, &f, 1000);
-		if (r == -ETIMEDOUT) {
-			/* a frozen init never answers: if another process paused
-			 * the sandbox since this handle looked, say so instead of
-			 * waiting for ever */
-			struct sb_state st = { 0 };
-			bool paused = !(sb->flags & ABOX_SANDBOX_EPHEMERAL) &&
-				      state_read(sb->ctx->state_dir, sb->id, &st, NULL) == 0 && st.paused_ms;
-			sb_state_free(&st);
-			if (paused) {
-				sb->paused = true;
-				return backend_not_paused(sb, what, err);
-			}
-			continue;
-		}
+		r = backend_recv(sb, &f, what, err);
+		if (r == -EAGAIN)
+			return r;
 		if (r <= 0)
 			return abox_error_set(err, r < 0 ? -r : EPIPE, "%s: init did not answer", what);
 		for (unsigned i = 0; i < f.nfds; i++)
