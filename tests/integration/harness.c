@@ -314,3 +314,16 @@ void leak_check_end(void)
 	free(before);
 	before = NULL;
 }
+
+void sandbox_suite_init(void)
+{
+	if (!is_root())
+		cr_skip_test("needs root (sandboxes are created for real)");
+	leak_check_begin();
+}
+
+void sandbox_suite_fini(void)
+{
+	if (is_root())
+		leak_check_end();
+}

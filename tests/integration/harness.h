@@ -42,4 +42,10 @@ bool is_root(void);
 const char *abox_bin(void);
 char *read_whole(const char *path, size_t *len);
 
+/* .init/.fini of a suite that makes real sandboxes: skips (with the
+ * reason) when not root, and checks that the suite leaves nothing
+ * behind (mounts, cgroups, records, runtime folders). */
+void sandbox_suite_init(void);
+void sandbox_suite_fini(void);
+
 #endif

@@ -11,20 +11,7 @@
 
 #include "harness.h"
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
-static void fini(void)
-{
-	if (is_root())
-		leak_check_end();
-}
-
-TestSuite(lifecycle, .init = init, .fini = fini, .timeout = 120);
+TestSuite(lifecycle, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
 static char *create(const char *const *extra)
 {

@@ -6,20 +6,7 @@
 
 #include "harness.h"
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
-static void fini(void)
-{
-	if (is_root())
-		leak_check_end();
-}
-
-TestSuite(limits, .init = init, .fini = fini, .timeout = 180);
+TestSuite(limits, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 180);
 
 Test(limits, memory_hog_is_oom_killed_and_reported)
 {

@@ -22,20 +22,7 @@ static const char *const blocked[] = {
 };
 static const char *const allowed[] = { "getpid", "clone_plain", "socket_unix" };
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
-static void fini(void)
-{
-	if (is_root())
-		leak_check_end();
-}
-
-TestSuite(seccomp, .init = init, .fini = fini, .timeout = 120);
+TestSuite(seccomp, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
 static char *probe_bytes(size_t *len)
 {

@@ -9,20 +9,7 @@
 
 #include "harness.h"
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
-static void fini(void)
-{
-	if (is_root())
-		leak_check_end();
-}
-
-TestSuite(snapshot, .init = init, .fini = fini, .timeout = 120);
+TestSuite(snapshot, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
 /* Runs abox, asserts success, returns its stdout's first line. */
 static char *ok(const char *const *args)

@@ -9,20 +9,7 @@
 
 #include "harness.h"
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
-static void fini(void)
-{
-	if (is_root())
-		leak_check_end();
-}
-
-TestSuite(stale_handle, .init = init, .fini = fini, .timeout = 60);
+TestSuite(stale_handle, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 60);
 
 static double now_s(void)
 {

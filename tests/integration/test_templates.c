@@ -12,13 +12,6 @@
 
 static char root[64];
 
-static void init(void)
-{
-	if (!is_root())
-		cr_skip_test("needs root (sandboxes are created for real)");
-	leak_check_begin();
-}
-
 static void fini(void)
 {
 	if (root[0]) {
@@ -27,11 +20,10 @@ static void fini(void)
 		cr_expect_eq(system(cmd), 0);
 		root[0] = '\0';
 	}
-	if (is_root())
-		leak_check_end();
+	sandbox_suite_fini();
 }
 
-TestSuite(template, .init = init, .fini = fini, .timeout = 120);
+TestSuite(template, .init = sandbox_suite_init, .fini = fini, .timeout = 120);
 
 /* dash, cat and ls with their libraries, plus planted hostile entries */
 static void make_rootfs(void)

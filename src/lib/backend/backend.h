@@ -99,6 +99,11 @@ void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _print
 void backend_reap_init(abox_sandbox *sb, bool wait);
 /* Sends a request and waits for its EV_OK (or error): for short control
  * requests on a handle that is not running a process. */
+struct sb_state;
+/* Create options that rebuild what a record's sandbox was made with:
+ * limits, seccomp policy, env, metadata (*meta owns those strings, free
+ * with strv_free) and what is left of its timeout. */
+int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, char ***meta, abox_error *err);
 /* abox_sandbox_create with a given id (a cold resume reuses the id). */
 int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
 		   abox_error *err);

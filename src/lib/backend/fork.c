@@ -10,6 +10,37 @@
 
 #define FORK_MAX 64
 
+int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, char ***meta, abox_error *err)
+{
+	char **m = calloc(st->nmeta + 1, sizeof(char *));
+	for (unsigned k = 0; m && k < st->nmeta; k++) {
+		size_t n = strlen(st->meta_keys[k]) + strlen(st->meta_values[k]) + 2;
+		if (!(m[k] = malloc(n))) {
+			strv_free(m);
+			m = NULL;
+			break;
+		}
+		safe_snprintf(m[k], n, "%s=%s", st->meta_keys[k], st->meta_values[k]);
+	}
+	if (!m)
+		return abox_error_set(err, ENOMEM, "options from the record of %s", st->id);
+	*o = (abox_sandbox_opts)ABOX_SANDBOX_OPTS_INIT;
+	o->memory_bytes = st->memory_bytes;
+	o->disk_bytes = st->disk_bytes;
+	o->pids = st->pids;
+	o->cpu_millis = st->cpu_millis;
+	o->seccomp_policy = st->seccomp_policy;
+	o->env = (const char *const *)st->env;
+	o->metadata = (const char *const *)m;
+	if (st->deadline_ms) {
+		/* what is left; the clock stood still while it was paused */
+		int64_t left = st->deadline_ms - (st->paused_ms ? st->paused_ms : backend_wall_ms());
+		o->timeout_ms = left < 1 ? 1 : left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+	}
+	*meta = m;
+	return 0;
+}
+
 int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
 		      abox_error *errs, abox_error *err)
 {
@@ -26,28 +57,17 @@ int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abo
 		sb_state_free(&st);
 		return abox_error_prefix(err, "fork");
 	}
-	/* what the source's record says it was created with */
-	char **meta = calloc(st.nmeta + 1, sizeof(char *));
-	for (unsigned k = 0; meta && k < st.nmeta; k++) {
-		size_t n = strlen(st.meta_keys[k]) + strlen(st.meta_values[k]) + 2;
-		if ((meta[k] = malloc(n)))
-			safe_snprintf(meta[k], n, "%s=%s", st.meta_keys[k], st.meta_values[k]);
+	abox_sandbox_opts o;
+	char **meta;
+	if ((r = backend_opts_from_record(&st, &o, &meta, err)) < 0) {
+		sb_state_free(&st);
+		return abox_error_prefix(err, "fork");
 	}
-	if (!timeout_ms && st.deadline_ms) {
-		int64_t left = (st.paused_ms ? st.paused_ms : backend_wall_ms());
-		left = st.deadline_ms - left;
-		timeout_ms = left > 1000 ? (uint32_t)left : 1000;
-	}
-	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
 	o.snapshot = snap.id;
-	o.memory_bytes = st.memory_bytes;
-	o.disk_bytes = st.disk_bytes;
-	o.pids = st.pids;
-	o.cpu_millis = st.cpu_millis;
-	o.timeout_ms = timeout_ms;
-	o.seccomp_policy = st.seccomp_policy;
-	o.env = (const char *const *)st.env;
-	o.metadata = (const char *const *)meta;
+	if (timeout_ms)
+		o.timeout_ms = timeout_ms;
+	else if (o.timeout_ms && o.timeout_ms < 1000)
+		o.timeout_ms = 1000; /* a moment to use the fork at all */
 	int made = 0;
 	for (unsigned i = 0; i < count; i++) {
 		abox_error e = ABOX_ERROR_INIT;

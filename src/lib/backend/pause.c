@@ -256,23 +256,11 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		return abox_error_setx(err, EALREADY, "resume: sandbox %s is not paused any more", sb->id);
 	}
 	state_lock_hold(lock, ctx->state_dir, sb->id);
-	char **meta = calloc(st.nmeta + 1, sizeof(char *));
-	for (unsigned k = 0; meta && k < st.nmeta; k++) {
-		size_t n = strlen(st.meta_keys[k]) + strlen(st.meta_values[k]) + 2;
-		if ((meta[k] = malloc(n)))
-			safe_snprintf(meta[k], n, "%s=%s", st.meta_keys[k], st.meta_values[k]);
-	}
-	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
+	abox_sandbox_opts o;
+	char **meta = NULL;
+	if ((r = backend_opts_from_record(&st, &o, &meta, err)) < 0)
+		goto out;
 	o.snapshot = st.snapshots ? st.snapshots[0] : NULL;
-	o.memory_bytes = st.memory_bytes;
-	o.disk_bytes = st.disk_bytes;
-	o.pids = st.pids;
-	o.cpu_millis = st.cpu_millis;
-	uint64_t left = left_ms(&st, st.paused_ms);
-	o.timeout_ms = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
-	o.seccomp_policy = st.seccomp_policy;
-	o.env = (const char *const *)st.env;
-	o.metadata = (const char *const *)meta;
 	abox_sandbox *fresh = NULL;
 	r = o.snapshot ? backend_create(ctx, &o, sb->id, &fresh, err)
 		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);
@@ -294,6 +282,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		 * paused sandbox's: put it back, the files are still there */
 		(void)state_write(ctx->state_dir, &st, NULL);
 	}
+out:
 	state_lock_hold(-1, NULL, NULL);
 	strv_free(meta);
 	sb_state_free(&st);

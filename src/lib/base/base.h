@@ -108,6 +108,13 @@ int random_id(char *buf, size_t n);
 
 size_t strv_length(char *const *v);
 
+/* Ids as random_id(…, 20) makes them: 20 characters of [a-z0-9]. */
+bool id_ok(const char *id);
+/* The entries of dir that are ids (id_ok), sorted, NULL-terminated. A
+ * missing dir is an empty list; one that cannot be read is an error, never
+ * "none" (callers decide from it whether something is unused). */
+int list_ids(const char *dir, char ***out, abox_error *err);
+
 /* Removes name below dfd recursively without following symlinks (depth
  * starts at 0; bounded). 0 or -errno; a missing entry is 0. */
 int rm_rf_at(int dfd, const char *name, unsigned depth);

@@ -217,3 +217,51 @@ int rm_rf_at(int dfd, const char *name, unsigned depth)
 	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+
+bool id_ok(const char *id)
+{
+	size_t n = 0;
+	for (; id[n]; n++)
+		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
+			return false;
+	return n == 20;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int list_ids(const char *dir, char ***out, abox_error *err)
+{
+	size_t n = 0, cap = 16;
+	char **v = calloc(cap + 1, sizeof(char *));
+	if (!v)
+		return abox_error_set(err, ENOMEM, "list '%s'", dir);
+	DIR *d = opendir(dir);
+	if (!d && errno != ENOENT) {
+		int e = errno;
+		free(v);
+		return abox_error_set(err, e, "list '%s'", dir);
+	}
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!id_ok(de->d_name))
+			continue;
+		if (n == cap) {
+			char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
+			if (!nv)
+				break;
+			v = nv;
+			cap *= 2;
+		}
+		if (!(v[n] = strdup(de->d_name)))
+			break;
+		v[++n] = NULL;
+	}
+	if (d)
+		closedir(d);
+	qsort(v, n, sizeof(char *), cmp_str);
+	*out = v;
+	return 0;
+}

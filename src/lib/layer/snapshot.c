@@ -20,14 +20,6 @@
 #define SNAP_MAX_BYTES     (64 * 1024)
 #define SNAP_AUTO_GRACE_MS 60000
 
-static bool id_ok(const char *id)
-{
-	size_t n = 0;
-	for (; id[n]; n++)
-		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
-			return false;
-	return n == 20;
-}
 
 void snap_record_free(struct snap_record *s)
 {
@@ -87,37 +79,7 @@ int snap_list(const char *state_dir, char ***ids, abox_error *err)
 {
 	char dir[4200];
 	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);
-	size_t n = 0, cap = 16;
-	char **v = calloc(cap + 1, sizeof(char *));
-	if (!v)
-		return abox_error_set(err, ENOMEM, "snapshots");
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (!id_ok(de->d_name))
-				continue; /* ".tmp-*": a snapshot still being made */
-			if (n == cap) {
-				char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
-				if (!nv)
-					break;
-				v = nv;
-				cap *= 2;
-			}
-			if (!(v[n] = strdup(de->d_name)))
-				break;
-			v[++n] = NULL;
-		}
-		closedir(d);
-	}
-	for (size_t i = 1; i < n; i++) /* few entries: insertion sort */
-		for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
-			char *t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	*ids = v;
-	return 0;
+	return list_ids(dir, ids, err); /* ".tmp-*", snapshots being made, are not ids */
 }
 
 int snap_read(const char *state_dir, const char *ref, struct snap_record *out, abox_error *err)

@@ -12,14 +12,6 @@
 #define STATE_FILE "state.json"
 #define STATE_MAX_BYTES (256u << 10)
 
-static bool id_ok(const char *id)
-{
-	size_t n = 0;
-	for (; id[n]; n++)
-		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
-			return false;
-	return n == 20;
-}
 
 static int sandbox_dir(const char *state_dir, const char *id, char *buf, size_t len, bool create,
 		       abox_error *err)
@@ -272,37 +264,7 @@ int state_list(const char *state_dir, char ***ids, abox_error *err)
 {
 	char dir[4096];
 	safe_snprintf(dir, sizeof(dir), "%s/sandboxes", state_dir);
-	size_t n = 0, cap = 16;
-	char **v = calloc(cap + 1, sizeof(char *));
-	if (!v)
-		return abox_error_set(err, ENOMEM, "list");
-	DIR *d = opendir(dir);
-	if (!d && errno != ENOENT) {
-		/* "no sandboxes" would be a lie that lets callers remove
-		 * what a sandbox still uses */
-		int e = errno;
-		free(v);
-		return abox_error_set(err, e, "list '%s'", dir);
-	}
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (!id_ok(de->d_name))
-				continue;
-			if (n == cap) {
-				char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
-				if (!nv)
-					break;
-				v = nv;
-				cap *= 2;
-			}
-			v[n++] = strdup(de->d_name);
-			v[n] = NULL;
-		}
-		closedir(d);
-	}
-	*ids = v;
-	return 0;
+	return list_ids(dir, ids, err);
 }
 
 /* A lock this thread holds across calls that lock again (a cold resume
