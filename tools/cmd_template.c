@@ -1,23 +1,203 @@
-/* abox template ls|import|rm: the root filesystems sandboxes start from. */
+/* abox template ls|import|inspect|rm: the root filesystems sandboxes start
+ * from. */
+#include <getopt.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/base.h"
 #include "cli.h"
+
+static const char usage_text[] =
+	"usage: abox template ls\n"
+	"       abox template import [OPTIONS] NAME SOURCE\n"
+	"       abox template inspect [--json] NAME\n"
+	"       abox template rm NAME...\n\n"
+	"`host` (built in) is the default. SOURCE is a folder holding a root\n"
+	"filesystem, a root filesystem tarball (.tar, .tar.gz, .tar.xz, .tar.zst,\n"
+	".tar.bz2), an OCI image layout (folder or archive) or a `docker save`\n"
+	"archive. Nothing in it is followed; entries that would land outside the\n"
+	"template refuse the import; device nodes, setuid/setgid bits and file\n"
+	"capabilities are left out. Importing an existing name makes a new\n"
+	"version of it; sandboxes on the old one keep it until they end.\n\n"
+	"import options (what sandboxes made from it start with; an image's own\n"
+	"config gives the defaults):\n"
+	"  -u, --user USER        default user of commands: user or root\n"
+	"  -w, --workdir DIR      default working folder\n"
+	"  -e, --env K=V          environment entry (repeatable)\n"
+	"      --start CMD        run with sh -c in the background at every create\n"
+	"      --ready-cmd CMD    create returns once CMD exits 0 ...\n"
+	"      --ready-port PORT  ... or once PORT accepts on the sandbox's 127.0.0.1\n"
+	"      --ready-timeout S  give up (and fail the create) after S seconds (60)\n"
+	"      --max-size SIZE    refuse sources with more file data (64G)\n"
+	"      --max-entries N    refuse sources with more entries (4000000)\n"
+	"      --keep-setuid      keep setuid/setgid bits\n"
+	"      --keep-devices     keep device nodes\n";
+
+static void show_progress(const abox_template_progress *p, void *ud)
+{
+	(void)ud;
+	char sz[32];
+	snprintf(sz, sizeof(sz), "%llu bytes", (unsigned long long)p->bytes);
+	if (p->layers)
+		fprintf(stderr, "\rimporting: layer %u/%u, %llu entries, %s   ", p->layer, p->layers,
+			(unsigned long long)p->entries, sz);
+	else
+		fprintf(stderr, "\rimporting: %llu entries, %s   ", (unsigned long long)p->entries, sz);
+	fflush(stderr);
+}
+
+static int do_import(abox_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "user", required_argument, NULL, 'u' },     { "workdir", required_argument, NULL, 'w' },
+		{ "env", required_argument, NULL, 'e' },      { "start", required_argument, NULL, 'S' },
+		{ "ready-cmd", required_argument, NULL, 'C' }, { "ready-port", required_argument, NULL, 'P' },
+		{ "ready-timeout", required_argument, NULL, 'T' }, { "max-size", required_argument, NULL, 'B' },
+		{ "max-entries", required_argument, NULL, 'N' }, { "keep-setuid", no_argument, NULL, 's' },
+		{ "keep-devices", no_argument, NULL, 'd' },   { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
+	const char **env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nenv = 0;
+	int c, rc = 0;
+	uint64_t v;
+	optind = 1;
+	while (rc == 0 && (c = getopt_long(argc, argv, "+u:w:e:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u': o.user = optarg; break;
+		case 'w': o.workdir = optarg; break;
+		case 'e':
+			if (cli_opt_kv("template import", "--env", optarg) < 0)
+				rc = EXIT_ABOX;
+			env[nenv++] = optarg;
+			break;
+		case 'S': o.start_cmd = optarg; break;
+		case 'C': o.ready_cmd = optarg; break;
+		case 'P':
+			if (cli_opt_count("template import", "--ready-port", optarg, &v) < 0 || !v || v > 65535) {
+				cli_err("template import: --ready-port '%s': expected 1-65535", optarg);
+				rc = EXIT_ABOX;
+			}
+			o.ready_port = (uint16_t)v;
+			break;
+		case 'T':
+			if (cli_opt_secs("template import", "--ready-timeout", optarg, &o.ready_timeout_ms) < 0)
+				rc = EXIT_ABOX;
+			break;
+		case 'B':
+			if (cli_opt_size("template import", "--max-size", optarg, &o.max_bytes) < 0)
+				rc = EXIT_ABOX;
+			break;
+		case 'N':
+			if (cli_opt_count("template import", "--max-entries", optarg, &o.max_entries) < 0)
+				rc = EXIT_ABOX;
+			break;
+		case 's': o.flags |= ABOX_TEMPLATE_KEEP_SETUID; break;
+		case 'd': o.flags |= ABOX_TEMPLATE_KEEP_DEVICES; break;
+		case 'h': fputs(usage_text, stdout); free(env); return 0;
+		default: rc = EXIT_ABOX;
+		}
+	}
+	if (rc == 0 && argc - optind != 2) {
+		fputs(usage_text, stderr);
+		rc = EXIT_ABOX;
+	}
+	if (rc) {
+		free(env);
+		return rc;
+	}
+	o.env = nenv ? env : NULL;
+	bool tty = isatty(STDERR_FILENO);
+	if (tty)
+		o.progress = show_progress;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
+	if (tty)
+		fputs("\r\033[K", stderr);
+	free(env);
+	return r < 0 ? cli_fail(&err) : 0;
+}
+
+static int do_inspect(abox_ctx *ctx, const char *name, bool json)
+{
+	abox_template_info t = { .version = ABOX_TEMPLATE_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_template_inspect(ctx, name, &t, &err) < 0)
+		return cli_fail(&err);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(t.name));
+	json_object_object_add(o, "version", json_object_new_string(t.current));
+	if (t.created_ms)
+		json_object_object_add(o, "createdMs", json_object_new_int64(t.created_ms));
+	if (t.source)
+		json_object_object_add(o, "source", json_object_new_string(t.source));
+	if (t.created_ms) {
+		json_object_object_add(o, "entries", json_object_new_uint64(t.entries));
+		json_object_object_add(o, "bytes", json_object_new_uint64(t.bytes));
+		json_object_object_add(o, "leftOut", json_object_new_uint64(t.dropped));
+	}
+	json_object_object_add(o, "user", json_object_new_string(t.user));
+	if (t.workdir)
+		json_object_object_add(o, "workdir", json_object_new_string(t.workdir));
+	json_object *env = json_object_new_array();
+	for (size_t i = 0; t.env && t.env[i]; i++)
+		json_object_array_add(env, json_object_new_string(t.env[i]));
+	json_object_object_add(o, "env", env);
+	if (t.start_cmd)
+		json_object_object_add(o, "startCmd", json_object_new_string(t.start_cmd));
+	if (t.ready_cmd)
+		json_object_object_add(o, "readyCmd", json_object_new_string(t.ready_cmd));
+	if (t.ready_port)
+		json_object_object_add(o, "readyPort", json_object_new_int(t.ready_port));
+	if (t.ready_timeout_ms)
+		json_object_object_add(o, "readyTimeoutMs", json_object_new_int64(t.ready_timeout_ms));
+	if (json) {
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else {
+		char when[32] = "-", sz[32];
+		if (t.created_ms) {
+			time_t s = (time_t)(t.created_ms / 1000);
+			struct tm tm;
+			gmtime_r(&s, &tm);
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		}
+		snprintf(sz, sizeof(sz), "%llu bytes", (unsigned long long)t.bytes);
+		printf("name:      %s\nversion:   %s\ncreated:   %s\n", t.name, t.current, when);
+		if (t.source)
+			printf("source:    %s\n", t.source);
+		if (t.created_ms)
+			printf("contents:  %llu entries, %s of data, %llu left out\n", (unsigned long long)t.entries, sz,
+			       (unsigned long long)t.dropped);
+		printf("user:      %s\nworkdir:   %s\n", t.user, t.workdir ? t.workdir : "(the user's home)");
+		for (size_t i = 0; t.env && t.env[i]; i++)
+			printf("%s%s\n", i ? "           " : "env:       ", t.env[i]);
+		if (t.start_cmd)
+			printf("start:     %s\n", t.start_cmd);
+		if (t.ready_cmd)
+			printf("ready:     when `%s` succeeds (within %u s)\n", t.ready_cmd, t.ready_timeout_ms / 1000);
+		if (t.ready_port)
+			printf("ready:     when port %u accepts (within %u s)\n", t.ready_port, t.ready_timeout_ms / 1000);
+	}
+	json_object_put(o);
+	abox_template_info_clear(&t);
+	return 0;
+}
 
 int cmd_template(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : NULL;
 	bool help = op && (strcmp(op, "--help") == 0 || strcmp(op, "-h") == 0);
-	bool known = op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0);
-	if (!known || (strcmp(op, "import") == 0 && argc != 4) || (strcmp(op, "rm") == 0 && argc < 3)) {
-		fprintf(help ? stdout : stderr,
-			"usage: abox template ls\n"
-			"       abox template import NAME DIR   a folder holding a root filesystem\n"
-			"       abox template rm NAME...\n\n"
-			"`host` (built in) is the default. An import copies DIR without following\n"
-			"anything in it and leaves out device nodes, setuid/setgid bits and file\n"
-			"capabilities; importing an existing name makes a new version of it.\n");
+	bool known = op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
+			    strcmp(op, "inspect") == 0);
+	bool inspect_json = known && strcmp(op, "inspect") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0;
+	if (!known || (strcmp(op, "rm") == 0 && argc < 3) ||
+	    (strcmp(op, "inspect") == 0 && argc != 3 && !inspect_json)) {
+		fputs(usage_text, help ? stdout : stderr);
 		return help ? 0 : EXIT_ABOX;
 	}
 	abox_ctx *ctx;
@@ -37,8 +217,9 @@ int cmd_template(int argc, char **argv)
 			free(names);
 		}
 	} else if (strcmp(op, "import") == 0) {
-		if (abox_template_import(ctx, argv[2], argv[3], &err) < 0)
-			rc = cli_fail(&err);
+		rc = do_import(ctx, argc - 1, argv + 1);
+	} else if (strcmp(op, "inspect") == 0) {
+		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
 	} else {
 		for (int i = 2; i < argc; i++) {
 			abox_error e = ABOX_ERROR_INIT;

@@ -105,6 +105,14 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	else
 		ctx->init_path = pick(init_cands, ELEMENTSOF(init_cands));
 
+	/* the unpacker: next to us, in the build folder (tests, bench), or
+	 * installed; $ABOX_UNPACK wins */
+	char near_unpack[PATH_MAX + 16];
+	snprintf(near_unpack, sizeof(near_unpack), "%s/abox-unpack", dir);
+	const char *unpack_cands[] = { getenv("ABOX_UNPACK"), near_unpack, ABOX_LIBEXECDIR "/abox-unpack",
+				       ABOX_BUILD_DIR "/abox-unpack" };
+	ctx->unpack_path = pick(unpack_cands, ELEMENTSOF(unpack_cands));
+
 	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
 				    ABOX_SOURCE_DIR "/policies/default.json" };
 	ctx->default_policy = pick(pol_cands, ELEMENTSOF(pol_cands));
@@ -132,6 +140,7 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->state_dir);
 	free(ctx->runtime_dir);
 	free(ctx->init_path);
+	free(ctx->unpack_path);
 	free(ctx->default_policy);
 	cgroup_layout_free(&ctx->cg);
 	free(ctx);

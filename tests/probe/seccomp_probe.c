@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +279,23 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s NAME... | all | --list\n", argv[0]);
 		return 2;
+	}
+	/* --listen PORT DELAY_MS: a TCP server on 127.0.0.1:PORT after a
+	 * delay (for readiness checks of templates' start commands) */
+	if (strcmp(argv[1], "--listen") == 0 && argc == 4) {
+		usleep((useconds_t)atoi(argv[3]) * 1000);
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])) };
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 16) < 0) {
+			perror("listen");
+			return 1;
+		}
+		for (;;) {
+			int c = accept(s, NULL, NULL);
+			if (c >= 0)
+				close(c);
+		}
 	}
 	if (strcmp(argv[1], "--list") == 0) {
 		for (size_t i = 0; i < n; i++)

@@ -15,6 +15,7 @@ struct abox_ctx {
 	char *state_dir;
 	char *runtime_dir;
 	char *init_path;
+	char *unpack_path;     /* abox-unpack, or NULL when not found */
 	char *default_policy;
 	abox_log_fn log;
 	void *log_userdata;
@@ -55,6 +56,8 @@ struct abox_sandbox {
 	uint64_t oom_base;
 	bool oom_known;
 	char **env;            /* the sandbox's env, sent before each command's */
+	char *def_user;        /* commands' user when they name none (template); NULL: "user" */
+	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	uint64_t metrics_cpu_usec;
 };
@@ -91,6 +94,14 @@ void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
 void truncate_free(abox_proc *p);
 
 int64_t backend_now_ms(void);
+/* abox_proc_opts.flags bit for the library's own commands (a template's
+ * start and readiness commands): in an ephemeral sandbox their end does
+ * not end the sandbox. Outside the public ABOX_PROC_* range. */
+#define PROC_NOT_ONESHOT (1u << 31)
+struct template_meta;
+/* Runs the template's start command (if any) in sb and waits for its
+ * readiness check; an error means the sandbox must not be handed out. */
+int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox_error *err);
 int64_t backend_wall_ms(void);
 /* Detects the cgroup layout once per context. */
 int backend_layout(abox_ctx *ctx, abox_error *err);

@@ -120,6 +120,9 @@ static void sandbox_release(abox_sandbox *sb)
 	proto_outq_free(&sb->out);
 	strv_free(sb->env);
 	sb->env = NULL;
+	free(sb->def_user);
+	free(sb->def_cwd);
+	sb->def_user = sb->def_cwd = NULL;
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
@@ -239,6 +242,29 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 	return r;
 }
 
+/* base's entries, then over's, one per key (the later wins); never NULL
+ * unless out of memory. */
+static char **env_merge(char *const *base, const char *const *over)
+{
+	size_t nb = strv_length(base), no = strv_length((char *const *)over), k = 0;
+	char **v = calloc(nb + no + 1, sizeof(char *));
+	for (size_t i = 0; v && i < nb + no; i++) {
+		const char *e = i < nb ? base[i] : over[i - nb];
+		const char *eq = strchr(e, '=');
+		size_t kl = eq ? (size_t)(eq - e) + 1 : strlen(e);
+		bool later = false;
+		for (size_t j = i + 1; j < nb + no && !later; j++)
+			later = strncmp(j < nb ? base[j] : over[j - nb], e, kl) == 0;
+		if (later)
+			continue;
+		if (!(v[k++] = strdup(e))) {
+			strv_free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
 	return backend_create(ctx, opts, NULL, out, err);
@@ -293,6 +319,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 
 	struct template_info tmpl = { .lock_fd = -1 };
 	struct policy_bpf bpf = { 0 };
+	char **merged_env = NULL;
 	int listen_fd = -1, memfd = -1;
 
 	if (fixed_id)
@@ -308,6 +335,11 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		goto fail;
 	}
 
+	/* the template's env first, the create's over it (the later wins) */
+	if (!(merged_env = env_merge(tmpl.meta.env, o.env))) {
+		r = abox_error_set(err, ENOMEM, "create");
+		goto fail;
+	}
 	const char *policy = o.seccomp_policy ? o.seccomp_policy : ctx->default_policy;
 	if (!policy) {
 		r = abox_error_setx(err, ENOENT, "create: default seccomp policy not found (set ABOX_DEFAULT_POLICY)");
@@ -430,7 +462,9 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.disk_bytes = cfg.rootfs.disk_bytes,
 			.pids = lim.pids,
 			.cpu_millis = lim.cpu_millis,
-			.env = (char **)o.env,
+			.env = merged_env,
+			.user = tmpl.meta.user,
+			.workdir = tmpl.meta.workdir,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */
@@ -467,11 +501,19 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	close(listen_fd);
 	close(memfd);
 	sb->template_lock = TAKE_FD(tmpl.lock_fd);
-	if (o.env) {
-		size_t n = strv_length((char *const *)o.env);
-		sb->env = calloc(n + 1, sizeof(char *));
-		for (size_t i = 0; sb->env && i < n; i++)
-			sb->env[i] = strdup(o.env[i]);
+	sb->env = TAKE_PTR(merged_env);
+	sb->def_user = tmpl.meta.user ? strdup(tmpl.meta.user) : NULL;
+	sb->def_cwd = tmpl.meta.workdir ? strdup(tmpl.meta.workdir) : NULL;
+	/* the template's start command, and its readiness: a sandbox that
+	 * never gets ready is not handed out */
+	if ((r = backend_template_start(sb, &tmpl.meta, err)) < 0) {
+		abox_error_prefix(err, "create %s", sb->id);
+		template_info_free(&tmpl);
+		policy_bpf_free(&bpf);
+		stack_free(&stk);
+		(void)abox_sandbox_kill(sb, NULL);
+		abox_sandbox_free(sb);
+		return r;
 	}
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
@@ -481,6 +523,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 
 fail_killed:
 fail:
+	strv_free(merged_env);
 	if (listen_fd >= 0)
 		close(listen_fd);
 	if (memfd >= 0)

@@ -36,7 +36,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
 
-	const char *uname = opts->user ? opts->user : "user";
+	const char *uname = opts->user ? opts->user : sb->def_user ? sb->def_user : "user";
 	const struct user_entry *u = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(users); i++)
 		if (strcmp(users[i].name, uname) == 0)
@@ -65,7 +65,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		}
 		proto_put_str(&m, F_ENV, opts->env[i]);
 	}
-	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : u->home);
+	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : sb->def_cwd ? sb->def_cwd : u->home);
 	if (opts->pty_rows && opts->pty_cols) {
 		proto_put_u64(&m, F_ROWS, opts->pty_rows);
 		proto_put_u64(&m, F_COLS, opts->pty_cols);
@@ -95,7 +95,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	uint32_t flags = 0;
 	if (opts->flags & ABOX_PROC_STDIN)
 		flags |= EXEC_STDIN;
-	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+	if ((sb->flags & ABOX_SANDBOX_EPHEMERAL) && !(opts->flags & PROC_NOT_ONESHOT))
 		flags |= EXEC_ONESHOT;
 	proto_put_u64(&m, F_FLAGS, flags);
 	if (!sb->oom_known) {

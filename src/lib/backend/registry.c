@@ -105,8 +105,9 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	sb->paused = st.paused_ms != 0;
 	if (st.deadline_ms && !sb->paused)
 		sb->deadline_ms = backend_now_ms() + (st.deadline_ms - backend_wall_ms());
-	sb->env = st.env;
-	st.env = NULL;
+	sb->env = TAKE_PTR(st.env);
+	sb->def_user = TAKE_PTR(st.user);
+	sb->def_cwd = TAKE_PTR(st.workdir);
 	sb_state_free(&st);
 	proto_reader_init(&sb->rd, -1);
 

@@ -1,16 +1,116 @@
 /* Templates through the library. */
-#include "backend/backend.h"
-#include "layer/copy.h"
+#include <string.h>
 
-int abox_template_import(abox_ctx *ctx, const char *name, const char *dir, abox_error *err)
+#include "backend/backend.h"
+#include "layer/layer.h"
+
+static void forward_progress(uint64_t entries, uint64_t bytes, unsigned layer, unsigned layers, void *ud)
 {
-	struct layer_copy_stats st;
-	int r = template_import_dir(ctx->state_dir, name, dir, &st, err);
-	if (r >= 0)
-		backend_log(ctx, ABOX_LOG_DEBUG, "template %s imported: %llu entries, %llu bytes, %llu devices left out",
-			    name, (unsigned long long)st.entries, (unsigned long long)st.data_bytes,
-			    (unsigned long long)st.dropped);
-	return r;
+	const abox_template_opts *o = ud;
+	abox_template_progress p = { .entries = entries, .bytes = bytes, .layer = layer, .layers = layers };
+	o->progress(&p, o->userdata);
+}
+
+int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
+			    abox_error *err)
+{
+	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
+	if (opts) {
+		if (opts->version < 1)
+			return abox_error_setx(err, EINVAL, "abox_template_opts: bad version %u", opts->version);
+		o = *opts;
+	}
+	if (!name || !source)
+		return abox_error_setx(err, EINVAL, "template import: missing name or source");
+	struct template_import_req req = {
+		.unpack_helper = ctx->unpack_path,
+		.keep_setuid = o.flags & ABOX_TEMPLATE_KEEP_SETUID,
+		.keep_devices = o.flags & ABOX_TEMPLATE_KEEP_DEVICES,
+		.max_bytes = o.max_bytes,
+		.max_entries = o.max_entries,
+		.progress = o.progress ? forward_progress : NULL,
+		.ud = &o,
+		.user = o.user,
+		.workdir = o.workdir,
+		.env = (char *const *)o.env,
+		.start_cmd = o.start_cmd,
+		.ready_cmd = o.ready_cmd,
+		.ready_port = o.ready_port,
+		.ready_timeout_ms = o.ready_timeout_ms,
+	};
+	struct template_meta m;
+	int r = template_import(ctx->state_dir, name, source, &req, &m, err);
+	if (r < 0)
+		return r;
+	backend_log(ctx, ABOX_LOG_DEBUG, "template %s imported from %s: %llu entries, %llu bytes, %llu left out", name,
+		    source, (unsigned long long)m.entries, (unsigned long long)m.bytes,
+		    (unsigned long long)m.dropped);
+	template_meta_free(&m);
+	return 0;
+}
+
+int abox_template_import(abox_ctx *ctx, const char *name, const char *source, abox_error *err)
+{
+	return abox_template_import_ex(ctx, name, source, NULL, err);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "abox_template_info: bad version");
+	struct template_info t = { .lock_fd = -1 };
+	int r = template_open(ctx->state_dir, name, &t, err);
+	if (r < 0)
+		return r;
+	abox_template_info i = { .version = ABOX_TEMPLATE_INFO_VERSION };
+	safe_snprintf(i.name, sizeof(i.name), "%s", name);
+	const char *slash = strrchr(t.root, '/');
+	safe_snprintf(i.current, sizeof(i.current), "%s", slash ? slash + 1 : t.root);
+	const struct template_meta *m = &t.meta;
+	i.created_ms = m->created_ms;
+	i.entries = m->entries;
+	i.bytes = m->bytes;
+	i.dropped = m->dropped;
+	i.source = dup_or_null(m->source);
+	i.user = strdup(m->user ? m->user : "user");
+	i.workdir = dup_or_null(m->workdir);
+	i.start_cmd = dup_or_null(m->start_cmd);
+	i.ready_cmd = dup_or_null(m->ready_cmd);
+	i.ready_port = m->ready_port;
+	i.ready_timeout_ms = m->ready_port || m->ready_cmd
+				     ? (m->ready_timeout_ms ? m->ready_timeout_ms : TEMPLATE_READY_TIMEOUT_MS)
+				     : 0;
+	size_t n = strv_length(m->env);
+	if (n && (i.env = calloc(n + 1, sizeof(char *))))
+		for (size_t k = 0; k < n; k++)
+			i.env[k] = strdup(m->env[k]);
+	template_info_free(&t);
+	if (!i.user) {
+		abox_template_info_clear(&i);
+		return abox_error_set(err, ENOMEM, "template inspect");
+	}
+	*out = i;
+	return 0;
+}
+
+void abox_template_info_clear(abox_template_info *i)
+{
+	if (!i)
+		return;
+	free(i->source);
+	free(i->user);
+	free(i->workdir);
+	strv_free(i->env);
+	free(i->start_cmd);
+	free(i->ready_cmd);
+	uint32_t v = i->version;
+	memset(i, 0, sizeof(*i));
+	i->version = v;
 }
 
 int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err)

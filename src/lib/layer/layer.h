@@ -9,6 +9,7 @@
 #define ABOX_LAYER_H
 
 #include "base/base.h"
+#include "layer/template_meta.h"
 #include "mount/rootfs.h"
 
 struct template_info {
@@ -18,6 +19,7 @@ struct template_info {
 	unsigned ntrees;
 	uid_t user_uid;
 	gid_t user_gid;
+	struct template_meta meta;             /* default user, env, start command... */
 };
 
 /* Finds template `name` under state_dir/templates, generating the host
@@ -45,15 +47,41 @@ bool host_template_fresh(const char *dir);
 struct layer_copy_stats;
 /* Template names: 1-63 of a-z 0-9 - _, starting with a letter or digit. */
 bool template_name_ok(const char *name);
-/* Imports the tree at src (a folder) as a new version of template name:
- * copied without following anything in it, without device nodes,
- * setuid/setgid bits or file capabilities, plus the folders every root
- * needs. Sandboxes running on an older version keep it until they end. */
-int template_import_dir(const char *state_dir, const char *name, const char *src, struct layer_copy_stats *stats,
-			abox_error *err);
+struct template_import_req {
+	const char *unpack_helper;   /* abox-unpack, for archives and images */
+	bool keep_setuid, keep_devices;
+	uint64_t max_bytes, max_entries;
+	void (*progress)(uint64_t entries, uint64_t bytes, unsigned layer, unsigned layers, void *ud);
+	void *ud;
+	/* set by the caller, over what an image's config says */
+	const char *user, *workdir, *start_cmd, *ready_cmd;
+	char *const *env;
+	uint16_t ready_port;
+	uint32_t ready_timeout_ms;
+};
+/* Imports src as a new version of template name: a folder holding a root
+ * filesystem (copied without following anything in it, without device
+ * nodes, setuid/setgid bits or file capabilities), or an archive or image
+ * (through abox-unpack, with the same rules), plus the folders every root
+ * needs and the metadata. Sandboxes running on an older version keep it
+ * until they end. */
+int template_import(const char *state_dir, const char *name, const char *src, const struct template_import_req *req,
+		    struct template_meta *out, abox_error *err);
 /* Forgets template name; versions in use are swept once unused. */
 int template_remove(const char *state_dir, const char *name, abox_error *err);
 /* "host" first, then every imported template (NULL-terminated). */
 int template_list(const char *state_dir, char ***names, abox_error *err);
+
+
+/* For builders (template_store.c, template_import.c). */
+typedef int (*template_build_fn)(const char *dir, void *ud, abox_error *err);
+/* Builds a new version of template name with fn in a .build folder (the
+ * caller holds templates/.lock), writes meta beside it, then makes it the
+ * current one and sweeps the versions nobody uses. */
+int template_publish(const char *state_dir, const char *tdir, const char *name, template_build_fn fn, void *ud,
+		     const struct template_meta *meta, abox_error *err);
+/* The folders every sandbox root needs (mount points, /tmp, the home of
+ * `user`), made where an image lacks them, following nothing. */
+int template_add_skeleton(int root, abox_error *err);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "layer/copy.h"
 #include "layer/layer.h"
+#include "layer/template_meta.h"
 #include "store/state.h"
 
 /* Opens the version `name` points to and locks it shared. Returns the
@@ -96,19 +97,32 @@ static void sweep(const char *state_dir, const char *tdir, const char *name, con
 		bool build = strncmp(n, ".build.", 7) == 0; /* builders are serialized: any is dead */
 		if ((!version && !build) || strcmp(n, keep) == 0)
 			continue;
+		size_t len = strlen(n);
+		if (version && len > 5 && strcmp(n + len - 5, ".json") == 0) {
+			/* metadata of a version that is gone */
+			char dir[256];
+			struct stat st;
+			safe_snprintf(dir, sizeof(dir), "%.*s", (int)(len - 5), n);
+			if (fstatat(dirfd(d), dir, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+				(void)unlinkat(dirfd(d), n, 0);
+			continue;
+		}
 		int fd = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
 		char vpath[4400];
 		safe_snprintf(vpath, sizeof(vpath), "%s/%s", tdir, n);
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (build || !used_by_long_lived(state_dir, vpath)))
-			(void)rm_rf_at(dirfd(d), n, 0);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (build || !used_by_long_lived(state_dir, vpath)) &&
+		    rm_rf_at(dirfd(d), n, 0) == 0 && version) {
+			char meta[300];
+			safe_snprintf(meta, sizeof(meta), "%s.json", n);
+			(void)unlinkat(dirfd(d), meta, 0);
+		}
 		close(fd);
 	}
 	closedir(d);
 }
 
-typedef int (*build_fn)(const char *dir, void *ud, abox_error *err);
 
 static int build_host(const char *dir, void *ud, abox_error *err)
 {
@@ -120,8 +134,8 @@ static int build_host(const char *dir, void *ud, abox_error *err)
  * templates lock, held by the caller), then makes it the current one:
  * rename to NAME.GEN, atomic switch of the NAME symlink, sweep of the
  * versions nobody uses any more. */
-static int publish(const char *state_dir, const char *tdir, const char *name, build_fn fn, void *ud,
-		   abox_error *err)
+int template_publish(const char *state_dir, const char *tdir, const char *name, template_build_fn fn, void *ud,
+		     const struct template_meta *meta, abox_error *err)
 {
 	char gen[9], build[4200], version[256], final[4200], link[4200], tmplink[4200];
 	int r = random_id(gen, 8);
@@ -141,6 +155,11 @@ static int publish(const char *state_dir, const char *tdir, const char *name, bu
 	if (rename(build, final) < 0) {
 		r = abox_error_set(err, errno, "template: rename '%s'", final);
 		(void)rm_rf_at(AT_FDCWD, build, 0);
+		return r;
+	}
+	/* before the switch: a current version always has its metadata */
+	if (meta && (r = template_meta_write(final, meta, err)) < 0) {
+		(void)rm_rf_at(AT_FDCWD, final, 0);
 		return r;
 	}
 	/* a folder of the older layout (not a symlink) is moved aside so
@@ -179,7 +198,7 @@ static int rebuild(const char *state_dir, const char *tdir, const char *name, ab
 		return 0;
 	}
 
-	return publish(state_dir, tdir, name, build_host, NULL, err);
+	return template_publish(state_dir, tdir, name, build_host, NULL, NULL, err);
 }
 
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err)
@@ -210,6 +229,10 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 		if (!t.root) {
 			template_info_free(&t);
 			return abox_error_set(err, ENOMEM, "template");
+		}
+		if ((r = template_meta_read(path, &t.meta, err)) < 0) {
+			template_info_free(&t);
+			return r;
 		}
 		*out = t;
 		return 0;
@@ -257,6 +280,7 @@ void template_info_free(struct template_info *t)
 		free(t->trees[i]);
 	if (t->lock_fd > 0)
 		close(t->lock_fd);
+	template_meta_free(&t->meta);
 	memset(t, 0, sizeof(*t));
 	t->lock_fd = -1;
 }
@@ -357,7 +381,7 @@ static int skeleton_dir(int parent, const char *name, mode_t mode, uid_t uid, in
 /* The folders every sandbox root needs, made when an image lacks them:
  * mount points, a world-writable /tmp and the home of `user`. Never
  * follows anything in the image. */
-static int add_skeleton(int root, abox_error *err)
+int template_add_skeleton(int root, abox_error *err)
 {
 	static const struct {
 		const char *name;
@@ -376,50 +400,6 @@ static int add_skeleton(int root, abox_error *err)
 	if (r < 0 || (r = skeleton_dir(home, "user", 0755, 1000, &user, err)) < 0)
 		return r;
 	return 0;
-}
-
-struct import_args {
-	int src;
-	struct layer_copy_stats *stats;
-};
-
-static int build_import(const char *dir, void *ud, abox_error *err)
-{
-	struct import_args *a = ud;
-	if (mkdir(dir, 0755) < 0)
-		return abox_error_set(err, errno, "template: create '%s'", dir);
-	_cleanup_close_ int bfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bfd < 0)
-		return abox_error_set(err, errno, "template: open '%s'", dir);
-	int r = layer_import_tree(a->src, bfd, a->stats, err);
-	if (r < 0 || (r = add_skeleton(bfd, err)) < 0)
-		return r;
-	/* the root of a template is never writable by the sandbox's user */
-	if (fchown(bfd, 0, 0) < 0 || fchmod(bfd, 0755) < 0)
-		return abox_error_set(err, errno, "template: set up its root");
-	return 0;
-}
-
-int template_import_dir(const char *state_dir, const char *name, const char *src, struct layer_copy_stats *stats,
-			abox_error *err)
-{
-	if (!template_name_ok(name) || strcmp(name, "host") == 0)
-		return abox_error_setx(err, EINVAL,
-				       "template: name '%s' must be 1-63 of a-z 0-9 - _ (and not 'host')", name);
-	_cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (sfd < 0)
-		return abox_error_set(err, errno, "template: open '%s'", src);
-	char tdir[4096], lockp[4200];
-	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
-		return abox_error_set(err, errno, "template: create '%s'", tdir);
-	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
-	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lk < 0 || flock(lk, LOCK_EX) < 0)
-		return abox_error_set(err, errno, "template: lock '%s'", lockp);
-
-	struct import_args args = { .src = sfd, .stats = stats };
-	return publish(state_dir, tdir, name, build_import, &args, err);
 }
 
 int template_remove(const char *state_dir, const char *name, abox_error *err)

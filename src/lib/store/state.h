@@ -31,6 +31,8 @@ struct sb_state {
 	uint32_t cpu_millis;
 	char **env;           /* "K=V" for every command, NULL-terminated, or NULL */
 	char *seccomp_policy; /* a custom policy's absolute path; NULL = the default */
+	char *user;           /* default user of commands (from the template); NULL = "user" */
+	char *workdir;        /* default working folder (from the template); NULL = the user's home */
 	char **snapshots;     /* ids of the snapshot chain it stands on, newest first, or NULL */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];

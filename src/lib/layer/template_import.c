@@ -1,0 +1,230 @@
+/* layer/template_import.c — new templates from a folder, an archive or a
+ * container image, with their metadata.
+ *
+ * Folders are copied here (layer_import_tree: fd-relative, sanitized).
+ * Archives and images are unpacked by abox-unpack, a helper process, so
+ * that libarchive and the decompressors never parse hostile bytes inside
+ * the CLI or the daemon. Either way the result is built in a .build
+ * folder and only published (made current) when complete.
+ * Runs in the CLI/daemon, as root. */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "layer/copy.h"
+#include "layer/layer.h"
+#include "layer/unpack_run.h"
+
+struct import_args {
+	const char *src;
+	int src_fd;
+	bool folder;                          /* a plain folder: copy it here */
+	const struct template_import_req *req;
+	struct template_meta *meta;           /* filled in by the build */
+	char *image_config;                   /* from the unpacker */
+};
+
+static bool has_file(int dir, const char *name)
+{
+	struct stat st;
+	return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+static int build(const char *dir, void *ud, abox_error *err)
+{
+	struct import_args *a = ud;
+	if (mkdir(dir, 0755) < 0)
+		return abox_error_set(err, errno, "template: create '%s'", dir);
+	_cleanup_close_ int bfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return abox_error_set(err, errno, "template: open '%s'", dir);
+	int r;
+	if (a->folder) {
+		struct layer_copy_stats st = { 0 };
+		if ((r = layer_import_tree(a->src_fd, bfd, &st, err)) < 0)
+			return r;
+		a->meta->entries = st.entries;
+		a->meta->bytes = st.data_bytes;
+		a->meta->dropped = st.dropped;
+	} else {
+		if (!a->req->unpack_helper)
+			return abox_error_setx(err, ENOENT,
+					       "template: abox-unpack not found (needed for archives and images; "
+					       "set $ABOX_UNPACK)");
+		char scratch[4200];
+		safe_snprintf(scratch, sizeof(scratch), "%s.scratch", dir);
+		if (mkdir(scratch, 0700) < 0)
+			return abox_error_set(err, errno, "template: create '%s'", scratch);
+		struct unpack_run u = {
+			.helper = a->req->unpack_helper,
+			.source = a->src,
+			.dest = dir,
+			.scratch = scratch,
+			.keep_setuid = a->req->keep_setuid,
+			.keep_devices = a->req->keep_devices,
+			.max_bytes = a->req->max_bytes,
+			.max_entries = a->req->max_entries,
+			.progress = a->req->progress,
+			.ud = a->req->ud,
+		};
+		r = unpack_run(&u, err);
+		(void)rm_rf_at(AT_FDCWD, scratch, 0);
+		if (r == 1)
+			r = abox_error_setx(err, EINVAL, "template: '%s' holds no image", a->src);
+		if (r < 0) {
+			unpack_run_free(&u);
+			return r;
+		}
+		a->meta->entries = u.entries;
+		a->meta->bytes = u.bytes;
+		a->meta->dropped = u.dropped;
+		a->image_config = TAKE_PTR(u.config);
+	}
+	if ((r = template_add_skeleton(bfd, err)) < 0)
+		return r;
+	/* the root of a template is never writable by the sandbox's user */
+	if (fchown(bfd, 0, 0) < 0 || fchmod(bfd, 0755) < 0)
+		return abox_error_set(err, errno, "template: set up its root");
+	return 0;
+}
+
+/* Appends kv to *env, replacing an entry with the same key. */
+static int env_set(char ***env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return -EINVAL;
+	size_t kl = (size_t)(eq - kv) + 1, n = strv_length(*env);
+	char *copy = strdup(kv);
+	if (!copy)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp((*env)[i], kv, kl) == 0) {
+			free((*env)[i]);
+			(*env)[i] = copy;
+			return 0;
+		}
+	char **nv = realloc(*env, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(copy);
+		return -ENOMEM;
+	}
+	nv[n] = copy;
+	nv[n + 1] = NULL;
+	*env = nv;
+	return 0;
+}
+
+/* The image's config first, the caller's choices over it. */
+static int fill_meta(struct import_args *a, abox_error *err)
+{
+	struct template_meta *m = a->meta;
+	const struct template_import_req *q = a->req;
+	if (a->image_config) {
+		json_object *o = json_tokener_parse(a->image_config);
+		json_object *v;
+		if (o && json_object_object_get_ex(o, "user", &v) && json_object_is_type(v, json_type_string)) {
+			const char *u = template_user_from_image(json_object_get_string(v));
+			m->user = u ? strdup(u) : NULL;
+		} else if (o) {
+			m->user = strdup("root"); /* an image without User runs as root */
+		}
+		if (o && json_object_object_get_ex(o, "workdir", &v) && json_object_is_type(v, json_type_string))
+			m->workdir = strdup(json_object_get_string(v));
+		if (o && json_object_object_get_ex(o, "env", &v) && json_object_is_type(v, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(v); i++) {
+				json_object *e = json_object_array_get_idx(v, i);
+				if (json_object_is_type(e, json_type_string))
+					(void)env_set(&m->env, json_object_get_string(e));
+			}
+		json_object_put(o);
+	}
+	if (q->user) {
+		free(m->user);
+		m->user = strdup(q->user);
+	}
+	if (q->workdir) {
+		free(m->workdir);
+		m->workdir = strdup(q->workdir);
+	}
+	for (size_t i = 0; q->env && q->env[i]; i++)
+		if (env_set(&m->env, q->env[i]) < 0)
+			return abox_error_setx(err, EINVAL, "template: environment entry '%s' is not K=V", q->env[i]);
+	m->start_cmd = q->start_cmd ? strdup(q->start_cmd) : NULL;
+	m->ready_cmd = q->ready_cmd ? strdup(q->ready_cmd) : NULL;
+	m->ready_port = q->ready_port;
+	m->ready_timeout_ms = q->ready_timeout_ms;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	m->source = realpath(a->src, NULL);
+	return 0;
+}
+
+static int build_then_meta(const char *dir, void *ud, abox_error *err)
+{
+	int r = build(dir, ud, err);
+	return r < 0 ? r : fill_meta(ud, err);
+}
+
+static int check_req(const struct template_import_req *q, abox_error *err)
+{
+	if (q->user && strcmp(q->user, "root") != 0 && strcmp(q->user, "user") != 0)
+		return abox_error_setx(err, EINVAL, "template: unknown user '%s' (use 'user' or 'root')", q->user);
+	if (q->workdir && q->workdir[0] != '/')
+		return abox_error_setx(err, EINVAL, "template: working folder '%s' is not absolute", q->workdir);
+	if (q->ready_cmd && q->ready_port)
+		return abox_error_setx(err, EINVAL, "template: a readiness check is a command or a port, not both");
+	if ((q->ready_cmd || q->ready_port) && !q->start_cmd)
+		return abox_error_setx(err, EINVAL, "template: a readiness check needs a start command");
+	return 0;
+}
+
+int template_import(const char *state_dir, const char *name, const char *src, const struct template_import_req *req,
+		    struct template_meta *out, abox_error *err)
+{
+	if (!template_name_ok(name) || strcmp(name, "host") == 0)
+		return abox_error_setx(err, EINVAL,
+				       "template: name '%s' must be 1-63 of a-z 0-9 - _ (and not 'host')", name);
+	int r = check_req(req, err);
+	if (r < 0)
+		return r;
+	_cleanup_close_ int sfd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (sfd < 0 || fstat(sfd, &st) < 0)
+		return abox_error_set(err, errno, "template: open '%s'", src);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return abox_error_setx(err, EINVAL, "template: '%s' is neither a folder nor an archive", src);
+
+	char tdir[4096], lockp[4200];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
+		return abox_error_set(err, errno, "template: create '%s'", tdir);
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0)
+		return abox_error_set(err, errno, "template: lock '%s'", lockp);
+
+	struct template_meta meta = { 0 };
+	struct import_args a = {
+		.src = src,
+		.src_fd = sfd,
+		.folder = S_ISDIR(st.st_mode) && !(has_file(sfd, "oci-layout") && has_file(sfd, "index.json")) &&
+			  !has_file(sfd, "manifest.json"),
+		.req = req,
+		.meta = &meta,
+	};
+	/* the metadata is complete once the build has run: publish writes it
+	 * after calling build, through the same pointer */
+	r = template_publish(state_dir, tdir, name, build_then_meta, &a, &meta, err);
+	free(a.image_config);
+	if (r >= 0 && out)
+		*out = meta;
+	else
+		template_meta_free(&meta);
+	return r;
+}
