@@ -14,6 +14,7 @@
 static const char usage_text[] =
 	"usage: abox template ls\n"
 	"       abox template import [OPTIONS] NAME SOURCE\n"
+	"       abox template build [OPTIONS] NAME RECIPE\n"
 	"       abox template inspect [--json] NAME\n"
 	"       abox template rm NAME...\n\n"
 	"`host` (built in) is the default. SOURCE is a folder holding a root\n"
@@ -22,9 +23,11 @@ static const char usage_text[] =
 	"archive. Nothing in it is followed; entries that would land outside the\n"
 	"template refuse the import; device nodes, setuid/setgid bits and file\n"
 	"capabilities are left out. Importing an existing name makes a new\n"
-	"version of it; sandboxes on the old one keep it until they end.\n\n"
-	"import options (what sandboxes made from it start with; an image's own\n"
-	"config gives the defaults):\n"
+	"version of it; sandboxes on the old one keep it until they end.\n"
+	"`build` runs debootstrap as a RECIPE says (see rootfs/) from this\n"
+	"machine's Debian mirror, showing its output, and imports the result.\n\n"
+	"import/build options (what sandboxes made from it start with; an\n"
+	"image's config or the recipe gives the defaults):\n"
 	"  -u, --user USER        default user of commands: user or root\n"
 	"  -w, --workdir DIR      default working folder\n"
 	"  -e, --env K=V          environment entry (repeatable)\n"
@@ -39,7 +42,13 @@ static const char usage_text[] =
 
 static void show_progress(const abox_template_progress *p, void *ud)
 {
-	(void)ud;
+	bool tty = ud != NULL;
+	if (p->message) {
+		fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", p->message);
+		return;
+	}
+	if (!tty)
+		return;
 	char sz[32];
 	snprintf(sz, sizeof(sz), "%llu bytes", (unsigned long long)p->bytes);
 	if (p->layers)
@@ -50,7 +59,7 @@ static void show_progress(const abox_template_progress *p, void *ud)
 	fflush(stderr);
 }
 
-static int do_import(abox_ctx *ctx, int argc, char **argv)
+static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 {
 	static const struct option opts[] = {
 		{ "user", required_argument, NULL, 'u' },     { "workdir", required_argument, NULL, 'w' },
@@ -113,10 +122,11 @@ static int do_import(abox_ctx *ctx, int argc, char **argv)
 	}
 	o.env = nenv ? env : NULL;
 	bool tty = isatty(STDERR_FILENO);
-	if (tty)
-		o.progress = show_progress;
+	o.progress = show_progress;
+	o.userdata = tty ? (void *)1 : NULL;
 	abox_error err = ABOX_ERROR_INIT;
-	int r = abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
+	int r = build ? abox_template_build(ctx, argv[optind], argv[optind + 1], &o, &err)
+		      : abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	free(env);
@@ -193,7 +203,7 @@ int cmd_template(int argc, char **argv)
 	const char *op = argc > 1 ? argv[1] : NULL;
 	bool help = op && (strcmp(op, "--help") == 0 || strcmp(op, "-h") == 0);
 	bool known = op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
-			    strcmp(op, "inspect") == 0);
+			    strcmp(op, "inspect") == 0 || strcmp(op, "build") == 0);
 	bool inspect_json = known && strcmp(op, "inspect") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0;
 	if (!known || (strcmp(op, "rm") == 0 && argc < 3) ||
 	    (strcmp(op, "inspect") == 0 && argc != 3 && !inspect_json)) {
@@ -216,8 +226,8 @@ int cmd_template(int argc, char **argv)
 			}
 			free(names);
 		}
-	} else if (strcmp(op, "import") == 0) {
-		rc = do_import(ctx, argc - 1, argv + 1);
+	} else if (strcmp(op, "import") == 0 || strcmp(op, "build") == 0) {
+		rc = do_import(ctx, argc - 1, argv + 1, strcmp(op, "build") == 0);
 	} else if (strcmp(op, "inspect") == 0) {
 		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
 	} else {

@@ -205,6 +205,7 @@ typedef struct abox_template_progress {
 	uint64_t bytes;       /* file data written so far */
 	unsigned layer;       /* image layer being applied (1-based); 0: not an image */
 	unsigned layers;
+	const char *message;  /* a line of a build's output (abox_template_build), or NULL */
 } abox_template_progress;
 
 #define ABOX_TEMPLATE_OPTS_VERSION 1
@@ -229,6 +230,14 @@ typedef struct abox_template_opts {
 
 ABOX_EXPORT int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source,
 					const abox_template_opts *opts, abox_error *err);
+
+/* Builds template name from a recipe (a `key = value` file, see rootfs/ and
+ * docs/cli.md): debootstrap of a Debian suite from the machine's mirror
+ * (or the recipe's), in a mount namespace of its own, then imported like
+ * a folder. opts override the recipe's metadata; its progress callback
+ * gets every line debootstrap prints (message). Takes minutes. */
+ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe,
+				    const abox_template_opts *opts, abox_error *err);
 
 #define ABOX_TEMPLATE_INFO_VERSION 1
 typedef struct abox_template_info {

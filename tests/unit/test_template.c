@@ -149,3 +149,96 @@ Test(host_template, unknown_template_names_the_template)
 	cr_assert_eq(template_open(host, "ubuntu", &t, &err), -ENOENT);
 	cr_assert(strstr(err.msg, "template 'ubuntu' not found"), "%s", err.msg);
 }
+
+Test(recipe, parses_every_key)
+{
+	const char *text = "# comment\n"
+			   "suite = bookworm\n"
+			   "variant=minbase\n"
+			   "  include = python3,ca-certificates  \n"
+			   "mirror = http://mirror.invalid/debian\n"
+			   "components = main,contrib\n"
+			   "user = root\nworkdir = /srv\nenv = A=1\nenv = B=x=y\n"
+			   "start = python3 -m http.server 8080\nready-port = 8080\nready-timeout = 30\n";
+	struct template_recipe r;
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(template_recipe_parse("r", text, &r, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(r.suite, "bookworm");
+	cr_assert_str_eq(r.variant, "minbase");
+	cr_assert_str_eq(r.include, "python3,ca-certificates");
+	cr_assert_str_eq(r.mirror, "http://mirror.invalid/debian");
+	cr_assert_str_eq(r.components, "main,contrib");
+	cr_assert_str_eq(r.user, "root");
+	cr_assert_str_eq(r.workdir, "/srv");
+	cr_assert_str_eq(r.env[0], "A=1");
+	cr_assert_str_eq(r.env[1], "B=x=y");
+	cr_assert_null(r.env[2]);
+	cr_assert_str_eq(r.start_cmd, "python3 -m http.server 8080");
+	cr_assert_eq(r.ready_port, 8080);
+	cr_assert_eq(r.ready_timeout_ms, 30000);
+	template_recipe_free(&r);
+}
+
+Test(recipe, refuses_what_it_does_not_know_naming_the_line)
+{
+	const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "variant = minbase\n", "no 'suite'" },
+		{ "suite = bookworm\nsuite = trixie\n", "r:2: 'suite' given twice" },
+		{ "suite = bookworm\nfoo = bar\n", "r:2: unknown key 'foo'" },
+		{ "suite = ../etc\n", "r:1: suite" },
+		{ "suite = bookworm\ninclude = python3;rm -rf /\n", "r:2: include" },
+		{ "suite = bookworm\nmirror = ftp://x\n", "r:2: mirror" },
+		{ "suite = bookworm\nmirror = http://x/ --keyring=/tmp/k\n", "r:2: mirror" },
+		{ "suite = bookworm\nuser = nobody\n", "r:2: user" },
+		{ "suite = bookworm\nworkdir = rel\n", "r:2: workdir" },
+		{ "suite = bookworm\nenv = NOEQUALS\n", "r:2: env" },
+		{ "suite = bookworm\nready-port = 70000\n", "r:2: ready-port" },
+		{ "suite = bookworm\njust text\n", "r:2: expected" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct template_recipe r;
+		abox_error err = ABOX_ERROR_INIT;
+		cr_assert_lt(template_recipe_parse("r", bad[i].text, &r, &err), 0, "accepted: %s", bad[i].text);
+		cr_assert(strstr(err.msg, bad[i].want), "'%s' gave: %s", bad[i].text, err.msg);
+	}
+}
+
+Test(template_meta, round_trips_and_maps_image_users)
+{
+	char dir[] = "/tmp/abox-meta.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char version[128];
+	snprintf(version, sizeof(version), "%s/t.gen", dir);
+	char *env[] = { (char *)"A=1", (char *)"PATH=/bin", NULL };
+	struct template_meta m = { .source = (char *)"/src.tar", .created_ms = 123, .entries = 4, .bytes = 5,
+				   .user = (char *)"root", .workdir = (char *)"/w", .env = env,
+				   .start_cmd = (char *)"s", .ready_cmd = (char *)"r", .ready_timeout_ms = 9000 };
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(template_meta_write(version, &m, &err), 0, "%s", err.msg);
+	struct template_meta back;
+	cr_assert_eq(template_meta_read(version, &back, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(back.source, "/src.tar");
+	cr_assert_eq(back.created_ms, 123);
+	cr_assert_eq(back.entries, 4);
+	cr_assert_str_eq(back.user, "root");
+	cr_assert_str_eq(back.workdir, "/w");
+	cr_assert_str_eq(back.env[1], "PATH=/bin");
+	cr_assert_str_eq(back.start_cmd, "s");
+	cr_assert_str_eq(back.ready_cmd, "r");
+	cr_assert_eq(back.ready_timeout_ms, 9000);
+	template_meta_free(&back);
+	/* no metadata at all: an empty one, not an error */
+	snprintf(version, sizeof(version), "%s/none", dir);
+	cr_assert_eq(template_meta_read(version, &back, &err), 0);
+	cr_assert_null(back.user);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+
+	cr_assert_str_eq(template_user_from_image(""), "root");
+	cr_assert_str_eq(template_user_from_image("0:0"), "root");
+	cr_assert_str_eq(template_user_from_image("1000"), "user");
+	cr_assert_null(template_user_from_image("node"));
+}

@@ -11,33 +11,71 @@ static void forward_progress(uint64_t entries, uint64_t bytes, unsigned layer, u
 	o->progress(&p, o->userdata);
 }
 
-int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
-			    abox_error *err)
+static void forward_line(const char *line, void *ud)
 {
-	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
+	const abox_template_opts *o = ud;
+	abox_template_progress p = { .message = line };
+	o->progress(&p, o->userdata);
+}
+
+static int opts_to_req(const abox_template_opts *opts, abox_template_opts *o, struct template_import_req *req,
+		       abox_ctx *ctx, abox_error *err)
+{
+	*o = (abox_template_opts)ABOX_TEMPLATE_OPTS_INIT;
 	if (opts) {
 		if (opts->version < 1)
 			return abox_error_setx(err, EINVAL, "abox_template_opts: bad version %u", opts->version);
-		o = *opts;
+		*o = *opts;
 	}
+	*req = (struct template_import_req){
+		.unpack_helper = ctx->unpack_path,
+		.keep_setuid = o->flags & ABOX_TEMPLATE_KEEP_SETUID,
+		.keep_devices = o->flags & ABOX_TEMPLATE_KEEP_DEVICES,
+		.max_bytes = o->max_bytes,
+		.max_entries = o->max_entries,
+		.progress = o->progress ? forward_progress : NULL,
+		.ud = o,
+		.user = o->user,
+		.workdir = o->workdir,
+		.env = (char *const *)o->env,
+		.start_cmd = o->start_cmd,
+		.ready_cmd = o->ready_cmd,
+		.ready_port = o->ready_port,
+		.ready_timeout_ms = o->ready_timeout_ms,
+	};
+	return 0;
+}
+
+int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
+			abox_error *err)
+{
+	abox_template_opts o;
+	struct template_import_req req;
+	int r = opts_to_req(opts, &o, &req, ctx, err);
+	if (r < 0)
+		return r;
+	if (!name || !recipe)
+		return abox_error_setx(err, EINVAL, "template build: missing name or recipe");
+	struct template_meta m;
+	r = template_build(ctx->state_dir, name, recipe, &req, o.progress ? forward_line : NULL, &o, &m, err);
+	if (r < 0)
+		return r;
+	backend_log(ctx, ABOX_LOG_DEBUG, "template %s built from %s: %llu entries, %llu bytes", name, recipe,
+		    (unsigned long long)m.entries, (unsigned long long)m.bytes);
+	template_meta_free(&m);
+	return 0;
+}
+
+int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
+			    abox_error *err)
+{
+	abox_template_opts o;
+	struct template_import_req req;
+	int r0 = opts_to_req(opts, &o, &req, ctx, err);
+	if (r0 < 0)
+		return r0;
 	if (!name || !source)
 		return abox_error_setx(err, EINVAL, "template import: missing name or source");
-	struct template_import_req req = {
-		.unpack_helper = ctx->unpack_path,
-		.keep_setuid = o.flags & ABOX_TEMPLATE_KEEP_SETUID,
-		.keep_devices = o.flags & ABOX_TEMPLATE_KEEP_DEVICES,
-		.max_bytes = o.max_bytes,
-		.max_entries = o.max_entries,
-		.progress = o.progress ? forward_progress : NULL,
-		.ud = &o,
-		.user = o.user,
-		.workdir = o.workdir,
-		.env = (char *const *)o.env,
-		.start_cmd = o.start_cmd,
-		.ready_cmd = o.ready_cmd,
-		.ready_port = o.ready_port,
-		.ready_timeout_ms = o.ready_timeout_ms,
-	};
 	struct template_meta m;
 	int r = template_import(ctx->state_dir, name, source, &req, &m, err);
 	if (r < 0)

@@ -58,6 +58,7 @@ struct template_import_req {
 	char *const *env;
 	uint16_t ready_port;
 	uint32_t ready_timeout_ms;
+	const char *source;          /* recorded as where it came from; NULL: src */
 };
 /* Imports src as a new version of template name: a folder holding a root
  * filesystem (copied without following anything in it, without device
@@ -67,6 +68,31 @@ struct template_import_req {
  * until they end. */
 int template_import(const char *state_dir, const char *name, const char *src, const struct template_import_req *req,
 		    struct template_meta *out, abox_error *err);
+/* The same, for a caller that holds the templates lock (template_lock). */
+int template_import_locked(const char *state_dir, const char *tdir, const char *name, const char *src,
+			   const struct template_import_req *req, struct template_meta *out, abox_error *err);
+/* Takes tdir/.lock exclusively (serializes builders); returns the fd. */
+int template_lock(const char *tdir, abox_error *err);
+
+/* A build recipe (a .recipe file of rootfs/): debootstrap settings and metadata. */
+struct template_recipe {
+	char *suite, *variant, *include, *mirror, *components;
+	char *user, *workdir, **env, *start_cmd, *ready_cmd;
+	uint16_t ready_port;
+	uint32_t ready_timeout_ms;
+};
+/* Parses recipe text strictly (errors name path:line). */
+int template_recipe_parse(const char *path, const char *text, struct template_recipe *r, abox_error *err);
+void template_recipe_free(struct template_recipe *r);
+/* The Debian mirror of this machine's apt sources (malloc'd), or NULL. */
+char *template_host_mirror(void);
+/* Builds template name from the recipe at recipe_path with debootstrap
+ * (in a mount namespace of its own), then imports the result like a
+ * folder; every line debootstrap prints goes to log. */
+int template_build(const char *state_dir, const char *name, const char *recipe_path,
+		   const struct template_import_req *req, void (*log)(const char *line, void *ud), void *ud,
+		   struct template_meta *out, abox_error *err);
+
 /* Forgets template name; versions in use are swept once unused. */
 int template_remove(const char *state_dir, const char *name, abox_error *err);
 /* "host" first, then every imported template (NULL-terminated). */

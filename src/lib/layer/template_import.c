@@ -161,7 +161,7 @@ static int fill_meta(struct import_args *a, abox_error *err)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	m->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	m->source = realpath(a->src, NULL);
+	m->source = q->source ? strdup(q->source) : realpath(a->src, NULL);
 	return 0;
 }
 
@@ -184,8 +184,22 @@ static int check_req(const struct template_import_req *q, abox_error *err)
 	return 0;
 }
 
-int template_import(const char *state_dir, const char *name, const char *src, const struct template_import_req *req,
-		    struct template_meta *out, abox_error *err)
+int template_lock(const char *tdir, abox_error *err)
+{
+	char lockp[4200];
+	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
+	int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0) {
+		int e = errno;
+		if (lk >= 0)
+			close(lk);
+		return abox_error_set(err, e, "template: lock '%s'", lockp);
+	}
+	return lk;
+}
+
+int template_import_locked(const char *state_dir, const char *tdir, const char *name, const char *src,
+			   const struct template_import_req *req, struct template_meta *out, abox_error *err)
 {
 	if (!template_name_ok(name) || strcmp(name, "host") == 0)
 		return abox_error_setx(err, EINVAL,
@@ -199,15 +213,6 @@ int template_import(const char *state_dir, const char *name, const char *src, co
 		return abox_error_set(err, errno, "template: open '%s'", src);
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return abox_error_setx(err, EINVAL, "template: '%s' is neither a folder nor an archive", src);
-
-	char tdir[4096], lockp[4200];
-	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
-		return abox_error_set(err, errno, "template: create '%s'", tdir);
-	safe_snprintf(lockp, sizeof(lockp), "%s/.lock", tdir);
-	_cleanup_close_ int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lk < 0 || flock(lk, LOCK_EX) < 0)
-		return abox_error_set(err, errno, "template: lock '%s'", lockp);
 
 	struct template_meta meta = { 0 };
 	struct import_args a = {
@@ -227,4 +232,20 @@ int template_import(const char *state_dir, const char *name, const char *src, co
 	else
 		template_meta_free(&meta);
 	return r;
+}
+
+int template_import(const char *state_dir, const char *name, const char *src, const struct template_import_req *req,
+		    struct template_meta *out, abox_error *err)
+{
+	if (!template_name_ok(name) || strcmp(name, "host") == 0)
+		return abox_error_setx(err, EINVAL,
+				       "template: name '%s' must be 1-63 of a-z 0-9 - _ (and not 'host')", name);
+	char tdir[4096];
+	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
+	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
+		return abox_error_set(err, errno, "template: create '%s'", tdir);
+	_cleanup_close_ int lk = template_lock(tdir, err);
+	if (lk < 0)
+		return lk;
+	return template_import_locked(state_dir, tdir, name, src, req, out, err);
 }
