@@ -10,19 +10,21 @@
 static int pause_or_resume(int argc, char **argv, bool pause)
 {
 	uint32_t flags = 0;
-	if (pause && argc > 1 && strcmp(argv[1], "--no-memory") == 0) {
-		flags |= ABOX_PAUSE_NO_MEMORY;
+	while (pause && argc > 1 && (strcmp(argv[1], "--no-memory") == 0 || strcmp(argv[1], "--to-disk") == 0)) {
+		flags |= strcmp(argv[1], "--no-memory") == 0 ? ABOX_PAUSE_NO_MEMORY : ABOX_PAUSE_TO_DISK;
 		argc--;
 		argv++;
 	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fprintf(argc < 2 ? stderr : stdout,
-			pause ? "usage: abox pause [--no-memory] ID...\n"
+			pause ? "usage: abox pause [--no-memory | --to-disk] ID...\n"
 				"Freezes every process of the sandboxes; memory is kept, CPU use\n"
 				"stops, and so does the timeout clock. Commands and file requests\n"
 				"fail until `abox resume`; `abox kill` works.\n"
 				"--no-memory keeps only the files: every process ends and its memory\n"
 				"is freed; `abox resume` starts the sandbox afresh on those files.\n"
+				"--to-disk writes the processes to disk with the checkpointer (CRIU)\n"
+				"and frees their memory; `abox resume` restores them where they were.\n"
 			      : "usage: abox resume ID...\n"
 				"Thaws paused sandboxes: processes go on where they were, and the\n"
 				"deadline moves by the time spent paused.\n");

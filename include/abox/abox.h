@@ -276,6 +276,13 @@ ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
  * with the same id, limits, environment and metadata; background
  * processes are gone. Works on a running or a paused sandbox. */
 #define ABOX_PAUSE_NO_MEMORY (1u << 0)
+/* Pause to disk (E2B's pause): the processes are checkpointed by the
+ * checkpoint hook (CRIU) into the state folder, with the files as in
+ * ABOX_PAUSE_NO_MEMORY, and their memory is freed; abox_sandbox_resume
+ * restores them where they were (a running counter keeps counting). Fails
+ * with -EOPNOTSUPP, the sandbox untouched, when there is no working
+ * checkpointer (`abox doctor`). */
+#define ABOX_PAUSE_TO_DISK (1u << 1)
 ABOX_EXPORT int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err);
 /* Thaws a paused sandbox: processes go on where they were, the deadline
  * moves by the time spent paused. -EALREADY when it is not paused. */

@@ -19,6 +19,7 @@
  * which lack CAP_SYS_PTRACE, can neither ptrace it nor open its /proc
  * files (mem, fds, environ). */
 #include <fcntl.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -28,7 +29,9 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -100,6 +103,9 @@ static struct client clients[MAX_CLIENTS];
 static unsigned nclients;
 static struct proc procs[MAX_PROCS];
 static int listen_fd = INIT_LISTEN_FD;
+/* between MSG_REQ_CHECKPOINT and a re-arm: no host fds, nobody served */
+static bool checkpointing;
+static char ckpt_token[64];
 static bool ephemeral;
 static bool exiting; /* leave once every queued event is out */
 static int exit_code;
@@ -711,6 +717,90 @@ static void handle_list(int ci, const struct proto_frame *f)
 	client_queue(ci, &ok);
 }
 
+static void client_drop(unsigned ci);
+
+/* Lets go of every fd that leads out of the sandbox, so a checkpointer can
+ * dump the tree: the clients (after the answer went out), the listening
+ * socket, the writable layer's fd. A restored init must not die with its
+ * restorer either: the parent-death signal goes. */
+static void handle_checkpoint(int ci, const struct proto_frame *f)
+{
+	size_t off = 0;
+	struct proto_field fl;
+	char *tok = NULL;
+	while (proto_field_next(f, &off, &fl) > 0)
+		if (fl.tag == F_NAME && !tok && proto_field_strdup(&fl, &tok) < 0)
+			tok = NULL;
+	if (!tok || !*tok || strlen(tok) >= sizeof(ckpt_token) || strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(tok)) {
+		free(tok);
+		send_error(ci, f->id, EINVAL, "checkpoint: bad token");
+		return;
+	}
+	safe_snprintf(ckpt_token, sizeof(ckpt_token), "%s", tok);
+	free(tok);
+	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	client_queue(ci, &m);
+	/* the answer is small: out now, blocking briefly if need be */
+	int fl0 = fcntl(clients[ci].fd, F_GETFL);
+	fcntl(clients[ci].fd, F_SETFL, fl0 & ~O_NONBLOCK);
+	(void)proto_flush(clients[ci].fd, &clients[ci].out);
+	while (nclients)
+		client_drop(nclients - 1);
+	close(listen_fd);
+	listen_fd = -1;
+	close(INIT_LAYER_FD);
+	checkpointing = true;
+}
+
+/* SIGUSR2 while checkpointing: fetch the new listening socket and layer
+ * fd from the host (see INIT_REARM_NAME). Anything odd leaves us waiting
+ * for the next try. */
+static void rearm(void)
+{
+	if (!checkpointing)
+		return;
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t nl = (size_t)safe_snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "%s%s", INIT_REARM_NAME, ckpt_token);
+	struct timeval tv = { .tv_sec = 2 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl)) < 0) {
+		close(s);
+		return;
+	}
+	char byte;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} c;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	close(s);
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return;
+	int fds[2];
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	struct stat a, b;
+	if (fstat(fds[0], &a) < 0 || !S_ISSOCK(a.st_mode) || fstat(fds[1], &b) < 0 || !S_ISDIR(b.st_mode) ||
+	    dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) < 0 || dup3(fds[1], INIT_LAYER_FD, O_CLOEXEC) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	close(fds[0]);
+	close(fds[1]);
+	listen_fd = INIT_LISTEN_FD;
+	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
+	checkpointing = false;
+}
+
 static void handle_frame(int ci, const struct proto_frame *f)
 {
 	for (unsigned i = 0; i < f->nfds; i++)
@@ -850,6 +940,9 @@ static void handle_frame(int ci, const struct proto_frame *f)
 		client_queue(ci, &m);
 		break;
 	}
+	case MSG_REQ_CHECKPOINT:
+		handle_checkpoint(ci, f);
+		break;
 	case MSG_REQ_SHUTDOWN:
 		shutdown_sandbox(0);
 	default:
@@ -972,6 +1065,7 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, INIT_REARM_SIGNAL);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -1061,9 +1155,12 @@ int main(int argc, char **argv)
 		watch_ready(&pfd[watch_at]);
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
+			bool want_rearm = false;
 			while (read(sfd, &si, sizeof(si)) > 0)
-				;
+				want_rearm |= si.ssi_signo == INIT_REARM_SIGNAL;
 			reap();
+			if (want_rearm)
+				rearm();
 		}
 		for (unsigned i = nclients; i-- > 0;) {
 			short rev = pfd[2 + i].revents;

@@ -57,6 +57,10 @@ struct abox_sandbox {
 	bool oom_known;
 	char **env;            /* the sandbox's env, sent before each command's */
 	char *def_user;        /* commands' user when they name none (template); NULL: "user" */
+	/* during a checkpoint: init let go of the writable layer's fd and
+	 * this copy of it serves snapshots (when has_layer_fd) */
+	bool has_layer_fd;
+	int layer_fd;
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	uint64_t metrics_cpu_usec;
@@ -141,6 +145,11 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
+/* Tells init its new deadline, ms from now (0: none). */
+int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err);
+struct sb_state;
+/* What is left of a recorded deadline at now (wall ms); 0: none, 1: due. */
+uint64_t backend_left_ms(const struct sb_state *st, int64_t now);
 /* The next frame from init (proto_recv), or -EAGAIN with a message when
  * init stays silent because the record says the sandbox is paused. */
 int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err);

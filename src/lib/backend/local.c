@@ -422,6 +422,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.user_uid = tmpl.user_uid,
 			.user_gid = tmpl.user_gid,
 			.proc_masks = ctx->proc_masks,
+			.init_in_dev = !(o.flags & ABOX_SANDBOX_EPHEMERAL),
 		},
 		.listen_fd = listen_fd,
 		.init_memfd = memfd,

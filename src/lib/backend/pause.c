@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/checkpoint.h"
 #include "proto/messages.h"
 #include "store/state.h"
 
@@ -31,7 +32,7 @@ static int open_cgroups(abox_sandbox *sb, const char *what, abox_error *err)
  * timer cannot fire, but on thaw an expired timer would kill the sandbox
  * at once, before any later request: so pause clears it first and resume
  * re-arms it with what was left. */
-static int init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err)
+int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err)
 {
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
@@ -60,7 +61,7 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 	return open_cgroups(sb, what, err);
 }
 
-static uint64_t left_ms(const struct sb_state *st, int64_t now)
+uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
 {
 	if (!st->deadline_ms)
 		return 0;
@@ -84,12 +85,12 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	int64_t now = backend_wall_ms();
-	if (st.deadline_ms && (r = init_timeout(sb, 0, "pause", err)) < 0)
+	if (st.deadline_ms && (r = backend_init_timeout(sb, 0, "pause", err)) < 0)
 		goto out;
 	if ((r = cgroup_freeze(sb->cg, true, err)) < 0) {
 		abox_error_prefix(err, "pause");
 		if (st.deadline_ms)
-			(void)init_timeout(sb, left_ms(&st, backend_wall_ms()), "pause", NULL);
+			(void)backend_init_timeout(sb, backend_left_ms(&st, backend_wall_ms()), "pause", NULL);
 		goto out;
 	}
 	/* The record keeps the wall-clock deadline; what is left of it is
@@ -100,7 +101,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 		 * tool reports as running: undo it */
 		(void)cgroup_freeze(sb->cg, false, NULL);
 		if (st.deadline_ms)
-			(void)init_timeout(sb, left_ms(&st, now), "pause", NULL);
+			(void)backend_init_timeout(sb, backend_left_ms(&st, now), "pause", NULL);
 		goto out;
 	}
 	sb->paused = true;
@@ -127,8 +128,11 @@ static void refresh_cold(abox_sandbox *sb)
 int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 {
 	refresh_cold(sb);
-	if (sb->cold)
-		return resume_cold(sb, err);
+	if (sb->cold) {
+		/* paused to disk: its processes come back; else a cold start */
+		int d = backend_resume_from_disk(sb, err);
+		return d != 1 ? d : resume_cold(sb, err);
+	}
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "resume", &st, &lock, err);
@@ -139,7 +143,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		r = abox_error_setx(err, EALREADY, "resume: sandbox %s is not paused", sb->id);
 		goto out;
 	}
-	uint64_t left = left_ms(&st, st.paused_ms);
+	uint64_t left = backend_left_ms(&st, st.paused_ms);
 	if ((r = cgroup_freeze(sb->cg, false, err)) < 0) {
 		abox_error_prefix(err, "resume");
 		goto out;
@@ -147,7 +151,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	sb->paused = false;
 	/* init can only answer once thawed; if it cannot take its deadline
 	 * back, freeze again so that the record ("paused") stays true */
-	if (left && (r = init_timeout(sb, left, "resume", err)) < 0) {
+	if (left && (r = backend_init_timeout(sb, left, "resume", err)) < 0) {
 		(void)cgroup_freeze(sb->cg, true, NULL);
 		sb->paused = true;
 		goto out;
@@ -223,9 +227,12 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 
 int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
 {
-	if (flags & ~ABOX_PAUSE_NO_MEMORY)
+	if (flags & ~(ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK) ||
+	    (flags & (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK)) == (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK))
 		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
 	refresh_cold(sb);
+	if (flags & ABOX_PAUSE_TO_DISK)
+		return backend_pause_to_disk(sb, err);
 	if (flags & ABOX_PAUSE_NO_MEMORY) {
 		if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 			return abox_error_setx(err, EINVAL, "pause: sandbox %s is ephemeral", sb->id);

@@ -33,6 +33,10 @@ static void to_info(const struct snap_record *s, abox_snapshot_info *out)
  * open proves the pid still named our init (not a reused pid). */
 static int open_layer(abox_sandbox *sb, abox_error *err)
 {
+	if (sb->has_layer_fd) {
+		int fd = fcntl(sb->layer_fd, F_DUPFD_CLOEXEC, 3);
+		return fd >= 0 ? fd : abox_error_set(err, errno, "snapshot: the writable layer of %s", sb->id);
+	}
 	char p[64];
 	safe_snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)sb->pid, INIT_LAYER_FD);
 	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

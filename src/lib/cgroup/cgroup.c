@@ -650,6 +650,11 @@ static int set_frozen(const struct cg_dir *d, bool frozen, uint64_t deadline, ab
 			       frozen ? "frozen" : "thawed");
 }
 
+const char *cgroup_freezer_dir(const struct cg_sandbox *cg)
+{
+	return cg && cg->ctl[CG_FREEZER] >= 0 ? cg->dir[cg->ctl[CG_FREEZER]].path : NULL;
+}
+
 int cgroup_freeze(struct cg_sandbox *cg, bool frozen, abox_error *err)
 {
 	if (!cg)

@@ -118,6 +118,9 @@ int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err);
 /* Freezes (true) or thaws (false) and returns once the kernel reports the
  * new state (re-reading the state file, not waiting on notifications). */
 int cgroup_freeze(struct cg_sandbox *cg, bool frozen, abox_error *err);
+/* The folder whose freezer cgroup_freeze uses (v2 cgroup.freeze or the v1
+ * freezer), or NULL; a checkpointer is pointed at it. */
+const char *cgroup_freezer_dir(const struct cg_sandbox *cg);
 /* SIGKILLs every task: cgroup.kill on v2, else freeze + kill each pid +
  * thaw on v1 (SIGKILL does not reach frozen v1 tasks until thawed). */
 int cgroup_kill(struct cg_sandbox *cg, abox_error *err);

@@ -27,6 +27,10 @@ struct template_info {
  * Unknown names are -ENOENT with a message naming the template. */
 int template_open(const char *state_dir, const char *name, struct template_info *out, abox_error *err);
 void template_info_free(struct template_info *t);
+/* Opens one recorded version of template name (locked shared), as a
+ * sandbox that stood on it must find it again: a checkpoint restore needs
+ * the very files it was dumped with. */
+int template_open_version(const char *name, const char *version_root, struct template_info *out, abox_error *err);
 /* Removes versions of template `name` (NULL: of every template, removed
  * ones included) that are neither current nor in use (gc calls it).
  * Never blocks on a rebuild. */

@@ -271,6 +271,40 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 	return 0;
 }
 
+int template_open_version(const char *name, const char *version_root, struct template_info *out, abox_error *err)
+{
+	struct template_info t = { .user_uid = 1000, .user_gid = 1000, .lock_fd = -1 };
+	t.lock_fd = open(version_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (t.lock_fd < 0 || flock(t.lock_fd, LOCK_SH) < 0 || fstat(t.lock_fd, &st) < 0 || st.st_nlink == 0) {
+		int e = errno;
+		template_info_free(&t);
+		return abox_error_setx(err, e ? e : ENOENT, "template '%s': its version '%s' is gone", name,
+				       version_root);
+	}
+	int r;
+	if (!(t.root = strdup(version_root))) {
+		template_info_free(&t);
+		return abox_error_set(err, ENOMEM, "template");
+	}
+	if (strcmp(name, "host") == 0) {
+		for (size_t i = 0; i < ELEMENTSOF(host_trees) && t.ntrees < ROOTFS_MAX_TREES; i++) {
+			char p[256];
+			safe_snprintf(p, sizeof(p), "/%s", host_trees[i]);
+			struct stat ts;
+			if (lstat(p, &ts) == 0 && S_ISDIR(ts.st_mode) && !(t.trees[t.ntrees++] = strdup(host_trees[i]))) {
+				template_info_free(&t);
+				return abox_error_set(err, ENOMEM, "template");
+			}
+		}
+	} else if ((r = template_meta_read(version_root, &t.meta, err)) < 0) {
+		template_info_free(&t);
+		return r;
+	}
+	*out = t;
+	return 0;
+}
+
 void template_info_free(struct template_info *t)
 {
 	if (!t)

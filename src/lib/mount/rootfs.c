@@ -40,7 +40,7 @@ static int write_new(const char *path, const char *content, abox_error *err)
 	return 0;
 }
 
-static int setup_dev(const char *root, abox_error *err)
+static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 {
 	static const struct {
 		const char *name;
@@ -62,7 +62,8 @@ static int setup_dev(const char *root, abox_error *err)
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
-	if ((r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", err)) < 0)
+	if ((r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC),
+			  init_in_dev ? "mode=0755,size=256k,nr_inodes=64" : "mode=0755,size=64k,nr_inodes=64", err)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
@@ -253,6 +254,11 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	 * show mounts below its lower directory, and the template borrows
 	 * these trees from the host instead of copying them. Writes land in
 	 * the sandbox's layer; the host's files are never touched. */
+	if (plan->restore) {
+		safe_snprintf(p, sizeof(p), "%s/trees", s);
+		if ((r = mkdir_p1(p, 0755, err)) < 0)
+			return r;
+	}
 	for (unsigned i = 0; i < plan->ntrees; i++) {
 		const char *t = plan->trees[i];
 		safe_snprintf(p, sizeof(p), "%s/upper/%s", s, t);
@@ -267,12 +273,20 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		else
 			safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=%s/upper/%s,workdir=%s/work/%s", t, s,
 				      t, s, t);
-		safe_snprintf(p, sizeof(p), "%s/%s", root, t);
+		if (plan->restore) {
+			safe_snprintf(p, sizeof(p), "%s/trees/%s", s, t);
+			if ((r = mkdir_p1(p, 0755, err)) < 0)
+				return r;
+		} else {
+			safe_snprintf(p, sizeof(p), "%s/%s", root, t);
+		}
 		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 			return r;
 	}
+	if (plan->restore)
+		return 0;
 
-	if ((r = setup_dev(root, err)) < 0)
+	if ((r = setup_dev(root, plan->init_in_dev, err)) < 0)
 		return r;
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)
 		return r;

@@ -32,6 +32,17 @@ struct rootfs_plan {
 	uid_t user_uid;
 	gid_t user_gid;
 	uint32_t proc_masks;   /* from rootfs_proc_masks_present() */
+	/* for a checkpoint restore: only the writable layer, the root
+	 * overlay and the host trees' overlays (at <scratch>/trees/<tree>),
+	 * no /dev, /proc, /sys (the checkpointer restores those) and no
+	 * pivot_root */
+	bool restore;
+	/* init runs from a copy in /dev (then exec-able, 256 KiB) instead of
+	 * a memfd: a checkpointer cannot restore a memfd as a process's exe,
+	 * so long-lived (checkpointable) sandboxes need a real file. It is
+	 * the sandbox's own copy: replacing it changes nothing (init never
+	 * execs again) and no host file is reachable through /proc/1/exe. */
+	bool init_in_dev;
 };
 
 /* Which of the /proc entries to mask exist on this kernel (bit set). Runs

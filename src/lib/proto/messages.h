@@ -26,6 +26,12 @@ enum proto_type {
 	MSG_REQ_ATTACH = 24,   /* F_PID or F_TAG: START, kept output, then live events or END */
 	MSG_REQ_LIST = 25,     /* -> EV_PROC per process (running and recent ended), EV_OK */
 	MSG_REQ_RESIZE = 26,   /* F_PID (or the request id), F_ROWS, F_COLS: a terminal's new size */
+	/* before a checkpoint: F_NAME (a random token). Init answers EV_OK,
+	 * then lets go of everything that lives outside the sandbox (its
+	 * clients, the listening socket, the writable layer's fd: a
+	 * checkpointer cannot dump those) and waits, serving nobody, until
+	 * SIGUSR2 tells it to fetch new ones (see INIT_REARM_NAME). */
+	MSG_REQ_CHECKPOINT = 27,
 	/* files, done by init as F_UID/F_GID inside the sandbox's tree; errors
 	 * are EV_ERROR {F_ERRNO, F_MESSAGE} with the kernel's errno */
 	MSG_REQ_FS_READ = 32,  /* F_PATH -> EV_DATA* then EV_OK {F_SIZE} */
@@ -112,5 +118,15 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 #define INIT_LISTEN_FD 3
 /* O_PATH fd on the writable layer's tmpfs (for disk use). */
 #define INIT_LAYER_FD 4
+
+/* Re-arming init after a checkpoint (restored, or the dump failed): the
+ * host listens on the abstract unix socket "\0" INIT_REARM_NAME TOKEN in
+ * the sandbox's network namespace and sends init SIGUSR2; init connects
+ * and receives one byte with two fds (SCM_RIGHTS): its new listening
+ * socket and the writable layer's folder. The host checks the peer's pid
+ * (SO_PEERCRED), so a process of the sandbox that races for the name gets
+ * nothing. */
+#define INIT_REARM_NAME "abox-rearm-"
+#define INIT_REARM_SIGNAL SIGUSR2
 
 #endif

@@ -64,6 +64,31 @@ _Noreturn static void child_fail(int errfd, const abox_error *e)
 }
 
 /* Receives up to max fds in one message; -1 when the peer hung up. */
+
+/* The sandbox's own copy of init in its /dev (see rootfs_plan.init_in_dev),
+ * from the sealed memfd; closed before the exec (ETXTBSY otherwise). */
+static int copy_init(int memfd, abox_error *e)
+{
+	int fd = open(INIT_DEV_PATH, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0500);
+	if (fd < 0)
+		return abox_error_set(e, errno, "create %s", INIT_DEV_PATH);
+	off_t off = 0;
+	struct stat st;
+	int r = fstat(memfd, &st);
+	while (r == 0 && off < st.st_size) {
+		ssize_t n = sendfile(fd, memfd, &off, (size_t)(st.st_size - off));
+		if (n <= 0)
+			r = -1;
+	}
+	if (r < 0) {
+		abox_error_set(e, errno ? errno : EIO, "copy init into %s", INIT_DEV_PATH);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static ssize_t recv_fds(int sock, int *fds, size_t max)
 {
 	char byte;
@@ -190,6 +215,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * this to 0 before they exec */
 	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
 
+	if (cfg->rootfs.init_in_dev && copy_init(init_fd, &e) < 0)
+		child_fail(err_fd, &e);
+
 	/* init's stdio: the sandbox's /dev/null, never a host terminal or file
 	 * (a host fd inside could be reopened through /proc/self/fd). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -221,7 +249,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	}
 	umask(022);
 	static char *const envp[] = { NULL };
-	syscall(SYS_execveat, init_fd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
+	if (cfg->rootfs.init_in_dev)
+		execve(INIT_DEV_PATH, cfg->init_argv, envp);
+	else
+		syscall(SYS_execveat, init_fd, "", cfg->init_argv, envp, AT_EMPTY_PATH);
 	abox_error_set(&e, errno, "exec abox-init");
 	child_fail(err_fd, &e);
 }

@@ -21,6 +21,9 @@
 struct cg_sandbox;
 struct cg_layout;
 
+/* Where a long-lived sandbox's init runs from (rootfs_plan.init_in_dev). */
+#define INIT_DEV_PATH "/dev/.abox-init"
+
 struct spawn_config {
 	struct rootfs_plan rootfs;
 	int listen_fd;              /* becomes fd 3 of init */

@@ -127,3 +127,23 @@ int store_rundir_remove(const char *dir, abox_error *err)
 		return abox_error_set(err, errno, "remove '%s'", dir);
 	return 0;
 }
+
+int store_rundir_relisten(const char *dir, int *listen_fd, int *conn_fd, abox_error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", dir);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return abox_error_setx(err, ENAMETOOLONG, "socket path '%s/init.sock' is too long", dir);
+	_cleanup_close_ int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || c < 0)
+		return abox_error_set(err, errno, "socket");
+	(void)unlink(sa.sun_path);
+	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 64) < 0)
+		return abox_error_set(err, errno, "listen on '%s'", sa.sun_path);
+	if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return abox_error_set(err, errno, "connect '%s'", sa.sun_path);
+	*listen_fd = TAKE_FD(l);
+	*conn_fd = TAKE_FD(c);
+	return 0;
+}

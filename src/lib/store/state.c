@@ -124,6 +124,8 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	put_str(o, "seccompPolicy", s->seccomp_policy);
 	put_str(o, "user", s->user);
 	put_str(o, "workdir", s->workdir);
+	put_str(o, "checkpoint", s->checkpoint);
+	put_str(o, "checkpointToken", s->checkpoint_token);
 	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
 	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
@@ -217,6 +219,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.seccomp_policy = get_str(o, "seccompPolicy");
 	t.user = get_str(o, "user");
 	t.workdir = get_str(o, "workdir");
+	t.checkpoint = get_str(o, "checkpoint");
+	t.checkpoint_token = get_str(o, "checkpointToken");
 	t.memory_bytes = get_u64(o, "memoryBytes");
 	t.disk_bytes = get_u64(o, "diskBytes");
 	t.pids = get_u64(o, "pids");
@@ -259,6 +263,8 @@ void sb_state_free(struct sb_state *s)
 	free(s->seccomp_policy);
 	free(s->user);
 	free(s->workdir);
+	free(s->checkpoint);
+	free(s->checkpoint_token);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);
 		free(s->meta_values[i]);

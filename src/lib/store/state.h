@@ -33,6 +33,8 @@ struct sb_state {
 	char *seccomp_policy; /* a custom policy's absolute path; NULL = the default */
 	char *user;           /* default user of commands (from the template); NULL = "user" */
 	char *workdir;        /* default working folder (from the template); NULL = the user's home */
+	char *checkpoint;     /* paused to disk: the folder of its memory checkpoint, else NULL */
+	char *checkpoint_token; /* the token its checkpointed init waits to be re-armed with */
 	char **snapshots;     /* ids of the snapshot chain it stands on, newest first, or NULL */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];

@@ -21,6 +21,9 @@ struct cg_layout;
  * (malloc'd). On failure nothing is left. */
 int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *dir_fd,
 			int *listen_fd, int *conn_fd, abox_error *err);
+/* A new listening socket at <dir>/init.sock (the old one unlinked) and a
+ * connection to it: for an init that let go of its socket (checkpoints). */
+int store_rundir_relisten(const char *dir, int *listen_fd, int *conn_fd, abox_error *err);
 /* Writes a small record file into the folder (e.g. the cgroup folders a
  * sandbox is about to make, so gc can remove them after a crash). */
 int store_rundir_record(int dir_fd, const char *name, const char *content, abox_error *err);

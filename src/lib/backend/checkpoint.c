@@ -1,0 +1,311 @@
+/* backend/checkpoint.c — memory checkpoints through a checkpoint hook.
+ *
+ * The hook is a CRIU-compatible program (CRIU itself by default: see
+ * tools/criu-setup.sh). Pause to disk: init lets go of every fd that leads
+ * out of the sandbox (MSG_REQ_CHECKPOINT), the tree is frozen, its files
+ * are kept as a snapshot layer (as a pause without memory does), and the
+ * hook dumps the frozen tree into <state>/sandboxes/<id>/checkpoint,
+ * which kills it. Resume: the sandbox's cgroups, runtime folder, writable
+ * layer and root overlay (on the kept layer) are made again, the hook
+ * restores the tree into them from a child that joined the cgroups, and
+ * the restored init is re-armed with a new listening socket and layer fd.
+ *
+ * Mounts the hook must not dump (the host trees' overlays, /usr...) are
+ * named external; the root is given with --root on restore. The network
+ * has only loopback, so no network lock is needed (and none of the host's
+ * firewall is touched).
+ * Runs in the CLI/daemon, as root. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "backend/backend.h"
+#include "backend/checkpoint.h"
+#include "layer/layer.h"
+#include "mount/rootfs.h"
+#include "proto/messages.h"
+#include "store/state.h"
+#include "store/store.h"
+
+extern char **environ;
+
+static bool executable(const char *p)
+{
+	struct stat st;
+	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+char *checkpointer_find(abox_ctx *ctx)
+{
+	const char *env = getenv("ABOX_CHECKPOINTER");
+	if (env && *env)
+		return strdup(env); /* as given, even when wrong: the error names it */
+	char conf[4200];
+	safe_snprintf(conf, sizeof(conf), "%s/checkpointer", ctx->state_dir);
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, conf, 4096, &s, NULL) >= 0) {
+		s[strcspn(s, "\n")] = '\0';
+		if (executable(s))
+			return strdup(s);
+	}
+	static const char *const cands[] = { "/usr/local/sbin/criu", "/usr/sbin/criu", "/usr/bin/criu" };
+	for (size_t i = 0; i < ELEMENTSOF(cands); i++)
+		if (executable(cands[i]))
+			return strdup(cands[i]);
+	return NULL;
+}
+
+/* The last lines of a hook's log that say what went wrong. */
+void checkpoint_log_tail(const char *log, char *out, size_t n)
+{
+	out[0] = '\0';
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, log, 8u << 20, &s, NULL) < 0)
+		return;
+	const char *lines[4] = { NULL };
+	unsigned k = 0;
+	for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (strstr(l, "Error") || strstr(l, "error"))
+			lines[k++ % 4] = l;
+	for (unsigned i = k > 4 ? k - 4 : 0; i < k; i++) {
+		size_t len = strlen(out);
+		safe_snprintf(out + len, n - len, "\n  %s", lines[i % 4]);
+	}
+}
+
+/* Runs the hook with argv (argv[0] is replaced by its path); its output
+ * goes to the log it is told to write. */
+int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err)
+{
+	argv[0] = hook;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	pid_t pid;
+	int se = posix_spawn(&pid, hook, &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (se != 0)
+		return abox_error_set(err, se, "%s: run the checkpointer '%s'", what, hook);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return abox_error_set(err, errno, "%s: wait for the checkpointer", what);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	char tail[2048];
+	checkpoint_log_tail(log, tail, sizeof(tail));
+	return abox_error_setx(err, EIO, "%s: the checkpointer failed (%s %d; log %s)%s", what,
+			       WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), log,
+			       tail);
+}
+
+int checkpointer_check(abox_ctx *ctx, char **hook_out, abox_error *err)
+{
+	_cleanup_free_ char *hook = checkpointer_find(ctx);
+	if (!hook)
+		return abox_error_setx(err, ENOENT,
+				       "no checkpointer: install CRIU >= 4 (tools/criu-setup.sh) or set $ABOX_CHECKPOINTER");
+	char log[] = "/tmp/abox-criu-check.XXXXXX";
+	int fd = mkstemp(log);
+	if (fd < 0)
+		return abox_error_set(err, errno, "checkpointer: temp file");
+	close(fd);
+	const char *argv[] = { NULL, "check", "-o", log, NULL };
+	int r = checkpoint_run_hook(hook, argv, log, "checkpointer check", err);
+	unlink(log);
+	if (r == 0 && hook_out)
+		*hook_out = TAKE_PTR(hook);
+	return r;
+}
+
+/* Gives init (restored, or after a failed dump) a listening socket and
+ * the writable layer's fd: from a child in the sandbox's network
+ * namespace only, through an abstract socket named with the checkpoint's
+ * token, to a peer that must be init itself. */
+int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, abox_error *err)
+{
+	pid_t c = fork();
+	if (c < 0)
+		return abox_error_set(err, errno, "re-arm init: fork");
+	if (c == 0) {
+		if (setns(pidfd, CLONE_NEWNET) < 0)
+			_exit(10);
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		size_t nl = (size_t)safe_snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "%s%s", INIT_REARM_NAME,
+						  token);
+		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl);
+		if (s < 0 || bind(s, (struct sockaddr *)&sa, len) < 0 || listen(s, 8) < 0)
+			_exit(11);
+		for (int tries = 0; tries < 20; tries++) {
+			if (syscall(SYS_pidfd_send_signal, pidfd, INIT_REARM_SIGNAL, NULL, 0) < 0)
+				_exit(12);
+			struct pollfd p = { .fd = s, .events = POLLIN };
+			while (poll(&p, 1, 250) > 0) {
+				int a = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+				if (a < 0)
+					break;
+				struct ucred cr;
+				socklen_t cl = sizeof(cr);
+				/* someone else who found the name: nothing for them */
+				if (getsockopt(a, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.pid != init_pid) {
+					close(a);
+					continue;
+				}
+				int fds[2] = { listen_fd, layer_fd };
+				union {
+					struct cmsghdr h;
+					char buf[CMSG_SPACE(sizeof(fds))];
+				} u;
+				memset(&u, 0, sizeof(u));
+				char byte = 'A';
+				struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+				struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+						     .msg_controllen = sizeof(u.buf) };
+				struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+				cm->cmsg_level = SOL_SOCKET;
+				cm->cmsg_type = SCM_RIGHTS;
+				cm->cmsg_len = CMSG_LEN(sizeof(fds));
+				memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+				_exit(sendmsg(a, &mh, MSG_NOSIGNAL) == 1 ? 0 : 13);
+			}
+		}
+		_exit(14);
+	}
+	int st;
+	while (waitpid(c, &st, 0) < 0)
+		if (errno != EINTR)
+			return abox_error_set(err, errno, "re-arm init: wait");
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	return abox_error_setx(err, EIO, "re-arm init: init did not take its new sockets (step %d)",
+			       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* Asks init to let go of its host fds; it answers, then hangs up. */
+static int checkpoint_prepare(abox_sandbox *sb, const char *token, abox_error *err)
+{
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_CHECKPOINT, ++sb->next_req);
+	proto_put_str(&m, F_NAME, token);
+	int r = backend_call(sb, &m, "checkpoint", NULL, NULL, err);
+	/* init has hung up on every client, us included */
+	if (sb->conn >= 0)
+		close(sb->conn);
+	sb->conn = -1;
+	sb->rd.sock = -1;
+	sb->conn_errno = ESRCH;
+	return r;
+}
+
+void checkpoint_tree_args(const struct template_info *t, bool restore, const char *rundir, char ext[][600],
+		      const char **argv, int *k)
+{
+	for (unsigned i = 0; i < t->ntrees; i++) {
+		if (restore)
+			safe_snprintf(ext[i], 600, "mnt[abox-tree-%s]:%s/trees/%s", t->trees[i], rundir, t->trees[i]);
+		else
+			safe_snprintf(ext[i], 600, "mnt[/%s]:abox-tree-%s", t->trees[i], t->trees[i]);
+		argv[(*k)++] = "--external";
+		argv[(*k)++] = ext[i];
+	}
+}
+
+int checkpoint_begin(abox_sandbox *sb, char **token_out, abox_error *err)
+{
+	char token[33];
+	int r = random_id(token, 32);
+	if (r < 0)
+		return abox_error_set(err, -r, "checkpoint: random");
+	if (!cgroup_freezer_dir(sb->cg))
+		return abox_error_setx(err, EOPNOTSUPP, "checkpoint: the sandbox has no freezer");
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)sb->pid, INIT_LAYER_FD);
+	int lfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lfd < 0)
+		return abox_error_set(err, errno, "checkpoint: open the writable layer of %s", sb->id);
+	sb->layer_fd = lfd;
+	sb->has_layer_fd = true;
+	if (!(*token_out = strdup(token)))
+		return abox_error_set(err, ENOMEM, "checkpoint");
+	if ((r = checkpoint_prepare(sb, token, err)) < 0)
+		return r; /* init said no: it still has everything */
+	if ((r = cgroup_freeze(sb->cg, true, err)) < 0)
+		checkpoint_abort(sb, token);
+	return r;
+}
+
+void checkpoint_abort(abox_sandbox *sb, const char *token)
+{
+	/* the tree goes on as before: thawed, with a new socket */
+	abox_error e2 = ABOX_ERROR_INIT;
+	(void)cgroup_freeze(sb->cg, false, NULL);
+	int l = -1, c = -1;
+	char rd[4200];
+	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
+	if (store_rundir_relisten(rd, &l, &c, &e2) == 0 &&
+	    checkpoint_rearm(sb->pid, sb->pidfd, token, l, sb->layer_fd, &e2) == 0) {
+		sb->conn = c;
+		sb->rd.sock = c;
+		sb->conn_errno = 0;
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		c = -1;
+	} else {
+		backend_log(sb->ctx, ABOX_LOG_WARNING, "checkpoint of %s failed and its init could not be re-armed: %s",
+			    sb->id, e2.msg);
+	}
+	if (l >= 0)
+		close(l);
+	if (c >= 0)
+		close(c);
+}
+
+int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
+		    const char *token, abox_error *err)
+{
+	int r;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		r = abox_error_set(err, errno, "checkpoint: mkdir '%s'", dir);
+		checkpoint_abort(sb, token);
+		return r;
+	}
+	char log[4200], pid[24];
+	safe_snprintf(log, sizeof(log), "%s/dump.log", dir);
+	safe_snprintf(pid, sizeof(pid), "%d", (int)sb->pid);
+	const char *argv[48];
+	char ext[ROOTFS_MAX_TREES][600];
+	int k = 0;
+	argv[k++] = NULL;
+	argv[k++] = "dump";
+	argv[k++] = "-t";
+	argv[k++] = pid;
+	argv[k++] = "-D";
+	argv[k++] = dir;
+	argv[k++] = "-o";
+	argv[k++] = log;
+	argv[k++] = "-v4";
+	argv[k++] = "--freeze-cgroup";
+	argv[k++] = cgroup_freezer_dir(sb->cg);
+	argv[k++] = "--manage-cgroups=ignore";
+	argv[k++] = "--network-lock=skip";
+	argv[k++] = "--tcp-established";
+	argv[k++] = "--file-locks";
+	checkpoint_tree_args(tmpl, false, NULL, ext, argv, &k);
+	argv[k] = NULL;
+	r = checkpoint_run_hook(hook, argv, log, "checkpoint", err);
+	if (r < 0)
+		checkpoint_abort(sb, token);
+	return r;
+}

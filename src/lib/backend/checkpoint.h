@@ -1,0 +1,51 @@
+/* backend/checkpoint — memory checkpoints of a sandbox through a
+ * CRIU-compatible checkpoint hook (see checkpoint.c). */
+#ifndef ABOX_BACKEND_CHECKPOINT_H
+#define ABOX_BACKEND_CHECKPOINT_H
+
+#include "backend/backend.h"
+#include "layer/layer.h"
+#include "store/state.h"
+
+/* The checkpointer: $ABOX_CHECKPOINTER, else the path in
+ * <state>/checkpointer (written by tools/criu-setup.sh), else criu in
+ * the usual places. NULL when there is none. malloc'd. */
+char *checkpointer_find(abox_ctx *ctx);
+/* Runs `HOOK check`; 0 when the checkpointer works on this machine. */
+int checkpointer_check(abox_ctx *ctx, char **hook, abox_error *err);
+
+/* A checkpoint in steps: checkpoint_begin asks init to let go of its host
+ * fds (sb->layer_fd keeps the writable layer for the caller) and freezes
+ * the tree; the caller copies the files; checkpoint_dump has the hook
+ * dump the frozen tree into dir (created), which ends it. Failing after
+ * begin, both thaw the tree and re-arm init (checkpoint_abort), so it
+ * runs on as before. *token: what the dumped init waits for when
+ * restored (malloc'd). */
+int checkpoint_begin(abox_sandbox *sb, char **token, abox_error *err);
+int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
+		    const char *token, abox_error *err);
+void checkpoint_abort(abox_sandbox *sb, const char *token);
+
+/* Restores a sandbox recorded in st from its checkpoint images under the
+ * same id: cgroups, runtime folder, root on the recorded layers, the
+ * hook's restore, init re-armed. Returns the restored init. */
+struct restored {
+	pid_t pid;
+	uint64_t pid_start;
+	char *cgroups; /* the cgroup folders (as recorded) */
+};
+int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images, const char *id,
+		       const char *token, struct restored *out, abox_error *err);
+
+/* For checkpoint.c and checkpoint_restore.c */
+void checkpoint_log_tail(const char *log, char *out, size_t n);
+int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err);
+int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, abox_error *err);
+void checkpoint_tree_args(const struct template_info *t, bool restore, const char *rundir, char ext[][600],
+			  const char **argv, int *k);
+
+/* The verbs (pause.c calls them). */
+int backend_pause_to_disk(abox_sandbox *sb, abox_error *err);
+int backend_resume_from_disk(abox_sandbox *sb, abox_error *err);
+
+#endif

@@ -1,0 +1,212 @@
+/* backend/pause_disk.c — pause to disk (E2B's pause: memory written out
+ * and freed) and resume from it, with the checkpoint hook (checkpoint.c).
+ *
+ * Pause: init lets go of its host fds, the tree is frozen, its files are
+ * kept as a snapshot layer (as a pause without memory does), the hook
+ * dumps the processes into <state>/sandboxes/<id>/checkpoint (which ends
+ * them) and the record says cold + checkpoint: gc and kill treat it like
+ * any paused sandbox, and no memory, cgroup or mount is left. Resume
+ * restores the processes on those files; they continue where they were,
+ * with what was left of the timeout. Without a working checkpointer both
+ * fail with a clear error and the sandbox stays as it was. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/checkpoint.h"
+#include "proto/messages.h"
+#include "layer/snapshot.h"
+
+static int no_checkpointer(const char *what, const char *id, abox_error *err)
+{
+	return abox_error_setx(err, EOPNOTSUPP,
+			       "%s %s: no checkpointer on this machine (tools/criu-setup.sh installs CRIU; "
+			       "`abox doctor` tells)", what, id);
+}
+
+static void images_dir(const abox_sandbox *sb, char *buf, size_t n)
+{
+	safe_snprintf(buf, n, "%s/sandboxes/%s/checkpoint", sb->ctx->state_dir, sb->id);
+}
+
+int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
+{
+	abox_ctx *ctx = sb->ctx;
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		return abox_error_setx(err, EINVAL, "pause: sandbox %s is ephemeral", sb->id);
+	if (sb->cold)
+		return abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused to disk or without memory",
+				       sb->id);
+	_cleanup_free_ char *hook = checkpointer_find(ctx);
+	if (!hook)
+		return no_checkpointer("pause --to-disk", sb->id, err);
+	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	if (lock < 0)
+		return lock;
+	struct sb_state st = { 0 };
+	struct template_info tmpl = { .lock_fd = -1 };
+	_cleanup_free_ char *token = NULL;
+	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return r;
+	if (st.cold) {
+		sb->cold = sb->paused = true;
+		r = abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused to disk or without memory",
+				    sb->id);
+		goto out;
+	}
+	if (sb->dead || state_status(&st) == SB_DEAD) {
+		r = abox_error_setx(err, ESRCH, "pause: sandbox %s is not running (its init is gone)", sb->id);
+		goto out;
+	}
+	if (!sb->cg && ((r = backend_layout(ctx, err)) < 0 ||
+			(r = cgroup_open_existing(&ctx->cg, sb->id, &sb->cg, err)) < 0))
+		goto out;
+	if ((r = template_open_version(st.template_name, st.template_root, &tmpl, err)) < 0)
+		goto out;
+	bool was_paused = st.paused_ms != 0;
+	int64_t now = backend_wall_ms();
+	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : now);
+	/* a warm-paused init must answer: thawed for that moment */
+	if (was_paused && (r = cgroup_freeze(sb->cg, false, err)) < 0)
+		goto out;
+	sb->paused = false;
+	/* the timeout clock stops while on disk (and must not fire in the
+	 * restored tree before we set it again) */
+	if (!was_paused && st.deadline_ms && (r = backend_init_timeout(sb, 0, "pause", err)) < 0)
+		goto refreeze;
+
+	state_lock_hold(lock, ctx->state_dir, sb->id);
+	if ((r = checkpoint_begin(sb, &token, err)) < 0) {
+		state_lock_hold(-1, NULL, NULL);
+		goto restore_timer;
+	}
+	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+	r = backend_snapshot(sb, NULL, true, true, &snap, err);
+	state_lock_hold(-1, NULL, NULL);
+	if (r < 0) {
+		checkpoint_abort(sb, token);
+		goto restore_timer;
+	}
+	char dir[4200];
+	images_dir(sb, dir, sizeof(dir));
+	(void)rm_rf_at(AT_FDCWD, dir, 0);
+	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, err)) < 0) {
+		(void)rm_rf_at(AT_FDCWD, dir, 0);
+		goto restore_timer; /* the snapshot is a fork's kind: gc takes it */
+	}
+
+	/* the processes are gone: the record now stands on the new layer
+	 * and the images */
+	size_t n = strv_length(st.snapshots);
+	char **chain = calloc(n + 2, sizeof(char *));
+	if (!chain || !(chain[0] = strdup(snap.id))) {
+		free(chain);
+		r = abox_error_set(err, ENOMEM, "pause");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		chain[i + 1] = TAKE_PTR(st.snapshots[i]);
+	free(st.snapshots);
+	st.snapshots = chain;
+	if (!st.paused_ms)
+		st.paused_ms = now;
+	st.cold = true;
+	st.checkpoint = strdup(dir);
+	st.checkpoint_token = TAKE_PTR(token);
+	if (!st.checkpoint) {
+		r = abox_error_set(err, ENOMEM, "pause");
+		goto out;
+	}
+	if ((r = state_write(ctx->state_dir, &st, err)) < 0)
+		goto out;
+	snap_settle(ctx->state_dir, snap.id);
+	state_lock_hold(lock, ctx->state_dir, sb->id);
+	r = backend_kill(sb, true, err); /* cgroups, runtime folder: the tree is dead already */
+	state_lock_hold(-1, NULL, NULL);
+	if (r < 0)
+		goto out;
+	sb->paused = sb->cold = true;
+	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s to disk: memory in %s, files in snapshot %s", sb->id, dir,
+		    snap.id);
+	goto out;
+
+restore_timer:
+	if (!was_paused && st.deadline_ms && sb->conn >= 0)
+		(void)backend_init_timeout(sb, left, "pause", NULL);
+refreeze:
+	if (was_paused) {
+		(void)cgroup_freeze(sb->cg, true, NULL);
+		sb->paused = true;
+	}
+out:
+	if (sb->has_layer_fd) {
+		close(sb->layer_fd);
+		sb->has_layer_fd = false;
+	}
+	template_info_free(&tmpl);
+	sb_state_free(&st);
+	return r < 0 ? abox_error_prefix(err, "pause") : 0;
+}
+
+int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
+{
+	abox_ctx *ctx = sb->ctx;
+	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	if (lock < 0)
+		return lock;
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return r;
+	if (!st.cold || !st.paused_ms || !st.checkpoint) {
+		sb_state_free(&st);
+		return 1; /* not paused to disk (any more): the caller decides */
+	}
+	_cleanup_free_ char *hook = checkpointer_find(ctx);
+	if (!hook) {
+		sb_state_free(&st);
+		return no_checkpointer("resume", sb->id, err);
+	}
+	uint64_t left = backend_left_ms(&st, st.paused_ms);
+	struct restored rs = { 0 };
+	state_lock_hold(lock, ctx->state_dir, sb->id);
+	r = checkpoint_restore(ctx, &st, hook, st.checkpoint, sb->id, st.checkpoint_token ? st.checkpoint_token : "",
+			       &rs, err);
+	if (r < 0)
+		goto out;
+	/* running again: the record says so before anything else can fail */
+	char *images = TAKE_PTR(st.checkpoint);
+	free(st.checkpoint_token);
+	st.checkpoint_token = NULL;
+	st.pid = rs.pid;
+	st.pid_start = rs.pid_start;
+	free(st.cgroups);
+	st.cgroups = TAKE_PTR(rs.cgroups);
+	st.paused_ms = 0;
+	st.cold = false;
+	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
+	r = state_write(ctx->state_dir, &st, err);
+	(void)rm_rf_at(AT_FDCWD, images, 0);
+	free(images);
+	if (r < 0)
+		goto out;
+	abox_sandbox *fresh = NULL;
+	if ((r = abox_sandbox_connect(ctx, sb->id, &fresh, err)) < 0)
+		goto out;
+	if (left && (r = backend_init_timeout(fresh, left, "resume", err)) < 0) {
+		abox_sandbox_free(fresh);
+		goto out;
+	}
+	abox_sandbox old = *sb;
+	*sb = *fresh;
+	*fresh = old;
+	abox_sandbox_free(fresh);
+	backend_log(ctx, ABOX_LOG_DEBUG, "resume %s from disk: init is pid %d", sb->id, (int)rs.pid);
+out:
+	state_lock_hold(-1, NULL, NULL);
+	free(rs.cgroups);
+	sb_state_free(&st);
+	return r < 0 ? abox_error_prefix(err, "resume") : 0;
+}
