@@ -785,17 +785,24 @@ static void rearm(void)
 	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
 	    cm->cmsg_len != CMSG_LEN(2 * sizeof(int)))
 		return;
-	int fds[2];
-	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	int got[2], fds[2];
+	memcpy(got, CMSG_DATA(cm), sizeof(got));
+	/* the kernel gave the lowest free numbers, which may be 3 and 4
+	 * themselves: move them out of the way before placing them */
+	fds[0] = fcntl(got[0], F_DUPFD_CLOEXEC, 10);
+	fds[1] = fcntl(got[1], F_DUPFD_CLOEXEC, 10);
+	close(got[0]);
+	close(got[1]);
 	struct stat a, b;
-	if (fstat(fds[0], &a) < 0 || !S_ISSOCK(a.st_mode) || fstat(fds[1], &b) < 0 || !S_ISDIR(b.st_mode) ||
-	    dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) < 0 || dup3(fds[1], INIT_LAYER_FD, O_CLOEXEC) < 0) {
+	bool ok = fds[0] >= 0 && fds[1] >= 0 && fstat(fds[0], &a) == 0 && S_ISSOCK(a.st_mode) &&
+		  fstat(fds[1], &b) == 0 && S_ISDIR(b.st_mode) && dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) >= 0 &&
+		  dup3(fds[1], INIT_LAYER_FD, O_CLOEXEC) >= 0;
+	if (fds[0] >= 0)
 		close(fds[0]);
+	if (fds[1] >= 0)
 		close(fds[1]);
+	if (!ok)
 		return;
-	}
-	close(fds[0]);
-	close(fds[1]);
 	listen_fd = INIT_LISTEN_FD;
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 	checkpointing = false;
