@@ -203,39 +203,23 @@ static void check_cgroups(void)
 	cgroup_layout_free(&l);
 }
 
-static void check_criu(void)
+/* The checkpointer abox would use (pause --to-disk, snapshot/fork
+ * --memory), and whether it works here. */
+static void check_checkpointer(void)
 {
-	const char *criu = getenv("ABOX_CRIU");
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s check 2>&1", criu && *criu ? criu : "criu");
-	char vcmd[1024];
-	snprintf(vcmd, sizeof(vcmd), "%s --version 2>/dev/null | head -n1", criu && *criu ? criu : "criu");
-	char version[256] = "";
-	FILE *f = popen(vcmd, "r");
-	if (f) {
-		if (!fgets(version, sizeof(version), f))
-			version[0] = '\0';
-		pclose(f);
-	}
-	version[strcspn(version, "\n")] = '\0';
-	if (!version[0]) {
-		line(false, false, "criu", "not found (set ABOX_CRIU): memory checkpoints unavailable");
+	abox_ctx *ctx;
+	if (abox_ctx_new(NULL, &ctx, NULL) < 0)
 		return;
-	}
-	char out[512] = "", last[512] = "";
-	f = popen(cmd, "r");
-	int st = -1;
-	if (f) {
-		while (fgets(out, sizeof(out), f))
-			if (out[0] != '\n')
-				memcpy(last, out, sizeof(last));
-		st = pclose(f);
-	}
-	last[strcspn(last, "\n")] = '\0';
-	if (st == 0)
-		line(true, false, "criu", "%s: criu check passed", version);
+	abox_error err = ABOX_ERROR_INIT;
+	char *hook = NULL, *version = NULL;
+	if (abox_checkpointer_check(ctx, &hook, &version, &err) < 0)
+		line(false, false, "checkpointer", "%s%s%s: memory checkpoints unavailable (tools/criu-setup.sh installs "
+		     "CRIU 4)", hook ? hook : "", hook ? ": " : "", err.msg);
 	else
-		line(false, false, "criu", "%s: criu check failed: %s", version, last[0] ? last : "no output");
+		line(true, false, "checkpointer", "%s (%s): check passed", hook, version ? version : "?");
+	free(hook);
+	free(version);
+	abox_ctx_free(ctx);
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -294,7 +278,7 @@ int cmd_doctor(int argc, char **argv)
 	long c3 = syscall(SYS_clone3, NULL, 0);
 	bool clone3 = !(c3 < 0 && errno == ENOSYS);
 	line(clone3, false, "clone3", clone3 ? "available (CLONE_INTO_CGROUP)" : "unavailable: slower cgroup placement");
-	check_criu();
+	check_checkpointer();
 	printf("%s\n", fatal ? "abox cannot run sandboxes here (see FAIL lines)" : "abox can run sandboxes here");
 	return fatal ? 1 : 0;
 }

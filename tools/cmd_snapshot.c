@@ -25,6 +25,7 @@ static json_object *to_json(const abox_snapshot_info *s)
 	json_object_object_add(o, "createdMs", json_object_new_int64(s->created_ms));
 	json_object_object_add(o, "bytes", json_object_new_uint64(s->bytes));
 	json_object_object_add(o, "depth", json_object_new_int((int)s->depth));
+	json_object_object_add(o, "memory", json_object_new_boolean(s->memory));
 	return o;
 }
 
@@ -32,16 +33,22 @@ int cmd_snapshot(int argc, char **argv)
 {
 	const char *name = NULL, *id = NULL;
 	bool json = false;
+	uint32_t sflags = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
 			name = argv[++i];
+		else if (strcmp(argv[i], "--memory") == 0)
+			sflags |= ABOX_SNAPSHOT_MEMORY;
 		else if (strcmp(argv[i], "--json") == 0)
 			json = true;
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: abox snapshot [--name NAME] [--json] ID\n\n"
+			printf("usage: abox snapshot [--name NAME] [--memory] [--json] ID\n\n"
 			       "Copies the files of sandbox ID into a new snapshot and prints its id. The\n"
 			       "sandbox is frozen during the copy, which costs in proportion to what it\n"
-			       "changed. `abox create --from SNAPSHOT` starts sandboxes from it.\n");
+			       "changed. `abox create --from SNAPSHOT` starts sandboxes from it.\n"
+			       "--memory also checkpoints its processes (with the checkpointer, CRIU):\n"
+			       "sandboxes created from the snapshot get them back, running on from\n"
+			       "there. ID runs on.\n");
 			return 0;
 		} else if (argv[i][0] == '-' || id) {
 			cli_err("snapshot: unexpected argument '%s' (usage: abox snapshot [--name NAME] ID)", argv[i]);
@@ -63,7 +70,7 @@ int cmd_snapshot(int argc, char **argv)
 		rc = cli_fail(&err);
 	} else {
 		abox_snapshot_info in = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-		if (abox_sandbox_snapshot(sb, name, &in, &err) < 0) {
+		if (abox_sandbox_snapshot_flags(sb, name, sflags, &in, &err) < 0) {
 			rc = cli_fail(&err);
 		} else if (json) {
 			json_object *o = to_json(&in);
@@ -92,14 +99,14 @@ static int list(abox_ctx *ctx, bool json)
 		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
 		json_object_put(a);
 	} else {
-		printf("%-20s  %-16s  %-20s  %-8s  %-10s  %s\n", "ID", "NAME", "PARENT", "TEMPLATE", "SIZE",
-		       "CREATED");
+		printf("%-20s  %-16s  %-20s  %-8s  %-10s  %-6s  %s\n", "ID", "NAME", "PARENT", "TEMPLATE", "SIZE",
+		       "MEMORY", "CREATED");
 		for (size_t i = 0; i < n; i++) {
 			char t[32], sz[32];
 			when(v[i].created_ms, t, sizeof(t));
 			snprintf(sz, sizeof(sz), "%llu", (unsigned long long)v[i].bytes);
-			printf("%-20s  %-16s  %-20s  %-8s  %-10s  %s\n", v[i].id, v[i].name[0] ? v[i].name : "-",
-			       v[i].parent[0] ? v[i].parent : "-", v[i].template_name, sz, t);
+			printf("%-20s  %-16s  %-20s  %-8s  %-10s  %-6s  %s\n", v[i].id, v[i].name[0] ? v[i].name : "-",
+			       v[i].parent[0] ? v[i].parent : "-", v[i].template_name, sz, v[i].memory ? "yes" : "no", t);
 		}
 	}
 	free(v);
@@ -141,10 +148,12 @@ int cmd_fork(int argc, char **argv)
 {
 	const char *id = NULL;
 	uint64_t count = 1;
-	uint32_t timeout_ms = 0;
+	uint32_t timeout_ms = 0, fflags = 0;
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+		if (strcmp(argv[i], "--memory") == 0) {
+			fflags |= ABOX_FORK_MEMORY;
+		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			if (cli_opt_count("fork", "--count", argv[++i], &count) < 0)
 				return EXIT_ABOX;
 		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
@@ -153,11 +162,13 @@ int cmd_fork(int argc, char **argv)
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = true;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: abox fork [--count N] [--timeout SECS] [--json] ID\n\n"
+			printf("usage: abox fork [--count N] [--timeout SECS] [--memory] [--json] ID\n\n"
 			       "Makes N (1-64, default 1) new sandboxes with the files ID has now: one\n"
 			       "snapshot (a brief freeze; ID keeps running), then N creates with ID's\n"
 			       "limits, seccomp policy, environment and metadata. Prints one line per fork:\n"
-			       "its id, or `error: REASON`. --timeout defaults to what is left of ID's.\n");
+			       "its id, or `error: REASON`. --timeout defaults to what is left of ID's.\n"
+			       "--memory: every fork also gets ID's processes, restored from one\n"
+			       "checkpoint (the checkpointer, CRIU), each running on its own.\n");
 			return 0;
 		} else if (argv[i][0] == '-' || id) {
 			cli_err("fork: unexpected argument '%s' (usage: abox fork [--count N] ID)", argv[i]);
@@ -183,7 +194,7 @@ int cmd_fork(int argc, char **argv)
 	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
 		rc = cli_fail(&err);
 	} else {
-		int made = abox_sandbox_fork(sb, (unsigned)count, timeout_ms, forks, errs, &err);
+		int made = abox_sandbox_fork_flags(sb, (unsigned)count, timeout_ms, fflags, forks, errs, &err);
 		if (made < 0) {
 			rc = cli_fail(&err);
 		} else {

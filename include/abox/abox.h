@@ -151,7 +151,7 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * later (0: no timeout). Its init enforces it even with no abox process
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
-#define ABOX_SNAPSHOT_INFO_VERSION 1
+#define ABOX_SNAPSHOT_INFO_VERSION 2
 typedef struct abox_snapshot_info {
 	uint32_t version;        /* set by the caller to ABOX_SNAPSHOT_INFO_VERSION */
 	char id[21];
@@ -161,6 +161,8 @@ typedef struct abox_snapshot_info {
 	int64_t created_ms;      /* Unix time in ms */
 	uint64_t bytes;          /* file data in this layer alone */
 	uint32_t depth;          /* layers in its chain, itself included */
+	/* version 2: */
+	bool memory;             /* holds a checkpoint of the processes too */
 } abox_snapshot_info;
 
 /* Copies a long-lived sandbox's files (its writable layer) into a new
@@ -179,6 +181,18 @@ ABOX_EXPORT int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_s
  * removed by abox_gc once no fork uses it. */
 ABOX_EXPORT int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
 				  abox_error *errs, abox_error *err);
+/* abox_sandbox_snapshot, plus a checkpoint of the processes
+ * (ABOX_SNAPSHOT_MEMORY, needs the checkpoint hook; the source runs on):
+ * sandboxes created from such a snapshot get those processes back,
+ * running from where they were, each on its own. */
+#define ABOX_SNAPSHOT_MEMORY (1u << 0)
+ABOX_EXPORT int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags,
+					    abox_snapshot_info *out, abox_error *err);
+/* abox_sandbox_fork; with ABOX_FORK_MEMORY every fork also gets the
+ * source's processes (one checkpoint, restored count times). */
+#define ABOX_FORK_MEMORY (1u << 0)
+ABOX_EXPORT int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+					abox_sandbox **forks, abox_error *errs, abox_error *err);
 /* Every snapshot; *out is freed with free(). */
 ABOX_EXPORT int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
 /* Removes a snapshot by id or name; -EBUSY (naming it) while a recorded
@@ -283,6 +297,11 @@ ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
  * with -EOPNOTSUPP, the sandbox untouched, when there is no working
  * checkpointer (`abox doctor`). */
 #define ABOX_PAUSE_TO_DISK (1u << 1)
+/* The checkpointer abox uses ($ABOX_CHECKPOINTER, else the one recorded in
+ * <state>/checkpointer by tools/criu-setup.sh, else criu installed on the
+ * system) and whether it works here (`criu check`). *hook and *version
+ * (malloc'd, may be NULL) say which one it is, also on failure. */
+ABOX_EXPORT int abox_checkpointer_check(abox_ctx *ctx, char **hook, char **version, abox_error *err);
 ABOX_EXPORT int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err);
 /* Thaws a paused sandbox: processes go on where they were, the deadline
  * moves by the time spent paused. -EALREADY when it is not paused. */

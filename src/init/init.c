@@ -739,19 +739,25 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 	safe_snprintf(ckpt_token, sizeof(ckpt_token), "%s", tok);
 	free(tok);
 	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_OK, f->id);
-	client_queue(ci, &m);
-	/* the answer is small: out now, blocking briefly if need be */
-	int fl0 = fcntl(clients[ci].fd, F_GETFL);
-	fcntl(clients[ci].fd, F_SETFL, fl0 & ~O_NONBLOCK);
-	(void)proto_flush(clients[ci].fd, &clients[ci].out);
-	while (nclients)
-		client_drop(nclients - 1);
+	/* everything but the asker first; the asker's connection closes
+	 * last, after the answer: its end of file tells the host that
+	 * nothing is left (it dumps as soon as it sees it) */
 	close(listen_fd);
 	listen_fd = -1;
 	close(INIT_LAYER_FD);
 	checkpointing = true;
+	for (unsigned i = nclients; i-- > 0;)
+		if ((int)i != ci)
+			client_drop(i);
+	unsigned me = 0; /* the asker is the only one left */
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	client_queue((int)me, &m);
+	/* the answer is small: out now, blocking briefly if need be */
+	int fl0 = fcntl(clients[me].fd, F_GETFL);
+	fcntl(clients[me].fd, F_SETFL, fl0 & ~O_NONBLOCK);
+	(void)proto_flush(clients[me].fd, &clients[me].out);
+	client_drop(me);
 }
 
 /* SIGUSR2 while checkpointing: fetch the new listening socket and layer
@@ -1170,6 +1176,10 @@ int main(int argc, char **argv)
 				rearm();
 		}
 		for (unsigned i = nclients; i-- > 0;) {
+			/* a request may have dropped clients (a checkpoint
+			 * drops them all): their slots are gone */
+			if (i >= nclients)
+				continue;
 			short rev = pfd[2 + i].revents;
 			if (!rev)
 				continue;

@@ -98,6 +98,12 @@ void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
 void truncate_free(abox_proc *p);
 
 int64_t backend_now_ms(void);
+/* limits of a sandbox created without them */
+#define DEFAULT_MEMORY (512ULL << 20)
+#define DEFAULT_DISK (1ULL << 30)
+#define DEFAULT_PIDS 512
+#define DEFAULT_CPU 1000
+
 /* abox_proc_opts.flags bit for the library's own commands (a template's
  * start and readiness commands): in an ephemeral sandbox their end does
  * not end the sandbox. Outside the public ABOX_PROC_* range. */
@@ -145,6 +151,13 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
+/* A snapshot with a checkpoint of the processes (memory_snap.c). */
+int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out,
+			    abox_error *err);
+struct snap_record;
+/* A new sandbox with the processes of a memory snapshot (memory_snap.c). */
+int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const struct snap_record *snap,
+			    const char *fixed_id, abox_sandbox **out, abox_error *err);
 /* Tells init its new deadline, ms from now (0: none). */
 int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err);
 struct sb_state;

@@ -111,22 +111,54 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 			       tail);
 }
 
-int checkpointer_check(abox_ctx *ctx, char **hook_out, abox_error *err)
+int abox_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox_error *err)
 {
+	if (hook_out)
+		*hook_out = NULL;
+	if (version)
+		*version = NULL;
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	if (!hook)
-		return abox_error_setx(err, ENOENT,
-				       "no checkpointer: install CRIU >= 4 (tools/criu-setup.sh) or set $ABOX_CHECKPOINTER");
+		return abox_error_setx(err, ENOENT, "no checkpointer (set $ABOX_CHECKPOINTER)");
+	if (hook_out && !(*hook_out = strdup(hook)))
+		return abox_error_set(err, ENOMEM, "checkpointer");
 	char log[] = "/tmp/abox-criu-check.XXXXXX";
 	int fd = mkstemp(log);
 	if (fd < 0)
 		return abox_error_set(err, errno, "checkpointer: temp file");
 	close(fd);
+	if (version) {
+		/* `criu --version` prints "Version: X.Y" first */
+		const char *vargv[] = { NULL, "--version", NULL };
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) == 0) {
+			posix_spawn_file_actions_t fa;
+			posix_spawn_file_actions_init(&fa);
+			posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+			posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+			vargv[0] = hook;
+			pid_t pid;
+			if (posix_spawn(&pid, hook, &fa, NULL, (char *const *)vargv, environ) == 0) {
+				close(p[1]);
+				p[1] = -1;
+				char buf[256] = "";
+				ssize_t n = read(p[0], buf, sizeof(buf) - 1);
+				buf[n > 0 ? n : 0] = '\0';
+				buf[strcspn(buf, "\n")] = '\0';
+				while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+					;
+				const char *v = strncmp(buf, "Version: ", 9) == 0 ? buf + 9 : buf;
+				*version = *v ? strdup(v) : NULL;
+			}
+			posix_spawn_file_actions_destroy(&fa);
+			close(p[0]);
+			if (p[1] >= 0)
+				close(p[1]);
+		}
+	}
 	const char *argv[] = { NULL, "check", "-o", log, NULL };
 	int r = checkpoint_run_hook(hook, argv, log, "checkpointer check", err);
 	unlink(log);
-	if (r == 0 && hook_out)
-		*hook_out = TAKE_PTR(hook);
 	return r;
 }
 
@@ -201,7 +233,30 @@ static int checkpoint_prepare(abox_sandbox *sb, const char *token, abox_error *e
 	proto_msg_init(&m, MSG_REQ_CHECKPOINT, ++sb->next_req);
 	proto_put_str(&m, F_NAME, token);
 	int r = backend_call(sb, &m, "checkpoint", NULL, NULL, err);
-	/* init has hung up on every client, us included */
+	bool init_let_go = r >= 0;
+	/* init hangs up on us last, once it holds nothing from outside:
+	 * wait for that end of file before anything is frozen */
+	if (r >= 0 && sb->conn >= 0) {
+		int64_t end = backend_now_ms() + 5000;
+		for (;;) {
+			char buf[256];
+			ssize_t n = read(sb->conn, buf, sizeof(buf));
+			if (n == 0)
+				break;
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				break; /* a reset is as good as the end */
+			int left = (int)(end - backend_now_ms());
+			if (left <= 0) {
+				r = abox_error_setx(err, ETIMEDOUT, "checkpoint: init of %s did not let go of its connections",
+						    sb->id);
+				break;
+			}
+			struct pollfd p = { .fd = sb->conn, .events = POLLIN };
+			(void)poll(&p, 1, left);
+		}
+	}
+	if (r < 0 && sb->conn >= 0 && !init_let_go)
+		return r; /* init said no: it keeps its connections, we ours */
 	if (sb->conn >= 0)
 		close(sb->conn);
 	sb->conn = -1;
@@ -273,7 +328,7 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 }
 
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
-		    const char *token, abox_error *err)
+		    const char *token, bool leave_running, abox_error *err)
 {
 	int r;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -282,7 +337,9 @@ int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const s
 		return r;
 	}
 	char log[4200], pid[24];
-	safe_snprintf(log, sizeof(log), "%s/dump.log", dir);
+	/* beside the record, not in dir: a failed dump's images go, its
+	 * log stays for the user to read (the next dump overwrites it) */
+	safe_snprintf(log, sizeof(log), "%s/sandboxes/%s/dump.log", sb->ctx->state_dir, sb->id);
 	safe_snprintf(pid, sizeof(pid), "%d", (int)sb->pid);
 	const char *argv[48];
 	char ext[ROOTFS_MAX_TREES][600];
@@ -302,10 +359,14 @@ int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const s
 	argv[k++] = "--network-lock=skip";
 	argv[k++] = "--tcp-established";
 	argv[k++] = "--file-locks";
+	if (leave_running)
+		argv[k++] = "--leave-running";
 	checkpoint_tree_args(tmpl, false, NULL, ext, argv, &k);
 	argv[k] = NULL;
 	r = checkpoint_run_hook(hook, argv, log, "checkpoint", err);
-	if (r < 0)
+	/* failed, or done with the tree left running: it goes on with a new
+	 * socket */
+	if (r < 0 || leave_running)
 		checkpoint_abort(sb, token);
 	return r;
 }

@@ -11,8 +11,6 @@
  * <state>/checkpointer (written by tools/criu-setup.sh), else criu in
  * the usual places. NULL when there is none. malloc'd. */
 char *checkpointer_find(abox_ctx *ctx);
-/* Runs `HOOK check`; 0 when the checkpointer works on this machine. */
-int checkpointer_check(abox_ctx *ctx, char **hook, abox_error *err);
 
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes
@@ -23,19 +21,20 @@ int checkpointer_check(abox_ctx *ctx, char **hook, abox_error *err);
  * restored (malloc'd). */
 int checkpoint_begin(abox_sandbox *sb, char **token, abox_error *err);
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
-		    const char *token, abox_error *err);
+		    const char *token, bool leave_running, abox_error *err);
 void checkpoint_abort(abox_sandbox *sb, const char *token);
 
-/* Restores a sandbox recorded in st from its checkpoint images under the
- * same id: cgroups, runtime folder, root on the recorded layers, the
+/* Restores a sandbox recorded in st from checkpoint images (read only:
+ * one checkpoint restores any number of times) under id, the hook's log
+ * and pid file in workdir: cgroups, runtime folder, root on the recorded layers, the
  * hook's restore, init re-armed. Returns the restored init. */
 struct restored {
 	pid_t pid;
 	uint64_t pid_start;
 	char *cgroups; /* the cgroup folders (as recorded) */
 };
-int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images, const char *id,
-		       const char *token, struct restored *out, abox_error *err);
+int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images,
+		       const char *workdir, const char *id, const char *token, struct restored *out, abox_error *err);
 
 /* For checkpoint.c and checkpoint_restore.c */
 void checkpoint_log_tail(const char *log, char *out, size_t n);

@@ -98,8 +98,8 @@ static _Noreturn void restorer_child(const struct restorer *r)
 	_exit(127);
 }
 
-int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images, const char *id,
-		       const char *token, struct restored *out, abox_error *err)
+int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images,
+		       const char *workdir, const char *id, const char *token, struct restored *out, abox_error *err)
 {
 	int r;
 	struct template_info tmpl = { .lock_fd = -1 };
@@ -150,9 +150,9 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		plan.trees[i] = tmpl.trees[i];
 		plan.tree_lowers[i] = stk.tree_lowers[i];
 	}
-	safe_snprintf(log, sizeof(log), "%s/restore.log", images);
+	safe_snprintf(log, sizeof(log), "%s/restore.log", workdir);
 	/* not in the runtime folder: the restorer has the new tmpfs mounted there */
-	safe_snprintf(pidfile, sizeof(pidfile), "%s/restored.pid", images);
+	safe_snprintf(pidfile, sizeof(pidfile), "%s/restored.pid", workdir);
 	safe_snprintf(root, sizeof(root), "%s/root", rundir);
 	const char *argv[48];
 	char ext[ROOTFS_MAX_TREES][600];

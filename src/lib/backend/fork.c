@@ -44,6 +44,14 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
 		      abox_error *errs, abox_error *err)
 {
+	return abox_sandbox_fork_flags(sb, count, timeout_ms, 0, forks, errs, err);
+}
+
+int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+			    abox_sandbox **forks, abox_error *errs, abox_error *err)
+{
+	if (flags & ~ABOX_FORK_MEMORY)
+		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
 	if (count < 1 || count > FORK_MAX)
 		return abox_error_setx(err, EINVAL, "fork: count %u is not between 1 and %d", count, FORK_MAX);
 	for (unsigned i = 0; i < count; i++)
@@ -53,7 +61,9 @@ int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abo
 	if (r < 0)
 		return abox_error_prefix(err, "fork");
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	if ((r = backend_snapshot(sb, NULL, true, false, &snap, err)) < 0) {
+	r = flags & ABOX_FORK_MEMORY ? backend_snapshot_memory(sb, NULL, true, &snap, err)
+				     : backend_snapshot(sb, NULL, true, false, &snap, err);
+	if (r < 0) {
 		sb_state_free(&st);
 		return abox_error_prefix(err, "fork");
 	}

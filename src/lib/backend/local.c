@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "backend/backend.h"
+#include "layer/snapshot.h"
 #include "caps/caps.h"
 #include "layer/layer.h"
 #include "proto/messages.h"
@@ -26,10 +27,7 @@
 #include "store/state.h"
 #include "store/store.h"
 
-#define DEFAULT_MEMORY (512ULL << 20)
-#define DEFAULT_DISK (1ULL << 30)
-#define DEFAULT_PIDS 512
-#define DEFAULT_CPU 1000
+
 
 static unsigned kernel_version(void)
 {
@@ -288,6 +286,17 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	for (size_t i = 0; o.env && o.env[i]; i++)
 		if (!strchr(o.env[i], '=') || o.env[i][0] == '=')
 			return abox_error_setx(err, EINVAL, "create: environment entry '%s' is not K=V", o.env[i]);
+	if (o.snapshot) {
+		/* a snapshot with processes: those come back instead of a fresh init */
+		struct snap_record sr;
+		if (snap_read(ctx->state_dir, o.snapshot, &sr, NULL) == 0) {
+			bool mem = sr.memory;
+			r = mem ? backend_create_restored(ctx, &o, &sr, fixed_id, out, err) : 0;
+			snap_record_free(&sr);
+			if (mem)
+				return r;
+		}
+	}
 	struct stack stk = { .lock = -1 };
 	if (o.snapshot) {
 		if ((r = stack_open(ctx, o.snapshot, &stk, err)) < 0) {

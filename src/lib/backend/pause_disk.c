@@ -92,7 +92,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	char dir[4200];
 	images_dir(sb, dir, sizeof(dir));
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
-	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, err)) < 0) {
+	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, false, err)) < 0) {
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		goto restore_timer; /* the snapshot is a fork's kind: gc takes it */
 	}
@@ -172,8 +172,8 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	uint64_t left = backend_left_ms(&st, st.paused_ms);
 	struct restored rs = { 0 };
 	state_lock_hold(lock, ctx->state_dir, sb->id);
-	r = checkpoint_restore(ctx, &st, hook, st.checkpoint, sb->id, st.checkpoint_token ? st.checkpoint_token : "",
-			       &rs, err);
+	r = checkpoint_restore(ctx, &st, hook, st.checkpoint, st.checkpoint, sb->id,
+			       st.checkpoint_token ? st.checkpoint_token : "", &rs, err);
 	if (r < 0)
 		goto out;
 	/* running again: the record says so before anything else can fail */

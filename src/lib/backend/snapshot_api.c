@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@
 static void to_info(const struct snap_record *s, abox_snapshot_info *out)
 {
 	uint32_t v = out->version;
-	memset(out, 0, sizeof(*out));
+	/* a caller built against version 1 has a shorter struct */
+	memset(out, 0, v >= 2 ? sizeof(*out) : offsetof(abox_snapshot_info, memory));
 	out->version = v;
 	memcpy(out->id, s->id, sizeof(out->id));
 	safe_snprintf(out->name, sizeof(out->name), "%s", s->name ? s->name : "");
@@ -25,6 +27,8 @@ static void to_info(const struct snap_record *s, abox_snapshot_info *out)
 	out->created_ms = s->created_ms;
 	out->bytes = s->bytes;
 	out->depth = s->depth;
+	if (v >= 2)
+		out->memory = s->memory;
 }
 
 /* The writable layer, reached through the fd init keeps on it: nothing in
@@ -146,6 +150,17 @@ out:
 int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
 {
 	return backend_snapshot(sb, name, false, false, out, err);
+}
+
+int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
+				abox_error *err)
+{
+	if (flags & ~ABOX_SNAPSHOT_MEMORY)
+		return abox_error_setx(err, EINVAL, "snapshot: unknown flags 0x%x", flags);
+	if (out && out->version < 1)
+		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
+	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, false, out, err)
+					    : backend_snapshot(sb, name, false, false, out, err);
 }
 
 int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)

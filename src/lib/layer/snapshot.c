@@ -26,6 +26,8 @@ void snap_record_free(struct snap_record *s)
 	free(s->name);
 	free(s->parent);
 	free(s->template_name);
+	free(s->memory_token);
+	free(s->template_root);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -65,6 +67,10 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 		s.depth = (unsigned)json_object_get_int(v);
 	if (json_object_object_get_ex(o, "auto", &v))
 		s.auto_remove = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "memory", &v))
+		s.memory = json_object_get_boolean(v);
+	s.memory_token = get_str(o, "memoryToken");
+	s.template_root = get_str(o, "templateRoot");
 	json_object_put(o);
 	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 ||
 	    s.depth > SNAPSHOT_MAX_CHAIN) {
@@ -259,6 +265,41 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 fail:
 	(void)rm_rf_at(dfd, tmp, 0);
 	return r;
+}
+
+int snap_set_memory(const char *state_dir, const char *id, const char *token, const char *template_root,
+		    abox_error *err)
+{
+	char p[4200], tmp[4300];
+	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/%s", state_dir, id, SNAP_RECORD);
+	safe_snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	_cleanup_free_ char *text = NULL;
+	int r = read_file_at(AT_FDCWD, p, SNAP_MAX_BYTES, &text, NULL);
+	if (r < 0)
+		return abox_error_set(err, -r, "snapshot: read '%s'", p);
+	json_object *o = json_tokener_parse(text);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
+	}
+	json_object_object_add(o, "memory", json_object_new_boolean(1));
+	json_object_object_add(o, "memoryToken", json_object_new_string(token));
+	json_object_object_add(o, "templateRoot", json_object_new_string(template_root));
+	const char *out = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	r = fd < 0 ? -errno : write_full(fd, out, strlen(out));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	json_object_put(o);
+	if (r == 0 && rename(tmp, p) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return abox_error_set(err, -r, "snapshot: write '%s'", p);
+	}
+	return 0;
 }
 
 /* Who stands on snapshot id: a recorded sandbox (alive or not yet

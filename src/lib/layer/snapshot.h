@@ -28,6 +28,11 @@ struct snap_record {
 	uint64_t bytes;      /* file data in this layer */
 	unsigned depth;      /* layers in the chain, this one included */
 	bool auto_remove;    /* made by fork: gc removes it once nothing uses it */
+	/* with a memory checkpoint (memory/ beside layer/): the processes
+	 * come back in sandboxes made from it */
+	bool memory;
+	char *memory_token;  /* what the checkpointed init waits to be re-armed with */
+	char *template_root; /* the template version the checkpoint ran on */
 };
 
 void snap_record_free(struct snap_record *s);
@@ -44,6 +49,10 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
  * no parent, for a chain at SNAPSHOT_MAX_CHAIN. */
 int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
 		abox_error *err);
+/* Adds a memory checkpoint (already in STATE/snapshots/ID/memory) to
+ * snapshot id's record (temp file + fsync + rename). */
+int snap_set_memory(const char *state_dir, const char *id, const char *token, const char *template_root,
+		    abox_error *err);
 /* Ids of every snapshot (NULL-terminated, sorted). */
 int snap_list(const char *state_dir, char ***ids, abox_error *err);
 /* flock on the snapshot store: shared while a create stacks a chain (until
