@@ -4,10 +4,17 @@
 # a short run of each fuzz target. Ends with 'N passed, N failed'.
 #   ABOX_FUZZ_SECONDS  seconds per fuzz target (default 20; 0 = skip)
 #   ABOX_NO_ASAN=1     skip the sanitizer build
+#   ABOX_SKIP_CRIU=1   do not install CRIU (the checkpoint tests then fail)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${ABOX_BUILD_DIR:-build}
 status=0
+
+# the checkpoint tests run with a real checkpointer: CRIU 4 in a private
+# prefix (Debian 12's CRIU cannot dump on this kernel generation)
+if [ "${ABOX_SKIP_CRIU:-0}" != 1 ]; then
+  bash tools/criu-setup.sh || { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
+fi
 
 meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1
 tail -n 15 "$build/test-output.txt"
