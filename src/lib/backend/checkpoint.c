@@ -352,7 +352,7 @@ int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const s
 	argv[k++] = dir;
 	argv[k++] = "-o";
 	argv[k++] = log;
-	argv[k++] = "-v4";
+	argv[k++] = "-v2";
 	argv[k++] = "--freeze-cgroup";
 	argv[k++] = cgroup_freezer_dir(sb->cg);
 	argv[k++] = "--manage-cgroups=ignore";

@@ -163,7 +163,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	argv[k++] = images;
 	argv[k++] = "-o";
 	argv[k++] = log;
-	argv[k++] = "-v4";
+	argv[k++] = "-v2";
 	argv[k++] = "--root";
 	argv[k++] = root;
 	argv[k++] = "--restore-detached";

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend/checkpoint.h"
 #include "proto/messages.h"
@@ -82,6 +83,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 		state_lock_hold(-1, NULL, NULL);
 		goto restore_timer;
 	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: init let go, tree frozen", sb->id);
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	r = backend_snapshot(sb, NULL, true, true, &snap, err);
 	state_lock_hold(-1, NULL, NULL);
@@ -92,11 +94,21 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	char dir[4200];
 	images_dir(sb, dir, sizeof(dir));
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
+	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: files kept, dumping", sb->id);
 	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, false, err)) < 0) {
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		goto restore_timer; /* the snapshot is a fork's kind: gc takes it */
 	}
 
+	/* on disk for real before the record points at it: after a power
+	 * loss, half-written images could restore zeros where memory was */
+	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: dumped, flushing", sb->id);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || syncfs(dfd) < 0)
+		backend_log(ctx, ABOX_LOG_WARNING, "pause %s: flushing the checkpoint in %s failed: %s", sb->id, dir,
+			    strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
 	/* the processes are gone: the record now stands on the new layer
 	 * and the images */
 	size_t n = strv_length(st.snapshots);
