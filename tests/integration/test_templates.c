@@ -110,3 +110,64 @@ Test(template, bad_names_and_the_builtin_are_refused)
 	cr_assert(strstr(r.err, "/nonexistent/dir"), "%s", r.err);
 	run_result_free(&r);
 }
+
+static void write_ver(const char *v)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "echo %s > '%s/ver'", v, root);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void ver_is(const char *id, const char *want)
+{
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "/bin/cat", "/ver");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, want);
+	run_result_free(&r);
+}
+
+Test(template, snapshots_and_paused_sandboxes_keep_their_template_version)
+{
+	make_rootfs();
+	write_ver("1");
+	free(OK("template", "import", "abox-test-pin", root));
+	char *id = OK("create", "--template", "abox-test-pin", "--timeout", "120");
+	id[20] = '\0';
+	char *snap = OK("snapshot", id);
+	snap[20] = '\0';
+	/* paused without memory across a re-import: resumes on version 1 */
+	free(OK("pause", "--no-memory", id));
+	write_ver("2");
+	free(OK("template", "import", "abox-test-pin", root));
+	free(OK("resume", id));
+	ver_is(id, "1\n");
+	free(OK("kill", id));
+	free(id);
+
+	/* a snapshot made on version 1 stands on version 1, even after the
+	 * template is re-imported or removed */
+	id = OK("create", "--from", snap);
+	id[20] = '\0';
+	ver_is(id, "1\n");
+	free(OK("kill", id));
+	free(id);
+	free(OK("template", "rm", "abox-test-pin"));
+	free(OK("gc"));
+	id = OK("create", "--from", snap);
+	id[20] = '\0';
+	ver_is(id, "1\n");
+	free(OK("kill", id));
+	free(id);
+	/* once the snapshot goes, so does the version */
+	free(OK("snapshots", "rm", snap));
+	free(OK("gc"));
+	char *left = NULL;
+	struct run_result r;
+	run_abox_argv(&r, (const char *const[]){ "sh", "-c", "ls /var/lib/abox/templates | grep abox-test-pin || true", NULL });
+	left = r.out;
+	cr_assert_str_eq(left, "", "versions left behind:\n%s", left);
+	free(r.err);
+	free(left);
+	free(snap);
+}

@@ -103,6 +103,12 @@ static void build_source(void)
 	cr_assert_eq(mknod(p, S_IFCHR | 0, makedev(0, 0)), 0);
 	at(p, sizeof(p), src, "fifo");
 	cr_assert_eq(mkfifo(p, 0620), 0);
+	/* device nodes sandbox root made (useless in its nodev layer) must
+	 * not become live nodes on the host's state filesystem */
+	at(p, sizeof(p), src, "disk");
+	cr_assert_eq(mknod(p, S_IFBLK | 0600, makedev(8, 0)), 0);
+	at(p, sizeof(p), src, "mem");
+	cr_assert_eq(mknod(p, S_IFCHR | 0600, makedev(1, 1)), 0);
 
 	/* symlinks the sandbox planted toward host secrets: copied, never
 	 * followed */
@@ -182,6 +188,13 @@ static void check_copy(void)
 
 	st(dst, "deleted", &a);
 	cr_assert(S_ISCHR(a.st_mode) && a.st_rdev == makedev(0, 0), "the whiteout is a 0:0 char device");
+	{
+		char q[256];
+		at(q, sizeof(q), dst, "disk");
+		cr_assert_neq(lstat(q, &a), 0, "a block device was copied into the snapshot");
+		at(q, sizeof(q), dst, "mem");
+		cr_assert_neq(lstat(q, &a), 0, "a character device was copied into the snapshot");
+	}
 	st(dst, "to-shadow", &a);
 	cr_assert(S_ISLNK(a.st_mode), "a symlink stays a symlink, not the host file it names");
 	char p[256], t[64];
@@ -228,6 +241,7 @@ Test(layer_copy, same_filesystem_keeps_everything)
 	check_copy();
 	cr_assert_eq(s.hardlinks, 2);
 	cr_assert_eq(s.entries, 13);
+	cr_assert_eq(s.dropped, 2, "the two device nodes are counted as left out");
 	/* only data is copied: 4 bytes of the sparse file, not 64 MiB */
 	cr_assert_lt(s.data_bytes, 1 << 20, "copied %llu bytes", (unsigned long long)s.data_bytes);
 }

@@ -208,12 +208,13 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		r = abox_error_setx(err, EIO, "restore: the checkpointer failed (%s; log %s)%s", tail, log, why);
 		goto out;
 	}
-	_cleanup_free_ char *pidtxt = NULL;
+	char *pidtxt = NULL;
 	if (read_file_at(AT_FDCWD, pidfile, 64, &pidtxt, NULL) < 0) {
 		r = abox_error_setx(err, EIO, "restore: the checkpointer wrote no pid (log %s)", log);
 		goto out;
 	}
 	out->pid = (pid_t)strtol(pidtxt, NULL, 10);
+	free(pidtxt);
 	unlink(pidfile);
 	pidfd = (int)syscall(SYS_pidfd_open, out->pid, 0);
 	if (out->pid <= 0 || pidfd < 0 || proc_start_time(out->pid, &out->pid_start) < 0) {

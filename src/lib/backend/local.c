@@ -338,7 +338,11 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		goto fail;
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: start", sb->id);
-	if ((r = template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0 ||
+	/* from a snapshot: the very template version its layers were made on
+	 * (a re-import or rebuild since must not slide under them) */
+	const char *pinned = o.snapshot ? stk.top.template_root : NULL;
+	if ((r = pinned ? template_open_version(tmpl_name, pinned, &tmpl, err)
+			: template_open(ctx->state_dir, tmpl_name, &tmpl, err)) < 0 ||
 	    (o.snapshot && (r = stack_lowers(&stk, &tmpl, err)) < 0)) {
 		abox_error_prefix(err, "create");
 		goto fail;

@@ -85,7 +85,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 	if (r < 0)
 		return r;
 	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1,
-				   .auto_remove = auto_remove };
+				   .auto_remove = auto_remove, .template_root = st.template_root };
 	if (st.snapshots && st.snapshots[0]) {
 		rec.parent = st.snapshots[0];
 		rec.depth = (unsigned)strv_length(st.snapshots) + 1;

@@ -289,6 +289,16 @@ static int copy_entry(struct copier *c, int sdir, int ddir, const char *name, un
 		/* an imported tree gets no device nodes: the sandbox's /dev is
 		 * made by abox, and a node elsewhere could reach host devices */
 		if (c->sanitize) {
+			c->st.entries--; /* counted above, but not made */
+			c->st.dropped++;
+			return 0;
+		}
+		/* a snapshot keeps whiteouts (0:0 character devices) and no
+		 * other node: sandbox root may mknod in its layer (useless
+		 * there, the layer is nodev), but a copy would put a live
+		 * device node on the host's state filesystem */
+		if (!(S_ISCHR(s.st_mode) && s.st_rdev == 0)) {
+			c->st.entries--;
 			c->st.dropped++;
 			return 0;
 		}

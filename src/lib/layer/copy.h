@@ -11,7 +11,9 @@
  * setgid bits, extended attributes of files and folders (overlay's
  * trusted.* and user.* markers such as opaque folders among them),
  * hardlinks within the tree, holes of sparse files, and modification
- * times. Regular files are reflinked where the filesystem can, else copied
+ * times. Device nodes other than whiteouts are left out (counted in
+ * dropped): they would be live nodes on the host's filesystem.
+ * Regular files are reflinked where the filesystem can, else copied
  * in-kernel segment by segment (only data, never holes).
  * Runs in the CLI/daemon, as root. */
 #ifndef ABOX_LAYER_COPY_H

@@ -241,6 +241,8 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 	json_object_object_add(o, "depth", json_object_new_int((int)rec->depth));
 	if (rec->auto_remove)
 		json_object_object_add(o, "auto", json_object_new_boolean(1));
+	if (rec->template_root)
+		json_object_object_add(o, "templateRoot", json_object_new_string(rec->template_root));
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	int fd = openat(tfd, SNAP_RECORD, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	r = fd < 0 ? -errno : write_full(fd, text, strlen(text));

@@ -32,7 +32,8 @@ struct snap_record {
 	 * come back in sandboxes made from it */
 	bool memory;
 	char *memory_token;  /* what the checkpointed init waits to be re-armed with */
-	char *template_root; /* the template version the checkpoint ran on */
+	char *template_root; /* the template version its files stand on (NULL in older records:
+			      * the template's current one) */
 };
 
 void snap_record_free(struct snap_record *s);

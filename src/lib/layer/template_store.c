@@ -22,6 +22,7 @@
 
 #include "layer/copy.h"
 #include "layer/layer.h"
+#include "layer/snapshot.h"
 #include "layer/template_meta.h"
 #include "store/state.h"
 
@@ -82,6 +83,25 @@ static bool used_by_long_lived(const char *state_dir, const char *version_path)
 	return used;
 }
 
+/* Whether a snapshot's layers stand on this version (its record names it):
+ * sandboxes made from the snapshot later need it as it was. */
+static bool used_by_snapshot(const char *state_dir, const char *version_path)
+{
+	char **ids = NULL;
+	bool used = false;
+	if (snap_list(state_dir, &ids, NULL) < 0)
+		return true; /* when in doubt, keep it */
+	for (size_t i = 0; ids[i] && !used; i++) {
+		struct snap_record s;
+		if (snap_read(state_dir, ids[i], &s, NULL) < 0)
+			continue;
+		used = s.template_root && strcmp(s.template_root, version_path) == 0;
+		snap_record_free(&s);
+	}
+	strv_free(ids);
+	return used;
+}
+
 /* Removes old versions and abandoned builds that nobody uses. */
 void template_sweep(const char *state_dir, const char *name);
 static void sweep(const char *state_dir, const char *tdir, const char *name, const char *keep)
@@ -112,7 +132,8 @@ static void sweep(const char *state_dir, const char *tdir, const char *name, con
 			continue;
 		char vpath[4400];
 		safe_snprintf(vpath, sizeof(vpath), "%s/%s", tdir, n);
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (build || !used_by_long_lived(state_dir, vpath)) &&
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    (build || (!used_by_long_lived(state_dir, vpath) && !used_by_snapshot(state_dir, vpath))) &&
 		    rm_rf_at(dirfd(d), n, 0) == 0 && version) {
 			char meta[300];
 			safe_snprintf(meta, sizeof(meta), "%s.json", n);
