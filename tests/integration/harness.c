@@ -273,6 +273,27 @@ char *leak_snapshot(void)
 		}
 		closedir(sd);
 	}
+	/* snapshots someone asked for (not a fork's, which gc removes once
+	 * unused): a failed pause or snapshot must not leave one */
+	snprintf(sdir, sizeof(sdir), "%s/snapshots", root && *root ? root : "/var/lib/abox");
+	sd = opendir(sdir);
+	if (sd) {
+		struct dirent *de;
+		while ((de = readdir(sd))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char p[4400];
+			snprintf(p, sizeof(p), "%s/%s/snapshot.json", sdir, de->d_name);
+			char *rec = read_whole(p, NULL);
+			if (rec && !strstr(rec, "\"auto\":true")) {
+				buf_add(&b, "snapshot ", 9);
+				buf_add(&b, de->d_name, strlen(de->d_name));
+				buf_add(&b, "\n", 1);
+			}
+			free(rec);
+		}
+		closedir(sd);
+	}
 	const char *rt = getenv("ABOX_RUNTIME_DIR");
 	DIR *d = opendir(rt && *rt ? rt : "/run/abox");
 	if (d) {

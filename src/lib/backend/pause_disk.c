@@ -97,7 +97,9 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: files kept, dumping", sb->id);
 	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, false, err)) < 0) {
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
-		goto restore_timer; /* the snapshot is a fork's kind: gc takes it */
+		/* the files' layer was only for this pause */
+		(void)snap_remove(ctx->state_dir, snap.id, NULL);
+		goto restore_timer;
 	}
 
 	/* on disk for real before the record points at it: after a power
