@@ -1,0 +1,673 @@
+/* control.c — the control plane: sandboxes and snapshots, as E2B's API
+ * serves them (reference/e2b/openapi.yml), behind X-API-Key.
+ *
+ * A sandbox belongs to the key that made it: its record carries the key's
+ * owner tag as a hidden metadata entry, and every call on a sandbox of
+ * another key answers 404, as if it did not exist. Metadata entries whose
+ * names start with "_abox" are abox's own: never shown, never accepted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "../unpack/sha256.h"
+
+#define DEFAULT_TIMEOUT_S 300
+#define TOKEN_KEY "_aboxToken"
+
+void owner_tag(const char *key, char out[17])
+{
+	struct sha256 h;
+	char hex[65];
+	sha256_init(&h);
+	sha256_update(&h, key, strlen(key));
+	sha256_hex(&h, hex);
+	memcpy(out, hex, 16);
+	out[16] = '\0';
+}
+
+/* Constant time in the key's length: a wrong key teaches nothing by timing. */
+static bool same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = (unsigned char)(la != lb);
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+	return d == 0;
+}
+
+static bool authorized(struct request *rq)
+{
+	const char *k = header(rq, "X-API-Key");
+	if (!k)
+		return false;
+	bool ok = false;
+	for (size_t i = 0; daemon_cfg.keys && daemon_cfg.keys[i]; i++)
+		ok |= same(k, daemon_cfg.keys[i]);
+	if (ok) {
+		rq->key = k;
+		owner_tag(k, rq->owner);
+	}
+	return ok;
+}
+
+static void rfc3339(int64_t ms, char *buf, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	size_t l = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + l, n - l, ".%03dZ", (int)(ms % 1000));
+}
+
+/* The record's metadata without abox's own entries; *token: the access
+ * token when the sandbox is secure (malloc'd) */
+static json_object *public_metadata(const abox_sandbox_info *in, char **token, char *owner)
+{
+	json_object *all = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL;
+	json_object *out = json_object_new_object();
+	if (all && json_object_is_type(all, json_type_object)) {
+		json_object_object_foreach(all, k, v) {
+			if (strncmp(k, "_abox", 5) != 0) {
+				json_object_object_add(out, k, json_object_get(v));
+				continue;
+			}
+			if (token && strcmp(k, TOKEN_KEY) == 0)
+				*token = strdup(json_object_get_string(v));
+			if (owner && strcmp(k, DAEMON_OWNER_KEY) == 0)
+				snprintf(owner, 17, "%s", json_object_get_string(v));
+		}
+	}
+	json_object_put(all);
+	return out;
+}
+
+int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *info)
+{
+	*info = (abox_sandbox_info){ .version = ABOX_SANDBOX_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_info_get(ctx, id, info, &err);
+	if (r < 0)
+		return r;
+	char owner[17] = "";
+	json_object_put(public_metadata(info, NULL, owner));
+	if (info->state == ABOX_STATE_DEAD || (rq->owner[0] && strcmp(owner, rq->owner) != 0)) {
+		abox_sandbox_info_clear(info);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static json_object *sandbox_json(const abox_sandbox_info *in)
+{
+	char *token = NULL;
+	json_object *meta = public_metadata(in, &token, NULL);
+	json_object_put(meta);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "sandboxID", json_object_new_string(in->id));
+	json_object_object_add(o, "templateID", json_object_new_string(in->template_name));
+	json_object_object_add(o, "clientID", json_object_new_string("abox"));
+	json_object_object_add(o, "envdVersion", json_object_new_string(DAEMON_ENVD_VERSION));
+	if (token)
+		json_object_object_add(o, "envdAccessToken", json_object_new_string(token));
+	if (daemon_cfg.domain)
+		json_object_object_add(o, "domain", json_object_new_string(daemon_cfg.domain));
+	free(token);
+	return o;
+}
+
+static json_object *detail_json(const abox_sandbox_info *in)
+{
+	json_object *o = sandbox_json(in);
+	char t[40];
+	rfc3339(in->created_ms, t, sizeof(t));
+	json_object_object_add(o, "startedAt", json_object_new_string(t));
+	rfc3339(in->deadline_ms ? in->deadline_ms : in->created_ms + 100LL * 365 * 86400 * 1000, t, sizeof(t));
+	json_object_object_add(o, "endAt", json_object_new_string(t));
+	json_object_object_add(o, "cpuCount", json_object_new_int((int)((in->cpu_millis + 999) / 1000)));
+	json_object_object_add(o, "memoryMB", json_object_new_int64((int64_t)(in->memory_bytes >> 20)));
+	json_object_object_add(o, "diskSizeMB", json_object_new_int64((int64_t)(in->disk_bytes >> 20)));
+	json_object_object_add(o, "state",
+			       json_object_new_string(in->state == ABOX_STATE_PAUSED ? "paused" : "running"));
+	json_object_object_add(o, "metadata", public_metadata(in, NULL, NULL));
+	return o;
+}
+
+/* "/sandboxes/ID/rest" -> ID and rest; false when it is not that shape. */
+static bool split_id(const char *path, char id[21], const char **rest)
+{
+	size_t n = strcspn(path, "/");
+	if (n != 20)
+		return false;
+	memcpy(id, path, 20);
+	id[20] = '\0';
+	for (int i = 0; i < 20; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9')))
+			return false;
+	*rest = path + 20;
+	return true;
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+static bool jint(json_object *o, const char *k, int64_t *out)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+		return false;
+	*out = json_object_get_int64(v);
+	return true;
+}
+
+static bool jbool(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
+}
+
+/* "k=v" entries from a JSON object of strings; NULL-terminated. */
+static char **pairs(json_object *o, const char *what, char *bad, size_t badn)
+{
+	size_t n = o ? (size_t)json_object_object_length(o) : 0, k = 0;
+	char **v = calloc(n + 3, sizeof(char *));
+	if (!v)
+		return NULL;
+	if (o) {
+		json_object_object_foreach(o, key, val) {
+			if (!json_object_is_type(val, json_type_string) || !*key || strchr(key, '=') ||
+			    (!strcmp(what, "metadata") && !strncmp(key, "_abox", 5))) {
+				snprintf(bad, badn, "%s entry '%s' is not a string (or its name is reserved)", what, key);
+				abox_strv_free(v);
+				return NULL;
+			}
+			if (asprintf(&v[k++], "%s=%s", key, json_object_get_string(val)) < 0) {
+				abox_strv_free(v);
+				return NULL;
+			}
+		}
+	}
+	return v;
+}
+
+static bool checkpointer_works(abox_ctx *ctx)
+{
+	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
+}
+
+static bool snapshot_exists(abox_ctx *ctx, const char *ref)
+{
+	abox_snapshot_info *v = NULL;
+	size_t n = 0;
+	bool found = false;
+	if (abox_snapshot_list(ctx, &v, &n, NULL) < 0)
+		return false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcmp(v[i].id, ref) == 0 || strcmp(v[i].name, ref) == 0;
+	free(v);
+	return found;
+}
+
+static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
+{
+	enum MHD_Result sent;
+	json_object *b = body_json(rq, &sent);
+	if (!b)
+		return sent;
+	const char *tmpl = jstr(b, "templateID");
+	char bad[512] = "";
+	json_object *mo = NULL, *eo = NULL;
+	json_object_object_get_ex(b, "metadata", &mo);
+	json_object_object_get_ex(b, "envVars", &eo);
+	char **meta = pairs(mo && json_object_is_type(mo, json_type_object) ? mo : NULL, "metadata", bad, sizeof(bad));
+	char **env = meta ? pairs(eo && json_object_is_type(eo, json_type_object) ? eo : NULL, "envVars", bad,
+				  sizeof(bad))
+			  : NULL;
+	enum MHD_Result q;
+	if (!meta || !env) {
+		q = reply_error(rq, 400, "%s", bad[0] ? bad : "out of memory");
+		goto out;
+	}
+	size_t nm = 0;
+	while (meta[nm])
+		nm++;
+	char token[33] = "";
+	if (asprintf(&meta[nm++], "%s=%s", DAEMON_OWNER_KEY, rq->owner) < 0) {
+		q = reply_error(rq, 500, "out of memory");
+		goto out;
+	}
+	if (jbool(b, "secure")) {
+		FILE *f = fopen("/dev/urandom", "re");
+		unsigned char raw[16];
+		if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+			if (f)
+				fclose(f);
+			q = reply_error(rq, 500, "no randomness for the access token");
+			goto out;
+		}
+		fclose(f);
+		for (int i = 0; i < 16; i++)
+			snprintf(token + 2 * i, 3, "%02x", raw[i]);
+		if (asprintf(&meta[nm++], "%s=%s", TOKEN_KEY, token) < 0) {
+			q = reply_error(rq, 500, "out of memory");
+			goto out;
+		}
+	}
+	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
+	int64_t v;
+	o.timeout_ms = (uint32_t)(jint(b, "timeout", &v) && v > 0 && v < 86400 * 30 ? v : DEFAULT_TIMEOUT_S) * 1000;
+	o.memory_bytes = jint(b, "memoryMB", &v) && v > 0 ? (uint64_t)v << 20 : daemon_cfg.memory_bytes;
+	o.disk_bytes = jint(b, "diskSizeMB", &v) && v > 0 ? (uint64_t)v << 20 : daemon_cfg.disk_bytes;
+	o.cpu_millis = jint(b, "cpuCount", &v) && v > 0 && v <= 256 ? (uint32_t)v * 1000 : daemon_cfg.cpu_millis;
+	o.metadata = (const char *const *)meta;
+	o.env = (const char *const *)env;
+	/* E2B's default template is "base": here the host template */
+	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0)
+		tmpl = NULL;
+	if (tmpl && snapshot_exists(ctx, tmpl))
+		o.snapshot = tmpl;
+	else
+		o.template_name = tmpl;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb = NULL;
+	int r = abox_sandbox_create(ctx, &o, &sb, &err);
+	if (r < 0) {
+		q = strstr(err.msg, "not found") ? reply_error(rq, 404, "%s", err.msg) : reply_abox_error(rq, &err, r);
+		goto out;
+	}
+	abox_sandbox_info in;
+	if (sandbox_visible(rq, ctx, abox_sandbox_id(sb), &in) < 0) {
+		abox_sandbox_free(sb);
+		q = reply_error(rq, 500, "the new sandbox vanished");
+		goto out;
+	}
+	abox_sandbox_free(sb);
+	q = reply_json(rq, 201, sandbox_json(&in));
+	abox_sandbox_info_clear(&in);
+out:
+	abox_strv_free(meta);
+	abox_strv_free(env);
+	json_object_put(b);
+	return q;
+}
+
+/* metadata=... arrives encoded twice ("k=v&k2=v2" as one value) */
+static char **metadata_filter(const char *raw, const char *owner)
+{
+	char *s = strdup(raw ? raw : "");
+	if (!s)
+		return NULL;
+	MHD_http_unescape(s);
+	size_t n = 2;
+	for (const char *p = s; *p; p++)
+		n += *p == '&';
+	char **v = calloc(n + 1, sizeof(char *));
+	size_t k = 0;
+	for (char *save = NULL, *t = strtok_r(s, "&", &save); v && t; t = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(t, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		MHD_http_unescape(t);
+		MHD_http_unescape(eq + 1);
+		if (asprintf(&v[k++], "%s=%s", t, eq + 1) < 0)
+			v[--k] = NULL;
+	}
+	if (v && asprintf(&v[k++], "%s=%s", DAEMON_OWNER_KEY, owner) < 0)
+		v[--k] = NULL;
+	free(s);
+	return v;
+}
+
+static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
+{
+	const char *states = query(rq, "state");
+	bool want_running = !states || strstr(states, "running"), want_paused = v2 && (!states || strstr(states, "paused"));
+	if (!v2)
+		want_running = true;
+	char **mf = metadata_filter(query(rq, "metadata"), rq->owner);
+	if (!mf)
+		return reply_error(rq, 500, "out of memory");
+	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
+	lo.metadata = (const char *const *)mf;
+	const char *lim = query(rq, "limit");
+	lo.limit = lim ? (uint32_t)strtoul(lim, NULL, 10) : 0;
+	if (lo.limit > 100 || (lim && !lo.limit)) {
+		abox_strv_free(mf);
+		return reply_error(rq, 400, "limit must be 1-100");
+	}
+	lo.next_token = query(rq, "nextToken");
+	abox_sandbox_info *infos = NULL;
+	size_t n = 0;
+	char *next = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_query(ctx, &lo, &infos, &n, &next, &err);
+	abox_strv_free(mf);
+	if (r < 0)
+		return reply_abox_error(rq, &err, r);
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		bool keep = (infos[i].state == ABOX_STATE_RUNNING && want_running) ||
+			    (infos[i].state == ABOX_STATE_PAUSED && want_paused);
+		if (keep)
+			json_object_array_add(a, detail_json(&infos[i]));
+		abox_sandbox_info_clear(&infos[i]);
+	}
+	free(infos);
+	const char *s = json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	char *copy = strdup(s);
+	json_object_put(a);
+	struct MHD_Response *resp = copy ? MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE) : NULL;
+	if (!resp) {
+		free(copy);
+		free(next);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (next)
+		MHD_add_response_header(resp, "X-Next-Token", next);
+	free(next);
+	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return q;
+}
+
+/* Opens a visible sandbox; on failure the reply is sent (*sent). */
+static abox_sandbox *open_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *in,
+				  enum MHD_Result *sent)
+{
+	if (sandbox_visible(rq, ctx, id, in) < 0) {
+		*sent = reply_error(rq, 404, "sandbox %s not found", id);
+		return NULL;
+	}
+	abox_sandbox *sb = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_connect(ctx, id, &sb, &err);
+	if (r < 0) {
+		abox_sandbox_info_clear(in);
+		*sent = reply_abox_error(rq, &err, r);
+		return NULL;
+	}
+	return sb;
+}
+
+static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
+{
+	enum MHD_Result sent;
+	json_object *b = rq->len ? body_json(rq, &sent) : json_object_new_object();
+	if (!b)
+		return sent;
+	int64_t t = DEFAULT_TIMEOUT_S;
+	(void)jint(b, "timeout", &t);
+	json_object_put(b);
+	abox_sandbox_info in;
+	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
+	if (!sb)
+		return sent;
+	unsigned status = 200;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = 0;
+	if (in.state == ABOX_STATE_PAUSED) {
+		r = abox_sandbox_resume(sb, &err);
+		status = 201;
+	} else if (legacy_resume) {
+		abox_sandbox_free(sb);
+		abox_sandbox_info_clear(&in);
+		return reply_error(rq, 409, "sandbox %s is already running", id);
+	}
+	if (r >= 0 && t > 0)
+		r = abox_sandbox_set_timeout(sb, (uint32_t)(t > 86400 * 30 ? 86400 * 30 : t) * 1000, &err);
+	abox_sandbox_free(sb);
+	abox_sandbox_info_clear(&in);
+	if (r < 0)
+		return reply_abox_error(rq, &err, r);
+	if (sandbox_visible(rq, ctx, id, &in) < 0)
+		return reply_error(rq, 404, "sandbox %s not found", id);
+	enum MHD_Result q = reply_json(rq, status, sandbox_json(&in));
+	abox_sandbox_info_clear(&in);
+	return q;
+}
+
+static enum MHD_Result pause_sb(struct request *rq, abox_ctx *ctx, const char *id)
+{
+	enum MHD_Result sent;
+	bool memory = true;
+	if (rq->len) {
+		json_object *b = body_json(rq, &sent), *v;
+		if (!b)
+			return sent;
+		if (json_object_object_get_ex(b, "memory", &v))
+			memory = json_object_get_boolean(v);
+		json_object_put(b);
+	}
+	abox_sandbox_info in;
+	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
+	if (!sb)
+		return sent;
+	if (in.state == ABOX_STATE_PAUSED) {
+		abox_sandbox_free(sb);
+		abox_sandbox_info_clear(&in);
+		return reply_error(rq, 409, "sandbox %s is already paused", id);
+	}
+	abox_sandbox_info_clear(&in);
+	abox_error err = ABOX_ERROR_INIT;
+	/* E2B's pause keeps memory and frees the machine: to disk when a
+	 * checkpointer works here, else frozen in place */
+	uint32_t flags = !memory ? ABOX_PAUSE_NO_MEMORY : checkpointer_works(ctx) ? ABOX_PAUSE_TO_DISK : 0;
+	int r = abox_sandbox_pause_flags(sb, flags, &err);
+	abox_sandbox_free(sb);
+	if (r == -EALREADY)
+		return reply_error(rq, 409, "%s", err.msg);
+	return r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
+}
+
+static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id, const char *what)
+{
+	enum MHD_Result sent;
+	abox_sandbox_info in;
+	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
+	if (!sb)
+		return sent;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = 0;
+	enum MHD_Result q;
+	if (!strcmp(what, "kill")) {
+		r = abox_sandbox_kill(sb, &err);
+		q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
+	} else if (!strcmp(what, "timeout")) {
+		json_object *b = body_json(rq, &sent);
+		int64_t t;
+		if (!b) {
+			q = sent;
+		} else if (!jint(b, "timeout", &t) || t < 0 || t > 86400 * 30) {
+			q = reply_error(rq, 400, "timeout must be 0-2592000 seconds");
+		} else {
+			r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
+			q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
+		}
+		json_object_put(b);
+	} else if (!strcmp(what, "metrics")) {
+		abox_metrics m = { .version = ABOX_METRICS_VERSION };
+		json_object *a = json_object_new_array();
+		if (in.state == ABOX_STATE_RUNNING && abox_sandbox_metrics(sb, &m, &err) >= 0) {
+			json_object *o = json_object_new_object();
+			char t[40];
+			rfc3339(m.timestamp_ms, t, sizeof(t));
+			json_object_object_add(o, "timestamp", json_object_new_string(t));
+			json_object_object_add(o, "timestampUnix", json_object_new_int64(m.timestamp_ms / 1000));
+			json_object_object_add(o, "cpuCount", json_object_new_int((int)((in.cpu_millis + 999) / 1000)));
+			json_object_object_add(o, "cpuUsedPct", json_object_new_double(m.cpu_pct));
+			json_object_object_add(o, "memUsed", json_object_new_int64((int64_t)m.mem_used));
+			json_object_object_add(o, "memTotal", json_object_new_int64((int64_t)m.mem_limit));
+			json_object_object_add(o, "memCache", json_object_new_int64(0));
+			json_object_object_add(o, "diskUsed", json_object_new_int64((int64_t)m.disk_used));
+			json_object_object_add(o, "diskTotal", json_object_new_int64((int64_t)m.disk_limit));
+			json_object_array_add(a, o);
+		}
+		q = reply_json(rq, 200, a);
+	} else if (!strcmp(what, "network")) {
+		q = reply_empty(rq, 204); /* accepted; enforced when networking lands */
+	} else {
+		q = reply_json(rq, 200, detail_json(&in));
+	}
+	abox_sandbox_free(sb);
+	abox_sandbox_info_clear(&in);
+	return q;
+}
+
+static json_object *snap_json(const abox_snapshot_info *s)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "snapshotID", json_object_new_string(s->id));
+	json_object *names = json_object_new_array();
+	if (s->name[0])
+		json_object_array_add(names, json_object_new_string(s->name));
+	json_object_object_add(o, "names", names);
+	return o;
+}
+
+static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *id)
+{
+	enum MHD_Result sent;
+	const char *name = NULL;
+	json_object *b = rq->len ? body_json(rq, &sent) : json_object_new_object();
+	if (!b)
+		return sent;
+	name = jstr(b, "name");
+	abox_sandbox_info in;
+	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
+	if (!sb) {
+		json_object_put(b);
+		return sent;
+	}
+	abox_sandbox_info_clear(&in);
+	abox_snapshot_info s = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	uint32_t flags = checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0;
+	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
+	abox_sandbox_free(sb);
+	json_object_put(b);
+	return r < 0 ? reply_abox_error(rq, &err, r) : reply_json(rq, 201, snap_json(&s));
+}
+
+static enum MHD_Result fork_sb(struct request *rq, abox_ctx *ctx, const char *id)
+{
+	enum MHD_Result sent;
+	json_object *b = rq->len ? body_json(rq, &sent) : json_object_new_object();
+	if (!b)
+		return sent;
+	int64_t count = 1, t = 0;
+	(void)jint(b, "count", &count);
+	(void)jint(b, "timeout", &t);
+	json_object_put(b);
+	if (count < 1 || count > 64)
+		return reply_error(rq, 400, "count must be 1-64");
+	abox_sandbox_info in;
+	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
+	if (!sb)
+		return sent;
+	abox_sandbox_info_clear(&in);
+	abox_sandbox *forks[64] = { 0 };
+	abox_error errs[64], err = ABOX_ERROR_INIT;
+	uint32_t flags = checkpointer_works(ctx) ? ABOX_FORK_MEMORY : 0;
+	int made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, flags, forks, errs,
+					   &err);
+	abox_sandbox_free(sb);
+	if (made < 0)
+		return reply_abox_error(rq, &err, made);
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < count; i++) {
+		json_object *o = json_object_new_object();
+		abox_sandbox_info fi;
+		if (forks[i] && sandbox_visible(rq, ctx, abox_sandbox_id(forks[i]), &fi) == 0) {
+			json_object_object_add(o, "sandbox", sandbox_json(&fi));
+			abox_sandbox_info_clear(&fi);
+		} else {
+			json_object *e = json_object_new_object();
+			json_object_object_add(e, "code", json_object_new_int(500));
+			json_object_object_add(e, "message",
+					       json_object_new_string(forks[i] ? "the fork vanished" : errs[i].msg));
+			json_object_object_add(o, "error", e);
+		}
+		abox_sandbox_free(forks[i]);
+		json_object_array_add(a, o);
+	}
+	return reply_json(rq, 201, a);
+}
+
+static enum MHD_Result snapshots(struct request *rq, abox_ctx *ctx)
+{
+	abox_snapshot_info *v = NULL;
+	size_t n = 0;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_snapshot_list(ctx, &v, &n, &err);
+	if (r < 0)
+		return reply_abox_error(rq, &err, r);
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(a, snap_json(&v[i]));
+	free(v);
+	return reply_json(rq, 200, a);
+}
+
+enum MHD_Result control_route(struct request *rq)
+{
+	const char *m = rq->method, *u = rq->url;
+	if (!strcmp(u, "/health"))
+		return reply_json(rq, 200, json_object_new_object());
+	if (!authorized(rq))
+		return reply_error(rq, 401, "Invalid API key (X-API-Key)");
+	abox_ctx *ctx = request_ctx();
+	if (!ctx)
+		return reply_error(rq, 500, "cannot open abox's state");
+	enum MHD_Result q;
+	char id[21];
+	const char *rest = NULL;
+	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET"), del = !strcmp(m, "DELETE");
+	const char *p = !strncmp(u, "/v2/sandboxes", 13) ? u + 13 : !strncmp(u, "/sandboxes", 10) ? u + 10 : NULL;
+	bool v2 = !strncmp(u, "/v2/", 4);
+	if (p && !*p && post)
+		q = create(rq, ctx);
+	else if (p && !*p && get)
+		q = list(rq, ctx, v2);
+	else if (p && *p == '/' && split_id(p + 1, id, &rest)) {
+		if (!*rest && get)
+			q = simple(rq, ctx, id, "info");
+		else if (!*rest && del)
+			q = simple(rq, ctx, id, "kill");
+		else if (!strcmp(rest, "/connect") && post)
+			q = connect_sb(rq, ctx, id, false);
+		else if (!strcmp(rest, "/resume") && post && !v2)
+			q = connect_sb(rq, ctx, id, true);
+		else if (!strcmp(rest, "/pause") && post)
+			q = pause_sb(rq, ctx, id);
+		else if (!strcmp(rest, "/timeout") && post)
+			q = simple(rq, ctx, id, "timeout");
+		else if (!strcmp(rest, "/metrics") && get)
+			q = simple(rq, ctx, id, "metrics");
+		else if (!strcmp(rest, "/network") && !strcmp(m, "PUT"))
+			q = simple(rq, ctx, id, "network");
+		else if (!strcmp(rest, "/snapshots") && post)
+			q = snapshot(rq, ctx, id);
+		else if (!strcmp(rest, "/fork") && post)
+			q = fork_sb(rq, ctx, id);
+		else
+			q = reply_error(rq, 404, "no route %s %s", m, u);
+	} else if (!strcmp(u, "/snapshots") && get) {
+		q = snapshots(rq, ctx);
+	} else if (!strncmp(u, "/templates/", 11) && del) {
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_snapshot_remove(ctx, u + 11, &err);
+		q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
+	} else {
+		q = reply_error(rq, 404, "no route %s %s", m, u);
+	}
+	abox_ctx_free(ctx);
+	return q;
+}

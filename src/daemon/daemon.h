@@ -1,0 +1,96 @@
+/* aboxd — the E2B-compatible HTTP server over libabox's local backend.
+ *
+ * One listener serves three planes (see docs/daemon.md): the control plane
+ * (X-API-Key), the envd plane of a sandbox (E2b-Sandbox-Id and port 49983,
+ * or Host "<port>-<id>.<domain>") and, later, its code plane. Built on
+ * libmicrohttpd with a thread per connection: a streamed response (a
+ * command's output) blocks only its own thread. Every request opens its
+ * own libabox context and sandbox handle; nothing is shared between
+ * requests except the configuration, so one sandbox's trouble never
+ * reaches another request.
+ * Runs as root on the host. */
+#ifndef ABOX_DAEMON_H
+#define ABOX_DAEMON_H
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <abox/abox.h>
+
+#define DAEMON_ENVD_PORT 49983
+#define DAEMON_CODE_PORT 49999
+/* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
+ * closeStdin (0.5.2), octet-stream uploads (0.5.7) are all served */
+#define DAEMON_ENVD_VERSION "0.5.7"
+#define DAEMON_MAX_BODY (64u << 20)     /* JSON and small uploads */
+#define DAEMON_MAX_JSON_DEPTH 32
+#define DAEMON_OWNER_KEY "_aboxOwner"   /* metadata entry naming the API key's owner */
+
+struct daemon_config {
+	char *state_dir;      /* NULL: libabox's default */
+	char *listen;         /* address, default 127.0.0.1 */
+	uint16_t port;        /* default 49982 */
+	char **keys;          /* accepted API keys */
+	char *domain;         /* returned as `domain` (getHost) */
+	uint64_t memory_bytes, disk_bytes;
+	uint32_t cpu_millis;
+};
+
+extern struct daemon_config daemon_cfg;
+
+/* One request, built up across libmicrohttpd's calls. */
+struct request {
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;
+	char *body;
+	size_t len, cap;
+	bool too_big;
+	/* set by routing */
+	const char *key;          /* the API key it came with */
+	char owner[17];           /* that key's owner tag */
+	char sandbox[21];         /* envd/code plane: the sandbox */
+	unsigned port;            /* envd/code plane: the port asked for */
+	char user[16];            /* envd: the Linux user (Basic auth) */
+};
+
+/* Fills err (libabox's struct) and returns -code. */
+static inline int set_err(abox_error *err, int code, const char *msg)
+{
+	err->code = code;
+	snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	return -code;
+}
+
+/* Responses. Each returns MHD_YES/MHD_NO from queueing. */
+enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);
+enum MHD_Result reply_empty(struct request *rq, unsigned status);
+/* E2B-style control plane error: {"code": status, "message": ...} */
+enum MHD_Result reply_error(struct request *rq, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The error of a libabox call, with its status (404 unknown, 409 paused...). */
+enum MHD_Result reply_abox_error(struct request *rq, const abox_error *err, int r);
+unsigned status_of_errno(int e);
+
+const char *header(struct request *rq, const char *name);
+const char *query(struct request *rq, const char *name);
+/* The body as a JSON object (NULL and a 400 sent when it is not one). */
+json_object *body_json(struct request *rq, enum MHD_Result *sent);
+
+/* A libabox context for this request (free with abox_ctx_free). */
+abox_ctx *request_ctx(void);
+
+/* The planes. */
+enum MHD_Result control_route(struct request *rq);
+enum MHD_Result envd_route(struct request *rq);
+
+/* Owner tag of an API key (16 hex digits of its sha256). */
+void owner_tag(const char *key, char out[17]);
+/* Whether the sandbox is visible to rq's key; fills info (clear it). */
+int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *info);
+
+#endif

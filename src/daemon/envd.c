@@ -1,0 +1,206 @@
+/* envd.c — the in-sandbox API of E2B (envd): Connect RPC with JSON for
+ * process.Process and filesystem.Filesystem, plus /health, /envs, /files.
+ *
+ * Unary calls take and give plain JSON; server streams (Start, Connect)
+ * are Connect envelopes (flag byte, 4-byte big-endian length, JSON), and
+ * always end with an end-stream envelope (flag 0x02), errors included.
+ * The Linux user comes from "Authorization: Basic base64(user:)"; a
+ * sandbox created with secure=true also wants its X-Access-Token,
+ * compared in constant time. */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base64.h"
+#include "daemon.h"
+#include "envd.h"
+
+/* Connect's error codes and the HTTP status each one maps to. */
+static const char *connect_code(int e, unsigned *status)
+{
+	switch (e) {
+	case ENOENT:
+	case ESRCH:
+		*status = 404;
+		return "not_found";
+	case EEXIST:
+		*status = 409;
+		return "already_exists";
+	case EACCES:
+	case EPERM:
+		*status = 403;
+		return "permission_denied";
+	case EINVAL:
+	case ENOTDIR:
+	case EISDIR:
+	case ENAMETOOLONG:
+		*status = 400;
+		return "invalid_argument";
+	case ENOSPC:
+		*status = 429;
+		return "resource_exhausted";
+	case EAGAIN:
+		*status = 412;
+		return "failed_precondition";
+	case EOPNOTSUPP:
+		*status = 501;
+		return "unimplemented";
+	default:
+		*status = 500;
+		return "internal";
+	}
+}
+
+enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	unsigned status;
+	const char *code = connect_code(e, &status);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return reply_json(rq, status, o);
+}
+
+/* "Basic base64(user:)" -> user; only the two users abox has. */
+static bool user_of(struct request *rq)
+{
+	const char *a = header(rq, "Authorization");
+	snprintf(rq->user, sizeof(rq->user), "user");
+	if (!a || strncmp(a, "Basic ", 6) != 0)
+		return true;
+	unsigned char *raw;
+	size_t n;
+	if (base64_decode(a + 6, &raw, &n) < 0)
+		return false;
+	char name[64];
+	snprintf(name, sizeof(name), "%.*s", (int)n, raw);
+	free(raw);
+	name[strcspn(name, ":")] = '\0';
+	if (!*name)
+		return true;
+	if (strcmp(name, "user") != 0 && strcmp(name, "root") != 0)
+		return false;
+	snprintf(rq->user, sizeof(rq->user), "%s", strcmp(name, "root") == 0 ? "root" : "user");
+	return true;
+}
+
+static bool token_ok(const abox_sandbox_info *in, const char *given)
+{
+	json_object *m = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL, *v;
+	const char *want = m && json_object_object_get_ex(m, "_aboxToken", &v) ? json_object_get_string(v) : NULL;
+	bool ok = true;
+	if (want) {
+		size_t lw = strlen(want), lg = given ? strlen(given) : 0;
+		unsigned char d = (unsigned char)(lw != lg || !given);
+		for (size_t i = 0; given && i < lw; i++)
+			d |= (unsigned char)(want[i] ^ given[i % (lg ? lg : 1)]);
+		ok = d == 0;
+	}
+	json_object_put(m);
+	return ok;
+}
+
+sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
+{
+	sandbox_handle_t h = { 0 };
+	if (!user_of(rq)) {
+		*sent = envd_error(rq, EPERM, "unknown user (abox has 'user' and 'root')");
+		return h;
+	}
+	h.ctx = request_ctx();
+	if (!h.ctx) {
+		*sent = envd_error(rq, EIO, "cannot open abox's state");
+		return h;
+	}
+	abox_sandbox_info in;
+	if (sandbox_visible(rq, h.ctx, rq->sandbox, &in) < 0) {
+		*sent = envd_error(rq, ENOENT, "sandbox %s not found", rq->sandbox);
+		abox_ctx_free(h.ctx);
+		h.ctx = NULL;
+		return h;
+	}
+	bool ok = token_ok(&in, header(rq, "X-Access-Token"));
+	bool paused = in.state == ABOX_STATE_PAUSED;
+	abox_sandbox_info_clear(&in);
+	if (!ok) {
+		*sent = reply_error(rq, 401, "invalid or missing X-Access-Token for sandbox %s", rq->sandbox);
+		abox_ctx_free(h.ctx);
+		h.ctx = NULL;
+		return h;
+	}
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_connect(h.ctx, rq->sandbox, &h.sb, &err);
+	if (r < 0 || paused) {
+		*sent = paused ? envd_error(rq, EAGAIN, "sandbox %s is paused (connect resumes it)", rq->sandbox)
+			       : envd_error(rq, -r, "%s", err.msg);
+		abox_sandbox_free(h.sb);
+		abox_ctx_free(h.ctx);
+		h = (sandbox_handle_t){ 0 };
+	}
+	return h;
+}
+
+void envd_close(sandbox_handle_t *h)
+{
+	abox_sandbox_free(h->sb);
+	abox_ctx_free(h->ctx);
+	*h = (sandbox_handle_t){ 0 };
+}
+
+/* The body of a unary call, or of the single message of a stream call
+ * (a Connect envelope). */
+json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent)
+{
+	if (!enveloped)
+		return body_json(rq, sent);
+	if (rq->len < 5 || (unsigned char)rq->body[0] != 0) {
+		*sent = envd_error(rq, EINVAL, "expected one uncompressed Connect envelope");
+		return NULL;
+	}
+	uint32_t n = (uint32_t)(unsigned char)rq->body[1] << 24 | (uint32_t)(unsigned char)rq->body[2] << 16 |
+		     (uint32_t)(unsigned char)rq->body[3] << 8 | (unsigned char)rq->body[4];
+	if (n != rq->len - 5) {
+		*sent = envd_error(rq, EINVAL, "the envelope says %u bytes, the body has %zu", n, rq->len - 5);
+		return NULL;
+	}
+	/* shift the message to the front and parse it as a plain body */
+	memmove(rq->body, rq->body + 5, n);
+	rq->len = n;
+	rq->body[n] = '\0';
+	if (!n) {
+		rq->len = 2;
+		strcpy(rq->body, "{}");
+	}
+	return body_json(rq, sent);
+}
+
+static enum MHD_Result health(struct request *rq)
+{
+	return reply_empty(rq, 204);
+}
+
+enum MHD_Result envd_route(struct request *rq)
+{
+	const char *u = rq->url, *m = rq->method;
+	if (!strcmp(u, "/health"))
+		return health(rq);
+	if (!strcmp(u, "/files"))
+		return !strcmp(m, "GET") ? files_get(rq) : !strcmp(m, "POST") ? files_post(rq)
+										 : envd_error(rq, EINVAL, "method %s", m);
+	if (!strcmp(u, "/envs") && !strcmp(m, "GET"))
+		return reply_json(rq, 200, json_object_new_object());
+	if (strcmp(m, "POST") != 0)
+		return envd_error(rq, EINVAL, "no route %s %s", m, u);
+	if (!strncmp(u, "/process.Process/", 17))
+		return process_rpc(rq, u + 17);
+	if (!strncmp(u, "/filesystem.Filesystem/", 23))
+		return filesystem_rpc(rq, u + 23);
+	return envd_error(rq, EOPNOTSUPP, "no such method %s", u);
+}

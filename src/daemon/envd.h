@@ -1,0 +1,30 @@
+/* envd — shared pieces of the envd plane (envd.c, process.c, fs.c). */
+#ifndef ABOX_DAEMON_ENVD_H
+#define ABOX_DAEMON_ENVD_H
+
+#include <stdarg.h>
+
+#include "daemon.h"
+
+typedef struct sandbox_handle {
+	abox_ctx *ctx;
+	abox_sandbox *sb;
+} sandbox_handle_t;
+
+/* The request's sandbox, checked (user, access token, running); on
+ * failure .sb is NULL and the reply is sent (*sent). */
+sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent);
+void envd_close(sandbox_handle_t *h);
+/* A Connect error: {"code": "not_found", ...} with its HTTP status. */
+enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent);
+
+enum MHD_Result process_rpc(struct request *rq, const char *method);
+enum MHD_Result filesystem_rpc(struct request *rq, const char *method);
+enum MHD_Result files_get(struct request *rq);
+enum MHD_Result files_post(struct request *rq);
+
+/* EntryInfo of proto3 JSON. */
+json_object *entry_json(const abox_file_info *f);
+
+#endif

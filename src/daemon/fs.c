@@ -1,0 +1,289 @@
+/* fs.c — filesystem.Filesystem over Connect (unary calls) and the plain
+ * /files endpoint: GET streams a file's bytes, POST writes one
+ * (application/octet-stream with ?path=) or several (multipart/form-data:
+ * each part's filename is its target path when ?path= is not given). All
+ * done by abox-init inside the sandbox as the requested user, so paths
+ * resolve in the sandbox's own tree. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "envd.h"
+
+static void perms(uint32_t mode, abox_file_type t, char out[11])
+{
+	out[0] = t == ABOX_FILE_DIR ? 'd' : t == ABOX_FILE_SYMLINK ? 'l' : '-';
+	const char *rwx = "rwxrwxrwx";
+	for (int i = 0; i < 9; i++)
+		out[1 + i] = mode & (1u << (8 - i)) ? rwx[i] : '-';
+	out[10] = '\0';
+}
+
+json_object *entry_json(const abox_file_info *f)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(f->name));
+	json_object_object_add(o, "type", json_object_new_string(f->type == ABOX_FILE_DIR	? "FILE_TYPE_DIRECTORY"
+									  : f->type == ABOX_FILE_SYMLINK ? "FILE_TYPE_SYMLINK"
+													 : "FILE_TYPE_FILE"));
+	json_object_object_add(o, "path", json_object_new_string(f->path));
+	char size[32], p[11], t[40];
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)f->size); /* int64: a string in proto3 JSON */
+	json_object_object_add(o, "size", json_object_new_string(size));
+	json_object_object_add(o, "mode", json_object_new_int((int)f->mode));
+	perms(f->mode, f->type, p);
+	json_object_object_add(o, "permissions", json_object_new_string(p));
+	json_object_object_add(o, "owner", json_object_new_string(f->uid == 0 ? "root" : f->uid == 1000 ? "user" : "?"));
+	json_object_object_add(o, "group", json_object_new_string(f->gid == 0 ? "root" : f->gid == 1000 ? "user" : "?"));
+	time_t s = (time_t)(f->mtime_ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	size_t l = strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(t + l, sizeof(t) - l, ".%03dZ", (int)(f->mtime_ms % 1000));
+	json_object_object_add(o, "modifiedTime", json_object_new_string(t));
+	if (f->target[0])
+		json_object_object_add(o, "symlinkTarget", json_object_new_string(f->target));
+	return o;
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+												: NULL;
+}
+
+static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, const char *path)
+{
+	abox_file_info f;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_file_stat(h->sb, path, rq->user, &f, &err);
+	if (r < 0)
+		return envd_error(rq, -r, "%s", err.msg);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "entry", entry_json(&f));
+	return reply_json(rq, 200, o);
+}
+
+enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
+{
+	enum MHD_Result sent;
+	json_object *b = envd_body(rq, false, &sent);
+	if (!b)
+		return sent;
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb) {
+		json_object_put(b);
+		return sent;
+	}
+	abox_error err = ABOX_ERROR_INIT;
+	const char *path = jstr(b, "path");
+	enum MHD_Result q;
+	int r = 0;
+	if (!strcmp(method, "Stat") && path) {
+		q = entry_reply(rq, &h, path);
+	} else if (!strcmp(method, "MakeDir") && path) {
+		int made = 0;
+		r = abox_file_mkdir(h.sb, path, rq->user, &made, &err);
+		q = r < 0 ? envd_error(rq, -r, "%s", err.msg)
+		    : !made ? envd_error(rq, EEXIST, "'%s' already exists", path)
+			    : entry_reply(rq, &h, path);
+	} else if (!strcmp(method, "Move") && jstr(b, "source") && jstr(b, "destination")) {
+		r = abox_file_move(h.sb, jstr(b, "source"), jstr(b, "destination"), rq->user, &err);
+		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : entry_reply(rq, &h, jstr(b, "destination"));
+	} else if (!strcmp(method, "Remove") && path) {
+		r = abox_file_remove(h.sb, path, rq->user, &err);
+		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : reply_json(rq, 200, json_object_new_object());
+	} else if (!strcmp(method, "ListDir") && path) {
+		json_object *d;
+		int depth = json_object_object_get_ex(b, "depth", &d) ? json_object_get_int(d) : 1;
+		abox_file_info *v = NULL;
+		size_t n = 0;
+		r = abox_file_list(h.sb, path, rq->user, (unsigned)(depth > 0 ? depth : 1), &v, &n, &err);
+		if (r < 0) {
+			q = envd_error(rq, -r, "%s", err.msg);
+		} else {
+			json_object *a = json_object_new_array();
+			for (size_t i = 0; i < n; i++)
+				json_object_array_add(a, entry_json(&v[i]));
+			free(v);
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "entries", a);
+			q = reply_json(rq, 200, o);
+		}
+	} else if (strcmp(method, "Stat") && strcmp(method, "MakeDir") && strcmp(method, "Move") &&
+		   strcmp(method, "Remove") && strcmp(method, "ListDir")) {
+		q = envd_error(rq, EOPNOTSUPP, "no method filesystem.Filesystem/%s (yet)", method);
+	} else {
+		q = envd_error(rq, EINVAL, "missing path (or source/destination)");
+	}
+	envd_close(&h);
+	json_object_put(b);
+	return q;
+}
+
+/* ---- /files ---------------------------------------------------------- */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool too_big;
+};
+
+static int collect(const void *data, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	if (b->len + n > DAEMON_MAX_BODY) {
+		b->too_big = true;
+		return 1;
+	}
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 65536;
+		while (cap < b->len + n)
+			cap *= 2;
+		char *np = realloc(b->p, cap);
+		if (!np)
+			return 1;
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	return 0;
+}
+
+static void username(struct request *rq)
+{
+	const char *u = query(rq, "username");
+	if (u && (!strcmp(u, "root") || !strcmp(u, "user")))
+		snprintf(rq->user, sizeof(rq->user), "%s", u);
+}
+
+enum MHD_Result files_get(struct request *rq)
+{
+	enum MHD_Result sent;
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb)
+		return sent;
+	username(rq);
+	const char *path = query(rq, "path");
+	if (!path) {
+		envd_close(&h);
+		return reply_error(rq, 400, "?path= is required");
+	}
+	struct buf b = { 0 };
+	abox_error err = ABOX_ERROR_INIT;
+	uint64_t size = 0;
+	int r = abox_file_read(h.sb, path, rq->user, collect, &b, &size, &err);
+	envd_close(&h);
+	if (r < 0) {
+		free(b.p);
+		if (b.too_big)
+			return reply_error(rq, 413, "'%s' is larger than %u bytes", path, DAEMON_MAX_BODY);
+		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
+	}
+	struct MHD_Response *resp = MHD_create_response_from_buffer(b.len, b.p ? b.p : (void *)"",
+								    b.p ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(b.p);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return q;
+}
+
+static json_object *written(sandbox_handle_t *h, struct request *rq, const char *path)
+{
+	abox_file_info f;
+	json_object *o = json_object_new_object();
+	const char *name = strrchr(path, '/');
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "name", json_object_new_string(name ? name + 1 : path));
+	json_object_object_add(o, "type", json_object_new_string("file"));
+	if (abox_file_stat(h->sb, path, rq->user, &f, NULL) == 0)
+		json_object_object_add(o, "path", json_object_new_string(f.path));
+	return o;
+}
+
+/* One part of a multipart body: [start, end) with its filename. */
+static const char *memmem_s(const char *h, size_t n, const char *needle)
+{
+	return memmem(h, n, needle, strlen(needle));
+}
+
+enum MHD_Result files_post(struct request *rq)
+{
+	enum MHD_Result sent;
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb)
+		return sent;
+	username(rq);
+	const char *path = query(rq, "path");
+	const char *ct = header(rq, "Content-Type");
+	abox_error err = ABOX_ERROR_INIT;
+	json_object *a = json_object_new_array();
+	int r = 0;
+	if (ct && !strncmp(ct, "multipart/form-data", 19)) {
+		const char *bd = strstr(ct, "boundary=");
+		char delim[300];
+		if (!bd) {
+			r = set_err(&err, EINVAL, "multipart without a boundary");
+		} else {
+			bd += 9;
+			size_t bl = strcspn(bd, ";");
+			if (*bd == '"') {
+				bd++;
+				bl = strcspn(bd, "\"");
+			}
+			snprintf(delim, sizeof(delim), "--%.*s", (int)bl, bd);
+		}
+		const char *p = rq->body, *end = rq->body + rq->len;
+		while (r >= 0 && p && (p = memmem_s(p, (size_t)(end - p), delim))) {
+			p += strlen(delim);
+			if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+				break; /* the closing delimiter */
+			const char *hdr_end = memmem_s(p, (size_t)(end - p), "\r\n\r\n");
+			if (!hdr_end)
+				break;
+			char hdrs[2048];
+			snprintf(hdrs, sizeof(hdrs), "%.*s", (int)(hdr_end - p), p);
+			const char *data = hdr_end + 4;
+			const char *next = memmem_s(data, (size_t)(end - data), delim);
+			if (!next) {
+				r = set_err(&err, EINVAL, "a multipart part is not closed");
+				break;
+			}
+			size_t dlen = (size_t)(next - data);
+			if (dlen >= 2 && data[dlen - 2] == '\r' && data[dlen - 1] == '\n')
+				dlen -= 2;
+			char target[4096] = "";
+			const char *fn = strstr(hdrs, "filename=\"");
+			if (path && !target[0])
+				snprintf(target, sizeof(target), "%s", path);
+			else if (fn)
+				snprintf(target, sizeof(target), "%.*s", (int)strcspn(fn + 10, "\""), fn + 10);
+			if (!target[0]) {
+				r = set_err(&err, EINVAL, "a part names no file (filename) and there is no ?path=");
+				break;
+			}
+			if ((r = abox_file_write(h.sb, target, rq->user, data, dlen, 1, &err)) >= 0)
+				json_object_array_add(a, written(&h, rq, target));
+			p = next;
+		}
+	} else {
+		if (!path) {
+			r = set_err(&err, EINVAL, "?path= is required for an octet-stream upload");
+		} else if ((r = abox_file_write(h.sb, path, rq->user, rq->body ? rq->body : "", rq->len, 1, &err)) >= 0) {
+			json_object_array_add(a, written(&h, rq, path));
+		}
+	}
+	envd_close(&h);
+	if (r < 0) {
+		json_object_put(a);
+		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
+	}
+	return reply_json(rq, 200, a);
+}

@@ -1,0 +1,237 @@
+/* http.c — libmicrohttpd glue: bodies, routing to the planes, replies.
+ *
+ * Bodies are collected up to DAEMON_MAX_BODY (a larger one is answered
+ * 413 once it is all read, never buffered). JSON is parsed with a depth
+ * limit. The envd/code planes are chosen by E2b-Sandbox-Id and
+ * E2b-Sandbox-Port, or by a Host of the form <port>-<id>.<domain>;
+ * everything else is the control plane. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+const char *header(struct request *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+const char *query(struct request *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static enum MHD_Result queue(struct request *rq, unsigned status, const char *ctype, char *data, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(data);
+		return MHD_NO;
+	}
+	if (ctype)
+		MHD_add_response_header(r, "Content-Type", ctype);
+	enum MHD_Result q = MHD_queue_response(rq->conn, status, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body)
+{
+	const char *s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	char *copy = strdup(s ? s : "null");
+	json_object_put(body);
+	if (!copy)
+		return MHD_NO;
+	return queue(rq, status, "application/json", copy, strlen(copy));
+}
+
+enum MHD_Result reply_empty(struct request *rq, unsigned status)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	enum MHD_Result q = MHD_queue_response(rq->conn, status, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+enum MHD_Result reply_error(struct request *rq, unsigned status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "code", json_object_new_int((int)status));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return reply_json(rq, status, o);
+}
+
+unsigned status_of_errno(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ESRCH:
+		return 404;
+	case EALREADY:
+	case EEXIST:
+	case EBUSY:
+		return 409;
+	case EINVAL:
+	case ENAMETOOLONG:
+	case ENOTDIR:
+	case EISDIR:
+		return 400;
+	case EACCES:
+	case EPERM:
+		return 403;
+	case ENOSPC:
+		return 507;
+	case EAGAIN:
+		return 409;
+	case EOPNOTSUPP:
+		return 501;
+	default:
+		return 500;
+	}
+}
+
+enum MHD_Result reply_abox_error(struct request *rq, const abox_error *err, int r)
+{
+	int e = r < 0 ? -r : err->code;
+	return reply_error(rq, status_of_errno(e), "%s", err->msg[0] ? err->msg : "failed");
+}
+
+json_object *body_json(struct request *rq, enum MHD_Result *sent)
+{
+	if (!rq->len) {
+		*sent = reply_error(rq, 400, "a JSON body is required");
+		return NULL;
+	}
+	json_tokener *tok = json_tokener_new_ex(DAEMON_MAX_JSON_DEPTH);
+	json_object *o = tok ? json_tokener_parse_ex(tok, rq->body, (int)rq->len) : NULL;
+	enum json_tokener_error je = tok ? json_tokener_get_error(tok) : json_tokener_error_depth;
+	json_tokener_free(tok);
+	if (je != json_tokener_success || !o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		*sent = reply_error(rq, 400, "the body is not a JSON object (%s)",
+				    je != json_tokener_success ? json_tokener_error_desc(je) : "another JSON value");
+		return NULL;
+	}
+	return o;
+}
+
+abox_ctx *request_ctx(void)
+{
+	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
+	o.state_dir = daemon_cfg.state_dir;
+	abox_ctx *ctx = NULL;
+	return abox_ctx_new(&o, &ctx, NULL) < 0 ? NULL : ctx;
+}
+
+static bool id_chars(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]))
+			return false;
+	return n == 20;
+}
+
+/* E2b-Sandbox-Id/-Port, or Host "<port>-<id>.<domain>": which sandbox
+ * plane this is, if any. */
+static bool sandbox_plane(struct request *rq)
+{
+	const char *id = header(rq, "E2b-Sandbox-Id"), *port = header(rq, "E2b-Sandbox-Port");
+	if (id && port) {
+		if (!id_chars(id, strlen(id)))
+			return false;
+		memcpy(rq->sandbox, id, 21);
+		rq->port = (unsigned)strtoul(port, NULL, 10);
+		return true;
+	}
+	const char *host = header(rq, "Host");
+	if (!host)
+		return false;
+	const char *dash = strchr(host, '-'), *dot = dash ? strchr(dash, '.') : NULL;
+	if (!dash || !dot || dash == host || !id_chars(dash + 1, (size_t)(dot - dash - 1)))
+		return false;
+	for (const char *p = host; p < dash; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	memcpy(rq->sandbox, dash + 1, 20);
+	rq->sandbox[20] = '\0';
+	rq->port = (unsigned)strtoul(host, NULL, 10);
+	return true;
+}
+
+static enum MHD_Result route(struct request *rq)
+{
+	if (rq->too_big)
+		return reply_error(rq, 413, "the body is larger than %u bytes", DAEMON_MAX_BODY);
+	if (sandbox_plane(rq)) {
+		if (rq->port == DAEMON_ENVD_PORT)
+			return envd_route(rq);
+		return reply_error(rq, 502, "port %u of sandbox %s is not served yet", rq->port, rq->sandbox);
+	}
+	return control_route(rq);
+}
+
+enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_size, void **con_cls);
+enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)cls;
+	(void)version;
+	struct request *rq = *con_cls;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		rq->conn = conn;
+		rq->method = method;
+		rq->url = url;
+		*con_cls = rq;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (rq->too_big || rq->len + n > DAEMON_MAX_BODY) {
+			rq->too_big = true; /* read and dropped, answered at the end */
+			return MHD_YES;
+		}
+		if (rq->len + n + 1 > rq->cap) {
+			size_t cap = rq->cap ? rq->cap : 4096;
+			while (cap < rq->len + n + 1)
+				cap *= 2;
+			char *nb = realloc(rq->body, cap);
+			if (!nb)
+				return MHD_NO;
+			rq->body = nb;
+			rq->cap = cap;
+		}
+		memcpy(rq->body + rq->len, upload, n);
+		rq->len += n;
+		rq->body[rq->len] = '\0';
+		return MHD_YES;
+	}
+	return route(rq);
+}
+
+void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
+void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	struct request *rq = *con_cls;
+	if (rq) {
+		free(rq->body);
+		free(rq);
+	}
+	*con_cls = NULL;
+}

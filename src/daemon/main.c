@@ -1,0 +1,195 @@
+/* aboxd — see daemon.h and docs/daemon.md.
+ *
+ *   aboxd [--config FILE] [--listen ADDR] [--port N]
+ *
+ * The config file (JSON, default /etc/abox/aboxd.json, optional) may name
+ * "stateDir", "listen", "port", "apiKeys" (array), "domain" and
+ * "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
+ * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
+ * digits, the shape the SDKs check; mode 0600) and printed once. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+struct daemon_config daemon_cfg = {
+	.port = 49982,
+	.memory_bytes = 512ull << 20,
+	.disk_bytes = 1ull << 30,
+	.cpu_millis = 1000,
+};
+
+enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_size, void **con_cls);
+void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
+
+static int load_config(const char *path, bool explicit)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (!explicit && errno == ENOENT)
+			return 0;
+		fprintf(stderr, "aboxd: config '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	json_object *o = json_tokener_parse(buf), *v;
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "aboxd: config '%s' is not a JSON object\n", path);
+		json_object_put(o);
+		return -1;
+	}
+	int r = 0;
+	json_object_object_foreach(o, k, val) {
+		if (!strcmp(k, "stateDir") && json_object_is_type(val, json_type_string))
+			daemon_cfg.state_dir = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "listen") && json_object_is_type(val, json_type_string))
+			daemon_cfg.listen = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "port") && json_object_is_type(val, json_type_int))
+			daemon_cfg.port = (uint16_t)json_object_get_int(val);
+		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
+			daemon_cfg.domain = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {
+			size_t c = json_object_array_length(val);
+			daemon_cfg.keys = calloc(c + 1, sizeof(char *));
+			for (size_t i = 0; daemon_cfg.keys && i < c; i++)
+				daemon_cfg.keys[i] = strdup(json_object_get_string(json_object_array_get_idx(val, i)));
+		} else if (!strcmp(k, "defaults") && json_object_is_type(val, json_type_object)) {
+			if (json_object_object_get_ex(val, "memoryMB", &v))
+				daemon_cfg.memory_bytes = (uint64_t)json_object_get_int64(v) << 20;
+			if (json_object_object_get_ex(val, "diskMB", &v))
+				daemon_cfg.disk_bytes = (uint64_t)json_object_get_int64(v) << 20;
+			if (json_object_object_get_ex(val, "cpus", &v))
+				daemon_cfg.cpu_millis = (uint32_t)(json_object_get_double(v) * 1000);
+		} else {
+			fprintf(stderr, "aboxd: config '%s': unknown or mistyped key '%s'\n", path, k);
+			r = -1;
+		}
+	}
+	json_object_put(o);
+	return r;
+}
+
+/* The key of <state>/aboxd.key, made on first start. */
+static int default_key(void)
+{
+	const char *state = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
+	if (!state || !*state)
+		state = "/var/lib/abox";
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/aboxd.key", state);
+	char key[64] = "";
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (!fgets(key, sizeof(key), f))
+			key[0] = '\0';
+		fclose(f);
+		key[strcspn(key, "\n")] = '\0';
+	}
+	if (!key[0]) {
+		unsigned char raw[20];
+		f = fopen("/dev/urandom", "re");
+		if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+			fprintf(stderr, "aboxd: no randomness for an API key\n");
+			if (f)
+				fclose(f);
+			return -1;
+		}
+		fclose(f);
+		strcpy(key, "e2b_");
+		for (int i = 0; i < 20; i++)
+			snprintf(key + 4 + 2 * i, 3, "%02x", raw[i]);
+		mkdir(state, 0711);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 || dprintf(fd, "%s\n", key) < 0 || fsync(fd) < 0) {
+			fprintf(stderr, "aboxd: store the API key in '%s': %s\n", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		close(fd);
+		fprintf(stderr, "aboxd: created the API key %s (kept in %s, mode 0600)\n", key, path);
+	}
+	daemon_cfg.keys = calloc(2, sizeof(char *));
+	if (!daemon_cfg.keys || !(daemon_cfg.keys[0] = strdup(key)))
+		return -1;
+	return 0;
+}
+
+static volatile sig_atomic_t stop;
+static void on_signal(int s)
+{
+	(void)s;
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' }, { "listen", required_argument, NULL, 'l' },
+		{ "port", required_argument, NULL, 'p' },   { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = "/etc/abox/aboxd.json", *listen = NULL;
+	bool explicit = false;
+	int port = -1, c;
+	while ((c = getopt_long(argc, argv, "c:l:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': config = optarg; explicit = true; break;
+		case 'l': listen = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'h':
+			printf("usage: aboxd [--config FILE] [--listen ADDR] [--port N]\n\n"
+			       "Serves the E2B API (control plane, envd) for abox sandboxes on\n"
+			       "http://ADDR:N (default 127.0.0.1:49982). See docs/daemon.md.\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (load_config(config, explicit) < 0)
+		return 1;
+	if (listen)
+		daemon_cfg.listen = strdup(listen);
+	if (port > 0 && port < 65536)
+		daemon_cfg.port = (uint16_t)port;
+	if (!daemon_cfg.keys && default_key() < 0)
+		return 1;
+
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(daemon_cfg.port) };
+	if (inet_pton(AF_INET, daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1", &sa.sin_addr) != 1) {
+		fprintf(stderr, "aboxd: listen address '%s' is not an IPv4 address\n", daemon_cfg.listen);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	struct MHD_Daemon *d = MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+		daemon_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
+		MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "aboxd: cannot listen on %s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
+			daemon_cfg.port);
+		return 1;
+	}
+	fprintf(stderr, "aboxd: listening on http://%s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
+		daemon_cfg.port);
+	struct sigaction sact = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sact, NULL);
+	sigaction(SIGINT, &sact, NULL);
+	while (!stop)
+		pause();
+	MHD_stop_daemon(d);
+	return 0;
+}

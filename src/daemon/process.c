@@ -1,0 +1,406 @@
+/* process.c — process.Process over Connect: Start and Connect stream a
+ * process's events (start, output, end; keepalives at the interval the
+ * client asks for); List, SendInput, CloseStdin, SendSignal and Update are
+ * unary. A client that goes away leaves the process running (it can be
+ * connected to again by pid or tag), as in E2B. */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base64.h"
+#include "envd.h"
+
+struct pstream {
+	sandbox_handle_t h;
+	abox_proc *p;
+	char *buf;
+	size_t len, off, cap;
+	bool finished;     /* the end-stream envelope is queued */
+	int keepalive_ms;  /* 0: none */
+	int64_t last_ms;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Appends one envelope (flag, then the JSON) and frees o. */
+static void put(struct pstream *s, unsigned char flag, json_object *o)
+{
+	const char *j = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	size_t n = strlen(j);
+	if (s->off == s->len)
+		s->off = s->len = 0;
+	if (s->len + n + 5 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8192;
+		while (cap < s->len + n + 5)
+			cap *= 2;
+		char *nb = realloc(s->buf, cap);
+		if (!nb) {
+			json_object_put(o);
+			return;
+		}
+		s->buf = nb;
+		s->cap = cap;
+	}
+	char *p = s->buf + s->len;
+	p[0] = (char)flag;
+	p[1] = (char)(n >> 24);
+	p[2] = (char)(n >> 16);
+	p[3] = (char)(n >> 8);
+	p[4] = (char)n;
+	memcpy(p + 5, j, n);
+	s->len += n + 5;
+	s->last_ms = now_ms();
+	json_object_put(o);
+}
+
+static void put_event(struct pstream *s, const char *kind, json_object *body)
+{
+	json_object *ev = json_object_new_object(), *o = json_object_new_object();
+	json_object_object_add(ev, kind, body);
+	json_object_object_add(o, "event", ev);
+	put(s, 0, o);
+}
+
+static void put_end_stream(struct pstream *s, const char *code, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	if (code) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "code", json_object_new_string(code));
+		json_object_object_add(e, "message", json_object_new_string(msg));
+		json_object_object_add(o, "error", e);
+	}
+	put(s, 2, o);
+	s->finished = true;
+}
+
+static void on_event(const abox_event *ev, void *ud)
+{
+	struct pstream *s = ud;
+	json_object *b = json_object_new_object();
+	switch (ev->type) {
+	case ABOX_EVENT_START:
+		json_object_object_add(b, "pid", json_object_new_int(ev->pid));
+		put_event(s, "start", b);
+		break;
+	case ABOX_EVENT_STDOUT:
+	case ABOX_EVENT_STDERR:
+	case ABOX_EVENT_PTY: {
+		char *enc = base64_encode(ev->data, ev->len);
+		json_object_object_add(b, ev->type == ABOX_EVENT_STDOUT ? "stdout" : ev->type == ABOX_EVENT_STDERR ? "stderr" : "pty",
+				       json_object_new_string(enc ? enc : ""));
+		free(enc);
+		put_event(s, "data", b);
+		break;
+	}
+	case ABOX_EVENT_END: {
+		char status[96];
+		if (ev->signal)
+			snprintf(status, sizeof(status), "signal: %s", ev->signal == SIGKILL ? "killed" : strsignal(ev->signal));
+		else
+			snprintf(status, sizeof(status), "exit status %d", ev->exit_code);
+		json_object_object_add(b, "exitCode", json_object_new_int(ev->signal ? -1 : ev->exit_code));
+		json_object_object_add(b, "exited", json_object_new_boolean(!ev->signal));
+		json_object_object_add(b, "status", json_object_new_string(status));
+		if (ev->error)
+			json_object_object_add(b, "error", json_object_new_string(ev->error));
+		put_event(s, "end", b);
+		break;
+	}
+	default:
+		json_object_put(b);
+	}
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct pstream *s = cls;
+	for (;;) {
+		if (s->off < s->len) {
+			size_t n = s->len - s->off < max ? s->len - s->off : max;
+			memcpy(out, s->buf + s->off, n);
+			s->off += n;
+			return (ssize_t)n;
+		}
+		if (s->finished)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (!abox_proc_buffered(s->p)) {
+			int wait = s->keepalive_ms ? (int)(s->last_ms + s->keepalive_ms - now_ms()) : 1000;
+			if (wait < 0)
+				wait = 0;
+			struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
+			int pr = poll(&p, 1, wait);
+			if (pr == 0) {
+				if (s->keepalive_ms && now_ms() >= s->last_ms + s->keepalive_ms)
+					put_event(s, "keepalive", json_object_new_object());
+				continue;
+			}
+		}
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_proc_dispatch(s->p, on_event, s, &err);
+		if (r == 1)
+			put_end_stream(s, NULL, NULL);
+		else if (r < 0)
+			put_end_stream(s, "unavailable", err.msg[0] ? err.msg : "the sandbox went away");
+	}
+}
+
+static void stream_free(void *cls)
+{
+	struct pstream *s = cls;
+	abox_proc_free(s->p);
+	envd_close(&s->h);
+	free(s->buf);
+	free(s);
+}
+
+static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
+{
+	const char *ka = header(rq, "Keepalive-Ping-Interval");
+	s->keepalive_ms = ka ? atoi(ka) * 1000 : 0;
+	s->last_ms = now_ms();
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, s, stream_free);
+	if (!r) {
+		stream_free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/connect+json");
+	enum MHD_Result q = MHD_queue_response(rq->conn, 200, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+static bool selector(json_object *b, int *pid, const char **tag)
+{
+	json_object *p, *v;
+	*pid = 0;
+	*tag = NULL;
+	if (!json_object_object_get_ex(b, "process", &p) || !json_object_is_type(p, json_type_object))
+		return false;
+	if (json_object_object_get_ex(p, "pid", &v))
+		*pid = json_object_get_int(v); /* a number, or a string for int64 */
+	if (json_object_object_get_ex(p, "tag", &v) && json_object_is_type(v, json_type_string))
+		*tag = json_object_get_string(v);
+	return *pid > 0 || *tag;
+}
+
+static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_t h)
+{
+	json_object *pc, *v;
+	if (!json_object_object_get_ex(b, "process", &pc) || !json_object_object_get_ex(pc, "cmd", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		envd_close(&h);
+		return envd_error(rq, EINVAL, "process.cmd is required");
+	}
+	json_object *args = NULL, *envs = NULL, *pty = NULL, *size = NULL;
+	json_object_object_get_ex(pc, "args", &args);
+	json_object_object_get_ex(pc, "envs", &envs);
+	size_t na = args && json_object_is_type(args, json_type_array) ? json_object_array_length(args) : 0;
+	size_t ne = envs && json_object_is_type(envs, json_type_object) ? (size_t)json_object_object_length(envs) : 0;
+	const char **argv = calloc(na + 2, sizeof(char *));
+	char **env = calloc(ne + 1, sizeof(char *));
+	if (!argv || !env) {
+		free(argv);
+		free(env);
+		envd_close(&h);
+		return MHD_NO;
+	}
+	argv[0] = json_object_get_string(v);
+	for (size_t i = 0; i < na; i++)
+		argv[i + 1] = json_object_get_string(json_object_array_get_idx(args, i));
+	size_t k = 0;
+	if (ne) {
+		json_object_object_foreach(envs, ek, ev) {
+			if (asprintf(&env[k], "%s=%s", ek, json_object_get_string(ev)) >= 0)
+				k++;
+		}
+	}
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	po.argv = argv;
+	po.env = (const char *const *)env;
+	po.user = rq->user;
+	if (json_object_object_get_ex(pc, "cwd", &v) && json_object_is_type(v, json_type_string) && *json_object_get_string(v))
+		po.cwd = json_object_get_string(v);
+	if (json_object_object_get_ex(b, "tag", &v) && json_object_is_type(v, json_type_string))
+		po.tag = json_object_get_string(v);
+	if (json_object_object_get_ex(b, "stdin", &v) && json_object_get_boolean(v))
+		po.flags |= ABOX_PROC_STDIN;
+	if (json_object_object_get_ex(b, "pty", &pty) && json_object_object_get_ex(pty, "size", &size)) {
+		json_object *c, *r2;
+		if (json_object_object_get_ex(size, "cols", &c) && json_object_object_get_ex(size, "rows", &r2)) {
+			po.pty_cols = (uint16_t)json_object_get_int(c);
+			po.pty_rows = (uint16_t)json_object_get_int(r2);
+		}
+	}
+	struct pstream *s = calloc(1, sizeof(*s));
+	abox_error err = ABOX_ERROR_INIT;
+	int r = s ? abox_proc_start(h.sb, &po, &s->p, &err) : -ENOMEM;
+	free(argv);
+	for (size_t i = 0; i < k; i++)
+		free(env[i]);
+	free(env);
+	if (r < 0) {
+		free(s);
+		envd_close(&h);
+		return envd_error(rq, -r, "%s", err.msg);
+	}
+	s->h = h;
+	return stream_reply(rq, s);
+}
+
+static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_handle_t h)
+{
+	int pid;
+	const char *tag;
+	if (!selector(b, &pid, &tag)) {
+		envd_close(&h);
+		return envd_error(rq, EINVAL, "process.pid or process.tag is required");
+	}
+	struct pstream *s = calloc(1, sizeof(*s));
+	abox_error err = ABOX_ERROR_INIT;
+	int r = s ? abox_proc_attach(h.sb, pid, tag, &s->p, &err) : -ENOMEM;
+	if (r < 0) {
+		free(s);
+		envd_close(&h);
+		return envd_error(rq, -r, "%s", err.msg);
+	}
+	s->h = h;
+	return stream_reply(rq, s);
+}
+
+/* A short-lived handle on a running process, for the unary calls. */
+static int with_proc(struct request *rq, json_object *b, sandbox_handle_t *h, abox_proc **p, abox_error *err)
+{
+	int pid;
+	const char *tag;
+	if (!selector(b, &pid, &tag))
+		return set_err(err, EINVAL, "process.pid or process.tag is required");
+	(void)rq;
+	return abox_proc_attach(h->sb, pid, tag, p, err);
+}
+
+/* Sends what is queued on p before letting it go. */
+static int drain(abox_proc *p, abox_error *err)
+{
+	for (int i = 0; i < 1000 && abox_proc_stdin_pending(p); i++) {
+		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+		(void)poll(&pf, 1, 10);
+		int r = abox_proc_dispatch(p, NULL, NULL, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static enum MHD_Result unary(struct request *rq, const char *method, json_object *b, sandbox_handle_t h)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	enum MHD_Result q;
+	if (!strcmp(method, "List")) {
+		abox_proc_info *v = NULL;
+		size_t n = 0;
+		int r = abox_proc_list(h.sb, &v, &n, &err);
+		if (r < 0) {
+			q = envd_error(rq, -r, "%s", err.msg);
+		} else {
+			json_object *a = json_object_new_array();
+			for (size_t i = 0; i < n; i++) {
+				if (!v[i].running)
+					continue;
+				json_object *o = json_object_new_object(), *c = json_object_new_object();
+				char cmd[256];
+				snprintf(cmd, sizeof(cmd), "%s", v[i].cmd);
+				char *sp = strchr(cmd, ' ');
+				json_object *args = json_object_new_array();
+				if (sp) {
+					*sp = '\0';
+					for (char *save = NULL, *t = strtok_r(sp + 1, " ", &save); t; t = strtok_r(NULL, " ", &save))
+						json_object_array_add(args, json_object_new_string(t));
+				}
+				json_object_object_add(c, "cmd", json_object_new_string(cmd));
+				json_object_object_add(c, "args", args);
+				json_object_object_add(c, "envs", json_object_new_object());
+				json_object_object_add(o, "config", c);
+				json_object_object_add(o, "pid", json_object_new_int(v[i].pid));
+				if (v[i].tag[0])
+					json_object_object_add(o, "tag", json_object_new_string(v[i].tag));
+				json_object_array_add(a, o);
+			}
+			free(v);
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "processes", a);
+			q = reply_json(rq, 200, o);
+		}
+		envd_close(&h);
+		return q;
+	}
+	abox_proc *p = NULL;
+	int r = with_proc(rq, b, &h, &p, &err);
+	if (r >= 0) {
+		json_object *in, *v;
+		if (!strcmp(method, "SendInput")) {
+			const char *data = NULL;
+			if (json_object_object_get_ex(b, "input", &in) &&
+			    (json_object_object_get_ex(in, "stdin", &v) || json_object_object_get_ex(in, "pty", &v)))
+				data = json_object_get_string(v);
+			unsigned char *raw = NULL;
+			size_t n = 0;
+			if (!data || base64_decode(data, &raw, &n) < 0)
+				r = set_err(&err, EINVAL, "input.stdin (base64) is required");
+			else if ((r = abox_proc_write_stdin(p, raw, n, &err)) >= 0)
+				r = drain(p, &err);
+			free(raw);
+		} else if (!strcmp(method, "CloseStdin")) {
+			if ((r = abox_proc_close_stdin(p, &err)) >= 0)
+				r = drain(p, &err);
+		} else if (!strcmp(method, "SendSignal")) {
+			const char *sig = json_object_object_get_ex(b, "signal", &v) ? json_object_get_string(v) : "";
+			int s = !strcmp(sig, "SIGNAL_SIGKILL") || !strcmp(sig, "9") ? SIGKILL
+				: !strcmp(sig, "SIGNAL_SIGTERM") || !strcmp(sig, "15") ? SIGTERM
+										     : 0;
+			r = s ? abox_proc_signal(p, s, &err) : set_err(&err, EINVAL, "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+			if (r >= 0)
+				r = drain(p, &err);
+		} else if (!strcmp(method, "Update")) {
+			json_object *pty, *size, *c, *rw;
+			if (json_object_object_get_ex(b, "pty", &pty) && json_object_object_get_ex(pty, "size", &size) &&
+			    json_object_object_get_ex(size, "cols", &c) && json_object_object_get_ex(size, "rows", &rw))
+				r = abox_proc_resize(p, (uint16_t)json_object_get_int(rw), (uint16_t)json_object_get_int(c), &err);
+			if (r >= 0)
+				r = drain(p, &err);
+		} else {
+			r = set_err(&err, EOPNOTSUPP, "no such method of process.Process");
+		}
+	}
+	abox_proc_free(p);
+	envd_close(&h);
+	return r < 0 ? envd_error(rq, -r, "%s", err.msg) : reply_json(rq, 200, json_object_new_object());
+}
+
+enum MHD_Result process_rpc(struct request *rq, const char *method)
+{
+	bool stream = !strcmp(method, "Start") || !strcmp(method, "Connect");
+	enum MHD_Result sent;
+	json_object *b = envd_body(rq, stream, &sent);
+	if (!b)
+		return sent;
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb) {
+		json_object_put(b);
+		return sent;
+	}
+	enum MHD_Result q = !strcmp(method, "Start")	 ? start(rq, b, h)
+			    : !strcmp(method, "Connect") ? connect_proc(rq, b, h)
+							 : unary(rq, method, b, h);
+	json_object_put(b);
+	return q;
+}
