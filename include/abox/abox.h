@@ -163,6 +163,7 @@ typedef struct abox_snapshot_info {
 	uint32_t depth;          /* layers in its chain, itself included */
 	/* version 2: */
 	bool memory;             /* holds a checkpoint of the processes too */
+	bool automatic;          /* made by a fork or a pause (not asked for): gc removes it once unused */
 } abox_snapshot_info;
 
 /* Copies a long-lived sandbox's files (its writable layer) into a new
@@ -444,7 +445,9 @@ ABOX_EXPORT void abox_proc_result_clear(abox_proc_result *r);
  * 0): START, then what its streams kept while nobody listened (the last
  * 1 MiB each; ev->dropped says how much came before), then live events
  * or, for a process that already ended, its END. Several handles may be
- * attached to one process. *out is owned by the caller. */
+ * attached to one process, and any of them may write to (and close) its
+ * stdin: input for a process started without one is dropped. *out is
+ * owned by the caller. */
 ABOX_EXPORT int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out,
 				 abox_error *err);
 

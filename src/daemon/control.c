@@ -611,7 +611,8 @@ static enum MHD_Result snapshots(struct request *rq, abox_ctx *ctx)
 		return reply_abox_error(rq, &err, r);
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(a, snap_json(&v[i]));
+		if (!v[i].automatic) /* forks' and pauses' own layers are not the user's */
+			json_object_array_add(a, snap_json(&v[i]));
 	free(v);
 	return reply_json(rq, 200, a);
 }

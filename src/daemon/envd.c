@@ -181,9 +181,19 @@ json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent
 	return body_json(rq, sent);
 }
 
+/* Whether the sandbox is there and running: what the SDKs' isRunning()
+ * asks. Like E2B's proxy, 502 when it is not. */
 static enum MHD_Result health(struct request *rq)
 {
-	return reply_empty(rq, 204);
+	abox_ctx *ctx = request_ctx();
+	abox_sandbox_info in;
+	bool up = ctx && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0;
+	if (up) {
+		up = in.state == ABOX_STATE_RUNNING;
+		abox_sandbox_info_clear(&in);
+	}
+	abox_ctx_free(ctx);
+	return up ? reply_empty(rq, 204) : reply_error(rq, 502, "sandbox %s is not running", rq->sandbox);
 }
 
 enum MHD_Result envd_route(struct request *rq)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,23 @@ static int default_key(void)
 	return 0;
 }
 
+/* Housekeeping: the cheap gc of dead sandboxes' leftovers, every few
+ * seconds (abox_gc_maybe rate-limits itself across processes). Deadlines
+ * are enforced by each sandbox's init, which needs no daemon. */
+static void *reaper(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		abox_ctx *ctx = request_ctx();
+		if (ctx) {
+			(void)abox_gc_maybe(ctx, NULL, NULL);
+			abox_ctx_free(ctx);
+		}
+		sleep(2);
+	}
+	return NULL;
+}
+
 static volatile sig_atomic_t stop;
 static void on_signal(int s)
 {
@@ -173,7 +191,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0,
+		NULL, NULL,
 		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
 		daemon_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
@@ -185,11 +204,19 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "aboxd: listening on http://%s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
 		daemon_cfg.port);
+	pthread_t rt;
+	pthread_create(&rt, NULL, reaper, NULL);
+	pthread_detach(rt);
 	struct sigaction sact = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sact, NULL);
 	sigaction(SIGINT, &sact, NULL);
 	while (!stop)
 		pause();
-	MHD_stop_daemon(d);
-	return 0;
+	/* no new connections; streams in flight get a moment, then we go.
+	 * Sandboxes do not depend on aboxd: they run on, and a new aboxd
+	 * finds them all in the state folder. */
+	MHD_quiesce_daemon(d);
+	fprintf(stderr, "aboxd: stopping\n");
+	sleep(1);
+	_exit(0);
 }

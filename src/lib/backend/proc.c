@@ -502,6 +502,9 @@ int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out
 		return abox_error_set(err, ENOMEM, "attach");
 	p->sb = sb;
 	p->req = ++sb->next_req;
+	/* a handle found again may feed the process's stdin (and close it):
+	 * init knows whether it has one, and drops input for one without */
+	p->stdin_open = true;
 	p->pid = pid;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_ATTACH, p->req);

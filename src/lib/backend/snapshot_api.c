@@ -27,8 +27,10 @@ static void to_info(const struct snap_record *s, abox_snapshot_info *out)
 	out->created_ms = s->created_ms;
 	out->bytes = s->bytes;
 	out->depth = s->depth;
-	if (v >= 2)
+	if (v >= 2) {
 		out->memory = s->memory;
+		out->automatic = s->auto_remove;
+	}
 }
 
 /* The writable layer, reached through the fd init keeps on it: nothing in
