@@ -1,0 +1,194 @@
+// Scripted flows of the official E2B JS SDK against a live aboxd, printed
+// as TAP. Run by tests/e2b/run.sh with E2B_API_KEY, E2B_API_URL and
+// E2B_SANDBOX_URL pointing at the daemon; the SDK is whichever version
+// run.sh installed next to this file's copy.
+import { Sandbox, AuthenticationError, CommandExitError } from 'e2b'
+
+const tests = []
+const test = (name, fn) => tests.push({ name, fn })
+const sleep = ms => new Promise(r => setTimeout(r, ms))
+function assert(cond, msg) { if (!cond) throw new Error(msg) }
+function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
+const made = []
+async function create(opts = {}) {
+  const s = await Sandbox.create({ timeoutMs: 120000, ...opts })
+  made.push(s)
+  return s
+}
+
+test('create with metadata, envs and timeout; info and list by metadata', async () => {
+  const tag = `m${Date.now()}`
+  const s = await create({ metadata: { flow: tag }, envs: { FOO: 'bar' } })
+  const info = await s.getInfo()
+  eq(info.sandboxId, s.sandboxId, 'info id')
+  eq(info.metadata.flow, tag, 'metadata')
+  eq(info.state, 'running', 'state')
+  const items = await Sandbox.list({ query: { metadata: { flow: tag } } }).nextItems()
+  eq(items.length, 1, 'list by metadata')
+  eq((await s.commands.run('echo $FOO')).stdout, 'bar\n', 'sandbox env')
+})
+
+test('commands.run: streams, exit codes, envs, cwd, users', async () => {
+  const s = await create()
+  const r = await s.commands.run('echo out; echo err >&2; pwd; whoami')
+  eq(r.stdout, 'out\n/home/user\nuser\n', 'stdout')
+  eq(r.stderr, 'err\n', 'stderr')
+  eq(r.exitCode, 0, 'exit code')
+  eq((await s.commands.run('whoami', { user: 'root' })).stdout, 'root\n', 'root')
+  eq((await s.commands.run('echo $A-$B', { envs: { A: '1', B: '2' } })).stdout, '1-2\n', 'envs')
+  eq((await s.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n', 'cwd')
+  let seen = ''
+  await s.commands.run('echo streamed', { onStdout: d => { seen += d } })
+  eq(seen, 'streamed\n', 'onStdout')
+  try {
+    await s.commands.run('echo no >&2; exit 7')
+    throw new Error('no CommandExitError')
+  } catch (e) {
+    assert(e instanceof CommandExitError, `wrong error ${e}`)
+    eq(e.exitCode, 7, 'exit code of the error')
+    eq(e.stderr, 'no\n', 'stderr of the error')
+  }
+})
+
+test('background command, connect by pid, stdin, kill', async () => {
+  const s = await create()
+  const h = await s.commands.run('i=0; while :; do i=$((i+1)); echo $i; sleep 0.1; done', { background: true })
+  await sleep(300)
+  const list = await s.commands.list()
+  assert(list.some(p => p.pid === h.pid), 'the background command is listed')
+  let again = ''
+  const c = await s.commands.connect(h.pid, { onStdout: d => { again += d } })
+  await sleep(400)
+  assert(again.length > 0, 'connect streams output')
+  assert(await c.kill(), 'kill by handle')
+  const cat = await s.commands.run('cat', { background: true, stdin: true })
+  await s.commands.sendStdin(cat.pid, 'via stdin\n')
+  await s.commands.closeStdin(cat.pid)
+  const done = await cat.wait()
+  eq(done.stdout, 'via stdin\n', 'stdin round trip')
+})
+
+test('pty: create, input, resize, kill', async () => {
+  const s = await create()
+  let out = ''
+  const pty = await s.pty.create({ cols: 80, rows: 24, onData: d => { out += new TextDecoder().decode(d) } })
+  await s.pty.resize(pty.pid, { cols: 120, rows: 40 })
+  await s.pty.sendInput(pty.pid, new TextEncoder().encode('stty size; echo mark-$((6*7))\n'))
+  for (let i = 0; i < 50 && !out.includes('mark-42'); i++) await sleep(100)
+  assert(out.includes('40 120'), `the resize reached the terminal: ${JSON.stringify(out)}`)
+  assert(out.includes('mark-42'), 'pty output')
+  assert(await s.pty.kill(pty.pid), 'pty kill')
+})
+
+test('files: write, read, list, exists, rename, makeDir, getInfo, remove, multi-file write', async () => {
+  const s = await create()
+  await s.files.write('/home/user/dir/a.txt', 'alpha')
+  eq(await s.files.read('/home/user/dir/a.txt'), 'alpha', 'read')
+  assert(await s.files.exists('/home/user/dir/a.txt'), 'exists')
+  assert(!(await s.files.exists('/home/user/none')), 'missing does not exist')
+  const names = (await s.files.list('/home/user/dir')).map(e => e.name)
+  eq(JSON.stringify(names), '["a.txt"]', 'list')
+  await s.files.makeDir('/home/user/dir/sub')
+  await s.files.rename('/home/user/dir/a.txt', '/home/user/dir/sub/b.txt')
+  const info = await s.files.getInfo('/home/user/dir/sub/b.txt')
+  eq(info.type, 'file', 'type')
+  eq(info.size, 5, 'size')
+  await s.files.write([{ path: '/tmp/m1', data: 'one' }, { path: '/tmp/m2', data: 'two' }])
+  eq(await s.files.read('/tmp/m2'), 'two', 'multi-file write')
+  await s.files.remove('/home/user/dir')
+  assert(!(await s.files.exists('/home/user/dir/sub/b.txt')), 'removed recursively')
+  try {
+    await s.files.read('/home/user/none')
+    throw new Error('reading a missing file did not fail')
+  } catch (e) {
+    assert(/not found|no such/i.test(String(e)), `a missing file is not-found: ${e}`)
+  }
+})
+
+test('pause, then connect: files and processes are still there', async () => {
+  const s = await create()
+  await s.files.write('/tmp/kept', 'kept')
+  await s.commands.run('i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done', { background: true })
+  await sleep(400)
+  await s.betaPause?.() ?? await s.pause()
+  eq((await Sandbox.getInfo(s.sandboxId)).state, 'paused', 'paused')
+  const again = await Sandbox.connect(s.sandboxId)
+  eq(await again.files.read('/tmp/kept'), 'kept', 'files after resume')
+  const a = Number((await again.commands.run('cat /tmp/n')).stdout)
+  await sleep(500)
+  const b = Number((await again.commands.run('cat /tmp/n')).stdout)
+  assert(b > a, `the counter runs on after resume (${a} -> ${b})`)
+})
+
+test('setTimeout and expiry', async () => {
+  const s = await create({ timeoutMs: 3000 })
+  await s.setTimeout(60000)
+  await sleep(3500)
+  assert(await s.isRunning(), 'a longer timeout keeps it')
+  await s.setTimeout(1000)
+  await sleep(2500)
+  assert(!(await s.isRunning()), 'it ends at its deadline')
+})
+
+test('list pagination', async () => {
+  const tag = `p${Date.now()}`
+  for (let i = 0; i < 3; i++) await create({ metadata: { page: tag } })
+  const pager = Sandbox.list({ query: { metadata: { page: tag } }, limit: 2 })
+  let pages = 0, seen = 0
+  while (pager.hasNext) { seen += (await pager.nextItems()).length; pages++ }
+  eq(seen, 3, 'all seen')
+  assert(pages >= 2, 'more than one page')
+})
+
+test('createSnapshot, then Sandbox.create(snapshotId)', async () => {
+  const s = await create()
+  await s.files.write('/home/user/snap.txt', 'in the snapshot')
+  const snap = await s.createSnapshot()
+  const from = await Sandbox.create(snap.snapshotId, { timeoutMs: 120000 })
+  made.push(from)
+  eq(await from.files.read('/home/user/snap.txt'), 'in the snapshot', 'files of the snapshot')
+  await from.kill()
+  await Sandbox.deleteSnapshot(snap.snapshotId)
+})
+
+test('fork', async () => {
+  if (typeof Sandbox.prototype.fork !== 'function') return 'this SDK version has no fork'
+  const s = await create()
+  await s.files.write('/home/user/f.txt', 'forked')
+  const forks = await s.fork({ count: 2 })
+  eq(forks.length, 2, 'two results')
+  for (const f of forks) {
+    assert(!(f instanceof Error), `a fork failed: ${f}`)
+    made.push(f)
+    eq(await f.files.read('/home/user/f.txt'), 'forked', 'the fork has the files')
+    assert(f.sandboxId !== s.sandboxId, 'its own id')
+  }
+})
+
+test('kill twice; a wrong key is an AuthenticationError', async () => {
+  const s = await create()
+  assert(await Sandbox.kill(s.sandboxId), 'first kill')
+  assert(!(await Sandbox.kill(s.sandboxId)), 'second kill returns false')
+  try {
+    await Sandbox.list({ apiKey: 'e2b_' + '0'.repeat(40) }).nextItems()
+    throw new Error('a wrong key was accepted')
+  } catch (e) {
+    assert(e instanceof AuthenticationError, `wrong error: ${e}`)
+  }
+})
+
+console.log(`1..${tests.length}`)
+let failed = 0
+for (const [i, t] of tests.entries()) {
+  try {
+    const skip = await t.fn()
+    console.log(skip ? `not ok ${i + 1} - ${t.name} # TODO ${skip}` : `ok ${i + 1} - ${t.name}`)
+    if (skip) failed++
+  } catch (e) {
+    failed++
+    console.log(`not ok ${i + 1} - ${t.name}`)
+    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
+  }
+}
+for (const s of made) await s.kill().catch(() => {})
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs tests/e2b/flows.mjs with one version of the official E2B JS SDK
+# against a fresh aboxd on a free port, with a key made for the run.
+# Output is TAP (meson reads it). The SDK is installed from the npm
+# registry into the build folder once per version.
+#   usage: run.sh BUILD_DIR SDK_VERSION
+set -euo pipefail
+build=$(cd "$1" && pwd)
+ver=$2
+src=$(cd "$(dirname "$0")" && pwd)
+dir=$build/e2b-sdk-$ver
+if [ ! -f "$dir/node_modules/e2b/package.json" ]; then
+  mkdir -p "$dir"
+  (cd "$dir" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "e2b@$ver" >/dev/null)
+fi
+cp "$src/flows.mjs" "$dir/flows.mjs"
+
+key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
+printf '{"port": %s, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
+"$build/aboxd" --config "$conf" 2>"$dir/aboxd.log" &
+daemon=$!
+cleanup() { kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -f "$conf"; }
+trap cleanup EXIT
+for _ in $(seq 50); do
+  curl -s -o /dev/null "http://127.0.0.1:$port/health" && break
+  sleep 0.1
+done
+
+export E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
+status=0
+(cd "$dir" && node flows.mjs) > "$dir/flows.tap" || status=1
+n=$(head -n1 "$dir/flows.tap" | sed 's/^1\.\.//')
+echo "1..$((n + 1))"
+tail -n +2 "$dir/flows.tap"
+# nothing of the run may stay: every sandbox it made is gone
+left=$(curl -s -H "X-API-Key: $key" "http://127.0.0.1:$port/v2/sandboxes?state=running,paused")
+if [ "$left" = "[]" ]; then
+  echo "ok $((n + 1)) - no sandbox of the run is left"
+else
+  echo "not ok $((n + 1)) - sandboxes left: $left"
+  status=1
+fi
+exit $status
