@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "wire.h"
 #include "../unpack/sha256.h"
 
 #define DEFAULT_TIMEOUT_S 300
@@ -297,41 +298,15 @@ out:
 	return q;
 }
 
-/* metadata=... arrives encoded twice ("k=v&k2=v2" as one value) */
-static char **metadata_filter(const char *raw, const char *owner)
-{
-	char *s = strdup(raw ? raw : "");
-	if (!s)
-		return NULL;
-	MHD_http_unescape(s);
-	size_t n = 2;
-	for (const char *p = s; *p; p++)
-		n += *p == '&';
-	char **v = calloc(n + 1, sizeof(char *));
-	size_t k = 0;
-	for (char *save = NULL, *t = strtok_r(s, "&", &save); v && t; t = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(t, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		MHD_http_unescape(t);
-		MHD_http_unescape(eq + 1);
-		if (asprintf(&v[k++], "%s=%s", t, eq + 1) < 0)
-			v[--k] = NULL;
-	}
-	if (v && asprintf(&v[k++], "%s=%s", DAEMON_OWNER_KEY, owner) < 0)
-		v[--k] = NULL;
-	free(s);
-	return v;
-}
-
 static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
 {
 	const char *states = query(rq, "state");
 	bool want_running = !states || strstr(states, "running"), want_paused = v2 && (!states || strstr(states, "paused"));
 	if (!v2)
 		want_running = true;
-	char **mf = metadata_filter(query(rq, "metadata"), rq->owner);
+	char owner[64];
+	snprintf(owner, sizeof(owner), "%s=%s", DAEMON_OWNER_KEY, rq->owner);
+	char **mf = metadata_query(query(rq, "metadata"), owner);
 	if (!mf)
 		return reply_error(rq, 500, "out of memory");
 	abox_list_opts lo = ABOX_LIST_OPTS_INIT;

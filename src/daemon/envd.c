@@ -16,6 +16,7 @@
 #include "base64.h"
 #include "daemon.h"
 #include "envd.h"
+#include "wire.h"
 
 /* Connect's error codes and the HTTP status each one maps to. */
 static const char *connect_code(int e, unsigned *status)
@@ -68,27 +69,9 @@ enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 	return reply_json(rq, status, o);
 }
 
-/* "Basic base64(user:)" -> user; only the two users abox has. */
 static bool user_of(struct request *rq)
 {
-	const char *a = header(rq, "Authorization");
-	snprintf(rq->user, sizeof(rq->user), "user");
-	if (!a || strncmp(a, "Basic ", 6) != 0)
-		return true;
-	unsigned char *raw;
-	size_t n;
-	if (base64_decode(a + 6, &raw, &n) < 0)
-		return false;
-	char name[64];
-	snprintf(name, sizeof(name), "%.*s", (int)n, raw);
-	free(raw);
-	name[strcspn(name, ":")] = '\0';
-	if (!*name)
-		return true;
-	if (strcmp(name, "user") != 0 && strcmp(name, "root") != 0)
-		return false;
-	snprintf(rq->user, sizeof(rq->user), "%s", strcmp(name, "root") == 0 ? "root" : "user");
-	return true;
+	return basic_user(header(rq, "Authorization"), rq->user, sizeof(rq->user)) == 0;
 }
 
 static bool token_ok(const abox_sandbox_info *in, const char *given)
@@ -160,18 +143,15 @@ json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent
 {
 	if (!enveloped)
 		return body_json(rq, sent);
-	if (rq->len < 5 || (unsigned char)rq->body[0] != 0) {
-		*sent = envd_error(rq, EINVAL, "expected one uncompressed Connect envelope");
+	const char *msg;
+	size_t n;
+	char why[256];
+	if (connect_unframe(rq->body ? rq->body : "", rq->len, &msg, &n, why, sizeof(why)) < 0) {
+		*sent = envd_error(rq, EINVAL, "%s", why);
 		return NULL;
 	}
-	uint32_t n = (uint32_t)(unsigned char)rq->body[1] << 24 | (uint32_t)(unsigned char)rq->body[2] << 16 |
-		     (uint32_t)(unsigned char)rq->body[3] << 8 | (unsigned char)rq->body[4];
-	if (n != rq->len - 5) {
-		*sent = envd_error(rq, EINVAL, "the envelope says %u bytes, the body has %zu", n, rq->len - 5);
-		return NULL;
-	}
-	/* shift the message to the front and parse it as a plain body */
-	memmove(rq->body, rq->body + 5, n);
+	/* the message to the front, then parsed as a plain body */
+	memmove(rq->body, msg, n);
 	rq->len = n;
 	rq->body[n] = '\0';
 	if (!n) {

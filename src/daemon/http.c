@@ -5,13 +5,13 @@
  * limit. The envd/code planes are chosen by E2b-Sandbox-Id and
  * E2b-Sandbox-Port, or by a Host of the form <port>-<id>.<domain>;
  * everything else is the control plane. */
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
+#include "wire.h"
 
 const char *header(struct request *rq, const char *name)
 {
@@ -111,16 +111,10 @@ json_object *body_json(struct request *rq, enum MHD_Result *sent)
 		*sent = reply_error(rq, 400, "a JSON body is required");
 		return NULL;
 	}
-	json_tokener *tok = json_tokener_new_ex(DAEMON_MAX_JSON_DEPTH);
-	json_object *o = tok ? json_tokener_parse_ex(tok, rq->body, (int)rq->len) : NULL;
-	enum json_tokener_error je = tok ? json_tokener_get_error(tok) : json_tokener_error_depth;
-	json_tokener_free(tok);
-	if (je != json_tokener_success || !o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		*sent = reply_error(rq, 400, "the body is not a JSON object (%s)",
-				    je != json_tokener_success ? json_tokener_error_desc(je) : "another JSON value");
-		return NULL;
-	}
+	char why[256];
+	json_object *o = json_parse_object(rq->body, rq->len, why, sizeof(why));
+	if (!o)
+		*sent = reply_error(rq, 400, "%s", why);
 	return o;
 }
 
@@ -132,39 +126,19 @@ abox_ctx *request_ctx(void)
 	return abox_ctx_new(&o, &ctx, NULL) < 0 ? NULL : ctx;
 }
 
-static bool id_chars(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]))
-			return false;
-	return n == 20;
-}
-
 /* E2b-Sandbox-Id/-Port, or Host "<port>-<id>.<domain>": which sandbox
  * plane this is, if any. */
 static bool sandbox_plane(struct request *rq)
 {
 	const char *id = header(rq, "E2b-Sandbox-Id"), *port = header(rq, "E2b-Sandbox-Port");
 	if (id && port) {
-		if (!id_chars(id, strlen(id)))
+		if (!sandbox_id_ok(id))
 			return false;
 		memcpy(rq->sandbox, id, 21);
 		rq->port = (unsigned)strtoul(port, NULL, 10);
 		return true;
 	}
-	const char *host = header(rq, "Host");
-	if (!host)
-		return false;
-	const char *dash = strchr(host, '-'), *dot = dash ? strchr(dash, '.') : NULL;
-	if (!dash || !dot || dash == host || !id_chars(dash + 1, (size_t)(dot - dash - 1)))
-		return false;
-	for (const char *p = host; p < dash; p++)
-		if (!isdigit((unsigned char)*p))
-			return false;
-	memcpy(rq->sandbox, dash + 1, 20);
-	rq->sandbox[20] = '\0';
-	rq->port = (unsigned)strtoul(host, NULL, 10);
-	return true;
+	return sandbox_host(header(rq, "Host"), rq->sandbox, &rq->port);
 }
 
 static enum MHD_Result route(struct request *rq)

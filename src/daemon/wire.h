@@ -1,0 +1,28 @@
+/* wire — parsers of aboxd's untrusted input (see wire.c). */
+#ifndef ABOX_DAEMON_WIRE_H
+#define ABOX_DAEMON_WIRE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAX_JSON_DEPTH 32
+
+/* One uncompressed Connect envelope that is the whole body: *msg points
+ * into buf. -1 with the reason in why. */
+int connect_unframe(const char *buf, size_t len, const char **msg, size_t *mlen, char *why, size_t whyn);
+/* A JSON object and nothing else, at most WIRE_MAX_JSON_DEPTH deep. */
+json_object *json_parse_object(const char *buf, size_t len, char *why, size_t whyn);
+/* The list filter "metadata=" (encoded twice by the SDKs) as "k=v"
+ * entries, abox's own names dropped, plus extra (may be NULL).
+ * NULL-terminated, malloc'd. */
+char **metadata_query(const char *raw, const char *extra);
+/* Host "<port>-<id>.<domain>" -> id and port. */
+bool sandbox_host(const char *host, char id[21], unsigned *port);
+bool sandbox_id_ok(const char *id);
+/* "Basic base64(user:)" -> "user" or "root" (default "user"); -1 for
+ * another name or bad base64. */
+int basic_user(const char *auth, char *user, size_t n);
+
+#endif

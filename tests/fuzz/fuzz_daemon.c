@@ -1,0 +1,58 @@
+/* libFuzzer target: what aboxd parses from the network before any
+ * sandbox is involved — Connect envelopes, JSON bodies (depth-limited),
+ * the twice-encoded metadata filter, sandbox hosts and Basic credentials.
+ * The first byte picks the parser. Must never crash, hang or leak. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/daemon/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	uint8_t mode = data[0] % 5;
+	const char *in = (const char *)data + 1;
+	size_t n = size - 1;
+	char why[256];
+	char *z = malloc(n + 1); /* NUL-terminated copy for the string parsers */
+	if (!z)
+		return 0;
+	memcpy(z, in, n);
+	z[n] = '\0';
+	switch (mode) {
+	case 0: {
+		const char *msg;
+		size_t mlen;
+		if (connect_unframe(in, n, &msg, &mlen, why, sizeof(why)) == 0)
+			json_object_put(json_parse_object(msg, mlen, why, sizeof(why)));
+		break;
+	}
+	case 1:
+		json_object_put(json_parse_object(in, n, why, sizeof(why)));
+		break;
+	case 2: {
+		char **v = metadata_query(z, "_aboxOwner=0123456789abcdef");
+		for (size_t i = 0; v && v[i]; i++)
+			free(v[i]);
+		free(v);
+		break;
+	}
+	case 3: {
+		char id[21];
+		unsigned port;
+		(void)sandbox_host(z, id, &port);
+		(void)sandbox_id_ok(z);
+		break;
+	}
+	default: {
+		char user[16];
+		(void)basic_user(z, user, sizeof(user));
+	}
+	}
+	free(z);
+	return 0;
+}
