@@ -50,6 +50,7 @@ struct request {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	/* set by routing */
 	const char *key;          /* the API key it came with */
 	char owner[17];           /* that key's owner tag */

@@ -23,6 +23,8 @@ const char *query(struct request *rq, const char *name)
 	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+#define SMUGGLE_MSG "{\"code\":400,\"message\":\"Content-Length and Transfer-Encoding together are refused\"}"
+
 static enum MHD_Result queue(struct request *rq, unsigned status, const char *ctype, char *data, size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
@@ -143,6 +145,17 @@ static bool sandbox_plane(struct request *rq)
 
 static enum MHD_Result route(struct request *rq)
 {
+	if (rq->smuggled) {
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+			strlen(SMUGGLE_MSG), (void *)SMUGGLE_MSG, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		MHD_add_response_header(r, "Connection", "close");
+		enum MHD_Result q = MHD_queue_response(rq->conn, 400, r);
+		MHD_destroy_response(r);
+		return q;
+	}
 	if (rq->too_big)
 		return reply_error(rq, 413, "the body is larger than %u bytes", DAEMON_MAX_BODY);
 	if (sandbox_plane(rq)) {
@@ -168,6 +181,10 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
+		/* both framings at once is how requests are smuggled past a
+		 * proxy that reads the other one: refused, connection closed */
+		rq->smuggled = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length") &&
+			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
 		*con_cls = rq;
 		return MHD_YES;
 	}

@@ -3,8 +3,8 @@
  *   aboxd [--config FILE] [--listen ADDR] [--port N]
  *
  * The config file (JSON, default /etc/abox/aboxd.json, optional) may name
- * "stateDir", "listen", "port", "apiKeys" (array), "domain" and
- * "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
+ * "stateDir", "listen", "port", "apiKeys" (array), "domain",
+ * "idleTimeoutSeconds" (60) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
  * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once. */
 #include <arpa/inet.h>
@@ -31,6 +31,9 @@ struct daemon_config daemon_cfg = {
 enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_size, void **con_cls);
 void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
+
+/* a client silent this long is cut off (slowloris) */
+static unsigned idle_timeout = 60;
 
 static int load_config(const char *path, bool explicit)
 {
@@ -59,6 +62,8 @@ static int load_config(const char *path, bool explicit)
 			daemon_cfg.listen = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "port") && json_object_is_type(val, json_type_int))
 			daemon_cfg.port = (uint16_t)json_object_get_int(val);
+		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
+			idle_timeout = (unsigned)json_object_get_int(val);
 		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
 			daemon_cfg.domain = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {
@@ -194,7 +199,7 @@ int main(int argc, char **argv)
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0,
 		NULL, NULL,
 		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-		daemon_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+		daemon_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
 		MHD_OPTION_END);
 	if (!d) {

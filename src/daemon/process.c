@@ -166,7 +166,9 @@ static void stream_free(void *cls)
 static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
 {
 	const char *ka = header(rq, "Keepalive-Ping-Interval");
-	s->keepalive_ms = ka ? atoi(ka) * 1000 : 0;
+	/* keepalives also when none was asked for: a silent command must not
+	 * look like an idle connection (the idle timeout would cut it) */
+	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
 	s->last_ms = now_ms();
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, s, stream_free);
 	if (!r) {

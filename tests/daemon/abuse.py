@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""HTTP abuse of a live aboxd, as TAP: keys (none, wrong, another key's
+sandbox), secure sandboxes' access tokens, reserved metadata, oversized
+and malformed bodies, deep JSON, request smuggling (Content-Length with
+Transfer-Encoding), a slow client, path tricks in /files. Every answer
+must be a clean 4xx (JSON {code, message} where the plane has one), never
+a crash: the daemon must still serve at the end.
+
+usage: abuse.py BUILD_DIR"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+build = sys.argv[1]
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+key_a = "e2b_" + os.urandom(20).hex()
+key_b = "e2b_" + os.urandom(20).hex()
+port = free_port()
+conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+json.dump({"port": port, "apiKeys": [key_a, key_b], "idleTimeoutSeconds": 2}, conf)
+conf.close()
+log = open(os.path.join(build, "aboxd-abuse.log"), "w")
+daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
+base = f"http://127.0.0.1:{port}"
+
+
+def req(method, path, body=None, headers=None, raw=False):
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    r = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            out = resp.read()
+            return resp.status, out if raw else (json.loads(out) if out else None)
+    except urllib.error.HTTPError as e:
+        out = e.read()
+        try:
+            return e.code, json.loads(out) if out else None
+        except ValueError:
+            return e.code, out
+
+
+def raw_exchange(payload, wait=2.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait + 5)
+    s.sendall(payload)
+    s.settimeout(wait)
+    chunks = []
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            chunks.append(c)
+    except socket.timeout:
+        pass
+    s.close()
+    return b"".join(chunks)
+
+
+def envd(sid, path, body, token=None, user=None):
+    h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/json"}
+    if token:
+        h["X-Access-Token"] = token
+    if user:
+        h["Authorization"] = "Basic " + base64.b64encode(f"{user}:".encode()).decode()
+    return req("POST", path, body, h)
+
+
+try:
+    for _ in range(50):
+        try:
+            if req("GET", "/health")[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.1)
+
+    A = {"X-API-Key": key_a, "Content-Type": "application/json"}
+    B = {"X-API-Key": key_b, "Content-Type": "application/json"}
+    st, body = req("GET", "/v2/sandboxes")
+    check("no key: 401 with a JSON message", st == 401 and body.get("code") == 401 and body.get("message"), body)
+    st, body = req("GET", "/v2/sandboxes", headers={"X-API-Key": "e2b_" + "1" * 40})
+    check("wrong key: 401", st == 401, body)
+
+    st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120, "secure": True}, A)
+    check("create (secure) with key A: 201 and an access token", st == 201 and sb.get("envdAccessToken"), sb)
+    sid, token = sb["sandboxID"], sb.get("envdAccessToken")
+
+    st, _ = req("GET", f"/sandboxes/{sid}", headers=B)
+    check("key B cannot see key A's sandbox (404)", st == 404)
+    st, _ = req("DELETE", f"/sandboxes/{sid}", headers=B)
+    check("key B cannot kill it (404)", st == 404)
+    st, lst = req("GET", "/v2/sandboxes", headers=B)
+    check("key B's list does not show it", st == 200 and all(s["sandboxID"] != sid for s in lst), lst)
+
+    path = "/filesystem.Filesystem/Stat"
+    st, body = envd(sid, path, {"path": "/"})
+    check("secure sandbox without X-Access-Token: 401", st == 401, body)
+    st, body = envd(sid, path, {"path": "/"}, token="0" * len(token))
+    check("secure sandbox with a wrong token: 401", st == 401, body)
+    st, body = envd(sid, path, {"path": "/"}, token=token)
+    check("secure sandbox with its token: 200", st == 200, body)
+    st, body = envd(sid, path, {"path": "/"}, token=token, user="nobody")
+    check("an unknown Linux user is refused (403)", st == 403, body)
+
+    st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "metadata": {"_aboxOwner": "x"}}, A)
+    check("reserved metadata names are refused (400)", st == 400, body)
+    st, body = req("POST", "/v2/sandboxes", b"{not json", A)
+    check("bad JSON: 400 naming the problem", st == 400 and "JSON" in body.get("message", ""), body)
+    deep = b"{\"a\":" * 200 + b"1" + b"}" * 200
+    st, body = req("POST", "/v2/sandboxes", deep, A)
+    check("JSON nested 200 deep: 400", st == 400, body)
+    st, body = req("POST", "/v2/sandboxes", b"x" * (65 << 20), A)
+    check("a 65 MiB body: 413", st == 413, body)
+    st, body = req("POST", "/v2/sandboxes", {"templateID": "no-such-template"}, A)
+    check("unknown template: 404", st == 404, body)
+
+    smuggle = (b"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() +
+               b"\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+               b"DELETE /sandboxes/" + sid.encode() + b" HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() +
+               b"\r\n\r\n")
+    out = raw_exchange(smuggle)
+    st, _ = req("GET", f"/sandboxes/{sid}", headers=A)
+    check("CL+TE smuggling: the hidden DELETE did not run", st == 200, out[:200])
+
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\n")
+    t0 = time.time()
+    s.settimeout(15)
+    try:
+        closed = s.recv(100) is not None
+    except socket.timeout:
+        closed = False
+    s.close()
+    check("a slow client is cut off (idle timeout)", closed and time.time() - t0 < 10, time.time() - t0)
+
+    h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
+    st, body = req("GET", "/files?path=../../../../../../etc/shadow", headers=h, raw=True)
+    host_shadow = open("/etc/shadow", "rb").read()
+    check("/files ../ stays in the sandbox", body != host_shadow and st in (403, 404), (st, str(body)[:80]))
+    st, body = req("GET", "/files?path=/proc/1/root/etc/shadow&username=root", headers=h, raw=True)
+    check("/files /proc/1/root stays in the sandbox", body != host_shadow, (st, str(body)[:80]))
+
+    st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
+    check("key A kills its sandbox (204)", st == 204)
+    st, _ = req("GET", "/health")
+    check("the daemon still serves after all that", st == 200)
+finally:
+    daemon.terminate()
+    daemon.wait(timeout=10)
+    os.unlink(conf.name)
+
+print(f"1..{len(results)}")
+for i, (name, ok, detail) in enumerate(results, 1):
+    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+    if not ok:
+        print(f"  # {str(detail)[:300]}")
+sys.exit(0 if all(ok for _, ok, _ in results) else 1)
