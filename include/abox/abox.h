@@ -537,6 +537,18 @@ typedef int (*abox_fs_event_fn)(abox_fs_event_type type, const char *path, void 
  * non-zero or timeout_ms passes (-1: no limit). Returns 0 then. */
 ABOX_EXPORT int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive,
 				int timeout_ms, abox_fs_event_fn fn, void *userdata, abox_error *err);
+/* The same for your own event loop: a watch on its own sandbox handle
+ * (other requests on that handle would wait behind its events). Poll
+ * abox_watch_fd for POLLIN, then abox_watch_dispatch delivers what
+ * arrived without blocking: 0 when done for now, 1 when fn said stop,
+ * -EPIPE when the sandbox went away. abox_watch_free stops the watch;
+ * free it before its handle. */
+typedef struct abox_watch abox_watch;
+ABOX_EXPORT int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive,
+				 abox_watch **out, abox_error *err);
+ABOX_EXPORT int abox_watch_fd(const abox_watch *w);
+ABOX_EXPORT int abox_watch_dispatch(abox_watch *w, abox_fs_event_fn fn, void *userdata, abox_error *err);
+ABOX_EXPORT void abox_watch_free(abox_watch *w);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@ json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent
 
 enum MHD_Result process_rpc(struct request *rq, const char *method);
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method);
+enum MHD_Result watch_dir(struct request *rq);
+enum MHD_Result watcher_rpc(struct request *rq, const char *method);
 enum MHD_Result files_get(struct request *rq);
 enum MHD_Result files_post(struct request *rq);
 

@@ -68,6 +68,10 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 {
+	if (!strcmp(method, "WatchDir"))
+		return watch_dir(rq);
+	if (!strcmp(method, "CreateWatcher") || !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher"))
+		return watcher_rpc(rq, method);
 	enum MHD_Result sent;
 	json_object *b = envd_body(rq, false, &sent);
 	if (!b)

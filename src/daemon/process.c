@@ -12,74 +12,18 @@
 
 #include "base64.h"
 #include "envd.h"
+#include "stream.h"
 
 struct pstream {
 	sandbox_handle_t h;
 	abox_proc *p;
-	char *buf;
-	size_t len, off, cap;
-	bool finished;     /* the end-stream envelope is queued */
-	int keepalive_ms;  /* 0: none */
-	int64_t last_ms;
+	struct ebuf out;
+	int keepalive_ms;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Appends one envelope (flag, then the JSON) and frees o. */
-static void put(struct pstream *s, unsigned char flag, json_object *o)
-{
-	const char *j = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	size_t n = strlen(j);
-	if (s->off == s->len)
-		s->off = s->len = 0;
-	if (s->len + n + 5 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8192;
-		while (cap < s->len + n + 5)
-			cap *= 2;
-		char *nb = realloc(s->buf, cap);
-		if (!nb) {
-			json_object_put(o);
-			return;
-		}
-		s->buf = nb;
-		s->cap = cap;
-	}
-	char *p = s->buf + s->len;
-	p[0] = (char)flag;
-	p[1] = (char)(n >> 24);
-	p[2] = (char)(n >> 16);
-	p[3] = (char)(n >> 8);
-	p[4] = (char)n;
-	memcpy(p + 5, j, n);
-	s->len += n + 5;
-	s->last_ms = now_ms();
-	json_object_put(o);
-}
 
 static void put_event(struct pstream *s, const char *kind, json_object *body)
 {
-	json_object *ev = json_object_new_object(), *o = json_object_new_object();
-	json_object_object_add(ev, kind, body);
-	json_object_object_add(o, "event", ev);
-	put(s, 0, o);
-}
-
-static void put_end_stream(struct pstream *s, const char *code, const char *msg)
-{
-	json_object *o = json_object_new_object();
-	if (code) {
-		json_object *e = json_object_new_object();
-		json_object_object_add(e, "code", json_object_new_string(code));
-		json_object_object_add(e, "message", json_object_new_string(msg));
-		json_object_object_add(o, "error", e);
-	}
-	put(s, 2, o);
-	s->finished = true;
+	ebuf_event(&s->out, kind, body);
 }
 
 static void on_event(const abox_event *ev, void *ud)
@@ -125,22 +69,19 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 	(void)pos;
 	struct pstream *s = cls;
 	for (;;) {
-		if (s->off < s->len) {
-			size_t n = s->len - s->off < max ? s->len - s->off : max;
-			memcpy(out, s->buf + s->off, n);
-			s->off += n;
+		size_t n = ebuf_take(&s->out, out, max);
+		if (n)
 			return (ssize_t)n;
-		}
-		if (s->finished)
+		if (s->out.finished)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (!abox_proc_buffered(s->p)) {
-			int wait = s->keepalive_ms ? (int)(s->last_ms + s->keepalive_ms - now_ms()) : 1000;
+			int wait = (int)(s->out.last_ms + s->keepalive_ms - stream_now_ms());
 			if (wait < 0)
 				wait = 0;
 			struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
 			int pr = poll(&p, 1, wait);
 			if (pr == 0) {
-				if (s->keepalive_ms && now_ms() >= s->last_ms + s->keepalive_ms)
+				if (stream_now_ms() >= s->out.last_ms + s->keepalive_ms)
 					put_event(s, "keepalive", json_object_new_object());
 				continue;
 			}
@@ -148,9 +89,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		abox_error err = ABOX_ERROR_INIT;
 		int r = abox_proc_dispatch(s->p, on_event, s, &err);
 		if (r == 1)
-			put_end_stream(s, NULL, NULL);
+			ebuf_end(&s->out, NULL, NULL);
 		else if (r < 0)
-			put_end_stream(s, "unavailable", err.msg[0] ? err.msg : "the sandbox went away");
+			ebuf_end(&s->out, "unavailable", err.msg[0] ? err.msg : "the sandbox went away");
 	}
 }
 
@@ -159,7 +100,7 @@ static void stream_free(void *cls)
 	struct pstream *s = cls;
 	abox_proc_free(s->p);
 	envd_close(&s->h);
-	free(s->buf);
+	ebuf_free(&s->out);
 	free(s);
 }
 
@@ -169,7 +110,7 @@ static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
 	/* keepalives also when none was asked for: a silent command must not
 	 * look like an idle connection (the idle timeout would cut it) */
 	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
-	s->last_ms = now_ms();
+	s->out.last_ms = stream_now_ms();
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, s, stream_free);
 	if (!r) {
 		stream_free(s);

@@ -159,6 +159,22 @@ try:
     st, body = req("GET", "/files?path=/proc/1/root/etc/shadow&username=root", headers=h, raw=True)
     check("/files /proc/1/root stays in the sandbox", body != host_shadow, (st, str(body)[:80]))
 
+    # the polling watchers (for clients that cannot hold a stream)
+    st, w = envd(sid, "/filesystem.Filesystem/CreateWatcher", {"path": "/tmp"}, token=token)
+    check("CreateWatcher gives an id", st == 200 and w.get("watcherId"), w)
+    wid = w.get("watcherId", "")
+    st, _ = req("POST", "/files?path=/tmp/watched.txt", b"x",
+                {**h, "Content-Type": "application/octet-stream"})
+    time.sleep(0.5)
+    st, ev = envd(sid, "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, token=token)
+    check("GetWatcherEvents has the creation", st == 200 and
+          {"name": "watched.txt", "type": "EVENT_TYPE_CREATE"} in ev.get("events", []), ev)
+    st, ev = envd(sid, "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, token=token)
+    check("events are handed out once", st == 200 and ev.get("events") == [], ev)
+    st, _ = envd(sid, "/filesystem.Filesystem/RemoveWatcher", {"watcherId": wid}, token=token)
+    st2, _ = envd(sid, "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, token=token)
+    check("RemoveWatcher, then it is not_found", st == 200 and st2 == 404)
+
     st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)
     st, _ = req("GET", "/health")

@@ -105,6 +105,21 @@ test('files: write, read, list, exists, rename, makeDir, getInfo, remove, multi-
   }
 })
 
+test('watchDir sees files made, written and removed (recursive too)', async () => {
+  const s = await create()
+  await s.files.makeDir('/home/user/w/sub')
+  const events = []
+  const handle = await s.files.watchDir('/home/user/w', e => events.push(`${e.type}:${e.name}`), { recursive: true })
+  await s.files.write('/home/user/w/a.txt', 'x')
+  await s.files.write('/home/user/w/sub/b.txt', 'y')
+  await s.files.remove('/home/user/w/a.txt')
+  for (let i = 0; i < 50 && !events.some(e => e.startsWith('remove:')); i++) await sleep(100)
+  await handle.stop()
+  assert(events.some(e => e.endsWith(':a.txt')), `a.txt seen: ${events}`)
+  assert(events.some(e => e.endsWith(':sub/b.txt')), `sub/b.txt seen (recursive): ${events}`)
+  assert(events.some(e => e === 'remove:a.txt'), `the removal seen: ${events}`)
+})
+
 test('pause, then connect: files and processes are still there', async () => {
   const s = await create()
   await s.files.write('/tmp/kept', 'kept')

@@ -380,8 +380,14 @@ int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_
 	return wait_answer(sb, id, NULL, NULL, NULL, err);
 }
 
-int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
-		    abox_fs_event_fn fn, void *ud, abox_error *err)
+struct abox_watch {
+	abox_sandbox *sb;
+	uint32_t id;
+	bool gone; /* the sandbox went away */
+};
+
+int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch **out,
+		     abox_error *err)
 {
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_WATCH, &m, path, user, err);
@@ -393,17 +399,36 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 		return abox_error_set(err, -r, "watch: send");
 	if ((r = wait_answer(sb, id, NULL, NULL, NULL, err)) < 0)
 		return r;
-	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
-	bool stop = false;
-	while (!stop) {
+	abox_watch *w = calloc(1, sizeof(*w));
+	if (!w) {
+		proto_msg_init(&m, MSG_REQ_FS_UNWATCH, id);
+		(void)backend_send(sb, &m);
+		return abox_error_set(err, ENOMEM, "watch");
+	}
+	w->sb = sb;
+	w->id = id;
+	*out = w;
+	return 0;
+}
+
+int abox_watch_fd(const abox_watch *w)
+{
+	return w->sb->conn;
+}
+
+int abox_watch_dispatch(abox_watch *w, abox_fs_event_fn fn, void *ud, abox_error *err)
+{
+	for (;;) {
+		if (w->gone)
+			return abox_error_setx(err, EPIPE, "watch: the sandbox went away");
 		struct proto_frame f;
-		int k = proto_reader_next(&sb->rd, &f);
+		int k = proto_reader_next(&w->sb->rd, &f);
 		if (k < 0)
 			return abox_error_setx(err, EPROTO, "watch: broken frame from init");
 		if (k > 0) {
 			for (unsigned i = 0; i < f.nfds; i++)
 				close(f.fds[i]);
-			if (f.id != id || f.type != MSG_EV_FS_EVENT)
+			if (f.id != w->id || f.type != MSG_EV_FS_EVENT)
 				continue;
 			char evpath[4096] = "";
 			uint64_t type = 0;
@@ -417,9 +442,43 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 					(void)proto_field_u64(&fl, &type);
 			}
 			if (fn && fn((abox_fs_event_type)type, evpath, ud) != 0)
-				stop = true;
+				return 1;
 			continue;
 		}
+		k = proto_reader_fill(&w->sb->rd);
+		if (k == -EAGAIN)
+			return 0;
+		if (k <= 0)
+			w->gone = true;
+	}
+}
+
+void abox_watch_free(abox_watch *w)
+{
+	if (!w)
+		return;
+	if (!w->gone) {
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_FS_UNWATCH, w->id);
+		(void)backend_send(w->sb, &m);
+		(void)flush_all(w->sb, NULL);
+	}
+	free(w);
+}
+
+int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
+		    abox_fs_event_fn fn, void *ud, abox_error *err)
+{
+	abox_watch *w;
+	int r = abox_watch_start(sb, path, user, recursive, &w, err);
+	if (r < 0)
+		return r;
+	uint32_t id = w->id;
+	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+	for (;;) {
+		r = abox_watch_dispatch(w, fn, ud, err);
+		if (r != 0)
+			break;
 		int wait = -1;
 		if (until) {
 			int64_t left = until - backend_now_ms();
@@ -427,15 +486,16 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 				break;
 			wait = (int)left;
 		}
-		k = proto_reader_fill(&sb->rd);
-		if (k == -EAGAIN) {
-			struct pollfd p = { .fd = sb->conn, .events = POLLIN };
-			(void)poll(&p, 1, wait);
-			continue;
-		}
-		if (k <= 0)
-			return abox_error_setx(err, EPIPE, "watch: the sandbox went away");
+		struct pollfd p = { .fd = sb->conn, .events = POLLIN };
+		(void)poll(&p, 1, wait);
 	}
+	bool gone = w->gone;
+	free(w);
+	if (r < 0)
+		return r;
+	if (gone)
+		return 0;
+	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_FS_UNWATCH, id);
 	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "watch: send");

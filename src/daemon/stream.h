@@ -1,0 +1,33 @@
+/* stream — a buffer of Connect envelopes for a streamed response
+ * (process.c, watch.c). */
+#ifndef ABOX_DAEMON_STREAM_H
+#define ABOX_DAEMON_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon.h"
+
+struct ebuf {
+	char *buf;
+	size_t len, off, cap;
+	bool finished;    /* the end-stream envelope is queued */
+	int64_t last_ms;  /* when something was last queued */
+};
+
+int64_t stream_now_ms(void);
+/* Queues one envelope (flag 0: a message, 2: end of stream) holding o,
+ * and frees o. */
+void ebuf_put(struct ebuf *b, unsigned char flag, json_object *o);
+/* {"event": {kind: body}} */
+void ebuf_event(struct ebuf *b, const char *kind, json_object *body);
+/* {kind: body}: a response whose oneof is at the top (WatchDirResponse) */
+void ebuf_field(struct ebuf *b, const char *kind, json_object *body);
+/* The end-stream envelope: {} or {"error": {code, message}}. */
+void ebuf_end(struct ebuf *b, const char *code, const char *msg);
+/* Copies what is queued into out; 0 when nothing is. */
+size_t ebuf_take(struct ebuf *b, char *out, size_t max);
+void ebuf_free(struct ebuf *b);
+
+#endif

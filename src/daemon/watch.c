@@ -1,0 +1,317 @@
+/* watch.c — filesystem.Filesystem's watchers: WatchDir (a stream of
+ * changes below a folder) and the polling trio CreateWatcher,
+ * GetWatcherEvents, RemoveWatcher (for clients that cannot hold a
+ * stream). Each watcher has its own sandbox handle; a polling watcher is
+ * drained into a bounded list by a thread of its own, and one nobody
+ * polled for ten minutes is removed. Event names are relative to the
+ * watched folder, as envd gives them. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "envd.h"
+#include "stream.h"
+#include "wire.h"
+
+#define WATCHER_EVENTS_MAX 10000
+#define WATCHER_IDLE_MS (10 * 60 * 1000)
+
+static const char *event_name(abox_fs_event_type t)
+{
+	switch (t) {
+	case ABOX_FS_CREATE: return "EVENT_TYPE_CREATE";
+	case ABOX_FS_WRITE: return "EVENT_TYPE_WRITE";
+	case ABOX_FS_REMOVE: return "EVENT_TYPE_REMOVE";
+	case ABOX_FS_RENAME: return "EVENT_TYPE_RENAME";
+	case ABOX_FS_CHMOD: return "EVENT_TYPE_CHMOD";
+	default: return "EVENT_TYPE_UNSPECIFIED";
+	}
+}
+
+static json_object *fs_event(const char *root, abox_fs_event_type t, const char *path)
+{
+	size_t rl = strlen(root);
+	while (rl > 1 && root[rl - 1] == '/')
+		rl--;
+	const char *name = path;
+	if (!strncmp(path, root, rl) && (path[rl] == '/' || !path[rl]))
+		name = path[rl] == '/' ? path + rl + 1 : path + rl;
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "type", json_object_new_string(event_name(t)));
+	return o;
+}
+
+/* ---- WatchDir -------------------------------------------------------- */
+
+struct wstream {
+	sandbox_handle_t h;
+	abox_watch *w;
+	char root[4096];
+	struct ebuf out;
+	int keepalive_ms;
+};
+
+static int on_stream_event(abox_fs_event_type t, const char *path, void *ud)
+{
+	struct wstream *s = ud;
+	ebuf_field(&s->out, "filesystem", fs_event(s->root, t, path));
+	return 0;
+}
+
+static ssize_t wreader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct wstream *s = cls;
+	for (;;) {
+		size_t n = ebuf_take(&s->out, out, max);
+		if (n)
+			return (ssize_t)n;
+		if (s->out.finished)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_watch_dispatch(s->w, on_stream_event, s, &err);
+		if (r < 0) {
+			ebuf_end(&s->out, "unavailable", err.msg);
+			continue;
+		}
+		if (s->out.len > s->out.off)
+			continue;
+		int wait = (int)(s->out.last_ms + s->keepalive_ms - stream_now_ms());
+		struct pollfd p = { .fd = abox_watch_fd(s->w), .events = POLLIN };
+		if (poll(&p, 1, wait > 0 ? wait : 0) == 0 && stream_now_ms() >= s->out.last_ms + s->keepalive_ms)
+			ebuf_field(&s->out, "keepalive", json_object_new_object());
+	}
+}
+
+static void wstream_free(void *cls)
+{
+	struct wstream *s = cls;
+	abox_watch_free(s->w);
+	envd_close(&s->h);
+	ebuf_free(&s->out);
+	free(s);
+}
+
+static bool recursive_of(json_object *b)
+{
+	json_object *v;
+	return json_object_object_get_ex(b, "recursive", &v) && json_object_get_boolean(v);
+}
+
+enum MHD_Result watch_dir(struct request *rq)
+{
+	enum MHD_Result sent;
+	json_object *b = envd_body(rq, true, &sent), *v;
+	if (!b)
+		return sent;
+	const char *path = json_object_object_get_ex(b, "path", &v) ? json_object_get_string(v) : NULL;
+	if (!path || !*path) {
+		json_object_put(b);
+		return envd_error(rq, EINVAL, "path is required");
+	}
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb) {
+		json_object_put(b);
+		return sent;
+	}
+	struct wstream *s = calloc(1, sizeof(*s));
+	abox_error err = ABOX_ERROR_INIT;
+	int r = s ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &s->w, &err) : -ENOMEM;
+	if (r < 0) {
+		free(s);
+		envd_close(&h);
+		json_object_put(b);
+		return envd_error(rq, -r, "%s", err.msg);
+	}
+	snprintf(s->root, sizeof(s->root), "%s", path);
+	json_object_put(b);
+	s->h = h;
+	const char *ka = header(rq, "Keepalive-Ping-Interval");
+	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
+	ebuf_field(&s->out, "start", json_object_new_object());
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, wreader, s, wstream_free);
+	if (!resp) {
+		wstream_free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/connect+json");
+	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return q;
+}
+
+/* ---- polling watchers ------------------------------------------------- */
+
+struct watcher {
+	char id[33];
+	char sandbox[21];
+	char root[4096];
+	sandbox_handle_t h;
+	abox_watch *w;
+	pthread_t thread;
+	bool stop;
+	json_object *events; /* array, guarded by lock */
+	int64_t polled_ms;
+	struct watcher *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct watcher *watchers;
+
+static int on_polled_event(abox_fs_event_type t, const char *path, void *ud)
+{
+	struct watcher *w = ud;
+	pthread_mutex_lock(&lock);
+	if (json_object_array_length(w->events) < WATCHER_EVENTS_MAX)
+		json_object_array_add(w->events, fs_event(w->root, t, path));
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+static void *drain(void *arg)
+{
+	struct watcher *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		bool stop = w->stop || stream_now_ms() - w->polled_ms > WATCHER_IDLE_MS;
+		pthread_mutex_unlock(&lock);
+		if (stop)
+			break;
+		struct pollfd p = { .fd = abox_watch_fd(w->w), .events = POLLIN };
+		(void)poll(&p, 1, 500);
+		if (abox_watch_dispatch(w->w, on_polled_event, w, NULL) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void watcher_free(struct watcher *w)
+{
+	pthread_mutex_lock(&lock);
+	w->stop = true;
+	pthread_mutex_unlock(&lock);
+	pthread_join(w->thread, NULL);
+	abox_watch_free(w->w);
+	envd_close(&w->h);
+	json_object_put(w->events);
+	free(w);
+}
+
+/* Unlinks watcher id of sandbox sb (NULL when there is none). */
+static struct watcher *take(const char *id, const char *sb)
+{
+	struct watcher *found = NULL;
+	pthread_mutex_lock(&lock);
+	for (struct watcher **pp = &watchers; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->id, id) && !strcmp((*pp)->sandbox, sb)) {
+			found = *pp;
+			*pp = found->next;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+/* Watchers nobody polled for a long time (their client went away). */
+static void reap_idle(void)
+{
+	for (;;) {
+		struct watcher *idle = NULL;
+		pthread_mutex_lock(&lock);
+		for (struct watcher **pp = &watchers; *pp; pp = &(*pp)->next)
+			if (stream_now_ms() - (*pp)->polled_ms > WATCHER_IDLE_MS) {
+				idle = *pp;
+				*pp = idle->next;
+				break;
+			}
+		pthread_mutex_unlock(&lock);
+		if (!idle)
+			return;
+		watcher_free(idle);
+	}
+}
+
+enum MHD_Result watcher_rpc(struct request *rq, const char *method)
+{
+	enum MHD_Result sent;
+	reap_idle();
+	json_object *b = envd_body(rq, false, &sent), *v;
+	if (!b)
+		return sent;
+	const char *wid = json_object_object_get_ex(b, "watcherId", &v) ? json_object_get_string(v) : NULL;
+	enum MHD_Result q;
+	if (!strcmp(method, "CreateWatcher")) {
+		const char *path = json_object_object_get_ex(b, "path", &v) ? json_object_get_string(v) : NULL;
+		sandbox_handle_t h = path ? envd_open(rq, &sent) : (sandbox_handle_t){ 0 };
+		if (!path) {
+			json_object_put(b);
+			return envd_error(rq, EINVAL, "path is required");
+		}
+		if (!h.sb) {
+			json_object_put(b);
+			return sent;
+		}
+		struct watcher *w = calloc(1, sizeof(*w));
+		abox_error err = ABOX_ERROR_INIT;
+		int r = w ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &w->w, &err) : -ENOMEM;
+		unsigned char raw[16];
+		FILE *f = r >= 0 ? fopen("/dev/urandom", "re") : NULL;
+		if (r >= 0 && (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)))
+			r = -EIO;
+		if (f)
+			fclose(f);
+		if (r < 0) {
+			if (w && w->w)
+				abox_watch_free(w->w);
+			free(w);
+			envd_close(&h);
+			json_object_put(b);
+			return envd_error(rq, -r, "%s", err.msg[0] ? err.msg : "cannot watch");
+		}
+		for (int i = 0; i < 16; i++)
+			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
+		memcpy(w->sandbox, rq->sandbox, 21);
+		snprintf(w->root, sizeof(w->root), "%s", path);
+		w->h = h;
+		w->events = json_object_new_array();
+		w->polled_ms = stream_now_ms();
+		pthread_create(&w->thread, NULL, drain, w);
+		pthread_mutex_lock(&lock);
+		w->next = watchers;
+		watchers = w;
+		pthread_mutex_unlock(&lock);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "watcherId", json_object_new_string(w->id));
+		q = reply_json(rq, 200, o);
+	} else if (!wid) {
+		q = envd_error(rq, EINVAL, "watcherId is required");
+	} else if (!strcmp(method, "GetWatcherEvents")) {
+		json_object *events = NULL;
+		pthread_mutex_lock(&lock);
+		for (struct watcher *w = watchers; w; w = w->next)
+			if (!strcmp(w->id, wid) && !strcmp(w->sandbox, rq->sandbox)) {
+				events = w->events;
+				w->events = json_object_new_array();
+				w->polled_ms = stream_now_ms();
+			}
+		pthread_mutex_unlock(&lock);
+		if (!events) {
+			q = envd_error(rq, ENOENT, "watcher %s not found", wid);
+		} else {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "events", events);
+			q = reply_json(rq, 200, o);
+		}
+	} else {
+		struct watcher *w = take(wid, rq->sandbox);
+		if (w)
+			watcher_free(w);
+		q = w ? reply_json(rq, 200, json_object_new_object()) : envd_error(rq, ENOENT, "watcher %s not found", wid);
+	}
+	json_object_put(b);
+	return q;
+}
