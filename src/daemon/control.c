@@ -268,8 +268,9 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	o.cpu_millis = jint(b, "cpuCount", &v) && v > 0 && v <= 256 ? (uint32_t)v * 1000 : daemon_cfg.cpu_millis;
 	o.metadata = (const char *const *)meta;
 	o.env = (const char *const *)env;
-	/* E2B's default template is "base": here the host template */
-	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0)
+	/* E2B's default templates ("base", the code interpreter's): here the
+	 * host template, which has python3 and node when the host has them */
+	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0 || strcmp(tmpl, "code-interpreter-v1") == 0)
 		tmpl = NULL;
 	if (tmpl && snapshot_exists(ctx, tmpl))
 		o.snapshot = tmpl;

@@ -88,6 +88,7 @@ abox_ctx *request_ctx(void);
 /* The planes. */
 enum MHD_Result control_route(struct request *rq);
 enum MHD_Result envd_route(struct request *rq);
+enum MHD_Result code_route(struct request *rq);
 
 /* Owner tag of an API key (16 hex digits of its sha256). */
 void owner_tag(const char *key, char out[17]);

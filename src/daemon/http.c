@@ -161,6 +161,8 @@ static enum MHD_Result route(struct request *rq)
 	if (sandbox_plane(rq)) {
 		if (rq->port == DAEMON_ENVD_PORT)
 			return envd_route(rq);
+		if (rq->port == DAEMON_CODE_PORT)
+			return code_route(rq);
 		return reply_error(rq, 502, "port %u of sandbox %s is not served yet", rq->port, rq->sandbox);
 	}
 	return control_route(rq);

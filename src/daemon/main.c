@@ -150,12 +150,6 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
-static volatile sig_atomic_t stop;
-static void on_signal(int s)
-{
-	(void)s;
-	stop = 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -195,6 +189,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM/SIGINT are taken by the main thread alone (sigwait below):
+	 * blocked here, before any thread exists, so every thread inherits
+	 * the block and none of them swallows the signal */
+	sigset_t stopset;
+	sigemptyset(&stopset);
+	sigaddset(&stopset, SIGTERM);
+	sigaddset(&stopset, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stopset, NULL);
 	struct MHD_Daemon *d = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0,
 		NULL, NULL,
@@ -212,11 +214,9 @@ int main(int argc, char **argv)
 	pthread_t rt;
 	pthread_create(&rt, NULL, reaper, NULL);
 	pthread_detach(rt);
-	struct sigaction sact = { .sa_handler = on_signal };
-	sigaction(SIGTERM, &sact, NULL);
-	sigaction(SIGINT, &sact, NULL);
-	while (!stop)
-		pause();
+	int sig;
+	while (sigwait(&stopset, &sig) != 0)
+		;
 	/* no new connections; streams in flight get a moment, then we go.
 	 * Sandboxes do not depend on aboxd: they run on, and a new aboxd
 	 * finds them all in the state folder. */

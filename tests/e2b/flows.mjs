@@ -3,6 +3,7 @@
 // E2B_SANDBOX_URL pointing at the daemon; the SDK is whichever version
 // run.sh installed next to this file's copy.
 import { Sandbox, AuthenticationError, CommandExitError } from 'e2b'
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 
 const tests = []
 const test = (name, fn) => tests.push({ name, fn })
@@ -178,6 +179,43 @@ test('fork', async () => {
     eq(await f.files.read('/home/user/f.txt'), 'forked', 'the fork has the files')
     assert(f.sandboxId !== s.sandboxId, 'its own id')
   }
+})
+
+test('runCode: python results, stdout, errors, persisted variables, rich results', async () => {
+  const s = await CodeSandbox.create({ timeoutMs: 120000 })
+  made.push(s)
+  let r = await s.runCode('x = 21\nprint("hello")\nx * 2')
+  eq(r.results[0]?.text, '42', 'the last expression is the main result')
+  eq(r.logs.stdout.join(''), 'hello\n', 'stdout')
+  r = await s.runCode('x + 1')
+  eq(r.results[0]?.text, '22', 'variables persist')
+  r = await s.runCode('1/0')
+  eq(r.error?.name, 'ZeroDivisionError', 'error name')
+  assert(r.error?.traceback.includes('ZeroDivisionError'), 'traceback')
+  r = await s.runCode('class Img:\n  def _repr_png_(self): return b"PNGDATA"\n  def _repr_html_(self): return "<b>x</b>"\nImg()')
+  eq(r.results[0]?.png, Buffer.from('PNGDATA').toString('base64'), 'png from _repr_png_')
+  eq(r.results[0]?.html, '<b>x</b>', 'html from _repr_html_')
+  assert(r.executionCount >= 4, 'execution count')
+})
+
+test('runCode: javascript and bash, and contexts', async () => {
+  const s = await CodeSandbox.create({ timeoutMs: 120000 })
+  made.push(s)
+  let r = await s.runCode('const a = 40; a + 2', { language: 'javascript' })
+  eq(r.results[0]?.text, '42', 'javascript result')
+  eq((await s.runCode('a + 1', { language: 'javascript' })).results[0]?.text, '41', 'javascript keeps its variables')
+  r = await s.runCode('V=7; echo bash-$V', { language: 'bash' })
+  eq(r.logs.stdout.join(''), 'bash-7\n', 'bash')
+  eq((await s.runCode('echo $V', { language: 'bash' })).logs.stdout.join(''), '7\n', 'bash keeps its variables')
+  const ctx = await s.createCodeContext({ language: 'python', cwd: '/tmp' })
+  eq((await s.runCode('import os; os.getcwd()', { context: ctx })).results[0]?.text, "'/tmp'", 'context cwd')
+  await s.runCode('y = 5', { context: ctx })
+  assert((await s.listCodeContexts()).some(c => c.id === ctx.id), 'listed')
+  await s.restartCodeContext(ctx)
+  r = await s.runCode('y', { context: ctx })
+  eq(r.error?.name, 'NameError', 'a restart forgets the variables')
+  await s.removeCodeContext(ctx)
+  assert(!(await s.listCodeContexts()).some(c => c.id === ctx.id), 'removed')
 })
 
 test('kill twice; a wrong key is an AuthenticationError', async () => {

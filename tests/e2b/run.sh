@@ -9,9 +9,10 @@ build=$(cd "$1" && pwd)
 ver=$2
 src=$(cd "$(dirname "$0")" && pwd)
 dir=$build/e2b-sdk-$ver
-if [ ! -f "$dir/node_modules/e2b/package.json" ]; then
+if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   mkdir -p "$dir"
-  (cd "$dir" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "e2b@$ver" >/dev/null)
+  (cd "$dir" && npm init -y >/dev/null &&
+    npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
 cp "$src/flows.mjs" "$dir/flows.mjs"
 
