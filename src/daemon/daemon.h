@@ -51,6 +51,7 @@ struct request {
 	size_t len, cap;
 	bool too_big;
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
+	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
 	/* set by routing */
 	const char *key;          /* the API key it came with */
 	char owner[17];           /* that key's owner tag */
@@ -89,6 +90,7 @@ abox_ctx *request_ctx(void);
 enum MHD_Result control_route(struct request *rq);
 enum MHD_Result envd_route(struct request *rq);
 enum MHD_Result code_route(struct request *rq);
+enum MHD_Result proxy_route(struct request *rq);
 
 /* Owner tag of an API key (16 hex digits of its sha256). */
 void owner_tag(const char *key, char out[17]);

@@ -163,7 +163,7 @@ static enum MHD_Result route(struct request *rq)
 			return envd_route(rq);
 		if (rq->port == DAEMON_CODE_PORT)
 			return code_route(rq);
-		return reply_error(rq, 502, "port %u of sandbox %s is not served yet", rq->port, rq->sandbox);
+		return proxy_route(rq);
 	}
 	return control_route(rq);
 }
@@ -176,10 +176,9 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 	(void)cls;
 	(void)version;
 	struct request *rq = *con_cls;
-	if (!rq) {
-		rq = calloc(1, sizeof(*rq));
-		if (!rq)
-			return MHD_NO;
+	if (!rq)
+		return MHD_NO; /* out of memory in daemon_uri */
+	if (!rq->conn) {
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -213,6 +212,19 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	}
 	return route(rq);
+}
+
+/* The raw request target, before libmicrohttpd splits off and decodes
+ * the query: the request's state starts here. */
+void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
+void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	struct request *rq = calloc(1, sizeof(*rq));
+	if (rq)
+		snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+	return rq;
 }
 
 void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);

@@ -31,6 +31,7 @@ struct daemon_config daemon_cfg = {
 enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_size, void **con_cls);
 void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
+void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
 /* a client silent this long is cut off (slowloris) */
 static unsigned idle_timeout = 60;
@@ -198,10 +199,11 @@ int main(int argc, char **argv)
 	sigaddset(&stopset, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stopset, NULL);
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE, 0,
 		NULL, NULL,
 		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-		daemon_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+		daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, daemon_uri, NULL,
+		MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
 		MHD_OPTION_END);
 	if (!d) {
