@@ -134,7 +134,7 @@ typedef struct abox_list_opts {
 /* Sandboxes matching opts, in id order, one page at a time. *infos is a
  * malloc'd array of *n entries (clear each with abox_sandbox_info_clear,
  * then free the array); *next is a malloc'd token for the next page, or
- * NULL on the last one. */
+ * NULL on the last one (next itself may be NULL: no more pages wanted). */
 ABOX_EXPORT int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos,
 				   size_t *n, char **next, abox_error *err);
 ABOX_EXPORT void abox_strv_free(char **v);

@@ -364,7 +364,7 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	enum MHD_Result q = daemon_queue(rq, 200, resp);
 	MHD_destroy_response(resp);
 	return q;
 }

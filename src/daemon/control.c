@@ -349,7 +349,7 @@ static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
 	if (next)
 		MHD_add_response_header(resp, "X-Next-Token", next);
 	free(next);
-	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	enum MHD_Result q = daemon_queue(rq, 200, resp);
 	MHD_destroy_response(resp);
 	return q;
 }

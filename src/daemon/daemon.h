@@ -52,6 +52,8 @@ struct request {
 	bool too_big;
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
+	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */
+	unsigned status;          /* what it was answered */
 	/* set by routing */
 	const char *key;          /* the API key it came with */
 	char owner[17];           /* that key's owner tag */
@@ -67,6 +69,16 @@ static inline int set_err(abox_error *err, int code, const char *msg)
 	snprintf(err->msg, sizeof(err->msg), "%s", msg);
 	return -code;
 }
+
+/* Queues a response, noting its status (for the access log and metrics). */
+enum MHD_Result daemon_queue(struct request *rq, unsigned status, struct MHD_Response *r);
+/* The request is over: access log line, metrics. */
+void ops_request_done(struct request *rq);
+/* The admin listener's handler (GET /metrics). */
+enum MHD_Result ops_admin(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			  const char *version, const char *upload, size_t *upload_size, void **con_cls);
+#include <stdio.h>
+extern FILE *access_log;
 
 /* Responses. Each returns MHD_YES/MHD_NO from queueing. */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);

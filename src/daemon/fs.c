@@ -194,7 +194,7 @@ enum MHD_Result files_get(struct request *rq)
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-	enum MHD_Result q = MHD_queue_response(rq->conn, 200, resp);
+	enum MHD_Result q = daemon_queue(rq, 200, resp);
 	MHD_destroy_response(resp);
 	return q;
 }

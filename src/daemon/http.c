@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "stream.h"
 #include "wire.h"
 
 const char *header(struct request *rq, const char *name)
@@ -34,7 +35,7 @@ static enum MHD_Result queue(struct request *rq, unsigned status, const char *ct
 	}
 	if (ctype)
 		MHD_add_response_header(r, "Content-Type", ctype);
-	enum MHD_Result q = MHD_queue_response(rq->conn, status, r);
+	enum MHD_Result q = daemon_queue(rq, status, r);
 	MHD_destroy_response(r);
 	return q;
 }
@@ -54,7 +55,7 @@ enum MHD_Result reply_empty(struct request *rq, unsigned status)
 	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
-	enum MHD_Result q = MHD_queue_response(rq->conn, status, r);
+	enum MHD_Result q = daemon_queue(rq, status, r);
 	MHD_destroy_response(r);
 	return q;
 }
@@ -152,7 +153,7 @@ static enum MHD_Result route(struct request *rq)
 			return MHD_NO;
 		MHD_add_response_header(r, "Content-Type", "application/json");
 		MHD_add_response_header(r, "Connection", "close");
-		enum MHD_Result q = MHD_queue_response(rq->conn, 400, r);
+		enum MHD_Result q = daemon_queue(rq, 400, r);
 		MHD_destroy_response(r);
 		return q;
 	}
@@ -222,8 +223,10 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	(void)cls;
 	(void)conn;
 	struct request *rq = calloc(1, sizeof(*rq));
-	if (rq)
+	if (rq) {
 		snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+		rq->start_ms = stream_now_ms();
+	}
 	return rq;
 }
 
@@ -235,6 +238,8 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 	(void)toe;
 	struct request *rq = *con_cls;
 	if (rq) {
+		if (rq->conn)
+			ops_request_done(rq);
 		free(rq->body);
 		free(rq);
 	}

@@ -4,7 +4,9 @@
  *
  * The config file (JSON, default /etc/abox/aboxd.json, optional) may name
  * "stateDir", "listen", "port", "apiKeys" (array), "domain",
- * "idleTimeoutSeconds" (60) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
+ * "idleTimeoutSeconds" (60), "accessLog" (a file, or "-" for stderr),
+ * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
+ * for none) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
  * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once. */
 #include <arpa/inet.h>
@@ -35,6 +37,8 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
 /* a client silent this long is cut off (slowloris) */
 static unsigned idle_timeout = 60;
+static char *access_log_path, *admin_listen;
+static int admin_port = 49990;
 
 static int load_config(const char *path, bool explicit)
 {
@@ -63,6 +67,12 @@ static int load_config(const char *path, bool explicit)
 			daemon_cfg.listen = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "port") && json_object_is_type(val, json_type_int))
 			daemon_cfg.port = (uint16_t)json_object_get_int(val);
+		else if (!strcmp(k, "accessLog") && json_object_is_type(val, json_type_string))
+			access_log_path = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "adminListen") && json_object_is_type(val, json_type_string))
+			admin_listen = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "adminPort") && json_object_is_type(val, json_type_int))
+			admin_port = json_object_get_int(val);
 		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
 			idle_timeout = (unsigned)json_object_get_int(val);
 		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
@@ -210,6 +220,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "aboxd: cannot listen on %s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
 			daemon_cfg.port);
 		return 1;
+	}
+	/* the access log: a file, "-" for stderr, none when unset */
+	if (access_log_path && !strcmp(access_log_path, "-"))
+		access_log = stderr;
+	else if (access_log_path && !(access_log = fopen(access_log_path, "ae"))) {
+		fprintf(stderr, "aboxd: access log '%s': %s\n", access_log_path, strerror(errno));
+		return 1;
+	}
+	/* Prometheus metrics on the admin listener (0: none) */
+	struct MHD_Daemon *admin = NULL;
+	if (admin_port > 0) {
+		struct sockaddr_in aa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)admin_port) };
+		if (inet_pton(AF_INET, admin_listen ? admin_listen : "127.0.0.1", &aa.sin_addr) != 1 ||
+		    !(admin = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, ops_admin,
+					       NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&aa, MHD_OPTION_END))) {
+			fprintf(stderr, "aboxd: cannot listen for metrics on %s:%d\n", admin_listen ? admin_listen : "127.0.0.1",
+				admin_port);
+			return 1;
+		}
 	}
 	fprintf(stderr, "aboxd: listening on http://%s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
 		daemon_cfg.port);

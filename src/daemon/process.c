@@ -117,7 +117,7 @@ static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/connect+json");
-	enum MHD_Result q = MHD_queue_response(rq->conn, 200, r);
+	enum MHD_Result q = daemon_queue(rq, 200, r);
 	MHD_destroy_response(r);
 	return q;
 }

@@ -332,7 +332,7 @@ enum MHD_Result proxy_route(struct request *rq)
 			MHD_add_response_header(resp, names[i], values[i]);
 	}
 	free(head);
-	enum MHD_Result q = MHD_queue_response(rq->conn, (unsigned)status, resp);
+	enum MHD_Result q = daemon_queue(rq, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return q;
 }

@@ -36,8 +36,12 @@ def free_port():
 key_a = "e2b_" + os.urandom(20).hex()
 key_b = "e2b_" + os.urandom(20).hex()
 port = free_port()
+admin = free_port()
+access = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
+access.close()
 conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "apiKeys": [key_a, key_b], "idleTimeoutSeconds": 2}, conf)
+json.dump({"port": port, "apiKeys": [key_a, key_b], "idleTimeoutSeconds": 2, "adminPort": admin,
+           "accessLog": access.name}, conf)
 conf.close()
 log = open(os.path.join(build, "aboxd-abuse.log"), "w")
 daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
@@ -179,10 +183,22 @@ try:
     check("key A kills its sandbox (204)", st == 204)
     st, _ = req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
+        metrics = r.read().decode()
+    check("Prometheus metrics: sandboxes by state, creates, requests and latencies by route",
+          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 1" in metrics and
+          'abox_requests_total{route="control POST /v2/sandboxes",code="4xx"}' in metrics and
+          'abox_request_seconds_bucket{route="control DELETE /sandboxes/{id}"' in metrics, metrics[:600])
+    lines = [json.loads(l) for l in open(access.name) if l.strip()]
+    check("the access log has one JSON line per request, with route and status",
+          len(lines) >= 20 and all("route" in l and "status" in l and "ms" in l for l in lines) and
+          any(l["status"] == 401 for l in lines), lines[:3])
 finally:
     daemon.terminate()
     daemon.wait(timeout=10)
     os.unlink(conf.name)
+    os.unlink(access.name)
 
 print(f"1..{len(results)}")
 for i, (name, ok, detail) in enumerate(results, 1):

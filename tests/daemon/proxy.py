@@ -31,7 +31,7 @@ port = s.getsockname()[1]
 s.close()
 key = "e2b_" + os.urandom(20).hex()
 conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "apiKeys": [key], "domain": "abox.test"}, conf)
+json.dump({"port": port, "adminPort": 0, "apiKeys": [key], "domain": "abox.test"}, conf)
 conf.close()
 daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name],
                           stderr=open(os.path.join(build, "aboxd-proxy.log"), "w"))

@@ -28,7 +28,7 @@ port = s.getsockname()[1]
 s.close()
 key = "e2b_" + os.urandom(20).hex()
 conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "apiKeys": [key]}, conf)
+json.dump({"port": port, "adminPort": 0, "apiKeys": [key]}, conf)
 conf.close()
 log = open(os.path.join(build, "aboxd-restart.log"), "w")
 

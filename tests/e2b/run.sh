@@ -19,7 +19,7 @@ cp "$src/flows.mjs" "$dir/flows.mjs"
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
-printf '{"port": %s, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
+printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
 "$build/aboxd" --config "$conf" 2>"$dir/aboxd.log" &
 daemon=$!
 cleanup() { kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -f "$conf"; }

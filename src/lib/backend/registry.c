@@ -199,6 +199,9 @@ int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_i
 	strv_free(ids);
 	*infos = v;
 	*n = k;
-	*next = more;
+	if (next)
+		*next = more;
+	else
+		free(more); /* a caller that pages no further */
 	return 0;
 }
