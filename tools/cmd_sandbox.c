@@ -24,6 +24,7 @@ int cmd_create(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "seccomp", required_argument, NULL, 'S' },
 		{ "from", required_argument, NULL, 'F' },
+		{ "auto-pause", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -70,13 +71,16 @@ int cmd_create(int argc, char **argv)
 			break;
 		case 'S': so.seccomp_policy = optarg; break;
 		case 'F': so.snapshot = optarg; break;
+		case 'A': so.flags |= ABOX_SANDBOX_AUTO_PAUSE; break;
 		case 'h':
 			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... [-e K=V]...\n"
 			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] [--timeout SECS]\n"
-			       "                   [--seccomp FILE]\n\n"
+			       "                   [--auto-pause] [--seccomp FILE]\n\n"
 			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
 			       "or its timeout, whether or not any abox process is running. --from starts it\n"
-			       "with the files of a snapshot (id or name) on that snapshot's template.\n");
+			       "with the files of a snapshot (id or name) on that snapshot's template.\n"
+			       "--auto-pause: at its timeout it is paused with its memory (to disk when the\n"
+			       "checkpointer works), not killed; aboxd or any `abox gc` does it.\n");
 			return 0;
 		default:
 			return EXIT_ABOX;

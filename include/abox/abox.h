@@ -63,6 +63,11 @@ typedef struct abox_sandbox abox_sandbox;
  * state folder, outlives its creator, and is found again by id
  * (abox_sandbox_connect) until it is killed or reaches its timeout. */
 #define ABOX_SANDBOX_EPHEMERAL (1u << 0)
+/* At its deadline the sandbox is paused (with its memory: to disk when a
+ * checkpointer works, else frozen in place), not killed (E2B's
+ * autoPause). abox_reap does it: aboxd calls it every second, and every
+ * abox_gc too. Long-lived sandboxes only. */
+#define ABOX_SANDBOX_AUTO_PAUSE (1u << 1)
 
 #define ABOX_SANDBOX_OPTS_VERSION 2
 typedef struct abox_sandbox_opts {
@@ -329,6 +334,10 @@ ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
  * the process) left behind: runtime folders, sockets, empty cgroups.
  * Never touches a live sandbox. *removed (may be NULL) counts them. */
 ABOX_EXPORT int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err);
+/* Pauses the ABOX_SANDBOX_AUTO_PAUSE sandboxes whose deadline has come
+ * (cheap when there are none: one read of each record). *paused (may be
+ * NULL) counts them. */
+ABOX_EXPORT int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err);
 /* abox_gc at most once every few seconds across all processes (a stamp in
  * the runtime folder): cheap to call on every operation, so its cost
  * stays flat however many sandboxes exist. */

@@ -268,6 +268,8 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	o.cpu_millis = jint(b, "cpuCount", &v) && v > 0 && v <= 256 ? (uint32_t)v * 1000 : daemon_cfg.cpu_millis;
 	o.metadata = (const char *const *)meta;
 	o.env = (const char *const *)env;
+	if (jbool(b, "autoPause"))
+		o.flags |= ABOX_SANDBOX_AUTO_PAUSE;
 	/* E2B's default templates ("base", the code interpreter's): here the
 	 * host template, which has python3 and node when the host has them */
 	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0 || strcmp(tmpl, "code-interpreter-v1") == 0)

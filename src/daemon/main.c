@@ -144,19 +144,22 @@ static int default_key(void)
 	return 0;
 }
 
-/* Housekeeping: the cheap gc of dead sandboxes' leftovers, every few
- * seconds (abox_gc_maybe rate-limits itself across processes). Deadlines
- * are enforced by each sandbox's init, which needs no daemon. */
+/* Housekeeping every second: autoPause sandboxes are paused at their
+ * deadline (abox_reap), and the cheap gc of dead sandboxes' leftovers
+ * runs (abox_gc_maybe rate-limits itself across processes). Other
+ * deadlines are enforced by each sandbox's init, which needs no daemon. */
 static void *reaper(void *arg)
 {
 	(void)arg;
 	for (;;) {
 		abox_ctx *ctx = request_ctx();
 		if (ctx) {
+			/* autoPause sandboxes whose time has come, then leftovers */
+			(void)abox_reap(ctx, NULL, NULL);
 			(void)abox_gc_maybe(ctx, NULL, NULL);
 			abox_ctx_free(ctx);
 		}
-		sleep(2);
+		sleep(1);
 	}
 	return NULL;
 }

@@ -179,6 +179,17 @@ try:
     st2, _ = envd(sid, "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, token=token)
     check("RemoveWatcher, then it is not_found", st == 200 and st2 == 404)
 
+    # autoPause: at its deadline aboxd pauses it instead of killing it
+    st, ap = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 2, "autoPause": True}, A)
+    apid = ap.get("sandboxID", "")
+    time.sleep(4)
+    st, info = req("GET", f"/sandboxes/{apid}", headers=A)
+    check("autoPause: paused at its deadline, not killed", st == 200 and info.get("state") == "paused", info)
+    st, _ = req("POST", f"/sandboxes/{apid}/connect", {"timeout": 30}, A)
+    st2, info = req("GET", f"/sandboxes/{apid}", headers=A)
+    check("autoPause: connect resumes it (201)", st == 201 and info.get("state") == "running", (st, info))
+    req("DELETE", f"/sandboxes/{apid}", headers=A)
+
     st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)
     st, _ = req("GET", "/health")
@@ -187,7 +198,7 @@ try:
     with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
         metrics = r.read().decode()
     check("Prometheus metrics: sandboxes by state, creates, requests and latencies by route",
-          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 1" in metrics and
+          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 2" in metrics and
           'abox_requests_total{route="control POST /v2/sandboxes",code="4xx"}' in metrics and
           'abox_request_seconds_bucket{route="control DELETE /sandboxes/{id}"' in metrics, metrics[:600])
     lines = [json.loads(l) for l in open(access.name) if l.strip()]

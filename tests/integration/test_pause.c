@@ -219,8 +219,41 @@ Test(pause, no_memory_keeps_files_and_drops_processes)
 	cr_assert_null(strstr(r.out, id), "%s", r.out);
 	run_result_free(&r);
 	ABOX(&r, "snapshots", "ls", "--json");
-	cr_assert_str_eq(r.out, snaps_before, "the files of a killed sandbox were kept");
+	cr_assert_str_eq(r.out, snaps_before, "the files of a killed sandbox were kept: %s -> %s", snaps_before, r.out);
 	run_result_free(&r);
 	free(snaps_before);
 	free(id);
+}
+
+Test(pause, auto_pause_at_the_deadline_keeps_the_sandbox)
+{
+	struct run_result r;
+	ABOX(&r, "create", "--timeout", "2", "--auto-pause");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r.out[20] = '\0';
+	char id[21];
+	memcpy(id, r.out, 21);
+	run_result_free(&r);
+	ok("exec -d", (const char *const[]){ "exec", "-d", id, "--", "sh", "-c",
+					     "i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done", NULL });
+	sleep(3);
+	/* past the deadline: nothing killed it, and gc (or aboxd) pauses it */
+	char *s = state(id);
+	cr_assert_str_eq(s, "running", "an auto-pause sandbox was ended at its deadline");
+	free(s);
+	ok("gc", (const char *const[]){ "gc", "-q", NULL });
+	s = state(id);
+	cr_assert_str_eq(s, "paused");
+	free(s);
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	ok("set-timeout", (const char *const[]){ "set-timeout", id, "60", NULL });
+	long a = counter(id);
+	usleep(500000);
+	cr_assert_gt(counter(id), a, "the counter does not run on after the resume");
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	/* the layer its pause kept goes once unused */
+	ok("gc", (const char *const[]){ "gc", "-q", NULL });
+	ABOX(&r, "create", "--auto-pause", "--timeout", "5", "--memory", "4M");
+	cr_assert_eq(r.status, 125, "bad options are still refused");
+	run_result_free(&r);
 }

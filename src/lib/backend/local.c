@@ -52,6 +52,10 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 	if (o->pids && o->pids < 2)
 		return abox_error_setx(err, EINVAL, "pids limit %llu is below the minimum of 2",
 				       (unsigned long long)o->pids);
+	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
+		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE))
+		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }
 
@@ -227,14 +231,16 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 		sb_state_free(&st);
 		return backend_not_paused(sb, "set-timeout", err);
 	}
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
-	proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);
-	r = backend_call(sb, &m, "set-timeout", NULL, NULL, err);
+	if (!st.auto_pause) {
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
+		proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);
+		r = backend_call(sb, &m, "set-timeout", NULL, NULL, err);
+	}
 	if (r >= 0) {
 		st.deadline_ms = timeout_ms ? backend_wall_ms() + timeout_ms : 0;
 		r = state_write(sb->ctx->state_dir, &st, err);
-		sb->deadline_ms = timeout_ms ? backend_now_ms() + timeout_ms : 0;
+		sb->deadline_ms = timeout_ms && !st.auto_pause ? backend_now_ms() + timeout_ms : 0;
 	}
 	sb_state_free(&st);
 	return r;
@@ -418,10 +424,11 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	int ai = 1;
 	if (o.flags & ABOX_SANDBOX_EPHEMERAL)
 		init_argv[ai++] = (char *)"ephemeral";
-	if (o.timeout_ms) {
+	/* an auto-pause deadline is abox_reap's to act on, not init's */
+	if (o.timeout_ms && !(o.flags & ABOX_SANDBOX_AUTO_PAUSE)) {
 		snprintf(timeout_arg, sizeof(timeout_arg), "timeout_ms=%u", o.timeout_ms);
 		init_argv[ai++] = timeout_arg;
-		sb->deadline_ms = backend_now_ms() + o.timeout_ms;
+		sb->deadline_ms = backend_now_ms() + o.timeout_ms; /* not with auto-pause: abox_reap's */
 	}
 
 	struct spawn_config cfg = {
@@ -479,6 +486,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.env = merged_env,
 			.user = tmpl.meta.user,
 			.workdir = tmpl.meta.workdir,
+			.auto_pause = (o.flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */
@@ -655,6 +663,7 @@ void abox_sandbox_free(abox_sandbox *sb)
 
 int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 {
+	(void)abox_reap(ctx, NULL, NULL);
 	int r = backend_layout(ctx, err);
 	if (r < 0)
 		return abox_error_prefix(err, "gc");

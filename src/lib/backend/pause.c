@@ -151,7 +151,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	sb->paused = false;
 	/* init can only answer once thawed; if it cannot take its deadline
 	 * back, freeze again so that the record ("paused") stays true */
-	if (left && (r = backend_init_timeout(sb, left, "resume", err)) < 0) {
+	if (left && !st.auto_pause && (r = backend_init_timeout(sb, left, "resume", err)) < 0) {
 		(void)cgroup_freeze(sb->cg, true, NULL);
 		sb->paused = true;
 		goto out;

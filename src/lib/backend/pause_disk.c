@@ -209,7 +209,7 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	abox_sandbox *fresh = NULL;
 	if ((r = abox_sandbox_connect(ctx, sb->id, &fresh, err)) < 0)
 		goto out;
-	if (left && (r = backend_init_timeout(fresh, left, "resume", err)) < 0) {
+	if (left && !st.auto_pause && (r = backend_init_timeout(fresh, left, "resume", err)) < 0) {
 		abox_sandbox_free(fresh);
 		goto out;
 	}
@@ -223,4 +223,45 @@ out:
 	free(rs.cgroups);
 	sb_state_free(&st);
 	return r < 0 ? abox_error_prefix(err, "resume") : 0;
+}
+
+int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
+{
+	char **ids = NULL;
+	unsigned n = 0;
+	int r = state_list(ctx->state_dir, &ids, err);
+	if (r < 0)
+		return r;
+	int64_t now = backend_wall_ms();
+	_cleanup_free_ char *hook = checkpointer_find(ctx);
+	for (size_t i = 0; ids[i]; i++) {
+		struct sb_state st = { 0 };
+		if (state_read(ctx->state_dir, ids[i], &st, NULL) < 0)
+			continue;
+		bool due = st.auto_pause && !st.paused_ms && st.deadline_ms && now >= st.deadline_ms &&
+			   state_status(&st) == SB_RUNNING;
+		sb_state_free(&st);
+		if (!due)
+			continue;
+		abox_sandbox *sb = NULL;
+		if (abox_sandbox_connect(ctx, ids[i], &sb, NULL) < 0)
+			continue;
+		/* with its memory: on disk when the checkpointer can, else
+		 * frozen in place (a dump that fails leaves it running) */
+		abox_error e = ABOX_ERROR_INIT;
+		int pr = hook ? abox_sandbox_pause_flags(sb, ABOX_PAUSE_TO_DISK, &e) : -EOPNOTSUPP;
+		if (pr < 0 && pr != -EALREADY)
+			pr = abox_sandbox_pause(sb, &e);
+		if (pr >= 0) {
+			n++;
+			backend_log(ctx, ABOX_LOG_INFO, "sandbox %s paused at its deadline", ids[i]);
+		} else if (pr != -EALREADY) {
+			backend_log(ctx, ABOX_LOG_WARNING, "sandbox %s: pause at its deadline failed: %s", ids[i], e.msg);
+		}
+		abox_sandbox_free(sb);
+	}
+	strv_free(ids);
+	if (paused)
+		*paused = n;
+	return 0;
 }

@@ -268,7 +268,7 @@ static bool deadline_still_due(abox_sandbox *sb)
 	if (state_read(sb->ctx->state_dir, sb->id, &st, NULL) < 0)
 		return true;
 	int64_t left = st.deadline_ms - backend_wall_ms();
-	if (st.paused_ms || !st.deadline_ms)
+	if (st.paused_ms || !st.deadline_ms || st.auto_pause)
 		sb->deadline_ms = 0; /* paused or no timeout: init enforces any new one */
 	else
 		sb->deadline_ms = backend_now_ms() + left;

@@ -24,6 +24,7 @@ struct sb_state {
 	int64_t deadline_ms;  /* wall clock; 0 = none */
 	int64_t paused_ms;    /* wall clock when paused; 0 = not paused */
 	bool cold;            /* paused without memory: no processes, files kept in snapshots[0] */
+	bool auto_pause;      /* the deadline pauses it (abox_reap), init does not enforce it */
 	char *template_name;
 	char *template_root;  /* the version in use */
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
