@@ -5,6 +5,7 @@
  * The config file (JSON, default /etc/abox/aboxd.json, optional) may name
  * "stateDir", "listen", "port", "apiKeys" (array), "domain",
  * "idleTimeoutSeconds" (60), "accessLog" (a file, or "-" for stderr),
+ * "unixSocket" (also serve on that path),
  * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
  * for none) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
  * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -37,7 +40,7 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
 /* a client silent this long is cut off (slowloris) */
 static unsigned idle_timeout = 60;
-static char *access_log_path, *admin_listen;
+static char *access_log_path, *admin_listen, *unix_path;
 static int admin_port = 49990;
 
 static int load_config(const char *path, bool explicit)
@@ -67,6 +70,8 @@ static int load_config(const char *path, bool explicit)
 			daemon_cfg.listen = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "port") && json_object_is_type(val, json_type_int))
 			daemon_cfg.port = (uint16_t)json_object_get_int(val);
+		else if (!strcmp(k, "unixSocket") && json_object_is_type(val, json_type_string))
+			unix_path = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "accessLog") && json_object_is_type(val, json_type_string))
 			access_log_path = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "adminListen") && json_object_is_type(val, json_type_string))
@@ -172,13 +177,13 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },   { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config = "/etc/abox/aboxd.json", *listen = NULL;
+	const char *config = "/etc/abox/aboxd.json", *listen_addr = NULL;
 	bool explicit = false;
 	int port = -1, c;
 	while ((c = getopt_long(argc, argv, "c:l:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; explicit = true; break;
-		case 'l': listen = optarg; break;
+		case 'l': listen_addr = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'h':
 			printf("usage: aboxd [--config FILE] [--listen ADDR] [--port N]\n\n"
@@ -190,8 +195,8 @@ int main(int argc, char **argv)
 	}
 	if (load_config(config, explicit) < 0)
 		return 1;
-	if (listen)
-		daemon_cfg.listen = strdup(listen);
+	if (listen_addr)
+		daemon_cfg.listen = strdup(listen_addr);
 	if (port > 0 && port < 65536)
 		daemon_cfg.port = (uint16_t)port;
 	if (!daemon_cfg.keys && default_key() < 0)
@@ -224,6 +229,34 @@ int main(int argc, char **argv)
 			daemon_cfg.port);
 		return 1;
 	}
+	/* the same API on a unix socket, for local clients that should not
+	 * need a TCP port (mode 0660: root and the socket's group) */
+	struct MHD_Daemon *ud = NULL;
+	if (unix_path) {
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (us < 0 || strlen(unix_path) >= sizeof(un.sun_path)) {
+			fprintf(stderr, "aboxd: unix socket '%s': %s\n", unix_path, us < 0 ? strerror(errno) : "path too long");
+			return 1;
+		}
+		strcpy(un.sun_path, unix_path);
+		unlink(unix_path);
+		mode_t old = umask(0117);
+		int b = bind(us, (struct sockaddr *)&un, sizeof(un));
+		umask(old);
+		if (b < 0 || listen(us, 128) < 0 ||
+		    !(ud = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+						    MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE,
+					    0, NULL, NULL, daemon_access, NULL, MHD_OPTION_LISTEN_SOCKET, us,
+					    MHD_OPTION_NOTIFY_COMPLETED, daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
+					    daemon_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+					    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+					    (size_t)(256 << 10), MHD_OPTION_END))) {
+			fprintf(stderr, "aboxd: cannot listen on unix socket '%s': %s\n", unix_path, strerror(errno));
+			return 1;
+		}
+		fprintf(stderr, "aboxd: listening on unix:%s\n", unix_path);
+	}
 	/* the access log: a file, "-" for stderr, none when unset */
 	if (access_log_path && !strcmp(access_log_path, "-"))
 		access_log = stderr;
@@ -255,6 +288,10 @@ int main(int argc, char **argv)
 	 * Sandboxes do not depend on aboxd: they run on, and a new aboxd
 	 * finds them all in the state folder. */
 	MHD_quiesce_daemon(d);
+	if (ud)
+		MHD_quiesce_daemon(ud);
+	if (unix_path)
+		unlink(unix_path);
 	fprintf(stderr, "aboxd: stopping\n");
 	sleep(1);
 	_exit(0);

@@ -40,8 +40,9 @@ admin = free_port()
 access = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
 access.close()
 conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+unix_path = os.path.join(tempfile.gettempdir(), f"aboxd-abuse-{os.getpid()}.sock")
 json.dump({"port": port, "apiKeys": [key_a, key_b], "idleTimeoutSeconds": 2, "adminPort": admin,
-           "accessLog": access.name}, conf)
+           "accessLog": access.name, "unixSocket": unix_path}, conf)
 conf.close()
 log = open(os.path.join(build, "aboxd-abuse.log"), "w")
 daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
@@ -194,6 +195,18 @@ try:
     check("key A kills its sandbox (204)", st == 204)
     st, _ = req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
+    us = socket.socket(socket.AF_UNIX)
+    us.connect(unix_path)
+    us.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() + b"\r\nConnection: close\r\n\r\n")
+    got = b""
+    while True:
+        c = us.recv(4096)
+        if not c:
+            break
+        got += c
+    us.close()
+    mode = os.stat(unix_path).st_mode & 0o777
+    check("the same API on the unix socket (mode 0660)", got.startswith(b"HTTP/1.1 200") and mode == 0o660, (got[:60], oct(mode)))
 
     with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
         metrics = r.read().decode()
@@ -210,6 +223,7 @@ finally:
     daemon.wait(timeout=10)
     os.unlink(conf.name)
     os.unlink(access.name)
+    check("the unix socket is removed at exit", not os.path.exists(unix_path))
 
 print(f"1..{len(results)}")
 for i, (name, ok, detail) in enumerate(results, 1):
