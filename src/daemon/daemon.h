@@ -53,6 +53,7 @@ struct request {
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
 	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */
+	struct upload *upload;    /* a streamed POST /files (fs.c) */
 	unsigned status;          /* what it was answered */
 	/* set by routing */
 	const char *key;          /* the API key it came with */

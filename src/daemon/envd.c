@@ -185,7 +185,7 @@ enum MHD_Result envd_route(struct request *rq)
 	if (!strcmp(u, "/health"))
 		return health(rq);
 	if (!strcmp(u, "/files"))
-		return !strcmp(m, "GET") ? files_get(rq) : !strcmp(m, "POST") ? files_post(rq)
+		return !strcmp(m, "GET") ? files_get_stream(rq) : !strcmp(m, "POST") ? files_post(rq)
 										 : envd_error(rq, EINVAL, "method %s", m);
 	if (!strcmp(u, "/envs") && !strcmp(m, "GET"))
 		return reply_json(rq, 200, json_object_new_object());

@@ -23,7 +23,14 @@ enum MHD_Result process_rpc(struct request *rq, const char *method);
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method);
 enum MHD_Result watch_dir(struct request *rq);
 enum MHD_Result watcher_rpc(struct request *rq, const char *method);
-enum MHD_Result files_get(struct request *rq);
+enum MHD_Result files_get_stream(struct request *rq);
+/* POST /files with an octet-stream body, streamed into the sandbox as it
+ * arrives: begin at the request's first call (false: not such a request),
+ * each chunk, the end (the reply), and free (also when the client left). */
+bool files_stream_begin(struct request *rq);
+void files_stream_chunk(struct request *rq, const char *data, size_t n);
+enum MHD_Result files_stream_end(struct request *rq);
+void files_stream_free(struct request *rq);
 enum MHD_Result files_post(struct request *rq);
 
 /* EntryInfo of proto3 JSON. */

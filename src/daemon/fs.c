@@ -4,7 +4,10 @@
  * each part's filename is its target path when ?path= is not given). All
  * done by abox-init inside the sandbox as the requested user, so paths
  * resolve in the sandbox's own tree. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -129,74 +132,11 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 
 /* ---- /files ---------------------------------------------------------- */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool too_big;
-};
-
-static int collect(const void *data, size_t n, void *ud)
-{
-	struct buf *b = ud;
-	if (b->len + n > DAEMON_MAX_BODY) {
-		b->too_big = true;
-		return 1;
-	}
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 65536;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *np = realloc(b->p, cap);
-		if (!np)
-			return 1;
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	return 0;
-}
-
 static void username(struct request *rq)
 {
 	const char *u = query(rq, "username");
 	if (u && (!strcmp(u, "root") || !strcmp(u, "user")))
 		snprintf(rq->user, sizeof(rq->user), "%s", u);
-}
-
-enum MHD_Result files_get(struct request *rq)
-{
-	enum MHD_Result sent;
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb)
-		return sent;
-	username(rq);
-	const char *path = query(rq, "path");
-	if (!path) {
-		envd_close(&h);
-		return reply_error(rq, 400, "?path= is required");
-	}
-	struct buf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	uint64_t size = 0;
-	int r = abox_file_read(h.sb, path, rq->user, collect, &b, &size, &err);
-	envd_close(&h);
-	if (r < 0) {
-		free(b.p);
-		if (b.too_big)
-			return reply_error(rq, 413, "'%s' is larger than %u bytes", path, DAEMON_MAX_BODY);
-		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
-	}
-	struct MHD_Response *resp = MHD_create_response_from_buffer(b.len, b.p ? b.p : (void *)"",
-								    b.p ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (!resp) {
-		free(b.p);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-	enum MHD_Result q = daemon_queue(rq, 200, resp);
-	MHD_destroy_response(resp);
-	return q;
 }
 
 static json_object *written(sandbox_handle_t *h, struct request *rq, const char *path)
@@ -290,4 +230,221 @@ enum MHD_Result files_post(struct request *rq)
 		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
 	}
 	return reply_json(rq, 200, a);
+}
+
+/* ---- streamed /files: large files never sit in memory ------------------ */
+
+struct upload {
+	sandbox_handle_t h;
+	int pipe_w;
+	pthread_t thread;
+	bool running;
+	char path[4096];
+	char user[16];
+	int result;
+	abox_error err;
+	uint64_t size;
+	int pipe_r;
+	enum MHD_Result early;  /* set when the sandbox could not be opened */
+	bool failed_early;
+};
+
+static void *upload_thread(void *arg)
+{
+	struct upload *u = arg;
+	u->result = abox_file_write_fd(u->h.sb, u->path, u->user, u->pipe_r, 1, &u->size, &u->err);
+	close(u->pipe_r);
+	return NULL;
+}
+
+bool files_stream_begin(struct request *rq)
+{
+	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
+	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/files") != 0 || !ct ||
+	    strncmp(ct, "application/octet-stream", 24) != 0 || !path || !*path)
+		return false;
+	struct upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return false;
+	rq->upload = u;
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	u->h = envd_open(rq, &u->early);
+	if (!u->h.sb) {
+		u->failed_early = true; /* its reply is queued; the body is read and dropped */
+		return true;
+	}
+	username(rq);
+	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		u->result = set_err(&u->err, errno, "pipe");
+		return true;
+	}
+	u->pipe_r = p[0];
+	u->pipe_w = p[1];
+	/* the write runs as the request's user: user_of() set rq->user */
+	u->running = pthread_create(&u->thread, NULL, upload_thread, u) == 0;
+	if (!u->running) {
+		close(p[0]);
+		close(p[1]);
+		u->pipe_w = -1;
+		u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
+	}
+	return true;
+}
+
+void files_stream_chunk(struct request *rq, const char *data, size_t n)
+{
+	struct upload *u = rq->upload;
+	if (u->failed_early || !u->running || u->pipe_w < 0)
+		return;
+	while (n) {
+		ssize_t w = write(u->pipe_w, data, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) { /* the writer gave up (its error is in result) */
+			close(u->pipe_w);
+			u->pipe_w = -1;
+			return;
+		}
+		data += w;
+		n -= (size_t)w;
+	}
+}
+
+static void upload_finish(struct upload *u)
+{
+	if (u->pipe_w >= 0)
+		close(u->pipe_w);
+	u->pipe_w = -1;
+	if (u->running)
+		pthread_join(u->thread, NULL);
+	u->running = false;
+}
+
+enum MHD_Result files_stream_end(struct request *rq)
+{
+	struct upload *u = rq->upload;
+	if (u->failed_early)
+		return u->early;
+	upload_finish(u);
+	if (u->result < 0)
+		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
+	json_object *a = json_object_new_array();
+	json_object_array_add(a, written(&u->h, rq, u->path));
+	return reply_json(rq, 200, a);
+}
+
+void files_stream_free(struct request *rq)
+{
+	struct upload *u = rq->upload;
+	if (!u)
+		return;
+	upload_finish(u);
+	envd_close(&u->h);
+	free(u);
+	rq->upload = NULL;
+}
+
+struct download {
+	sandbox_handle_t h;
+	char path[4096];
+	char user[16];
+	int pipe_r, pipe_w;
+	pthread_t thread;
+};
+
+static int to_pipe(const void *data, size_t n, void *ud)
+{
+	struct download *d = ud;
+	const char *p = data;
+	while (n) {
+		ssize_t w = write(d->pipe_w, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return 1; /* the client went away */
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *download_thread(void *arg)
+{
+	struct download *d = arg;
+	uint64_t size;
+	(void)abox_file_read(d->h.sb, d->path, d->user, to_pipe, d, &size, NULL);
+	close(d->pipe_w);
+	return NULL;
+}
+
+static ssize_t download_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct download *d = cls;
+	ssize_t n;
+	do
+		n = read(d->pipe_r, buf, max);
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void download_free(void *cls)
+{
+	struct download *d = cls;
+	close(d->pipe_r); /* a writer still at work gets EPIPE and stops */
+	pthread_join(d->thread, NULL);
+	envd_close(&d->h);
+	free(d);
+}
+
+/* GET /files, streamed: stat first (a missing file is a 404, not an empty
+ * 200), then the bytes as they are read. */
+enum MHD_Result files_get_stream(struct request *rq)
+{
+	enum MHD_Result sent;
+	struct download *d = calloc(1, sizeof(*d));
+	if (!d)
+		return MHD_NO;
+	d->h = envd_open(rq, &sent);
+	if (!d->h.sb) {
+		free(d);
+		return sent;
+	}
+	username(rq);
+	const char *path = query(rq, "path");
+	abox_file_info f;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = path ? abox_file_stat(d->h.sb, path, rq->user, &f, &err) : set_err(&err, EINVAL, "?path= is required");
+	if (r >= 0 && f.type == ABOX_FILE_DIR)
+		r = set_err(&err, EISDIR, "it is a folder");
+	int p[2] = { -1, -1 };
+	if (r >= 0 && pipe2(p, O_CLOEXEC) < 0)
+		r = set_err(&err, errno, "pipe");
+	if (r < 0) {
+		envd_close(&d->h);
+		free(d);
+		return reply_error(rq, status_of_errno(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
+	}
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	snprintf(d->user, sizeof(d->user), "%s", rq->user);
+	d->pipe_r = p[0];
+	d->pipe_w = p[1];
+	if (pthread_create(&d->thread, NULL, download_thread, d) != 0) {
+		close(p[0]);
+		close(p[1]);
+		envd_close(&d->h);
+		free(d);
+		return reply_error(rq, 503, "no thread for the download");
+	}
+	struct MHD_Response *resp = MHD_create_response_from_callback(f.size, 64 << 10, download_reader, d, download_free);
+	if (!resp) {
+		download_free(d);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	enum MHD_Result q = daemon_queue(rq, 200, resp);
+	MHD_destroy_response(resp);
+	return q;
 }

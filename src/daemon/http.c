@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "stream.h"
 #include "wire.h"
+#include "envd.h"
 
 const char *header(struct request *rq, const char *name)
 {
@@ -188,7 +189,18 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->smuggled = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length") &&
 			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
 		*con_cls = rq;
+		/* a file upload goes into the sandbox as it arrives */
+		if (!rq->smuggled && sandbox_plane(rq) && rq->port == DAEMON_ENVD_PORT)
+			(void)files_stream_begin(rq);
 		return MHD_YES;
+	}
+	if (rq->upload) {
+		if (*upload_size) {
+			files_stream_chunk(rq, upload, *upload_size);
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		return files_stream_end(rq);
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
@@ -240,6 +252,7 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 	if (rq) {
 		if (rq->conn)
 			ops_request_done(rq);
+		files_stream_free(rq);
 		free(rq->body);
 		free(rq);
 	}

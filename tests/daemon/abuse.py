@@ -8,6 +8,7 @@ a crash: the daemon must still serve at the end.
 
 usage: abuse.py BUILD_DIR"""
 import base64
+import http.client
 import json
 import os
 import socket
@@ -163,6 +164,42 @@ try:
     check("/files ../ stays in the sandbox", body != host_shadow and st in (403, 404), (st, str(body)[:80]))
     st, body = req("GET", "/files?path=/proc/1/root/etc/shadow&username=root", headers=h, raw=True)
     check("/files /proc/1/root stays in the sandbox", body != host_shadow, (st, str(body)[:80]))
+
+    # a 300 MiB file each way: streamed, never held whole by aboxd
+    import hashlib
+    big = os.urandom(1 << 20) * 300
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.putrequest("POST", "/files?path=/home/user/big.bin")
+    for k, v in {**h, "Content-Type": "application/octet-stream", "Content-Length": str(len(big))}.items():
+        c.putheader(k, v)
+    c.endheaders()
+    rss = 0
+    for i in range(0, len(big), 1 << 22):
+        c.send(big[i:i + (1 << 22)])
+        for l in open(f"/proc/{daemon.pid}/status"):
+            if l.startswith("VmRSS:"):
+                rss = max(rss, int(l.split()[1]))
+    r = c.getresponse()
+    r.read()
+    c.close()
+    check("a 300 MiB upload streams in (200, aboxd stays under 64 MiB)", r.status == 200 and rss < 65536, (r.status, rss))
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("GET", "/files?path=/home/user/big.bin", headers=h)
+    r = c.getresponse()
+    d = hashlib.sha256()
+    got = 0
+    while True:
+        chunk = r.read(1 << 20)
+        if not chunk:
+            break
+        d.update(chunk)
+        got += len(chunk)
+    c.close()
+    check("and streams back out intact", r.status == 200 and got == len(big) and d.hexdigest() == hashlib.sha256(big).hexdigest(),
+          (r.status, got))
+    del big
+    st, body = req("GET", "/files?path=/home/user/missing.bin", headers=h)
+    check("a missing file is a 404, not an empty 200", st == 404, (st, body))
 
     # the polling watchers (for clients that cannot hold a stream)
     st, w = envd(sid, "/filesystem.Filesystem/CreateWatcher", {"path": "/tmp"}, token=token)
