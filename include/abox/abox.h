@@ -38,7 +38,7 @@ typedef enum abox_log_level {
 
 typedef void (*abox_log_fn)(abox_log_level level, const char *msg, void *userdata);
 
-#define ABOX_CTX_OPTS_VERSION 1
+#define ABOX_CTX_OPTS_VERSION 2
 typedef struct abox_ctx_opts {
 	uint32_t version;
 	const char *state_dir;   /* NULL: $ABOX_ROOT or /var/lib/abox */
@@ -46,8 +46,15 @@ typedef struct abox_ctx_opts {
 	const char *init_path;   /* NULL: $ABOX_INIT, next to the program, or the install path */
 	abox_log_fn log;         /* optional; the library never prints */
 	void *log_userdata;
+	/* version 2: the remote backend. With a URL (here or $ABOX_REMOTE:
+	 * "http://host:port" of an aboxd, or "unix:/path/to/socket") every
+	 * call goes to that daemon over its E2B-compatible HTTP API, with
+	 * api_key (or $ABOX_API_KEY) as X-API-Key. Calls the protocol does
+	 * not cover fail with -EOPNOTSUPP naming the call. */
+	const char *remote_url;
+	const char *api_key;
 } abox_ctx_opts;
-#define ABOX_CTX_OPTS_INIT { ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL }
+#define ABOX_CTX_OPTS_INIT { ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 /* opts may be NULL for defaults. *out is owned by the caller. */
 ABOX_EXPORT int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "daemon.h"
 #include "envd.h"
 #include "wire.h"

@@ -179,6 +179,9 @@ int main(int argc, char **argv)
 	};
 	const char *config = "/etc/abox/aboxd.json", *listen_addr = NULL;
 	bool explicit = false;
+	/* the daemon serves its own sandboxes: a remote backend picked up
+	 * from the environment would send every request back to a daemon */
+	unsetenv("ABOX_REMOTE");
 	int port = -1, c;
 	while ((c = getopt_long(argc, argv, "c:l:p:h", opts, NULL)) != -1) {
 		switch (c) {

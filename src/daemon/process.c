@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "envd.h"
 #include "stream.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "wire.h"
 
 int connect_unframe(const char *buf, size_t len, const char **msg, size_t *mlen, char *why, size_t whyn)

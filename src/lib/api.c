@@ -120,6 +120,27 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	ctx->log_userdata = o.log_userdata;
 	ctx->last_cap = caps_last_cap();
 
+	const char *env_remote = getenv("ABOX_REMOTE"), *env_key = getenv("ABOX_API_KEY");
+	const char *url = o.version >= 2 && o.remote_url ? o.remote_url : env_remote && *env_remote ? env_remote : NULL;
+	if (url) {
+		const char *key = o.version >= 2 && o.api_key ? o.api_key : env_key;
+		if (!remote_backend) {
+			abox_ctx_free(ctx);
+			return abox_error_setx(err, EOPNOTSUPP,
+					       "remote abox %s: this program was built without the remote backend "
+					       "(use libabox, or abox-remote)", url);
+		}
+		ctx->remote_ops = remote_backend();
+		int r = ctx->remote_ops->open(ctx, url, key, err);
+		if (r < 0) {
+			ctx->remote_ops = NULL;
+			abox_ctx_free(ctx);
+			return r;
+		}
+		*out = ctx;
+		return 0;
+	}
+
 	if (!ctx->state_dir || !ctx->runtime_dir) {
 		abox_ctx_free(ctx);
 		return abox_error_set(err, ENOMEM, "context");
@@ -137,6 +158,8 @@ void abox_ctx_free(abox_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	if (ctx->remote_ops)
+		ctx->remote_ops->close(ctx);
 	free(ctx->state_dir);
 	free(ctx->runtime_dir);
 	free(ctx->init_path);
@@ -144,4 +167,9 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->default_policy);
 	cgroup_layout_free(&ctx->cg);
 	free(ctx);
+}
+
+int backend_remote_unsupported(const char *what, abox_error *err)
+{
+	return abox_error_setx(err, EOPNOTSUPP, "%s: not available through a remote abox", what);
 }

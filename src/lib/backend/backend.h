@@ -11,7 +11,14 @@
 #include "layer/layer.h"
 #include "layer/snapshot.h"
 
+struct remote_ops;
+struct remote;
+
 struct abox_ctx {
+	/* the remote backend, when the context talks to an aboxd: every
+	 * public call checks it first (remote/remote.h) */
+	const struct remote_ops *remote_ops;
+	struct remote *remote;
 	char *state_dir;
 	char *runtime_dir;
 	char *init_path;
@@ -28,6 +35,7 @@ struct abox_ctx {
 struct abox_sandbox {
 	abox_ctx *ctx;
 	char id[21];
+	struct remote_sandbox *remote; /* set on a remote context's sandboxes */
 	uint32_t flags;
 	char *rundir;
 	int rundir_fd; /* locked for the sandbox's life (see store_gc) */
@@ -77,6 +85,7 @@ struct trunc_stream {
 
 struct abox_proc {
 	abox_sandbox *sb;
+	struct remote_proc *remote; /* the stream behind a remote process */
 	uint32_t req;
 	int pid;
 	bool ended;
@@ -91,6 +100,49 @@ struct abox_proc {
 	struct trunc_stream t_out, t_err;
 	int exit_code;
 };
+
+/* The remote backend (src/lib/remote/), linked into libabox but not into
+ * the static CLI: found through a weak symbol, NULL when absent. A
+ * remote process feeds its events to the handle as init's own frames
+ * over a socketpair (sb->conn), so dispatch, wait and the caller's poll
+ * loop work unchanged. */
+struct remote_ops {
+	int (*open)(abox_ctx *ctx, const char *url, const char *key, abox_error *err);
+	void (*close)(abox_ctx *ctx);
+	int (*create)(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out, abox_error *err);
+	int (*connect)(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+	int (*info)(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err);
+	int (*query)(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,
+		     abox_error *err);
+	int (*kill)(abox_sandbox *sb, abox_error *err);
+	void (*release)(abox_sandbox *sb);
+	int (*set_timeout)(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+	int (*pause)(abox_sandbox *sb, uint32_t flags, abox_error *err);
+	int (*resume)(abox_sandbox *sb, abox_error *err);
+	int (*metrics)(abox_sandbox *sb, abox_metrics *out, abox_error *err);
+	int (*snapshot)(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err);
+	int (*snapshot_list)(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
+	int (*snapshot_remove)(abox_ctx *ctx, const char *ref, abox_error *err);
+	int (*proc_start)(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
+	int (*proc_input)(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
+	int (*proc_signal)(abox_proc *p, int sig, abox_error *err);
+	int (*proc_resize)(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);
+	void (*proc_free)(abox_proc *p);
+	int (*file_read)(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
+			 uint64_t *size, abox_error *err);
+	int (*file_write)(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,
+			  uint64_t *size, abox_error *err);
+	int (*file_stat)(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err);
+	int (*file_list)(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
+			 size_t *n, abox_error *err);
+	int (*file_op)(abox_sandbox *sb, const char *method, const char *path, const char *to, const char *user,
+		       abox_error *err);
+};
+const struct remote_ops *remote_backend(void) __attribute__((weak));
+/* -EOPNOTSUPP naming the call, for what the protocol does not cover. */
+int backend_remote_unsupported(const char *what, abox_error *err);
+#define REMOTE_CTX(c) ((c) && (c)->remote_ops)
+#define REMOTE_SB(s) ((s) && (s)->remote)
 
 /* truncate.c */
 int truncate_setup(abox_proc *p, uint32_t threshold, uint32_t head, uint32_t tail);

@@ -113,6 +113,8 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 
 int abox_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("checkpointer", err);
 	if (hook_out)
 		*hook_out = NULL;
 	if (version)

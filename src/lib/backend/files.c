@@ -138,6 +138,8 @@ static void read_size(const struct proto_frame *f, void *ud)
 int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
 		   uint64_t *size, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_read(sb, path, user, fn, ud, size, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_READ, &m, path, user, err);
 	if (r < 0)
@@ -211,12 +213,16 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 int abox_file_write(abox_sandbox *sb, const char *path, const char *user, const void *data, size_t len,
 		    int parents, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_write(sb, path, user, -1, data, len, NULL, err);
 	return write_from(sb, path, user, data, len, -1, parents, NULL, err);
 }
 
 int abox_file_write_fd(abox_sandbox *sb, const char *path, const char *user, int fd, int parents,
 		       uint64_t *size, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_write(sb, path, user, fd, NULL, 0, size, err);
 	return write_from(sb, path, user, NULL, 0, fd, parents, size, err);
 }
 
@@ -250,6 +256,8 @@ static void stat_ok(const struct proto_frame *f, void *ud)
 
 int abox_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_stat(sb, path, user, out, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_STAT, &m, path, user, err);
 	if (r < 0)
@@ -306,6 +314,8 @@ static int list_entry(const struct proto_frame *f, void *ud)
 int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
 		   size_t *n, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_list(sb, path, user, depth, out, n, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
 	if (r < 0)
@@ -337,6 +347,12 @@ static void made_flag(const struct proto_frame *f, void *ud)
 
 int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err)
 {
+	if (REMOTE_SB(sb)) {
+		int r = sb->ctx->remote_ops->file_op(sb, "MakeDir", path, NULL, user, err);
+		if (made)
+			*made = r == 0;
+		return r == -EEXIST ? (abox_error_clear(err), 0) : r;
+	}
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_MKDIR, &m, path, user, err);
 	if (r < 0)
@@ -353,6 +369,8 @@ int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *m
 
 int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_op(sb, "Move", from, to, user, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_MOVE, &m, from, user, err);
 	if (r < 0)
@@ -370,6 +388,8 @@ int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const cha
 
 int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->file_op(sb, "Remove", path, NULL, user, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_REMOVE, &m, path, user, err);
 	if (r < 0)
@@ -389,6 +409,8 @@ struct abox_watch {
 int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch **out,
 		     abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return backend_remote_unsupported("watch (use the daemon's WatchDir)", err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_WATCH, &m, path, user, err);
 	if (r < 0)
@@ -469,6 +491,8 @@ void abox_watch_free(abox_watch *w)
 int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
 		    abox_fs_event_fn fn, void *ud, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return backend_remote_unsupported("watch (use the daemon's WatchDir)", err);
 	abox_watch *w;
 	int r = abox_watch_start(sb, path, user, recursive, &w, err);
 	if (r < 0)

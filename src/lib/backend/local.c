@@ -215,6 +215,8 @@ static int detach(abox_sandbox *sb, abox_error *err)
 
 int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->set_timeout(sb, timeout_ms, err);
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "set-timeout: sandbox %s is ephemeral", sb->id);
 	_cleanup_close_ int lock = state_lock(sb->ctx->state_dir, sb->id, err);
@@ -271,6 +273,8 @@ static char **env_merge(char *const *base, const char *const *over)
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->create(ctx, opts, out, err);
 	return backend_create(ctx, opts, NULL, out, err);
 }
 
@@ -575,6 +579,8 @@ uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb)
 
 int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return backend_remote_unsupported("oom kills", err);
 	*out = 0;
 	/* a handle found by id opens the sandbox's cgroups on first use, so
 	 * that `abox exec` reports OOM kills as `abox run` does */
@@ -591,6 +597,8 @@ int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 
 int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->kill(sb, err);
 	return backend_kill(sb, false, err);
 }
 
@@ -651,6 +659,11 @@ void abox_sandbox_free(abox_sandbox *sb)
 {
 	if (!sb)
 		return;
+	if (REMOTE_SB(sb)) {
+		sb->ctx->remote_ops->release(sb);
+		free(sb);
+		return;
+	}
 	/* an ephemeral sandbox ends with its handle; a long-lived one runs on */
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		(void)abox_sandbox_kill(sb, NULL);
@@ -663,6 +676,8 @@ void abox_sandbox_free(abox_sandbox *sb)
 
 int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return removed ? (*removed = 0, 0) : 0; /* the daemon collects its own */
 	(void)abox_reap(ctx, NULL, NULL);
 	int r = backend_layout(ctx, err);
 	if (r < 0)
@@ -687,6 +702,8 @@ static void disk_fields(const struct proto_frame *f, void *ud)
 
 int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->metrics(sb, out, err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "metrics: abox_metrics needs its version set");
 	int r;
@@ -721,6 +738,8 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 
 int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return removed ? (*removed = 0, 0) : 0;
 	char stamp[4200];
 	safe_snprintf(stamp, sizeof(stamp), "%s/.gc-stamp", ctx->runtime_dir);
 	struct stat st;

@@ -74,6 +74,8 @@ uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
  * would be most of the latency. Cold pauses are durable. */
 int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->pause(sb, 0, err);
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "pause", &st, &lock, err);
@@ -127,6 +129,8 @@ static void refresh_cold(abox_sandbox *sb)
 
 int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->resume(sb, err);
 	refresh_cold(sb);
 	if (sb->cold) {
 		/* paused to disk: its processes come back; else a cold start */
@@ -227,6 +231,8 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 
 int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->pause(sb, flags, err);
 	if (flags & ~(ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK) ||
 	    (flags & (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK)) == (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK))
 		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);

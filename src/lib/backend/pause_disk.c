@@ -227,6 +227,8 @@ out:
 
 int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return paused ? (*paused = 0, 0) : 0; /* the daemon reaps its own */
 	char **ids = NULL;
 	unsigned n = 0;
 	int r = state_list(ctx->state_dir, &ids, err);

@@ -25,6 +25,8 @@ static const struct user_entry users[] = {
 
 int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->proc_start(sb, opts, out, err);
 	if (!opts || opts->version < 1 || !opts->argv || !opts->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
 	if (sb->paused)
@@ -396,6 +398,8 @@ static int pump_stdin(abox_proc *p)
 
 int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err)
 {
+	if (p->remote)
+		return p->sb->ctx->remote_ops->proc_input(p, buf, len, false, err);
 	if (p->ended || !p->stdin_open)
 		return abox_error_setx(err, EPIPE, "stdin: the process's stdin is closed");
 	/* raw bytes wait here; frames are cut as the window opens */
@@ -442,6 +446,8 @@ static int simple_req(abox_proc *p, uint16_t type, int sig, const char *what, ab
 
 int abox_proc_close_stdin(abox_proc *p, abox_error *err)
 {
+	if (p->remote)
+		return p->sb->ctx->remote_ops->proc_input(p, NULL, 0, true, err);
 	if (!p->stdin_open)
 		return 0;
 	p->stdin_open = false;
@@ -454,6 +460,8 @@ int abox_proc_close_stdin(abox_proc *p, abox_error *err)
 
 int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err)
 {
+	if (p->remote)
+		return p->sb->ctx->remote_ops->proc_resize(p, rows, cols, err);
 	if (!rows || !cols || rows > 1000 || cols > 1000)
 		return abox_error_setx(err, EINVAL, "resize: bad size %ux%u", rows, cols);
 	if (p->ended)
@@ -471,6 +479,8 @@ int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err
 
 int abox_proc_signal(abox_proc *p, int sig, abox_error *err)
 {
+	if (p->remote)
+		return p->sb->ctx->remote_ops->proc_signal(p, sig, err);
 	if (sig <= 0 || sig >= 65)
 		return abox_error_setx(err, EINVAL, "signal: bad signal number %d", sig);
 	return simple_req(p, MSG_REQ_SIGNAL, sig, "signal", err);
@@ -480,6 +490,8 @@ void abox_proc_free(abox_proc *p)
 {
 	if (!p)
 		return;
+	if (p->remote)
+		p->sb->ctx->remote_ops->proc_free(p); /* ends the stream, closes sb->conn */
 	proto_outq_free(&p->stdin_q);
 	truncate_free(p);
 	if (p->sb && p->sb->active == p)
@@ -489,6 +501,8 @@ void abox_proc_free(abox_proc *p)
 
 int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return backend_remote_unsupported("attach", err);
 	if ((pid <= 0) == (tag == NULL))
 		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
 	if (sb->paused)
@@ -529,6 +543,8 @@ struct list_ctx {
 
 int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return backend_remote_unsupported("process list", err);
 	if (sb->paused)
 		return backend_not_paused(sb, "ps", err);
 	if (sb->conn < 0)

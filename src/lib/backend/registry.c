@@ -21,6 +21,26 @@ void abox_strv_free(char **v)
 
 int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err)
 {
+	if (REMOTE_CTX(ctx)) {
+		/* the ids of one query, every page */
+		abox_list_opts o = ABOX_LIST_OPTS_INIT;
+		abox_sandbox_info *v = NULL;
+		size_t n = 0;
+		int r = abox_sandbox_query(ctx, &o, &v, &n, NULL, err);
+		if (r < 0)
+			return r;
+		char **ids_out = calloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++) {
+			if (ids_out)
+				ids_out[i] = strdup(v[i].id);
+			abox_sandbox_info_clear(&v[i]);
+		}
+		free(v);
+		if (!ids_out)
+			return abox_error_set(err, ENOMEM, "list");
+		*ids = ids_out;
+		return 0;
+	}
 	return state_list(ctx->state_dir, ids, err);
 }
 
@@ -34,6 +54,8 @@ void abox_sandbox_info_clear(abox_sandbox_info *info)
 
 int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->info(ctx, id, out, err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "info: abox_sandbox_info needs its version set");
 	struct sb_state st = { 0 };
@@ -68,6 +90,8 @@ int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
 
 int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->connect(ctx, id, out, err);
 	struct sb_state st = { 0 };
 	int r = state_read(ctx->state_dir, id, &st, err);
 	if (r < 0)
@@ -160,6 +184,8 @@ static bool meta_matches(const char *json, const char *const *want)
 int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->query(ctx, opts, infos, n, next, err);
 	abox_list_opts o = ABOX_LIST_OPTS_INIT;
 	if (opts) {
 		if (opts->version < 1)

@@ -151,12 +151,16 @@ out:
 
 int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return sb->ctx->remote_ops->snapshot(sb, name, out, err);
 	return backend_snapshot(sb, name, false, false, out, err);
 }
 
 int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
 				abox_error *err)
 {
+	if (REMOTE_SB(sb))
+		return flags ? backend_remote_unsupported("snapshot --memory (the daemon decides)", err) : sb->ctx->remote_ops->snapshot(sb, name, out, err);
 	if (flags & ~ABOX_SNAPSHOT_MEMORY)
 		return abox_error_setx(err, EINVAL, "snapshot: unknown flags 0x%x", flags);
 	if (out && out->version < 1)
@@ -167,6 +171,8 @@ int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t fla
 
 int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->snapshot_list(ctx, out, n, err);
 	_cleanup_(strv_freep) char **ids = NULL;
 	int r = snap_list(ctx->state_dir, &ids, err);
 	if (r < 0)
@@ -190,5 +196,7 @@ int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_
 
 int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->snapshot_remove(ctx, ref, err);
 	return snap_remove(ctx->state_dir, ref, err);
 }

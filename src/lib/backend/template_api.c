@@ -49,6 +49,8 @@ static int opts_to_req(const abox_template_opts *opts, abox_template_opts *o, st
 int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
 			abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("template build", err);
 	abox_template_opts o;
 	struct template_import_req req;
 	int r = opts_to_req(opts, &o, &req, ctx, err);
@@ -69,6 +71,8 @@ int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, con
 int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
 			    abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("template import", err);
 	abox_template_opts o;
 	struct template_import_req req;
 	int r0 = opts_to_req(opts, &o, &req, ctx, err);
@@ -99,6 +103,8 @@ static char *dup_or_null(const char *s)
 
 int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("template inspect", err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "abox_template_info: bad version");
 	struct template_info t = { .lock_fd = -1 };
@@ -153,10 +159,14 @@ void abox_template_info_clear(abox_template_info *i)
 
 int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("template list", err);
 	return template_list(ctx->state_dir, names, err);
 }
 
 int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
 {
+	if (REMOTE_CTX(ctx))
+		return backend_remote_unsupported("template remove", err);
 	return template_remove(ctx->state_dir, name, err);
 }

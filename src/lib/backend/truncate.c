@@ -127,6 +127,8 @@ static char *render(const abox_proc *p, const struct trunc_stream *s, const char
 
 int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err)
 {
+	if (p->remote)
+		return backend_remote_unsupported("output truncation", err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "result: abox_proc_result needs its version set");
 	if (!p->t_threshold)

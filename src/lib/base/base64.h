@@ -1,6 +1,6 @@
 /* base64 for proto3 JSON bytes fields. */
-#ifndef ABOX_DAEMON_BASE64_H
-#define ABOX_DAEMON_BASE64_H
+#ifndef ABOX_BASE_BASE64_H
+#define ABOX_BASE_BASE64_H
 
 #include <stddef.h>
 

@@ -1,0 +1,486 @@
+/* remote/proc.c — a process started through aboxd's Connect API
+ * (process.Process/Start, a server stream). A thread of the handle runs
+ * the HTTP exchange and turns each Connect event into the frame init
+ * itself would have sent, written to a socketpair whose other end is the
+ * sandbox handle's connection: the dispatch code, the caller's poll loop
+ * and back-pressure (the thread blocks when the caller stops reading)
+ * are the local backend's own. Runs in the caller's process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/base64.h"
+#include "proto/messages.h"
+#include "remote/remote.h"
+
+#define MAX_MESSAGE (16u << 20) /* one Connect message; output comes in far smaller pieces */
+
+struct remote_proc {
+	pthread_t thread;
+	bool thread_started;
+	int fd;                  /* the thread's end of the socketpair */
+	uint32_t req;
+	CURL *easy;
+	CURLM *multi;
+	struct curl_slist *hdrs;
+	char *body;              /* the request envelope */
+	size_t body_len;
+	/* incoming envelopes */
+	uint8_t *buf;
+	size_t len, cap;
+	bool ended;              /* an END frame went out */
+	bool failed;             /* the stream carried an error */
+	char errmsg[512];
+	int err;
+	/* start handshake with the caller's thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool decided;            /* START seen, or the call failed */
+	int pid;
+	volatile bool stop;
+};
+
+static void decide(struct remote_proc *rp, int pid, int e)
+{
+	pthread_mutex_lock(&rp->lock);
+	if (!rp->decided) {
+		rp->decided = true;
+		rp->pid = pid;
+		if (e)
+			rp->err = e;
+		pthread_cond_signal(&rp->cond);
+	}
+	pthread_mutex_unlock(&rp->lock);
+}
+
+static int send_frame(struct remote_proc *rp, struct proto_msg *m)
+{
+	int r = proto_send(rp->fd, m);
+	proto_msg_free(m);
+	return r;
+}
+
+static int signal_of(const char *status)
+{
+	/* "signal: killed", "signal: Terminated", ... (Go's ProcessState) */
+	if (!status || strncmp(status, "signal: ", 8) != 0)
+		return 0;
+	const char *s = status + 8;
+	if (!strcmp(s, "killed"))
+		return SIGKILL;
+	for (int i = 1; i < 65; i++) {
+		const char *n = strsignal(i);
+		if (n && !strcmp(n, s))
+			return i;
+	}
+	return SIGKILL;
+}
+
+static int on_event(struct remote_proc *rp, json_object *ev)
+{
+	json_object *e, *v;
+	struct proto_msg m;
+	if (!json_object_object_get_ex(ev, "event", &e))
+		return 0;
+	if (json_object_object_get_ex(e, "start", &v)) {
+		json_object *pid;
+		int p = json_object_object_get_ex(v, "pid", &pid) ? json_object_get_int(pid) : 0;
+		proto_msg_init(&m, MSG_EV_START, rp->req);
+		proto_put_u64(&m, F_PID, (uint64_t)p);
+		int r = send_frame(rp, &m);
+		decide(rp, p, 0);
+		return r;
+	}
+	if (json_object_object_get_ex(e, "data", &v)) {
+		static const struct {
+			const char *key;
+			uint16_t type;
+		} kinds[] = { { "stdout", MSG_EV_STDOUT }, { "stderr", MSG_EV_STDERR }, { "pty", MSG_EV_PTY } };
+		for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+			json_object *d;
+			if (!json_object_object_get_ex(v, kinds[i].key, &d))
+				continue;
+			unsigned char *raw = NULL;
+			size_t n = 0;
+			if (base64_decode(json_object_get_string(d), &raw, &n) < 0)
+				return -EPROTO;
+			proto_msg_init(&m, kinds[i].type, rp->req);
+			proto_put_u64(&m, F_PID, (uint64_t)rp->pid);
+			proto_put_bytes(&m, F_DATA, raw, n);
+			free(raw);
+			return send_frame(rp, &m);
+		}
+		return 0;
+	}
+	if (json_object_object_get_ex(e, "end", &v)) {
+		json_object *x;
+		int code = json_object_object_get_ex(v, "exitCode", &x) ? json_object_get_int(x) : 0;
+		bool exited = !json_object_object_get_ex(v, "exited", &x) || json_object_get_boolean(x);
+		const char *status = json_object_object_get_ex(v, "status", &x) ? json_object_get_string(x) : NULL;
+		int sig = exited ? 0 : signal_of(status);
+		proto_msg_init(&m, MSG_EV_END, rp->req);
+		proto_put_u64(&m, F_PID, (uint64_t)rp->pid);
+		proto_put_i64(&m, F_EXIT_CODE, sig ? 128 + sig : code);
+		proto_put_u64(&m, F_SIGNAL, (uint64_t)sig);
+		if (json_object_object_get_ex(v, "error", &x) && json_object_is_type(x, json_type_string))
+			proto_put_str(&m, F_MESSAGE, json_object_get_string(x));
+		rp->ended = true;
+		return send_frame(rp, &m);
+	}
+	return 0; /* keepalive */
+}
+
+/* An end-stream envelope: {} or {"error": {code, message}}. */
+static void on_end_stream(struct remote_proc *rp, json_object *o)
+{
+	json_object *e, *v;
+	if (!o || !json_object_object_get_ex(o, "error", &e))
+		return;
+	const char *code = json_object_object_get_ex(e, "code", &v) ? json_object_get_string(v) : NULL;
+	const char *msg = json_object_object_get_ex(e, "message", &v) ? json_object_get_string(v) : "the stream failed";
+	rp->failed = true;
+	rp->err = remote_errno(500, code);
+	snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
+}
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
+{
+	struct remote_proc *rp = ud;
+	size_t n = sz * nm;
+	if (rp->stop)
+		return 0;
+	long status = 0;
+	curl_easy_getinfo(rp->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (rp->len + n > MAX_MESSAGE + 5) {
+		rp->failed = true;
+		rp->err = EPROTO;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a message from the daemon is over %u bytes", MAX_MESSAGE);
+		return 0;
+	}
+	if (rp->len + n > rp->cap) {
+		size_t cap = (rp->len + n) * 2;
+		uint8_t *p = realloc(rp->buf, cap);
+		if (!p)
+			return 0;
+		rp->buf = p;
+		rp->cap = cap;
+	}
+	memcpy(rp->buf + rp->len, d, n);
+	rp->len += n;
+	if (status != 200)
+		return n; /* an error body: read whole, judged at the end */
+	size_t off = 0;
+	while (rp->len - off >= 5) {
+		uint8_t flags = rp->buf[off];
+		uint32_t l = (uint32_t)rp->buf[off + 1] << 24 | (uint32_t)rp->buf[off + 2] << 16 |
+			     (uint32_t)rp->buf[off + 3] << 8 | rp->buf[off + 4];
+		if (l > MAX_MESSAGE) {
+			rp->failed = true;
+			rp->err = EPROTO;
+			snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a Connect message of %u bytes", l);
+			return 0;
+		}
+		if (rp->len - off - 5 < l)
+			break;
+		json_tokener *t = json_tokener_new_ex(32);
+		json_object *o = t ? json_tokener_parse_ex(t, (const char *)rp->buf + off + 5, (int)l) : NULL;
+		if (t)
+			json_tokener_free(t);
+		off += 5 + l;
+		if (flags & 0x02) {
+			on_end_stream(rp, o);
+		} else if (!o || on_event(rp, o) < 0) {
+			json_object_put(o);
+			if (!rp->failed) {
+				rp->failed = true;
+				rp->err = o ? EPIPE : EPROTO;
+				snprintf(rp->errmsg, sizeof(rp->errmsg), "%s",
+					 o ? "exec: the handle was closed" : "exec: a message from the daemon is not JSON");
+			}
+			return 0;
+		}
+		json_object_put(o);
+	}
+	memmove(rp->buf, rp->buf + off, rp->len - off);
+	rp->len -= off;
+	return n;
+}
+
+static void *run(void *arg)
+{
+	struct remote_proc *rp = arg;
+	/* the caller's signals are the caller's: this thread takes none */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	int running = 1;
+	CURLcode done = CURLE_OK;
+	while (running && !rp->stop) {
+		if (curl_multi_perform(rp->multi, &running) != CURLM_OK)
+			break;
+		int q;
+		CURLMsg *msg;
+		while ((msg = curl_multi_info_read(rp->multi, &q)))
+			if (msg->msg == CURLMSG_DONE)
+				done = msg->data.result;
+		if (running)
+			curl_multi_poll(rp->multi, NULL, 0, 1000, NULL);
+	}
+	long status = 0;
+	curl_easy_getinfo(rp->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (!rp->stop && !rp->ended) {
+		struct proto_msg m;
+		int e = 0;
+		char msg[sizeof(rp->errmsg)];
+		if (status && status != 200) {
+			struct rbuf b = { .data = (char *)rp->buf, .len = rp->len };
+			json_object *o = NULL, *v;
+			json_tokener *t = json_tokener_new_ex(16);
+			if (t && b.len)
+				o = json_tokener_parse_ex(t, b.data, (int)b.len);
+			if (t)
+				json_tokener_free(t);
+			const char *code = o && json_object_object_get_ex(o, "code", &v) ? json_object_get_string(v) : NULL;
+			e = remote_errno(status, code);
+			snprintf(msg, sizeof(msg), "%s",
+				 o && json_object_object_get_ex(o, "message", &v) ? json_object_get_string(v) : "exec failed");
+			json_object_put(o);
+		} else if (rp->failed) {
+			e = rp->err ? rp->err : EIO;
+			snprintf(msg, sizeof(msg), "%s", rp->errmsg);
+		} else {
+			e = EPIPE;
+			snprintf(msg, sizeof(msg), "exec: the daemon's stream ended without an end event (%s)",
+				 curl_easy_strerror(done));
+		}
+		proto_msg_init(&m, MSG_EV_ERROR, rp->req);
+		proto_put_u64(&m, F_ERRNO, (uint64_t)e);
+		proto_put_str(&m, F_MESSAGE, msg);
+		(void)send_frame(rp, &m);
+		if (!rp->decided)
+			snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
+		decide(rp, 0, e);
+	}
+	decide(rp, 0, EPIPE);
+	close(rp->fd); /* the caller reads what came, then EOF */
+	rp->fd = -1;
+	return NULL;
+}
+
+static void rp_free(struct remote_proc *rp)
+{
+	if (!rp)
+		return;
+	if (rp->multi && rp->easy)
+		curl_multi_remove_handle(rp->multi, rp->easy);
+	if (rp->easy)
+		curl_easy_cleanup(rp->easy);
+	if (rp->multi)
+		curl_multi_cleanup(rp->multi);
+	curl_slist_free_all(rp->hdrs);
+	if (rp->fd >= 0)
+		close(rp->fd);
+	free(rp->body);
+	free(rp->buf);
+	pthread_mutex_destroy(&rp->lock);
+	pthread_cond_destroy(&rp->cond);
+	free(rp);
+}
+
+static char *start_body(const abox_proc_opts *o, size_t *len)
+{
+	json_object *b = json_object_new_object(), *p = json_object_new_object();
+	json_object_object_add(p, "cmd", json_object_new_string(o->argv[0]));
+	json_object *args = json_object_new_array();
+	for (size_t i = 1; o->argv[i]; i++)
+		json_object_array_add(args, json_object_new_string(o->argv[i]));
+	json_object_object_add(p, "args", args);
+	json_object *envs = json_object_new_object();
+	for (size_t i = 0; o->env && o->env[i]; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		char *k = eq ? strndup(o->env[i], (size_t)(eq - o->env[i])) : NULL;
+		if (k)
+			json_object_object_add(envs, k, json_object_new_string(eq + 1));
+		free(k);
+	}
+	json_object_object_add(p, "envs", envs);
+	if (o->cwd)
+		json_object_object_add(p, "cwd", json_object_new_string(o->cwd));
+	json_object_object_add(b, "process", p);
+	if (o->tag)
+		json_object_object_add(b, "tag", json_object_new_string(o->tag));
+	if (o->flags & ABOX_PROC_STDIN)
+		json_object_object_add(b, "stdin", json_object_new_boolean(true));
+	if (o->pty_rows && o->pty_cols) {
+		json_object *pty = json_object_new_object(), *size = json_object_new_object();
+		json_object_object_add(size, "rows", json_object_new_int(o->pty_rows));
+		json_object_object_add(size, "cols", json_object_new_int(o->pty_cols));
+		json_object_object_add(pty, "size", size);
+		json_object_object_add(b, "pty", pty);
+	}
+	const char *s = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
+	size_t n = strlen(s);
+	char *env = malloc(n + 5);
+	if (env) {
+		env[0] = 0;
+		env[1] = (char)(n >> 24);
+		env[2] = (char)(n >> 16);
+		env[3] = (char)(n >> 8);
+		env[4] = (char)n;
+		memcpy(env + 5, s, n);
+		*len = n + 5;
+	}
+	json_object_put(b);
+	return env;
+}
+
+int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err)
+{
+	if (!o || o->version < 1 || !o->argv || !o->argv[0])
+		return abox_error_setx(err, EINVAL, "exec: no command given");
+	if (o->truncate_threshold)
+		return backend_remote_unsupported("exec with output truncation", err);
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return abox_error_set(err, errno, "exec: socketpair");
+	abox_proc *p = calloc(1, sizeof(*p));
+	struct remote_proc *rp = calloc(1, sizeof(*rp));
+	if (!p || !rp) {
+		free(p);
+		free(rp);
+		close(sp[0]);
+		close(sp[1]);
+		return abox_error_set(err, ENOMEM, "exec");
+	}
+	pthread_mutex_init(&rp->lock, NULL);
+	pthread_cond_init(&rp->cond, NULL);
+	rp->fd = sp[1];
+	rp->req = ++sb->next_req;
+	rp->body = start_body(o, &rp->body_len);
+	rp->easy = curl_easy_init();
+	rp->multi = curl_multi_init();
+	int r;
+	struct rreq q = { .method = "POST", .path = "/process.Process/Start", .body = rp->body, .body_len = rp->body_len,
+			  .ctype = "application/connect+json", .sandbox = sb->id, .user = o->user, .token = sb->remote->token };
+	if (!rp->body || !rp->easy || !rp->multi || remote_setup(sb->ctx->remote, rp->easy, &q, &rp->hdrs) < 0) {
+		r = abox_error_set(err, ENOMEM, "exec");
+		goto fail;
+	}
+	rp->hdrs = curl_slist_append(rp->hdrs, "Connect-Protocol-Version: 1");
+	curl_easy_setopt(rp->easy, CURLOPT_HTTPHEADER, rp->hdrs);
+	curl_easy_setopt(rp->easy, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(rp->easy, CURLOPT_WRITEDATA, rp);
+	curl_multi_add_handle(rp->multi, rp->easy);
+
+	if (sb->conn >= 0)
+		close(sb->conn);
+	proto_reader_free(&sb->rd);
+	sb->conn = sp[0];
+	(void)fcntl(sb->conn, F_SETFL, O_NONBLOCK);
+	proto_reader_init(&sb->rd, sb->conn);
+	if (pthread_create(&rp->thread, NULL, run, rp) != 0) {
+		r = abox_error_setx(err, EAGAIN, "exec: cannot start the stream thread");
+		sp[0] = -1; /* owned by sb now */
+		goto fail;
+	}
+	rp->thread_started = true;
+	p->sb = sb;
+	p->req = rp->req;
+	p->remote = rp;
+	sb->active = p;
+	/* the daemon starts the process before it answers: its pid (or why it
+	 * could not start) is known on return, as with the local backend */
+	pthread_mutex_lock(&rp->lock);
+	while (!rp->decided)
+		pthread_cond_wait(&rp->cond, &rp->lock);
+	int e = rp->pid ? 0 : rp->err ? rp->err : EPIPE;
+	pthread_mutex_unlock(&rp->lock);
+	if (e) {
+		r = abox_error_setx(err, e, "%s", rp->errmsg[0] ? rp->errmsg : "exec failed");
+		abox_proc_free(p);
+		return r;
+	}
+	p->pid = rp->pid;
+	*out = p;
+	return 0;
+fail:
+	if (sp[0] >= 0)
+		close(sp[0]);
+	rp_free(rp);
+	free(p);
+	return r;
+}
+
+void remote_proc_free(abox_proc *p)
+{
+	struct remote_proc *rp = p->remote;
+	if (!rp)
+		return;
+	rp->stop = true;
+	if (rp->thread_started) {
+		curl_multi_wakeup(rp->multi);
+		/* a thread blocked writing to a full socketpair is freed by
+		 * closing our end: its write fails */
+		if (p->sb->conn >= 0)
+			shutdown(p->sb->conn, SHUT_RDWR);
+		pthread_join(rp->thread, NULL);
+	}
+	if (p->sb->conn >= 0)
+		close(p->sb->conn);
+	p->sb->conn = -1;
+	proto_reader_free(&p->sb->rd);
+	rp_free(rp);
+	p->remote = NULL;
+}
+
+static int unary(abox_proc *p, const char *method, json_object *b, abox_error *err)
+{
+	json_object *sel = json_object_new_object();
+	json_object_object_add(sel, "pid", json_object_new_int(p->pid));
+	json_object_object_add(b, "process", sel);
+	int r = remote_rpc(p->sb, "process.Process", method, NULL, b, NULL, err);
+	json_object_put(b);
+	return r;
+}
+
+int remote_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err)
+{
+	json_object *b = json_object_new_object();
+	if (close)
+		return unary(p, "CloseStdin", b, err);
+	/* a pty's input goes to the terminal, the same request otherwise */
+	char *enc = base64_encode(buf, len);
+	if (!enc) {
+		json_object_put(b);
+		return abox_error_set(err, ENOMEM, "stdin");
+	}
+	json_object *in = json_object_new_object();
+	json_object_object_add(in, "stdin", json_object_new_string(enc));
+	free(enc);
+	json_object_object_add(b, "input", in);
+	return unary(p, "SendInput", b, err);
+}
+
+int remote_proc_signal(abox_proc *p, int sig, abox_error *err)
+{
+	if (sig != SIGKILL && sig != SIGTERM)
+		return abox_error_setx(err, EINVAL, "signal %d: the protocol carries SIGKILL and SIGTERM only", sig);
+	json_object *b = json_object_new_object();
+	json_object_object_add(b, "signal", json_object_new_string(sig == SIGKILL ? "SIGNAL_SIGKILL" : "SIGNAL_SIGTERM"));
+	return unary(p, "SendSignal", b, err);
+}
+
+int remote_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err)
+{
+	json_object *b = json_object_new_object(), *pty = json_object_new_object(), *size = json_object_new_object();
+	json_object_object_add(size, "rows", json_object_new_int(rows));
+	json_object_object_add(size, "cols", json_object_new_int(cols));
+	json_object_object_add(pty, "size", size);
+	json_object_object_add(b, "pty", pty);
+	return unary(p, "Update", b, err);
+}

@@ -1,0 +1,85 @@
+/* remote — libabox's remote backend: the public API over an aboxd's
+ * E2B-compatible HTTP API (control plane with X-API-Key, envd plane routed
+ * by E2b-Sandbox-Id/-Port), with libcurl. Runs in the caller's process. */
+#ifndef ABOX_REMOTE_H
+#define ABOX_REMOTE_H
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+
+#include "backend/backend.h"
+
+struct remote {
+	char *base;      /* "http://host:port", no trailing slash */
+	char *unix_path; /* a unix socket, or NULL */
+	char *key;       /* X-API-Key, or NULL */
+	CURL *easy;      /* reused for calls made on the caller's thread */
+};
+
+struct remote_sandbox {
+	char *token;     /* envdAccessToken of a secure sandbox, or NULL */
+};
+
+/* A response body (bounded: max bytes, then the call fails). */
+struct rbuf {
+	char *data;
+	size_t len, cap, max;
+};
+
+struct rreq {
+	const char *method;
+	const char *path;        /* with its query string, escaped */
+	const char *body;        /* NULL: none */
+	size_t body_len;
+	const char *ctype;       /* of body; NULL: application/json */
+	const char *sandbox;     /* envd plane of this sandbox, or NULL (control plane) */
+	const char *user;        /* envd plane: the Linux user (Basic auth) */
+	const char *token;       /* envd plane: X-Access-Token, or NULL */
+	bool idempotent;         /* may be retried on a transient failure */
+	char **next_token;       /* gets a malloc'd X-Next-Token header, or NULL */
+	/* streamed bodies (no retry then): */
+	curl_write_callback sink;
+	void *sink_ud;
+	curl_read_callback source;
+	void *source_ud;
+};
+
+/* Performs a request on rm's handle. 2xx: 0 and *resp (when not NULL)
+ * holds the body. Else a negative errno with the server's message (its
+ * JSON {code, message}) or curl's. Idempotent calls are tried up to
+ * three times on connection failures and 502/503/504. */
+int remote_call(struct remote *rm, const struct rreq *q, struct rbuf *resp, long *status, abox_error *err);
+/* Prepares a handle for q (headers in *hdrs, freed by the caller). */
+int remote_setup(struct remote *rm, CURL *h, const struct rreq *q, struct curl_slist **hdrs);
+/* The errno for an HTTP status and a Connect/E2B error code. */
+int remote_errno(long status, const char *code);
+/* e, or the precise errno the message's strerror() suffix names. */
+int remote_refine(int e, const char *msg);
+/* Parses a JSON body; NULL (and err set) when it is not JSON. */
+json_object *remote_json(const struct rbuf *b, const char *what, abox_error *err);
+void rbuf_free(struct rbuf *b);
+/* The envd plane's unary Connect call: POST /<service>/<method> with a
+ * JSON body; *out (may be NULL) gets the reply. */
+int remote_rpc(abox_sandbox *sb, const char *service, const char *method, const char *user, json_object *body,
+	       json_object **out, abox_error *err);
+
+/* sandbox.c */
+extern const struct remote_ops remote_ops_table;
+/* proc.c */
+int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
+int remote_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
+int remote_proc_signal(abox_proc *p, int sig, abox_error *err);
+int remote_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);
+void remote_proc_free(abox_proc *p);
+/* files.c */
+int remote_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud, uint64_t *size,
+		     abox_error *err);
+int remote_file_write(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,
+		      uint64_t *size, abox_error *err);
+int remote_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err);
+int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
+		     size_t *n, abox_error *err);
+int remote_file_op(abox_sandbox *sb, const char *method, const char *path, const char *to, const char *user,
+		   abox_error *err);
+
+#endif
