@@ -90,8 +90,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		int r = abox_proc_dispatch(s->p, on_event, s, &err);
 		if (r == 1)
 			ebuf_end(&s->out, NULL, NULL);
-		else if (r < 0)
-			ebuf_end(&s->out, "unavailable", err.msg[0] ? err.msg : "the sandbox went away");
+		else if (r < 0) /* an attach to a process that is not there, or the sandbox went away */
+			ebuf_end(&s->out, r == -ESRCH || r == -ENOENT ? "not_found" : "unavailable",
+				 err.msg[0] ? err.msg : "the sandbox went away");
 	}
 }
 

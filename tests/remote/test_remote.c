@@ -493,3 +493,80 @@ Test(remote, errors_name_the_cause)
 	o.template_name = "no-such-template";
 	cr_expect_eq(abox_sandbox_create(ctx, &o, &sb, &err), -ENOENT, "%s", err.msg);
 }
+
+Test(remote, background_attach_ps_pty)
+{
+	abox_sandbox *sb = make(NULL, NULL);
+	abox_error err = ABOX_ERROR_INIT;
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	const char *bg[] = { "sh", "-c", "echo early; sleep 0.3; echo late; sleep 300", NULL };
+	po.argv = bg;
+	po.tag = "bg";
+	abox_proc *p = NULL;
+	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	int pid = abox_proc_pid(p);
+	abox_proc_free(p); /* detached: it runs on */
+
+	abox_proc_info *v = NULL;
+	size_t n = 0;
+	bool found = false;
+	cr_assert_eq(abox_proc_list(sb, &v, &n, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++)
+		found |= v[i].pid == pid && !strcmp(v[i].tag, "bg") && v[i].running && strstr(v[i].cmd, "sleep 300");
+	free(v);
+	cr_expect(found, "ps lists the background process with its tag and command");
+
+	/* attach by tag: kept output first, then live output */
+	cr_assert_eq(abox_proc_attach(sb, 0, "bg", &p, &err), 0, "%s", err.msg);
+	struct out o = { 0 };
+	for (int i = 0; i < 100 && !strstr(o.so, "late"); i++)
+		cr_assert_geq(abox_proc_wait(p, 50, on_ev, &o, &err) == -ETIMEDOUT ? 0 : 0, 0);
+	cr_expect_str_eq(o.so, "early\nlate\n");
+	cr_assert_eq(abox_proc_signal(p, SIGTERM, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_proc_wait(p, 30000, on_ev, &o, &err), 1, "%s", err.msg);
+	cr_expect_eq(o.sig, SIGTERM);
+	abox_proc_free(p);
+	/* an unknown tag: no such process, at attach or at the first wait */
+	int r = abox_proc_attach(sb, 0, "no-such-tag", &p, &err);
+	if (r == 0) {
+		r = abox_proc_wait(p, 30000, on_ev, &o, &err);
+		abox_proc_free(p);
+	}
+	cr_expect(r == -ESRCH || r == -ENOENT, "attach to an unknown tag: %d %s", r, err.msg);
+
+	/* a terminal: its size follows resize */
+	po = (abox_proc_opts)ABOX_PROC_OPTS_INIT;
+	const char *shell[] = { "sh", NULL };
+	po.argv = shell;
+	po.pty_rows = 24;
+	po.pty_cols = 80;
+	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_proc_resize(p, 30, 100, &err), 0, "%s", err.msg);
+	const char *line = "stty size; exit 7\n";
+	cr_assert_eq(abox_proc_write_stdin(p, line, strlen(line), &err), 0, "%s", err.msg);
+	struct out t = { 0 };
+	cr_assert_eq(abox_proc_wait(p, 30000, on_ev, &t, &err), 1, "%s", err.msg);
+	cr_expect(strstr(t.so, "30 100"), "terminal output: %s", t.so);
+	cr_expect_eq(t.code, 7);
+	abox_proc_free(p);
+	drop(sb);
+}
+
+Test(remote, fork)
+{
+	abox_sandbox *sb = make(NULL, NULL);
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(abox_file_write(sb, "/tmp/before-fork", NULL, "x", 1, 0, &err), 0, "%s", err.msg);
+	abox_sandbox *forks[2] = { 0 };
+	abox_error errs[2];
+	cr_assert_eq(abox_sandbox_fork(sb, 2, 60000, forks, errs, &err), 2, "%s", err.msg);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_not_null(forks[i], "%s", errs[i].msg);
+		cr_expect_str_neq(abox_sandbox_id(forks[i]), abox_sandbox_id(sb));
+		int exists = 0;
+		cr_expect_eq(abox_file_exists(forks[i], "/tmp/before-fork", NULL, &exists, &err), 0, "%s", err.msg);
+		cr_expect_eq(exists, 1);
+		drop(forks[i]);
+	}
+	drop(sb);
+}

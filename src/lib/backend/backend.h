@@ -124,6 +124,10 @@ struct remote_ops {
 	int (*snapshot_list)(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
 	int (*snapshot_remove)(abox_ctx *ctx, const char *ref, abox_error *err);
 	int (*proc_start)(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
+	int (*proc_attach)(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
+	int (*proc_list)(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
+	int (*fork)(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
+		    abox_error *err);
 	int (*proc_input)(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
 	int (*proc_signal)(abox_proc *p, int sig, abox_error *err);
 	int (*proc_resize)(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);

@@ -46,16 +46,15 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
 		      abox_error *errs, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("fork", err);
 	return abox_sandbox_fork_flags(sb, count, timeout_ms, 0, forks, errs, err);
 }
 
 int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
 			    abox_sandbox **forks, abox_error *errs, abox_error *err)
 {
+	/* remote: the daemon forks with memory when its checkpointer works */
 	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("fork", err);
+		return sb->ctx->remote_ops->fork(sb, count, timeout_ms, forks, errs, err);
 	if (flags & ~ABOX_FORK_MEMORY)
 		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
 	if (count < 1 || count > FORK_MAX)

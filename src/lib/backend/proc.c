@@ -244,10 +244,18 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 		ev.error = msg;
 		deliver_end(p, &ev, fn, ud);
 		return 1;
-	case MSG_EV_ERROR:
+	case MSG_EV_ERROR: {
+		/* init's errno, so callers can tell "no such process" (ESRCH)
+		 * from a failure */
+		uint64_t e = EIO;
+		off = 0;
+		while (proto_field_next(f, &off, &fl) > 0)
+			if (fl.tag == F_ERRNO)
+				(void)proto_field_u64(&fl, &e);
 		p->ended = true;
 		p->sb->active = NULL;
-		return abox_error_setx(err, EIO, "%s", msg ? msg : "init reported an error");
+		return abox_error_setx(err, e > 0 && e < 4096 ? (int)e : EIO, "%s", msg ? msg : "init reported an error");
+	}
 	default:
 		return 0;
 	}
@@ -502,7 +510,7 @@ void abox_proc_free(abox_proc *p)
 int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
 {
 	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("attach", err);
+		return sb->ctx->remote_ops->proc_attach(sb, pid, tag, out, err);
 	if ((pid <= 0) == (tag == NULL))
 		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
 	if (sb->paused)
@@ -544,7 +552,7 @@ struct list_ctx {
 int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
 {
 	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("process list", err);
+		return sb->ctx->remote_ops->proc_list(sb, out, n, err);
 	if (sb->paused)
 		return backend_not_paused(sb, "ps", err);
 	if (sb->conn < 0)

@@ -290,7 +290,7 @@ static void rp_free(struct remote_proc *rp)
 	free(rp);
 }
 
-static char *start_body(const abox_proc_opts *o, size_t *len)
+static json_object *start_json(const abox_proc_opts *o)
 {
 	json_object *b = json_object_new_object(), *p = json_object_new_object();
 	json_object_object_add(p, "cmd", json_object_new_string(o->argv[0]));
@@ -321,6 +321,12 @@ static char *start_body(const abox_proc_opts *o, size_t *len)
 		json_object_object_add(pty, "size", size);
 		json_object_object_add(b, "pty", pty);
 	}
+	return b;
+}
+
+/* body as one Connect envelope (malloc'd) */
+static char *envelope(json_object *b, size_t *len)
+{
 	const char *s = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
 	size_t n = strlen(s);
 	char *env = malloc(n + 5);
@@ -333,16 +339,14 @@ static char *start_body(const abox_proc_opts *o, size_t *len)
 		memcpy(env + 5, s, n);
 		*len = n + 5;
 	}
-	json_object_put(b);
 	return env;
 }
 
-int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err)
+/* Opens a server stream of process events (Start or Connect) and waits
+ * for its first event: the process's pid, or why there is none. */
+static int stream_open(abox_sandbox *sb, const char *method, json_object *body, const char *user, abox_proc **out,
+		       abox_error *err)
 {
-	if (!o || o->version < 1 || !o->argv || !o->argv[0])
-		return abox_error_setx(err, EINVAL, "exec: no command given");
-	if (o->truncate_threshold)
-		return backend_remote_unsupported("exec with output truncation", err);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
 	int sp[2];
@@ -361,12 +365,14 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 	pthread_cond_init(&rp->cond, NULL);
 	rp->fd = sp[1];
 	rp->req = ++sb->next_req;
-	rp->body = start_body(o, &rp->body_len);
+	rp->body = envelope(body, &rp->body_len);
 	rp->easy = curl_easy_init();
 	rp->multi = curl_multi_init();
 	int r;
-	struct rreq q = { .method = "POST", .path = "/process.Process/Start", .body = rp->body, .body_len = rp->body_len,
-			  .ctype = "application/connect+json", .sandbox = sb->id, .user = o->user, .token = sb->remote->token };
+	char path[64];
+	snprintf(path, sizeof(path), "/process.Process/%s", method);
+	struct rreq q = { .method = "POST", .path = path, .body = rp->body, .body_len = rp->body_len,
+			  .ctype = "application/connect+json", .sandbox = sb->id, .user = user, .token = sb->remote->token };
 	if (!rp->body || !rp->easy || !rp->multi || remote_setup(sb->ctx->remote, rp->easy, &q, &rp->hdrs) < 0) {
 		r = abox_error_set(err, ENOMEM, "exec");
 		goto fail;
@@ -381,11 +387,11 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 		close(sb->conn);
 	proto_reader_free(&sb->rd);
 	sb->conn = sp[0];
+	sp[0] = -1; /* owned by sb now */
 	(void)fcntl(sb->conn, F_SETFL, O_NONBLOCK);
 	proto_reader_init(&sb->rd, sb->conn);
 	if (pthread_create(&rp->thread, NULL, run, rp) != 0) {
 		r = abox_error_setx(err, EAGAIN, "exec: cannot start the stream thread");
-		sp[0] = -1; /* owned by sb now */
 		goto fail;
 	}
 	rp->thread_started = true;
@@ -414,6 +420,73 @@ fail:
 	rp_free(rp);
 	free(p);
 	return r;
+}
+
+int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err)
+{
+	if (!o || o->version < 1 || !o->argv || !o->argv[0])
+		return abox_error_setx(err, EINVAL, "exec: no command given");
+	if (o->truncate_threshold)
+		return backend_remote_unsupported("exec with output truncation", err);
+	json_object *b = start_json(o);
+	int r = stream_open(sb, "Start", b, o->user, out, err);
+	json_object_put(b);
+	return r;
+}
+
+int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
+{
+	if ((pid <= 0) == (tag == NULL))
+		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
+	json_object *b = json_object_new_object(), *sel = json_object_new_object();
+	if (tag)
+		json_object_object_add(sel, "tag", json_object_new_string(tag));
+	else
+		json_object_object_add(sel, "pid", json_object_new_int(pid));
+	json_object_object_add(b, "process", sel);
+	int r = stream_open(sb, "Connect", b, "root", out, err);
+	json_object_put(b);
+	return r;
+}
+
+int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
+{
+	json_object *b = json_object_new_object(), *reply = NULL, *a;
+	int r = remote_rpc(sb, "process.Process", "List", "root", b, &reply, err);
+	json_object_put(b);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(reply, "processes", &a) || !json_object_is_type(a, json_type_array)) {
+		json_object_put(reply);
+		return abox_error_setx(err, EPROTO, "ps: the daemon's reply has no processes");
+	}
+	size_t cnt = json_object_array_length(a);
+	abox_proc_info *v = calloc(cnt ? cnt : 1, sizeof(*v));
+	if (!v) {
+		json_object_put(reply);
+		return abox_error_set(err, ENOMEM, "ps");
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		json_object *e = json_object_array_get_idx(a, i), *x, *c;
+		v[i].pid = json_object_object_get_ex(e, "pid", &x) ? json_object_get_int(x) : 0;
+		v[i].running = 1; /* the protocol lists running processes */
+		if (json_object_object_get_ex(e, "tag", &x))
+			snprintf(v[i].tag, sizeof(v[i].tag), "%s", json_object_get_string(x));
+		if (json_object_object_get_ex(e, "config", &c)) {
+			size_t k = 0;
+			if (json_object_object_get_ex(c, "cmd", &x))
+				k = (size_t)snprintf(v[i].cmd, sizeof(v[i].cmd), "%s", json_object_get_string(x));
+			json_object *args;
+			if (json_object_object_get_ex(c, "args", &args) && json_object_is_type(args, json_type_array))
+				for (size_t j = 0; j < json_object_array_length(args) && k < sizeof(v[i].cmd); j++)
+					k += (size_t)snprintf(v[i].cmd + k, sizeof(v[i].cmd) - k, " %s",
+							      json_object_get_string(json_object_array_get_idx(args, j)));
+		}
+	}
+	json_object_put(reply);
+	*out = v;
+	*n = cnt;
+	return 0;
 }
 
 void remote_proc_free(abox_proc *p)

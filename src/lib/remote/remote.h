@@ -64,9 +64,13 @@ int remote_rpc(abox_sandbox *sb, const char *service, const char *method, const 
 	       json_object **out, abox_error *err);
 
 /* sandbox.c */
+int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
+		abox_error *err);
 extern const struct remote_ops remote_ops_table;
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
+int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
+int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 int remote_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
 int remote_proc_signal(abox_proc *p, int sig, abox_error *err);
 int remote_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);

@@ -473,6 +473,48 @@ static int r_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *ou
 	return 0;
 }
 
+static int r_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
+		  abox_error *err)
+{
+	if (count < 1 || count > 64)
+		return abox_error_setx(err, EINVAL, "fork: count %u is not between 1 and 64", count);
+	for (unsigned i = 0; i < count; i++)
+		forks[i] = NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/sandboxes/%s/fork", sb->id);
+	json_object *b = json_object_new_object();
+	json_object_object_add(b, "count", json_object_new_int((int)count));
+	if (timeout_ms)
+		json_object_object_add(b, "timeout", json_object_new_int64((timeout_ms + 999) / 1000));
+	struct rbuf resp = { 0 };
+	int r = post_json(sb->ctx, path, b, false, &resp, NULL, err);
+	json_object_put(b);
+	if (r < 0)
+		return r;
+	json_object *j = remote_json(&resp, "fork", err);
+	rbuf_free(&resp);
+	if (!j || !json_object_is_type(j, json_type_array)) {
+		json_object_put(j);
+		return abox_error_setx(err, EPROTO, "fork: the daemon's reply is not an array");
+	}
+	int made = 0;
+	for (unsigned i = 0; i < count; i++) {
+		json_object *e = json_object_array_get_idx(j, i), *s, *x;
+		if (errs)
+			abox_error_clear(&errs[i]);
+		if (e && json_object_object_get_ex(e, "sandbox", &s) && jstr(s, "sandboxID") &&
+		    (forks[i] = sandbox_new(sb->ctx, jstr(s, "sandboxID"), jstr(s, "envdAccessToken"), 0))) {
+			made++;
+			continue;
+		}
+		const char *msg = e && json_object_object_get_ex(e, "error", &x) ? jstr(x, "message") : NULL;
+		if (errs)
+			abox_error_setx(&errs[i], EIO, "fork %u: %s", i + 1, msg ? msg : "no sandbox in the reply");
+	}
+	json_object_put(j);
+	return made;
+}
+
 static void snap_from(json_object *o, abox_snapshot_info *s)
 {
 	json_object *names;
@@ -538,6 +580,9 @@ const struct remote_ops remote_ops_table = {
 	.snapshot_list = r_snapshot_list,
 	.snapshot_remove = r_snapshot_remove,
 	.proc_start = remote_proc_start,
+	.proc_attach = remote_proc_attach,
+	.proc_list = remote_proc_list,
+	.fork = r_fork,
 	.proc_input = remote_proc_input,
 	.proc_signal = remote_proc_signal,
 	.proc_resize = remote_proc_resize,
