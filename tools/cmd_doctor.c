@@ -222,12 +222,39 @@ static void check_checkpointer(void)
 	abox_ctx_free(ctx);
 }
 
+/* With --remote: whether that daemon answers this key. */
+static int doctor_remote(const char *url)
+{
+	abox_ctx *ctx = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_ctx_new(NULL, &ctx, &err) < 0) {
+		line(false, true, "remote", "%s", err.msg);
+		return 1;
+	}
+	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
+	abox_sandbox_info *v = NULL;
+	size_t n = 0;
+	int r = abox_sandbox_query(ctx, &lo, &v, &n, NULL, &err);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		abox_sandbox_info_clear(&v[i]);
+	free(v);
+	abox_ctx_free(ctx);
+	if (r < 0)
+		line(false, true, "remote", "%s: %s", url, err.msg);
+	else
+		line(true, false, "remote", "%s answers this key (%zu sandboxes)", url, n);
+	return r < 0 ? 1 : 0;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		printf("usage: abox doctor\n\nPrints what this host offers abox; exits 0 when sandboxes can run.\n");
 		return 0;
 	}
+	const char *remote = getenv("ABOX_REMOTE");
+	if (remote && *remote)
+		return doctor_remote(remote);
 	struct utsname u;
 	uname(&u);
 	line(true, false, "kernel", "%s %s", u.release, u.machine);

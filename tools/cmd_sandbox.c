@@ -181,11 +181,13 @@ int cmd_exec(int argc, char **argv)
 		{ "tty", no_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'Z' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "idempotent", no_argument, NULL, 'I' },
+		{ "check", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	bool detach = false, tty = false, json = false;
+	bool detach = false, tty = false, json = false, check = false;
 	const char *size = NULL;
 	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
@@ -198,6 +200,8 @@ int cmd_exec(int argc, char **argv)
 		case 't': tty = true; break;
 		case 'Z': size = optarg; tty = true; break;
 		case 'J': json = true; break;
+		case 'I': po.flags |= ABOX_PROC_IDEMPOTENT; break;
+		case 'C': check = true; break;
 		case 'd': detach = true; break;
 		case 'T': po.tag = optarg; break;
 		case 'R':
@@ -222,6 +226,11 @@ int cmd_exec(int argc, char **argv)
 			       "      --json     print one JSON object at the end: exitCode, stdout, stderr,\n"
 			       "                 truncated, their lengths and the paths of the full output\n"
 			       "      --size RxC the terminal's size (default: ours, or 24x80)\n"
+			       "      --idempotent  CMD may run twice: with --remote, a start that failed\n"
+			       "                 on a transient error (daemon unreachable, 502/503/504)\n"
+			       "                 is tried again; without it a start is never repeated\n"
+			       "      --check    a non-zero exit is reported as a failure on stderr\n"
+			       "                 (\"abox: exec: CMD exited with N\"), the status stays N\n"
 			       "      --truncate N[:HEAD:TAIL]\n"
 			       "                 when stdout+stderr exceed N bytes, print each stream cut to\n"
 			       "                 its first HEAD and last TAIL bytes (default N/2 each) with a\n"
@@ -285,6 +294,8 @@ int cmd_exec(int argc, char **argv)
 	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty,
 				   .json = json };
 	int rc = cli_run_process(sb, &po, &o);
+	if (check && rc != 0 && rc != EXIT_ABOX)
+		cli_err("exec: %s exited with %d", po.argv[0], rc);
 	abox_sandbox_free(sb);
 	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
 	abox_ctx_free(ctx);

@@ -1,16 +1,19 @@
 /* abox — command line entry point: picks the verb. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: abox [--root DIR] [--runtime-dir DIR] COMMAND [OPTIONS]\n"
+		"usage: abox [--root DIR] [--runtime-dir DIR] [--remote URL [--api-key KEY]] COMMAND [OPTIONS]\n"
 		"\n"
 		"Run untrusted code in isolated sandboxes.\n"
 		"\n"
@@ -40,8 +43,38 @@ static void usage(FILE *f)
 		"  gc                              remove what killed sandboxes left behind\n"
 		"  version                         print the version\n"
 		"\n"
-		"`abox COMMAND --help` shows a command's options.\n");
+		"`abox COMMAND --help` shows a command's options.\n"
+		"\n"
+		"--remote URL (or ABOX_REMOTE) drives the sandboxes of an aboxd instead\n"
+		"(http://HOST:PORT or unix:/PATH), with --api-key KEY (or ABOX_API_KEY).\n");
 }
+
+#ifndef ABOX_CLI_HAS_REMOTE
+/* This binary is static and lean for the local fast path; the remote
+ * backend (libcurl) lives in abox-remote, the same CLI built with it. */
+static int exec_remote_cli(char **argv)
+{
+	char self[PATH_MAX], near[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(near, sizeof(near), "%s/abox-remote", self);
+	const char *cands[] = { getenv("ABOX_REMOTE_CLI"), near, ABOX_LIBEXECDIR "/abox-remote" };
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		if (!cands[i] || !*cands[i] || access(cands[i], X_OK) != 0)
+			continue;
+		argv[0] = (char *)cands[i];
+		execv(cands[i], argv);
+		cli_err("remote: exec %s: %s", cands[i], strerror(errno));
+		return EXIT_ABOX;
+	}
+	cli_err("remote: abox-remote (the CLI with the remote backend) is not installed "
+		"(looked next to abox and in " ABOX_LIBEXECDIR ")");
+	return EXIT_ABOX;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -52,11 +85,30 @@ int main(int argc, char **argv)
 			return EXIT_ABOX;
 
 	/* global options before the verb */
-	while (argc >= 3 && (strcmp(argv[1], "--root") == 0 || strcmp(argv[1], "--runtime-dir") == 0)) {
-		setenv(strcmp(argv[1], "--root") == 0 ? "ABOX_ROOT" : "ABOX_RUNTIME_DIR", argv[2], 1);
+	char **argv0 = argv;
+	while (argc >= 3 && (strcmp(argv[1], "--root") == 0 || strcmp(argv[1], "--runtime-dir") == 0 ||
+			     strcmp(argv[1], "--remote") == 0 || strcmp(argv[1], "--api-key") == 0)) {
+		const char *var = !strcmp(argv[1], "--root")	    ? "ABOX_ROOT"
+				  : !strcmp(argv[1], "--runtime-dir") ? "ABOX_RUNTIME_DIR"
+				  : !strcmp(argv[1], "--remote")      ? "ABOX_REMOTE"
+								      : "ABOX_API_KEY";
+		setenv(var, argv[2], 1);
 		argc -= 2;
 		argv += 2;
 	}
+	const char *remote = getenv("ABOX_REMOTE");
+#ifndef ABOX_CLI_HAS_REMOTE
+	if (remote && *remote && argc >= 2 && strcmp(argv[1], "version") && strcmp(argv[1], "--version") &&
+	    strcmp(argv[1], "help") && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
+		/* the options are in the environment now: pass the rest on */
+		argv[0] = argv0[0];
+		return exec_remote_cli(argv);
+	}
+#else
+	cli_prog = "abox";
+	(void)argv0;
+#endif
+	(void)remote;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_ABOX;

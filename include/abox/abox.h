@@ -355,6 +355,11 @@ ABOX_EXPORT int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err)
 typedef struct abox_proc abox_proc;
 
 #define ABOX_PROC_STDIN (1u << 0) /* open a stdin pipe (else /dev/null) */
+/* The command may safely run twice: when its start fails on a transient
+ * error before it ran (the remote daemon unreachable, or 502/503/504), it
+ * is tried again (three tries in all). Without it a start is never
+ * repeated. The local backend has no such errors. */
+#define ABOX_PROC_IDEMPOTENT (1u << 1)
 
 #define ABOX_PROC_OPTS_VERSION 1
 typedef struct abox_proc_opts {

@@ -570,3 +570,100 @@ Test(remote, fork)
 	}
 	drop(sb);
 }
+
+/* ---- retries: a daemon stand-in that answers 503 to what it is told ---- */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+static atomic_int flaky_starts, flaky_creates, flaky_infos;
+static int flaky_fd;
+
+static void *flaky_serve(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int c = accept(flaky_fd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		char req[8192];
+		size_t n = 0;
+		ssize_t k;
+		while (n < sizeof(req) - 1 && (k = read(c, req + n, sizeof(req) - 1 - n)) > 0) {
+			n += (size_t)k;
+			req[n] = '\0';
+			char *end = strstr(req, "\r\n\r\n");
+			const char *cl = strcasestr(req, "content-length:");
+			if (end && (size_t)(end + 4 - req) + (cl ? strtoul(cl + 15, NULL, 10) : 0) <= n)
+				break;
+		}
+		req[n] = '\0';
+		const char *body;
+		int status;
+		if (!strncmp(req, "GET /sandboxes/", 15)) {
+			atomic_fetch_add(&flaky_infos, 1);
+			status = 200;
+			body = "{\"sandboxID\":\"aaaaaaaaaaaaaaaaaaaa\",\"state\":\"running\"}";
+		} else {
+			if (!strncmp(req, "POST /process.Process/Start", 27))
+				atomic_fetch_add(&flaky_starts, 1);
+			else if (!strncmp(req, "POST /sandboxes ", 16))
+				atomic_fetch_add(&flaky_creates, 1);
+			status = 503;
+			body = "{\"code\":503,\"message\":\"overloaded\"}";
+		}
+		char reply[512];
+		snprintf(reply, sizeof(reply),
+			 "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+			 status, status == 200 ? "OK" : "Service Unavailable", strlen(body), body);
+		(void)!write(c, reply, strlen(reply));
+		close(c);
+	}
+}
+
+Test(remote, retries_only_what_may_run_twice)
+{
+	flaky_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(bind(flaky_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t al = sizeof(a);
+	getsockname(flaky_fd, (struct sockaddr *)&a, &al);
+	cr_assert_eq(listen(flaky_fd, 16), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, flaky_serve, NULL);
+
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
+	co.remote_url = url;
+	co.api_key = "e2b_0000000000000000000000000000000000000000";
+	abox_ctx *fc = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(abox_ctx_new(&co, &fc, &err), 0, "%s", err.msg);
+
+	/* a create is never repeated: it could make two sandboxes */
+	abox_sandbox *sb = NULL;
+	cr_expect_lt(abox_sandbox_create(fc, NULL, &sb, &err), 0);
+	cr_expect_eq(atomic_load(&flaky_creates), 1);
+	cr_expect(strstr(err.msg, "overloaded"), "%s", err.msg);
+
+	cr_assert_eq(abox_sandbox_connect(fc, "aaaaaaaaaaaaaaaaaaaa", &sb, &err), 0, "%s", err.msg);
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	const char *argv[] = { "true", NULL };
+	po.argv = argv;
+	abox_proc *p = NULL;
+	cr_expect_lt(abox_proc_start(sb, &po, &p, &err), 0);
+	cr_expect_eq(atomic_load(&flaky_starts), 1, "a plain command starts once");
+	po.flags = ABOX_PROC_IDEMPOTENT;
+	cr_expect_lt(abox_proc_start(sb, &po, &p, &err), 0);
+	cr_expect_eq(atomic_load(&flaky_starts), 4, "an idempotent one is tried three times");
+	cr_expect(strstr(err.msg, "overloaded"), "%s", err.msg);
+	abox_sandbox_free(sb);
+	abox_ctx_free(fc);
+	shutdown(flaky_fd, SHUT_RDWR);
+	close(flaky_fd);
+	pthread_join(t, NULL);
+}

@@ -249,8 +249,9 @@ int remote_call(struct remote *rm, const struct rreq *q, struct rbuf *resp, long
 		if (c == CURLE_WRITE_ERROR && q->sink)
 			r = -ECANCELED; /* the caller's sink said stop (or failed): it set err */
 		else if (c != CURLE_OK)
-			r = abox_error_setx(err, c == CURLE_COULDNT_CONNECT ? ECONNREFUSED : EIO, "%s %s: %s", q->method,
-					    q->path, curl_easy_strerror(c));
+			r = abox_error_setx(err, c == CURLE_COULDNT_CONNECT ? ECONNREFUSED : EIO, "%s %s (daemon %s%s): %s",
+					    q->method, q->path, rm->unix_path ? "unix:" : "",
+					    rm->unix_path ? rm->unix_path : rm->base, curl_easy_strerror(c));
 		else if (status < 200 || status > 299)
 			r = server_error(status, b, q, err);
 		if (!resp || r < 0)

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "base/base64.h"
 #include "proto/messages.h"
@@ -41,6 +42,7 @@ struct remote_proc {
 	bool decided;            /* START seen, or the call failed */
 	int pid;
 	volatile bool stop;
+	bool transient;          /* 502/503/504: nothing ran */
 };
 
 static void decide(struct remote_proc *rp, int pid, int e)
@@ -251,11 +253,16 @@ static void *run(void *arg)
 		} else if (rp->failed) {
 			e = rp->err ? rp->err : EIO;
 			snprintf(msg, sizeof(msg), "%s", rp->errmsg);
+		} else if (done == CURLE_COULDNT_CONNECT) {
+			e = ECONNREFUSED;
+			snprintf(msg, sizeof(msg), "exec: %s", curl_easy_strerror(done));
 		} else {
 			e = EPIPE;
 			snprintf(msg, sizeof(msg), "exec: the daemon's stream ended without an end event (%s)",
 				 curl_easy_strerror(done));
 		}
+		if (status == 502 || status == 503 || status == 504)
+			rp->transient = true;
 		proto_msg_init(&m, MSG_EV_ERROR, rp->req);
 		proto_put_u64(&m, F_ERRNO, (uint64_t)e);
 		proto_put_str(&m, F_MESSAGE, msg);
@@ -345,8 +352,10 @@ static char *envelope(json_object *b, size_t *len)
 /* Opens a server stream of process events (Start or Connect) and waits
  * for its first event: the process's pid, or why there is none. */
 static int stream_open(abox_sandbox *sb, const char *method, json_object *body, const char *user, abox_proc **out,
-		       abox_error *err)
+		       bool *transient, abox_error *err)
 {
+	if (transient)
+		*transient = false;
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
 	int sp[2];
@@ -407,6 +416,8 @@ static int stream_open(abox_sandbox *sb, const char *method, json_object *body, 
 	int e = rp->pid ? 0 : rp->err ? rp->err : EPIPE;
 	pthread_mutex_unlock(&rp->lock);
 	if (e) {
+		if (transient)
+			*transient = e == ECONNREFUSED || rp->transient;
 		r = abox_error_setx(err, e, "%s", rp->errmsg[0] ? rp->errmsg : "exec failed");
 		abox_proc_free(p);
 		return r;
@@ -429,7 +440,17 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 	if (o->truncate_threshold)
 		return backend_remote_unsupported("exec with output truncation", err);
 	json_object *b = start_json(o);
-	int r = stream_open(sb, "Start", b, o->user, out, err);
+	bool transient = false;
+	int r;
+	for (int t = 0;; t++) {
+		r = stream_open(sb, "Start", b, o->user, out, &transient, err);
+		/* only what may run twice is tried again, and only when it did
+		 * not start */
+		if (r >= 0 || !transient || !(o->flags & ABOX_PROC_IDEMPOTENT) || t == 2)
+			break;
+		struct timespec ts = { 0, (long)(50L << (2 * t)) * 1000000L }; /* 50, 200 ms */
+		nanosleep(&ts, NULL);
+	}
 	json_object_put(b);
 	return r;
 }
@@ -444,7 +465,7 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 	else
 		json_object_object_add(sel, "pid", json_object_new_int(pid));
 	json_object_object_add(b, "process", sel);
-	int r = stream_open(sb, "Connect", b, "root", out, err);
+	int r = stream_open(sb, "Connect", b, "root", out, NULL, err);
 	json_object_put(b);
 	return r;
 }
