@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "daemon.h"
@@ -202,7 +204,70 @@ static bool checkpointer_works(abox_ctx *ctx)
 	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
 }
 
-static bool snapshot_exists(abox_ctx *ctx, const char *ref)
+/* Snapshots belong to the API key that made them, like sandboxes: one
+ * key must not list, start from (and so read the files of) or delete
+ * another key's snapshot. The daemon notes the owner of each snapshot it
+ * makes in <state>/aboxd-snapshots/<id>; snapshots made otherwise (the
+ * CLI on the host) belong to no key. */
+static void owner_path(const char *id, char *buf, size_t n)
+{
+	const char *state = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
+	snprintf(buf, n, "%s/aboxd-snapshots%s%s", state && *state ? state : "/var/lib/abox", id ? "/" : "",
+		 id ? id : "");
+}
+
+static int owner_note(const char *id, const char *owner)
+{
+	char dir[4096], path[4200], tmp[4300];
+	owner_path(NULL, dir, sizeof(dir));
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	owner_path(id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	bool ok = fputs(owner, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+static bool owned_by(const char *id, const char *owner)
+{
+	char path[4200], got[64] = "";
+	owner_path(id, path, sizeof(path));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool ok = fgets(got, sizeof(got), f) != NULL;
+	fclose(f);
+	return ok && owner[0] && strcmp(got, owner) == 0;
+}
+
+/* The id of the caller's snapshot named ref (id or name): 1 and *id set,
+ * 0 when there is none (another key's counts as none), < 0 on error. */
+static int snapshot_of(abox_ctx *ctx, struct request *rq, const char *ref, char id[21])
+{
+	abox_snapshot_info *v = NULL;
+	size_t n = 0;
+	int found = 0;
+	if (abox_snapshot_list(ctx, &v, &n, NULL) < 0)
+		return -EIO;
+	for (size_t i = 0; i < n && !found; i++)
+		if (!v[i].automatic && (strcmp(v[i].id, ref) == 0 || strcmp(v[i].name, ref) == 0) &&
+		    owned_by(v[i].id, rq->owner)) {
+			snprintf(id, 21, "%s", v[i].id);
+			found = 1;
+		}
+	free(v);
+	return found;
+}
+
+static bool snapshot_named(abox_ctx *ctx, const char *ref)
 {
 	abox_snapshot_info *v = NULL;
 	size_t n = 0;
@@ -274,10 +339,15 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	 * host template, which has python3 and node when the host has them */
 	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0 || strcmp(tmpl, "code-interpreter-v1") == 0)
 		tmpl = NULL;
-	if (tmpl && snapshot_exists(ctx, tmpl))
-		o.snapshot = tmpl;
-	else
+	char snap_id[21];
+	if (tmpl && snapshot_of(ctx, rq, tmpl, snap_id) == 1) {
+		o.snapshot = snap_id;
+	} else if (tmpl && snapshot_named(ctx, tmpl)) {
+		q = reply_error(rq, 404, "template '%s' not found", tmpl); /* another key's snapshot */
+		goto out;
+	} else {
 		o.template_name = tmpl;
+	}
 	abox_error err = ABOX_ERROR_INIT;
 	abox_sandbox *sb = NULL;
 	int r = abox_sandbox_create(ctx, &o, &sb, &err);
@@ -531,6 +601,11 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
 	abox_sandbox_free(sb);
 	json_object_put(b);
+	if (r >= 0 && owner_note(s.id, rq->owner) < 0) {
+		/* a snapshot nobody may use is worse than none */
+		(void)abox_snapshot_remove(ctx, s.id, NULL);
+		return reply_error(rq, 500, "snapshot %s: cannot record its owner", s.id);
+	}
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_json(rq, 201, snap_json(&s));
 }
 
@@ -589,7 +664,9 @@ static enum MHD_Result snapshots(struct request *rq, abox_ctx *ctx)
 		return reply_abox_error(rq, &err, r);
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		if (!v[i].automatic) /* forks' and pauses' own layers are not the user's */
+		/* forks' and pauses' own layers are not the user's; other keys'
+		 * snapshots are not this key's */
+		if (!v[i].automatic && owned_by(v[i].id, rq->owner))
 			json_object_array_add(a, snap_json(&v[i]));
 	free(v);
 	return reply_json(rq, 200, a);
@@ -642,8 +719,20 @@ enum MHD_Result control_route(struct request *rq)
 		q = snapshots(rq, ctx);
 	} else if (!strncmp(u, "/templates/", 11) && del) {
 		abox_error err = ABOX_ERROR_INIT;
-		int r = abox_snapshot_remove(ctx, u + 11, &err);
-		q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
+		char sid[21];
+		int r = snapshot_of(ctx, rq, u + 11, sid);
+		if (r < 0) {
+			q = reply_error(rq, 500, "cannot read the snapshots");
+		} else if (r == 0) {
+			q = reply_error(rq, 404, "template '%s' not found", u + 11);
+		} else if ((r = abox_snapshot_remove(ctx, sid, &err)) < 0) {
+			q = reply_abox_error(rq, &err, r);
+		} else {
+			char path[4200];
+			owner_path(sid, path, sizeof(path));
+			(void)unlink(path);
+			q = reply_empty(rq, 204);
+		}
 	} else {
 		q = reply_error(rq, 404, "no route %s %s", m, u);
 	}

@@ -117,6 +117,25 @@ try:
     st, lst = req("GET", "/v2/sandboxes", headers=B)
     check("key B's list does not show it", st == 200 and all(s["sandboxID"] != sid for s in lst), lst)
 
+    # snapshots belong to their key too: B may not list, start from (and so
+    # read the files of) or delete A's
+    st, snap = req("POST", f"/sandboxes/{sid}/snapshots", {"name": f"abuse-{os.getpid()}"}, A)
+    check("key A snapshots its sandbox", st == 201 and snap.get("snapshotID"), snap)
+    snap_id = snap.get("snapshotID", "")
+    st, lst = req("GET", "/snapshots", headers=B)
+    check("key B's snapshot list does not show it", st == 200 and all(x["snapshotID"] != snap_id for x in lst), lst)
+    st, lst = req("GET", "/snapshots", headers=A)
+    check("key A's does", st == 200 and any(x["snapshotID"] == snap_id for x in lst), lst)
+    for ref in (snap_id, f"abuse-{os.getpid()}"):
+        st, body = req("POST", "/v2/sandboxes", {"templateID": ref, "timeout": 60}, B)
+        check(f"key B cannot start from it by {'id' if ref == snap_id else 'name'} (404)", st == 404, body)
+        if st == 201:
+            req("DELETE", f"/sandboxes/{body['sandboxID']}", headers=B)
+    st, _ = req("DELETE", f"/templates/{snap_id}", headers=B)
+    check("key B cannot delete it (404)", st == 404)
+    st, _ = req("DELETE", f"/templates/{snap_id}", headers=A)
+    check("key A deletes it (204)", st == 204)
+
     path = "/filesystem.Filesystem/Stat"
     st, body = envd(sid, path, {"path": "/"})
     check("secure sandbox without X-Access-Token: 401", st == 401, body)
