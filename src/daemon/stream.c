@@ -73,6 +73,8 @@ void ebuf_end(struct ebuf *b, const char *code, const char *msg)
 size_t ebuf_take(struct ebuf *b, char *out, size_t max)
 {
 	size_t n = b->len - b->off < max ? b->len - b->off : max;
+	if (!n)
+		return 0; /* nothing queued yet: buf may still be NULL */
 	memcpy(out, b->buf + b->off, n);
 	b->off += n;
 	return n;

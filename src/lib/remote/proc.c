@@ -16,8 +16,8 @@
 #include "base/base64.h"
 #include "proto/messages.h"
 #include "remote/remote.h"
+#include "remote/stream.h"
 
-#define MAX_MESSAGE (16u << 20) /* one Connect message; output comes in far smaller pieces */
 
 struct remote_proc {
 	pthread_t thread;
@@ -29,9 +29,9 @@ struct remote_proc {
 	struct curl_slist *hdrs;
 	char *body;              /* the request envelope */
 	size_t body_len;
-	/* incoming envelopes */
-	uint8_t *buf;
-	size_t len, cap;
+	struct envq q;           /* incoming envelopes */
+	char err_body[4096];     /* the body of an error status */
+	size_t err_len;
 	bool ended;              /* an END frame went out */
 	bool failed;             /* the stream carried an error */
 	char errmsg[512];
@@ -65,87 +65,40 @@ static int send_frame(struct remote_proc *rp, struct proto_msg *m)
 	return r;
 }
 
-static int signal_of(const char *status)
+static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
-	/* "signal: killed", "signal: Terminated", ... (Go's ProcessState) */
-	if (!status || strncmp(status, "signal: ", 8) != 0)
-		return 0;
-	const char *s = status + 8;
-	if (!strcmp(s, "killed"))
-		return SIGKILL;
-	for (int i = 1; i < 65; i++) {
-		const char *n = strsignal(i);
-		if (n && !strcmp(n, s))
-			return i;
-	}
-	return SIGKILL;
-}
-
-static int on_event(struct remote_proc *rp, json_object *ev)
-{
-	json_object *e, *v;
-	struct proto_msg m;
-	if (!json_object_object_get_ex(ev, "event", &e))
-		return 0;
-	if (json_object_object_get_ex(e, "start", &v)) {
-		json_object *pid;
-		int p = json_object_object_get_ex(v, "pid", &pid) ? json_object_get_int(pid) : 0;
-		proto_msg_init(&m, MSG_EV_START, rp->req);
-		proto_put_u64(&m, F_PID, (uint64_t)p);
-		int r = send_frame(rp, &m);
-		decide(rp, p, 0);
-		return r;
-	}
-	if (json_object_object_get_ex(e, "data", &v)) {
-		static const struct {
-			const char *key;
-			uint16_t type;
-		} kinds[] = { { "stdout", MSG_EV_STDOUT }, { "stderr", MSG_EV_STDERR }, { "pty", MSG_EV_PTY } };
-		for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
-			json_object *d;
-			if (!json_object_object_get_ex(v, kinds[i].key, &d))
-				continue;
-			unsigned char *raw = NULL;
-			size_t n = 0;
-			if (base64_decode(json_object_get_string(d), &raw, &n) < 0)
-				return -EPROTO;
-			proto_msg_init(&m, kinds[i].type, rp->req);
-			proto_put_u64(&m, F_PID, (uint64_t)rp->pid);
-			proto_put_bytes(&m, F_DATA, raw, n);
-			free(raw);
-			return send_frame(rp, &m);
+	if (flags & 0x02) {
+		const char *code, *msg;
+		if (remote_end_error(o, &code, &msg)) {
+			rp->failed = true;
+			rp->err = remote_refine(remote_errno(500, code), msg);
+			snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
 		}
 		return 0;
 	}
-	if (json_object_object_get_ex(e, "end", &v)) {
-		json_object *x;
-		int code = json_object_object_get_ex(v, "exitCode", &x) ? json_object_get_int(x) : 0;
-		bool exited = !json_object_object_get_ex(v, "exited", &x) || json_object_get_boolean(x);
-		const char *status = json_object_object_get_ex(v, "status", &x) ? json_object_get_string(x) : NULL;
-		int sig = exited ? 0 : signal_of(status);
-		proto_msg_init(&m, MSG_EV_END, rp->req);
-		proto_put_u64(&m, F_PID, (uint64_t)rp->pid);
-		proto_put_i64(&m, F_EXIT_CODE, sig ? 128 + sig : code);
-		proto_put_u64(&m, F_SIGNAL, (uint64_t)sig);
-		if (json_object_object_get_ex(v, "error", &x) && json_object_is_type(x, json_type_string))
-			proto_put_str(&m, F_MESSAGE, json_object_get_string(x));
-		rp->ended = true;
-		return send_frame(rp, &m);
+	struct proto_msg m;
+	bool end = false;
+	int pid = rp->pid;
+	int k = remote_event_frame(o, rp->req, &pid, &end, &m);
+	if (k < 0) {
+		rp->failed = true;
+		rp->err = EPROTO;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a malformed process event from the daemon");
+		return k;
 	}
-	return 0; /* keepalive */
-}
-
-/* An end-stream envelope: {} or {"error": {code, message}}. */
-static void on_end_stream(struct remote_proc *rp, json_object *o)
-{
-	json_object *e, *v;
-	if (!o || !json_object_object_get_ex(o, "error", &e))
-		return;
-	const char *code = json_object_object_get_ex(e, "code", &v) ? json_object_get_string(v) : NULL;
-	const char *msg = json_object_object_get_ex(e, "message", &v) ? json_object_get_string(v) : "the stream failed";
-	rp->failed = true;
-	rp->err = remote_errno(500, code);
-	snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
+	if (k == 0)
+		return 0;
+	if (send_frame(rp, &m) < 0) {
+		rp->failed = true;
+		rp->err = EPIPE;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: the handle was closed");
+		return -EPIPE;
+	}
+	if (end)
+		rp->ended = true;
+	if (pid != rp->pid)
+		decide(rp, pid, 0); /* the start: the caller learns the pid */
+	return 0;
 }
 
 static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
@@ -156,59 +109,40 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
 		return 0;
 	long status = 0;
 	curl_easy_getinfo(rp->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (rp->len + n > MAX_MESSAGE + 5) {
+	if (status != 200) {
+		/* an error body: kept (bounded), judged at the end */
+		size_t room = rp->err_len < sizeof(rp->err_body) - 1 ? sizeof(rp->err_body) - 1 - rp->err_len : 0;
+		size_t k = n < room ? n : room;
+		memcpy(rp->err_body + rp->err_len, d, k);
+		rp->err_len += k;
+		rp->err_body[rp->err_len] = '\0';
+		return n;
+	}
+	int r = envq_push(&rp->q, d, n);
+	if (r < 0) {
 		rp->failed = true;
-		rp->err = EPROTO;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a message from the daemon is over %u bytes", MAX_MESSAGE);
+		rp->err = r == -E2BIG ? EPROTO : -r;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a message from the daemon is over %u bytes", ENVQ_MAX);
 		return 0;
 	}
-	if (rp->len + n > rp->cap) {
-		size_t cap = (rp->len + n) * 2;
-		uint8_t *p = realloc(rp->buf, cap);
-		if (!p)
-			return 0;
-		rp->buf = p;
-		rp->cap = cap;
-	}
-	memcpy(rp->buf + rp->len, d, n);
-	rp->len += n;
-	if (status != 200)
-		return n; /* an error body: read whole, judged at the end */
-	size_t off = 0;
-	while (rp->len - off >= 5) {
-		uint8_t flags = rp->buf[off];
-		uint32_t l = (uint32_t)rp->buf[off + 1] << 24 | (uint32_t)rp->buf[off + 2] << 16 |
-			     (uint32_t)rp->buf[off + 3] << 8 | rp->buf[off + 4];
-		if (l > MAX_MESSAGE) {
+	for (;;) {
+		uint8_t flags = 0;
+		json_object *o = NULL;
+		char why[160];
+		int k = envq_next(&rp->q, &flags, &o, why, sizeof(why));
+		if (k == 0)
+			return n;
+		if (k < 0) {
 			rp->failed = true;
-			rp->err = EPROTO;
-			snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a Connect message of %u bytes", l);
+			rp->err = -k;
+			snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: %s", why);
 			return 0;
 		}
-		if (rp->len - off - 5 < l)
-			break;
-		json_tokener *t = json_tokener_new_ex(32);
-		json_object *o = t ? json_tokener_parse_ex(t, (const char *)rp->buf + off + 5, (int)l) : NULL;
-		if (t)
-			json_tokener_free(t);
-		off += 5 + l;
-		if (flags & 0x02) {
-			on_end_stream(rp, o);
-		} else if (!o || on_event(rp, o) < 0) {
-			json_object_put(o);
-			if (!rp->failed) {
-				rp->failed = true;
-				rp->err = o ? EPIPE : EPROTO;
-				snprintf(rp->errmsg, sizeof(rp->errmsg), "%s",
-					 o ? "exec: the handle was closed" : "exec: a message from the daemon is not JSON");
-			}
-			return 0;
-		}
+		k = on_message(rp, flags, o);
 		json_object_put(o);
+		if (k < 0)
+			return 0;
 	}
-	memmove(rp->buf, rp->buf + off, rp->len - off);
-	rp->len -= off;
-	return n;
 }
 
 static void *run(void *arg)
@@ -238,11 +172,10 @@ static void *run(void *arg)
 		int e = 0;
 		char msg[sizeof(rp->errmsg)];
 		if (status && status != 200) {
-			struct rbuf b = { .data = (char *)rp->buf, .len = rp->len };
 			json_object *o = NULL, *v;
 			json_tokener *t = json_tokener_new_ex(16);
-			if (t && b.len)
-				o = json_tokener_parse_ex(t, b.data, (int)b.len);
+			if (t && rp->err_len)
+				o = json_tokener_parse_ex(t, rp->err_body, (int)rp->err_len);
 			if (t)
 				json_tokener_free(t);
 			const char *code = o && json_object_object_get_ex(o, "code", &v) ? json_object_get_string(v) : NULL;
@@ -291,7 +224,7 @@ static void rp_free(struct remote_proc *rp)
 	if (rp->fd >= 0)
 		close(rp->fd);
 	free(rp->body);
-	free(rp->buf);
+	envq_free(&rp->q);
 	pthread_mutex_destroy(&rp->lock);
 	pthread_cond_destroy(&rp->cond);
 	free(rp);

@@ -1,0 +1,197 @@
+/* remote/stream.c — decoding a Connect server stream of process events:
+ * envelopes (flag byte, 4-byte big-endian length, JSON) cut from a byte
+ * stream that arrives in any pieces, and each event turned into the frame
+ * abox-init would have sent. Pure functions over bytes: what a daemon (or
+ * whatever answers at its address) sends is untrusted, and
+ * tests/fuzz/fuzz_remote.c feeds them garbage. Runs in the caller's
+ * process. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base64.h"
+#include "proto/messages.h"
+#include "remote/stream.h"
+
+int envq_push(struct envq *q, const void *d, size_t n)
+{
+	if (q->off && q->off == q->len)
+		q->off = q->len = 0;
+	if (q->len - q->off + n > ENVQ_MAX + 5)
+		return -E2BIG;
+	if (q->len + n > q->cap) {
+		/* move what is left to the front before growing */
+		memmove(q->buf, q->buf + q->off, q->len - q->off);
+		q->len -= q->off;
+		q->off = 0;
+		if (q->len + n > q->cap) {
+			size_t cap = (q->len + n) * 2;
+			uint8_t *p = realloc(q->buf, cap);
+			if (!p)
+				return -ENOMEM;
+			q->buf = p;
+			q->cap = cap;
+		}
+	}
+	memcpy(q->buf + q->len, d, n);
+	q->len += n;
+	return 0;
+}
+
+int envq_next(struct envq *q, uint8_t *flags, json_object **o, char *why, size_t whyn)
+{
+	*o = NULL;
+	size_t avail = q->len - q->off;
+	if (avail < 5)
+		return 0;
+	const uint8_t *h = q->buf + q->off;
+	uint32_t l = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
+	if (l > ENVQ_MAX) {
+		snprintf(why, whyn, "a Connect message of %u bytes (the bound is %u)", l, ENVQ_MAX);
+		return -EPROTO;
+	}
+	if (h[0] & ~0x03u) {
+		snprintf(why, whyn, "Connect envelope flags 0x%02x", h[0]);
+		return -EPROTO;
+	}
+	if (h[0] & 0x01) {
+		snprintf(why, whyn, "a compressed Connect message (none was asked for)");
+		return -EPROTO;
+	}
+	if (avail - 5 < l)
+		return 0;
+	*flags = h[0];
+	q->off += 5 + l;
+	if (l == 0 && (*flags & 0x02))
+		return 1; /* an empty end-stream: fine */
+	json_tokener *t = json_tokener_new_ex(32);
+	if (!t) {
+		snprintf(why, whyn, "out of memory");
+		return -ENOMEM;
+	}
+	*o = json_tokener_parse_ex(t, (const char *)h + 5, (int)l);
+	bool whole = json_tokener_get_error(t) == json_tokener_success &&
+		     json_tokener_get_parse_end(t) == (size_t)l;
+	json_tokener_free(t);
+	if (!*o || !whole || !json_object_is_type(*o, json_type_object)) {
+		json_object_put(*o);
+		*o = NULL;
+		snprintf(why, whyn, "a Connect message that is not one JSON object");
+		return -EPROTO;
+	}
+	return 1;
+}
+
+void envq_free(struct envq *q)
+{
+	free(q->buf);
+	*q = (struct envq){ 0 };
+}
+
+static int signal_of(const char *status)
+{
+	/* "signal: killed", "signal: Terminated", ... (Go's ProcessState) */
+	if (!status || strncmp(status, "signal: ", 8) != 0)
+		return SIGKILL;
+	const char *s = status + 8;
+	if (!strcmp(s, "killed"))
+		return SIGKILL;
+	for (int i = 1; i < 65; i++) {
+		const char *n = strsignal(i);
+		if (n && !strcmp(n, s))
+			return i;
+	}
+	return SIGKILL;
+}
+
+static int jint(json_object *o, const char *k, int dflt)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v))
+		return dflt;
+	/* proto3 JSON may carry integers as strings */
+	return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_string)
+		       ? json_object_get_int(v)
+		       : dflt;
+}
+
+int remote_event_frame(json_object *ev, uint32_t req, int *pid, bool *end, struct proto_msg *m)
+{
+	json_object *e, *v;
+	*end = false;
+	if (!json_object_object_get_ex(ev, "event", &e) || !json_object_is_type(e, json_type_object))
+		return 0;
+	if (json_object_object_get_ex(e, "start", &v) && json_object_is_type(v, json_type_object)) {
+		int p = jint(v, "pid", 0);
+		if (p <= 0)
+			return -EPROTO;
+		*pid = p;
+		proto_msg_init(m, MSG_EV_START, req);
+		proto_put_u64(m, F_PID, (uint64_t)p);
+		return 1;
+	}
+	if (json_object_object_get_ex(e, "data", &v) && json_object_is_type(v, json_type_object)) {
+		static const struct {
+			const char *key;
+			uint16_t type;
+		} kinds[] = { { "stdout", MSG_EV_STDOUT }, { "stderr", MSG_EV_STDERR }, { "pty", MSG_EV_PTY } };
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			json_object *d;
+			if (!json_object_object_get_ex(v, kinds[i].key, &d))
+				continue;
+			unsigned char *raw = NULL;
+			size_t n = 0;
+			if (!json_object_is_type(d, json_type_string) || base64_decode(json_object_get_string(d), &raw, &n) < 0)
+				return -EPROTO;
+			if (n > PROTO_MAX_PAYLOAD - 64) {
+				/* aboxd sends output in pieces of at most 64 KiB; one
+				 * that does not fit a frame is not from it */
+				free(raw);
+				return -EPROTO;
+			}
+			proto_msg_init(m, kinds[i].type, req);
+			proto_put_u64(m, F_PID, (uint64_t)*pid);
+			proto_put_bytes(m, F_DATA, raw, n);
+			free(raw);
+			return 1;
+		}
+		return 0;
+	}
+	if (json_object_object_get_ex(e, "end", &v) && json_object_is_type(v, json_type_object)) {
+		json_object *x;
+		int code = jint(v, "exitCode", 0);
+		bool exited = !json_object_object_get_ex(v, "exited", &x) || json_object_get_boolean(x);
+		const char *status = json_object_object_get_ex(v, "status", &x) && json_object_is_type(x, json_type_string)
+					     ? json_object_get_string(x)
+					     : NULL;
+		int sig = exited ? 0 : signal_of(status);
+		proto_msg_init(m, MSG_EV_END, req);
+		proto_put_u64(m, F_PID, (uint64_t)*pid);
+		proto_put_i64(m, F_EXIT_CODE, sig ? 128 + sig : code);
+		proto_put_u64(m, F_SIGNAL, (uint64_t)sig);
+		if (json_object_object_get_ex(v, "error", &x) && json_object_is_type(x, json_type_string)) {
+			char msg[1024]; /* bounded: the frame has room for it */
+			snprintf(msg, sizeof(msg), "%s", json_object_get_string(x));
+			proto_put_str(m, F_MESSAGE, msg);
+		}
+		*end = true;
+		return 1;
+	}
+	return 0; /* keepalive, or an event this version does not know */
+}
+
+bool remote_end_error(json_object *o, const char **code, const char **msg)
+{
+	json_object *e, *v;
+	*code = NULL;
+	*msg = "the stream failed";
+	if (!o || !json_object_object_get_ex(o, "error", &e) || !json_object_is_type(e, json_type_object))
+		return false;
+	if (json_object_object_get_ex(e, "code", &v) && json_object_is_type(v, json_type_string))
+		*code = json_object_get_string(v);
+	if (json_object_object_get_ex(e, "message", &v) && json_object_is_type(v, json_type_string))
+		*msg = json_object_get_string(v);
+	return true;
+}
