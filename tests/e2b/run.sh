@@ -22,7 +22,12 @@ conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
 printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
 "$build/aboxd" --config "$conf" 2>"$dir/aboxd.log" &
 daemon=$!
-cleanup() { kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -f "$conf"; }
+# the expiry flow leaves a dead sandbox's record (and its automatic pause
+# layer) for the daemon's gc, which runs every 10 s: collect it now
+cleanup() {
+  kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -f "$conf"
+  "$build/abox" gc -q >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 for _ in $(seq 50); do
   curl -s -o /dev/null "http://127.0.0.1:$port/health" && break
