@@ -134,6 +134,11 @@ static json_object *detail_json(const abox_sandbox_info *in)
 	json_object_object_add(o, "state",
 			       json_object_new_string(in->state == ABOX_STATE_PAUSED ? "paused" : "running"));
 	json_object_object_add(o, "metadata", public_metadata(in, NULL, NULL));
+	char *net = note_read("network", in->id);
+	json_object *nj = net && *net ? json_tokener_parse(net) : NULL;
+	if (nj)
+		json_object_object_add(o, "network", nj);
+	free(net);
 	return o;
 }
 
@@ -199,6 +204,54 @@ static char **pairs(json_object *o, const char *what, char *bad, size_t badn)
 	return v;
 }
 
+/* Network settings as E2B takes them ({allowOut, denyOut, ...} and
+ * allow_internet_access): checked for shape and stored as given (notes.c)
+ * until sandboxes get networking; today a sandbox has loopback only, so
+ * every deny already holds and no allow can. NULL and why when malformed;
+ * else a malloc'd JSON text to store, or "" when there is nothing to
+ * store. */
+static char *network_note(json_object *net, json_object *allow, char *why, size_t whyn)
+{
+	if (net && !json_object_is_type(net, json_type_object) && !json_object_is_type(net, json_type_null)) {
+		snprintf(why, whyn, "network must be an object");
+		return NULL;
+	}
+	if (allow && !json_object_is_type(allow, json_type_boolean) && !json_object_is_type(allow, json_type_null)) {
+		snprintf(why, whyn, "allow_internet_access must be true or false");
+		return NULL;
+	}
+	if (net && json_object_is_type(net, json_type_object)) {
+		json_object_object_foreach(net, k, v) {
+			if (strcmp(k, "allowOut") && strcmp(k, "denyOut"))
+				continue; /* other settings are kept as they are */
+			size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+			if (!json_object_is_type(v, json_type_array) || n > 1024) {
+				snprintf(why, whyn, "network.%s must be an array of at most 1024 addresses or names", k);
+				return NULL;
+			}
+			for (size_t i = 0; i < n; i++) {
+				json_object *e = json_object_array_get_idx(v, i);
+				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
+				    json_object_get_string_len(e) > 253) {
+					snprintf(why, whyn, "network.%s[%zu] must be an address, a CIDR or a host name", k, i);
+					return NULL;
+				}
+			}
+		}
+	}
+	bool have_net = net && json_object_is_type(net, json_type_object);
+	bool have_allow = allow && json_object_is_type(allow, json_type_boolean);
+	if (!have_net && !have_allow)
+		return strdup("");
+	json_object *o = have_net ? json_object_get(net) : json_object_new_object();
+	json_object_object_del(o, "allow_internet_access"); /* kept under its name in the config */
+	if (have_allow)
+		json_object_object_add(o, "allowInternetAccess", json_object_get(allow));
+	char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return text;
+}
+
 static bool checkpointer_works(abox_ctx *ctx)
 {
 	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
@@ -207,45 +260,14 @@ static bool checkpointer_works(abox_ctx *ctx)
 /* Snapshots belong to the API key that made them, like sandboxes: one
  * key must not list, start from (and so read the files of) or delete
  * another key's snapshot. The daemon notes the owner of each snapshot it
- * makes in <state>/aboxd-snapshots/<id>; snapshots made otherwise (the
- * CLI on the host) belong to no key. */
-static void owner_path(const char *id, char *buf, size_t n)
-{
-	const char *state = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
-	snprintf(buf, n, "%s/aboxd-snapshots%s%s", state && *state ? state : "/var/lib/abox", id ? "/" : "",
-		 id ? id : "");
-}
-
-static int owner_note(const char *id, const char *owner)
-{
-	char dir[4096], path[4200], tmp[4300];
-	owner_path(NULL, dir, sizeof(dir));
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	owner_path(id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	bool ok = fputs(owner, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
-}
-
+ * makes (notes.c); snapshots made otherwise (the CLI on the host) belong
+ * to no key. */
 static bool owned_by(const char *id, const char *owner)
 {
-	char path[4200], got[64] = "";
-	owner_path(id, path, sizeof(path));
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	bool ok = fgets(got, sizeof(got), f) != NULL;
-	fclose(f);
-	return ok && owner[0] && strcmp(got, owner) == 0;
+	char *got = note_read("snapshots", id);
+	bool ok = got && owner[0] && strcmp(got, owner) == 0;
+	free(got);
+	return ok;
 }
 
 /* The id of the caller's snapshot named ref (id or name): 1 and *id set,
@@ -325,6 +347,14 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 			goto out;
 		}
 	}
+	json_object *net = NULL, *allow = NULL;
+	json_object_object_get_ex(b, "network", &net);
+	json_object_object_get_ex(b, "allow_internet_access", &allow);
+	char *netnote = network_note(net, allow, bad, sizeof(bad));
+	if (!netnote) {
+		q = reply_error(rq, 400, "%s", bad);
+		goto out;
+	}
 	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
 	int64_t v;
 	o.timeout_ms = (uint32_t)(jint(b, "timeout", &v) && v > 0 && v < 86400 * 30 ? v : DEFAULT_TIMEOUT_S) * 1000;
@@ -352,9 +382,18 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	abox_sandbox *sb = NULL;
 	int r = abox_sandbox_create(ctx, &o, &sb, &err);
 	if (r < 0) {
+		free(netnote);
 		q = strstr(err.msg, "not found") ? reply_error(rq, 404, "%s", err.msg) : reply_abox_error(rq, &err, r);
 		goto out;
 	}
+	if (*netnote && note_write("network", abox_sandbox_id(sb), netnote) < 0) {
+		(void)abox_sandbox_kill(sb, NULL);
+		abox_sandbox_free(sb);
+		free(netnote);
+		q = reply_error(rq, 500, "cannot store the sandbox's network settings");
+		goto out;
+	}
+	free(netnote);
 	abox_sandbox_info in;
 	if (sandbox_visible(rq, ctx, abox_sandbox_id(sb), &in) < 0) {
 		abox_sandbox_free(sb);
@@ -527,6 +566,8 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 	enum MHD_Result q;
 	if (!strcmp(what, "kill")) {
 		r = abox_sandbox_kill(sb, &err);
+		if (r >= 0)
+			note_remove("network", id);
 		q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
 	} else if (!strcmp(what, "timeout")) {
 		json_object *b = body_json(rq, &sent);
@@ -560,7 +601,20 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 		}
 		q = reply_json(rq, 200, a);
 	} else if (!strcmp(what, "network")) {
-		q = reply_empty(rq, 204); /* accepted; enforced when networking lands */
+		json_object *b = body_json(rq, &sent), *allow = NULL;
+		char why[256], *text = NULL;
+		if (!b) {
+			q = sent;
+		} else if (json_object_object_get_ex(b, "allow_internet_access", &allow),
+			   !(text = network_note(b, allow, why, sizeof(why)))) {
+			q = reply_error(rq, 400, "%s", why);
+		} else if (*text ? note_write("network", id, text) < 0 : (note_remove("network", id), false)) {
+			q = reply_error(rq, 500, "cannot store the sandbox's network settings");
+		} else {
+			q = reply_empty(rq, 204); /* stored; enforced when sandboxes get networking */
+		}
+		free(text);
+		json_object_put(b);
 	} else {
 		q = reply_json(rq, 200, detail_json(&in));
 	}
@@ -601,7 +655,7 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
 	abox_sandbox_free(sb);
 	json_object_put(b);
-	if (r >= 0 && owner_note(s.id, rq->owner) < 0) {
+	if (r >= 0 && note_write("snapshots", s.id, rq->owner) < 0) {
 		/* a snapshot nobody may use is worse than none */
 		(void)abox_snapshot_remove(ctx, s.id, NULL);
 		return reply_error(rq, 500, "snapshot %s: cannot record its owner", s.id);
@@ -728,9 +782,7 @@ enum MHD_Result control_route(struct request *rq)
 		} else if ((r = abox_snapshot_remove(ctx, sid, &err)) < 0) {
 			q = reply_abox_error(rq, &err, r);
 		} else {
-			char path[4200];
-			owner_path(sid, path, sizeof(path));
-			(void)unlink(path);
+			note_remove("snapshots", sid);
 			q = reply_empty(rq, 204);
 		}
 	} else {

@@ -54,6 +54,7 @@ struct request {
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
 	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */
 	struct upload *upload;    /* a streamed POST /files (fs.c) */
+	struct instream *input;   /* a StreamInput client stream (input.c) */
 	unsigned status;          /* what it was answered */
 	/* set by routing */
 	const char *key;          /* the API key it came with */
@@ -104,6 +105,15 @@ enum MHD_Result control_route(struct request *rq);
 enum MHD_Result envd_route(struct request *rq);
 enum MHD_Result code_route(struct request *rq);
 enum MHD_Result proxy_route(struct request *rq);
+
+/* Notes kept beside libabox's records (notes.c): kind "snapshots" (the
+ * owner tag of a snapshot the daemon made) or "network" (a sandbox's
+ * network settings as given). id is a sandbox or snapshot id. */
+int note_write(const char *kind, const char *id, const char *text);
+char *note_read(const char *kind, const char *id); /* malloc'd, or NULL */
+void note_remove(const char *kind, const char *id);
+/* Removes the notes of what no longer exists. */
+void notes_sweep(abox_ctx *ctx);
 
 /* Owner tag of an API key (16 hex digits of its sha256). */
 void owner_tag(const char *key, char out[17]);

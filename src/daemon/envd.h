@@ -32,6 +32,12 @@ void files_stream_chunk(struct request *rq, const char *data, size_t n);
 enum MHD_Result files_stream_end(struct request *rq);
 void files_stream_free(struct request *rq);
 enum MHD_Result files_post(struct request *rq);
+/* process.Process/StreamInput, decoded as its body arrives (input.c):
+ * the same four steps as the streamed upload. */
+bool input_stream_begin(struct request *rq);
+void input_stream_chunk(struct request *rq, const char *data, size_t n);
+enum MHD_Result input_stream_end(struct request *rq);
+void input_stream_free(struct request *rq);
 
 /* EntryInfo of proto3 JSON. */
 json_object *entry_json(const abox_file_info *f);

@@ -190,9 +190,17 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
 		*con_cls = rq;
 		/* a file upload goes into the sandbox as it arrives */
-		if (!rq->smuggled && sandbox_plane(rq) && rq->port == DAEMON_ENVD_PORT)
-			(void)files_stream_begin(rq);
+		if (!rq->smuggled && sandbox_plane(rq) && rq->port == DAEMON_ENVD_PORT && !files_stream_begin(rq))
+			(void)input_stream_begin(rq); /* and stdin goes to the process as it arrives */
 		return MHD_YES;
+	}
+	if (rq->input) {
+		if (*upload_size) {
+			input_stream_chunk(rq, upload, *upload_size);
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		return input_stream_end(rq);
 	}
 	if (rq->upload) {
 		if (*upload_size) {
@@ -253,6 +261,7 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 		if (rq->conn)
 			ops_request_done(rq);
 		files_stream_free(rq);
+		input_stream_free(rq);
 		free(rq->body);
 		free(rq);
 	}

@@ -156,12 +156,16 @@ static int default_key(void)
 static void *reaper(void *arg)
 {
 	(void)arg;
-	for (;;) {
+	for (unsigned tick = 0;; tick++) {
 		abox_ctx *ctx = request_ctx();
 		if (ctx) {
 			/* autoPause sandboxes whose time has come, then leftovers */
 			(void)abox_reap(ctx, NULL, NULL);
 			(void)abox_gc_maybe(ctx, NULL, NULL);
+			/* and, once a minute, the daemon's notes on sandboxes and
+			 * snapshots that are gone (expired, removed on the host) */
+			if (tick % 60 == 0)
+				notes_sweep(ctx);
 			abox_ctx_free(ctx);
 		}
 		sleep(1);

@@ -247,6 +247,107 @@ try:
     check("autoPause: connect resumes it (201)", st == 201 and info.get("state") == "running", (st, info))
     req("DELETE", f"/sandboxes/{apid}", headers=A)
 
+    # StreamInput: a client stream over one chunked HTTP/1.1 request; each
+    # piece of input reaches the process while the request is still open
+    st, isb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, A)
+    iid = isb["sandboxID"]
+
+    def envelope(obj, flags=0):
+        b = json.dumps(obj).encode()
+        return bytes([flags]) + len(b).to_bytes(4, "big") + b
+
+    def chunk(b):
+        return f"{len(b):x}\r\n".encode() + b + b"\r\n"
+
+    def stream_head(path):
+        return (f"POST {path} HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {iid}\r\nE2b-Sandbox-Port: 49983\r\n"
+                "Content-Type: application/connect+json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+
+    starter = socket.create_connection(("127.0.0.1", port), timeout=30)
+    body = envelope({"process": {"cmd": "sh", "args": ["-c", "read a; echo \"$a\" > /tmp/first; read b; "
+                                                       "echo \"$b\" > /tmp/second"]},
+                     "stdin": True, "tag": "reader"})
+    starter.sendall((f"POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {iid}\r\n"
+                     "E2b-Sandbox-Port: 49983\r\nContent-Type: application/connect+json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    got = b""
+    while b'"start"' not in got:
+        c = starter.recv(65536)
+        if not c:
+            break
+        got += c
+    feeder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    feeder.sendall(stream_head("/process.Process/StreamInput") + chunk(envelope({"start": {"process": {"tag": "reader"}}}))
+                   + chunk(envelope({"data": {"input": {"stdin": base64.b64encode(b"one\n").decode()}}})))
+    first = None
+    for _ in range(100):
+        st, first = req("GET", "/files?path=/tmp/first", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983"},
+                        raw=True)
+        if st == 200:
+            break
+        time.sleep(0.05)
+    check("StreamInput: input arrives while the request is still open", first == b"one\n", first)
+    feeder.sendall(chunk(envelope({"keepalive": {}})) +
+                   chunk(envelope({"data": {"input": {"stdin": base64.b64encode(b"two\n").decode()}}})) + b"0\r\n\r\n")
+    resp = b""
+    feeder.settimeout(10)
+    try:
+        while b"\r\n0\r\n" not in resp and len(resp) < 65536:
+            c = feeder.recv(65536)
+            if not c:
+                break
+            resp += c
+    except socket.timeout:
+        pass
+    feeder.close()
+    check("StreamInput: 200, an empty message and a clean end-stream",
+          resp.startswith(b"HTTP/1.1 200") and b"\x02\x00\x00\x00\x02{}" in resp, resp[:400])
+    second = None
+    for _ in range(100):
+        st, second = req("GET", "/files?path=/tmp/second", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983"},
+                         raw=True)
+        if st == 200:
+            break
+        time.sleep(0.05)
+    check("StreamInput: the rest arrives too", second == b"two\n", second)
+    starter.close()
+
+    def stream_input(*msgs):
+        payload = stream_head("/process.Process/StreamInput") + b"".join(chunk(m) for m in msgs) + b"0\r\n\r\n"
+        return raw_exchange(payload, wait=3.0)
+
+    out = stream_input(envelope({"data": {"input": {"stdin": "eA=="}}}))
+    check("StreamInput: data before start is an invalid_argument end-stream", b"invalid_argument" in out, out[:400])
+    out = stream_input(envelope({"start": {"process": {"pid": 999999}}}))
+    check("StreamInput: an unknown process is not_found", b"not_found" in out, out[:400])
+    out = stream_input(b"\x00\xff\xff\xff\xffgarbage")
+    check("StreamInput: a lying envelope is refused, the daemon stays up", b"invalid_argument" in out or b"HTTP/1.1 4" in out,
+          out[:400])
+    req("DELETE", f"/sandboxes/{iid}", headers=A)
+
+    # network settings: checked, stored and shown (enforced once sandboxes
+    # get networking; today they have loopback only)
+    st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "network": {"allowOut": [7]}}, A)
+    check("create with a malformed network: 400 naming it", st == 400 and "allowOut" in body.get("message", ""), body)
+    st, nsb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "allow_internet_access": False,
+                                            "network": {"denyOut": ["10.0.0.0/8"]}}, A)
+    nid = nsb.get("sandboxID", "")
+    st, det = req("GET", f"/sandboxes/{nid}", headers=A)
+    net = det.get("network", {}) if isinstance(det, dict) else {}
+    check("network settings are stored and shown", net.get("denyOut") == ["10.0.0.0/8"]
+          and net.get("allowInternetAccess") is False, det)
+    st, body = req("PUT", f"/sandboxes/{nid}/network", {"denyOut": "all"}, A)
+    check("network update with a malformed body: 400", st == 400, body)
+    st, _ = req("PUT", f"/sandboxes/{nid}/network", {"allowOut": ["example.com"]}, A)
+    st2, det = req("GET", f"/sandboxes/{nid}", headers=A)
+    check("network update replaces the settings (204)", st == 204 and det.get("network") == {"allowOut": ["example.com"]},
+          det)
+    st, _ = req("PUT", f"/sandboxes/{nid}/network", {"allowOut": []}, B)
+    check("key B cannot update it (404)", st == 404)
+    req("DELETE", f"/sandboxes/{nid}", headers=A)
+    state = os.environ.get("ABOX_ROOT") or "/var/lib/abox"
+    check("kill removes the stored settings", not os.path.exists(f"{state}/aboxd-network/{nid}"))
+
     st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)
     st, _ = req("GET", "/health")
@@ -266,8 +367,9 @@ try:
 
     with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
         metrics = r.read().decode()
+    # four creates succeeded above: A's secure one, the autoPause one, StreamInput's, the network one
     check("Prometheus metrics: sandboxes by state, creates, requests and latencies by route",
-          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 2" in metrics and
+          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 4" in metrics and
           'abox_requests_total{route="control POST /v2/sandboxes",code="4xx"}' in metrics and
           'abox_request_seconds_bucket{route="control DELETE /sandboxes/{id}"' in metrics, metrics[:600])
     lines = [json.loads(l) for l in open(access.name) if l.strip()]

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/proto.h"
+#include "proto/proto.h" /* struct proto_msg; envelope.c needs none of it */
 
 #define ENVQ_MAX (16u << 20) /* one message; output comes in far smaller pieces */
 

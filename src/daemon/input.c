@@ -1,0 +1,236 @@
+/* input.c — process.Process/StreamInput: a client stream of Connect
+ * envelopes over one HTTP/1.1 request (chunked), decoded as it arrives —
+ * {"start": {"process": {"pid"|"tag"}}} first, then {"data": {"input":
+ * {"stdin"|"pty": base64}}} and {"keepalive": {}} — so each piece of input
+ * reaches the process when it comes, not when the request ends. The reply
+ * (at the end) is a Connect stream: an empty message and the end-stream
+ * envelope, or the end-stream with the first error. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base64.h"
+#include "envd.h"
+#include "remote/stream.h"
+
+struct instream {
+	sandbox_handle_t h;
+	bool failed_early;        /* envd_open's reply is queued; the body is dropped */
+	enum MHD_Result early;
+	abox_proc *p;
+	struct envq q;
+	int result;               /* first failure, as -errno (0: fine) */
+	abox_error err;
+};
+
+static int fail(struct instream *s, int e, const char *msg)
+{
+	if (!s->result) {
+		s->result = -e;
+		snprintf(s->err.msg, sizeof(s->err.msg), "%s", msg);
+	}
+	return -e;
+}
+
+bool input_stream_begin(struct request *rq)
+{
+	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/process.Process/StreamInput") != 0)
+		return false;
+	struct instream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return false;
+	rq->input = s;
+	s->h = envd_open(rq, &s->early);
+	s->failed_early = !s->h.sb;
+	return true;
+}
+
+static int drain(abox_proc *p, abox_error *err)
+{
+	for (int i = 0; i < 1000 && abox_proc_stdin_pending(p); i++) {
+		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+		(void)poll(&pf, 1, 10);
+		int r = abox_proc_dispatch(p, NULL, NULL, err);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			break; /* it ended: nothing more goes in */
+	}
+	return 0;
+}
+
+static void saw_start(const abox_event *ev, void *ud)
+{
+	if (ev->type == ABOX_EVENT_START)
+		*(bool *)ud = true;
+}
+
+static void on_message(struct instream *s, json_object *o)
+{
+	json_object *ev, *v, *in;
+	if (json_object_object_get_ex(o, "start", &ev)) {
+		if (s->p) {
+			fail(s, EINVAL, "StreamInput: a second start");
+			return;
+		}
+		int pid = 0;
+		const char *tag = NULL;
+		if (json_object_object_get_ex(ev, "process", &v) && json_object_is_type(v, json_type_object)) {
+			json_object *x;
+			if (json_object_object_get_ex(v, "pid", &x))
+				pid = json_object_get_int(x);
+			if (json_object_object_get_ex(v, "tag", &x) && json_object_is_type(x, json_type_string))
+				tag = json_object_get_string(x);
+		}
+		if (pid <= 0 && !tag) {
+			fail(s, EINVAL, "StreamInput: start.process.pid or .tag is required");
+			return;
+		}
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_proc_attach(s->h.sb, tag ? 0 : pid, tag, &s->p, &err);
+		/* the attach answers with the process's start, or that there is
+		 * no such process: wait for that before taking input for it */
+		bool started = false;
+		for (int i = 0; r >= 0 && !started && i < 500; i++) {
+			if (!abox_proc_buffered(s->p)) {
+				struct pollfd pf = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
+				(void)poll(&pf, 1, 10);
+			}
+			r = abox_proc_dispatch(s->p, saw_start, &started, &err);
+			if (r == 1)
+				started = true; /* it has ended already: its input is dropped */
+		}
+		if (r >= 0 && !started)
+			r = -ETIMEDOUT, snprintf(err.msg, sizeof(err.msg), "StreamInput: the process did not answer");
+		if (r < 0)
+			fail(s, -r, err.msg);
+		return;
+	}
+	if (json_object_object_get_ex(o, "data", &ev)) {
+		if (!s->p) {
+			fail(s, EINVAL, "StreamInput: data before start");
+			return;
+		}
+		const char *b64 = NULL;
+		if (json_object_object_get_ex(ev, "input", &in) &&
+		    (json_object_object_get_ex(in, "stdin", &v) || json_object_object_get_ex(in, "pty", &v)) &&
+		    json_object_is_type(v, json_type_string))
+			b64 = json_object_get_string(v);
+		unsigned char *raw = NULL;
+		size_t n = 0;
+		if (!b64 || base64_decode(b64, &raw, &n) < 0) {
+			fail(s, EINVAL, "StreamInput: data.input.stdin (base64) is required");
+			return;
+		}
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_proc_write_stdin(s->p, raw, n, &err);
+		free(raw);
+		if (r >= 0)
+			r = drain(s->p, &err);
+		if (r < 0)
+			fail(s, -r, err.msg);
+		return;
+	}
+	/* keepalive, or an event this version does not know: nothing to do */
+}
+
+void input_stream_chunk(struct request *rq, const char *data, size_t n)
+{
+	struct instream *s = rq->input;
+	if (s->failed_early || s->result)
+		return; /* read and dropped; answered at the end */
+	int r = envq_push(&s->q, data, n);
+	if (r < 0) {
+		fail(s, r == -E2BIG ? E2BIG : -r, "StreamInput: a message over the size bound");
+		return;
+	}
+	for (;;) {
+		uint8_t flags = 0;
+		json_object *o = NULL;
+		char why[160];
+		int k = envq_next(&s->q, &flags, &o, why, sizeof(why));
+		if (k == 0)
+			return;
+		if (k < 0) {
+			char msg[200];
+			snprintf(msg, sizeof(msg), "StreamInput: %s", why);
+			fail(s, EINVAL, msg);
+			return;
+		}
+		if (!(flags & 0x02) && o)
+			on_message(s, o);
+		json_object_put(o);
+		if (s->result)
+			return;
+	}
+}
+
+static void put_envelope(char *out, size_t *len, uint8_t flags, const char *json)
+{
+	size_t n = strlen(json);
+	out[*len] = (char)flags;
+	out[*len + 1] = (char)(n >> 24);
+	out[*len + 2] = (char)(n >> 16);
+	out[*len + 3] = (char)(n >> 8);
+	out[*len + 4] = (char)n;
+	memcpy(out + *len + 5, json, n);
+	*len += 5 + n;
+}
+
+enum MHD_Result input_stream_end(struct request *rq)
+{
+	struct instream *s = rq->input;
+	if (s->failed_early)
+		return s->early;
+	if (!s->result && s->q.len != s->q.off)
+		fail(s, EINVAL, "StreamInput: the request ended inside a message");
+	if (!s->result && !s->p)
+		fail(s, EINVAL, "StreamInput: no start message");
+	const char *end = "{}";
+	json_object *eo = NULL;
+	if (s->result) {
+		eo = json_object_new_object();
+		json_object *e = json_object_new_object();
+		int code = -s->result;
+		json_object_object_add(e, "code", json_object_new_string(code == ENOENT || code == ESRCH ? "not_found"
+									 : code == EINVAL || code == E2BIG ? "invalid_argument"
+													   : "internal"));
+		json_object_object_add(e, "message", json_object_new_string(s->err.msg));
+		json_object_object_add(eo, "error", e);
+		end = json_object_to_json_string_ext(eo, JSON_C_TO_STRING_PLAIN);
+	}
+	size_t cap = 16 + strlen(end), len = 0;
+	char *body = malloc(cap);
+	if (!body) {
+		json_object_put(eo);
+		return MHD_NO;
+	}
+	if (!s->result)
+		put_envelope(body, &len, 0, "{}");
+	put_envelope(body, &len, 0x02, end);
+	json_object_put(eo);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/connect+json");
+	enum MHD_Result q = daemon_queue(rq, 200, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+void input_stream_free(struct request *rq)
+{
+	struct instream *s = rq->input;
+	if (!s)
+		return;
+	abox_proc_free(s->p);
+	if (!s->failed_early)
+		envd_close(&s->h);
+	envq_free(&s->q);
+	free(s);
+	rq->input = NULL;
+}
