@@ -146,6 +146,35 @@ try:
     st, body = envd(sid, path, {"path": "/"}, token=token, user="nobody")
     check("an unknown Linux user is refused (403)", st == 403, body)
 
+    # signed /files URLs (the SDKs' uploadUrl/downloadUrl for a secure
+    # sandbox): one operation on one path, until the expiry
+    import hashlib
+    import urllib.parse
+
+    def signed(p, op, exp=None, tok=token):
+        raw = f"{p}:{op}::{tok}" + (f":{exp}" if exp is not None else "")
+        sig = "v1_" + base64.b64encode(hashlib.sha256(raw.encode()).digest()).decode().rstrip("=")
+        q = {"path": p, "signature": sig}
+        if exp is not None:
+            q["signature_expiration"] = str(exp)
+        return "/files?" + urllib.parse.urlencode(q)
+
+    plane = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
+    st, _ = req("POST", signed("/tmp/signed.txt", "write", int(time.time()) + 60), b"signed upload",
+                dict(plane, **{"Content-Type": "application/octet-stream"}))
+    check("a signed upload URL writes without the token", st == 200, st)
+    st, got = req("GET", signed("/tmp/signed.txt", "read"), headers=plane, raw=True)
+    check("a signed download URL reads it", st == 200 and got == b"signed upload", (st, got))
+    st, _ = req("GET", signed("/tmp/signed.txt", "write"), headers=plane, raw=True)
+    check("a write signature does not read (401)", st == 401, st)
+    st, _ = req("GET", signed("/tmp/signed.txt", "read", int(time.time()) - 5), headers=plane, raw=True)
+    check("an expired signature is refused (401)", st == 401, st)
+    st, _ = req("GET", signed("/tmp/other.txt", "read", tok="0" * len(token)), headers=plane, raw=True)
+    check("a signature made without the token is refused (401)", st == 401, st)
+    forged = signed("/tmp/signed.txt", "read").replace("signed.txt", "other.txt", 1)
+    st, _ = req("GET", forged, headers=plane, raw=True)
+    check("a signature is for its own path only (401)", st == 401, st)
+
     st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "metadata": {"_aboxOwner": "x"}}, A)
     check("reserved metadata names are refused (400)", st == 400, body)
     st, body = req("POST", "/v2/sandboxes", b"{not json", A)
