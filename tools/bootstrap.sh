@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential meson ninja-build pkg-config
-  libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev
+  libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
   musl-tools clang
   python3 strace gdb
 )

@@ -10,9 +10,11 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "envd.h"
+#include "gzip.h"
 
 static void perms(uint32_t mode, abox_file_type t, char out[11])
 {
@@ -161,6 +163,11 @@ static const char *memmem_s(const char *h, size_t n, const char *needle)
 enum MHD_Result files_post(struct request *rq)
 {
 	enum MHD_Result sent;
+	const char *enc = header(rq, "Content-Encoding");
+	if (enc && *enc && strcasecmp(enc, "identity") != 0)
+		/* compressed bytes must not land in a file as its content */
+		return reply_error(rq, 400, "Content-Encoding '%s' works with application/octet-stream and ?path= only",
+				   enc);
 	sandbox_handle_t h = envd_open(rq, &sent);
 	if (!h.sb)
 		return sent;
@@ -247,6 +254,8 @@ struct upload {
 	int pipe_r;
 	enum MHD_Result early;  /* set when the sandbox could not be opened */
 	bool failed_early;
+	struct gz gz;           /* Content-Encoding: gzip, inflated on the way */
+	bool gzip, bad_gzip;
 };
 
 static void *upload_thread(void *arg)
@@ -275,6 +284,16 @@ bool files_stream_begin(struct request *rq)
 	}
 	username(rq);
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	const char *enc = header(rq, "Content-Encoding");
+	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
+		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
+			u->result = set_err(&u->err, EINVAL, why);
+			return true;
+		}
+		u->gzip = true;
+	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		u->result = set_err(&u->err, errno, "pipe");
@@ -293,22 +312,41 @@ bool files_stream_begin(struct request *rq)
 	return true;
 }
 
-void files_stream_chunk(struct request *rq, const char *data, size_t n)
+static int to_writer(const void *data, size_t n, void *ud)
 {
-	struct upload *u = rq->upload;
-	if (u->failed_early || !u->running || u->pipe_w < 0)
-		return;
+	struct upload *u = ud;
+	const char *p = data;
 	while (n) {
-		ssize_t w = write(u->pipe_w, data, n);
+		ssize_t w = write(u->pipe_w, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) { /* the writer gave up (its error is in result) */
 			close(u->pipe_w);
 			u->pipe_w = -1;
-			return;
+			return 1;
 		}
-		data += w;
+		p += w;
 		n -= (size_t)w;
+	}
+	return 0;
+}
+
+void files_stream_chunk(struct request *rq, const char *data, size_t n)
+{
+	struct upload *u = rq->upload;
+	if (u->failed_early || !u->running || u->pipe_w < 0 || u->bad_gzip)
+		return;
+	if (!u->gzip) {
+		(void)to_writer(data, n, u);
+		return;
+	}
+	if (gz_feed(&u->gz, data, n, false, to_writer, u) == -EINVAL) {
+		/* the file must not end up half written from garbage: the
+		 * writer is stopped (its pipe closed early) and the reply names
+		 * the cause */
+		u->bad_gzip = true;
+		close(u->pipe_w);
+		u->pipe_w = -1;
 	}
 }
 
@@ -327,7 +365,14 @@ enum MHD_Result files_stream_end(struct request *rq)
 	struct upload *u = rq->upload;
 	if (u->failed_early)
 		return u->early;
+	bool truncated_gzip = u->gzip && !u->bad_gzip && !gz_complete(&u->gz);
 	upload_finish(u);
+	if (u->bad_gzip || truncated_gzip) {
+		/* what was written is not the file that was sent */
+		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
+		return reply_error(rq, 400, "%s: the body is not %s gzip (Content-Encoding: gzip)", u->path,
+				   u->bad_gzip ? "valid" : "complete");
+	}
 	if (u->result < 0)
 		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
 	json_object *a = json_object_new_array();
@@ -341,6 +386,7 @@ void files_stream_free(struct request *rq)
 	if (!u)
 		return;
 	upload_finish(u);
+	gz_end(&u->gz);
 	envd_close(&u->h);
 	free(u);
 	rq->upload = NULL;
@@ -352,9 +398,21 @@ struct download {
 	char user[16];
 	int pipe_r, pipe_w;
 	pthread_t thread;
+	bool gzip;     /* Accept-Encoding: gzip: deflated on the way */
+	struct gz gz;
 };
 
+static int raw_to_pipe(const void *data, size_t n, void *ud);
+
 static int to_pipe(const void *data, size_t n, void *ud)
+{
+	struct download *d = ud;
+	if (d->gzip)
+		return gz_feed(&d->gz, data, n, false, raw_to_pipe, d) < 0;
+	return raw_to_pipe(data, n, ud);
+}
+
+static int raw_to_pipe(const void *data, size_t n, void *ud)
 {
 	struct download *d = ud;
 	const char *p = data;
@@ -374,7 +432,11 @@ static void *download_thread(void *arg)
 {
 	struct download *d = arg;
 	uint64_t size;
-	(void)abox_file_read(d->h.sb, d->path, d->user, to_pipe, d, &size, NULL);
+	int r = abox_file_read(d->h.sb, d->path, d->user, to_pipe, d, &size, NULL);
+	/* a gzip stream ends with its trailer; a failed read ends without
+	 * one, so the client sees a broken file, not a short one */
+	if (d->gzip && r >= 0)
+		(void)gz_feed(&d->gz, NULL, 0, true, raw_to_pipe, d);
 	close(d->pipe_w);
 	return NULL;
 }
@@ -395,6 +457,7 @@ static void download_free(void *cls)
 	struct download *d = cls;
 	close(d->pipe_r); /* a writer still at work gets EPIPE and stops */
 	pthread_join(d->thread, NULL);
+	gz_end(&d->gz);
 	envd_close(&d->h);
 	free(d);
 }
@@ -431,6 +494,7 @@ enum MHD_Result files_get_stream(struct request *rq)
 	snprintf(d->user, sizeof(d->user), "%s", rq->user);
 	d->pipe_r = p[0];
 	d->pipe_w = p[1];
+	d->gzip = gz_accepted(header(rq, "Accept-Encoding")) && gz_begin(&d->gz, true) == 0;
 	if (pthread_create(&d->thread, NULL, download_thread, d) != 0) {
 		close(p[0]);
 		close(p[1]);
@@ -438,12 +502,17 @@ enum MHD_Result files_get_stream(struct request *rq)
 		free(d);
 		return reply_error(rq, 503, "no thread for the download");
 	}
-	struct MHD_Response *resp = MHD_create_response_from_callback(f.size, 64 << 10, download_reader, d, download_free);
+	bool gz = d->gzip;
+	struct MHD_Response *resp = MHD_create_response_from_callback(gz ? MHD_SIZE_UNKNOWN : f.size, 64 << 10,
+								      download_reader, d, download_free);
 	if (!resp) {
 		download_free(d);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	if (gz)
+		MHD_add_response_header(resp, "Content-Encoding", "gzip");
+	MHD_add_response_header(resp, "Vary", "Accept-Encoding");
 	enum MHD_Result q = daemon_queue(rq, 200, resp);
 	MHD_destroy_response(resp);
 	return q;

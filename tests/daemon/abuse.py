@@ -249,6 +249,32 @@ try:
     st, body = req("GET", "/files?path=/home/user/missing.bin", headers=h)
     check("a missing file is a 404, not an empty 200", st == 404, (st, body))
 
+    # Content-Encoding: gzip, both ways (the SDKs' files.write/read {gzip})
+    import gzip as gz
+    plain = (b"compressible line\n" * 200000) + os.urandom(1 << 20)
+    hz = dict(h, **{"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+    st, _ = req("POST", "/files?path=/home/user/gz.bin", gz.compress(plain), hz)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("GET", "/files?path=/home/user/gz.bin", headers=dict(h, **{"Accept-Encoding": "br, gzip;q=0.9"}))
+    r = c.getresponse()
+    wire = r.read()
+    enc = r.getheader("Content-Encoding")
+    c.close()
+    check("a gzip upload is stored inflated, a gzip download comes deflated and intact",
+          st == 200 and enc == "gzip" and len(wire) < len(plain) // 2 and gz.decompress(wire) == plain,
+          (st, enc, len(wire)))
+    st, got = req("GET", "/files?path=/home/user/gz.bin", headers=dict(h, **{"Accept-Encoding": "gzip;q=0"}), raw=True)
+    check("gzip;q=0 gets the plain bytes", st == 200 and got == plain, st)
+    st, body = req("POST", "/files?path=/home/user/bad.gz", b"this is not gzip at all" * 100, hz)
+    st2, _ = req("GET", "/files?path=/home/user/bad.gz", headers=h, raw=True)
+    check("a body that is not gzip: 400 naming it, and no file left", st == 400 and "gzip" in str(body) and st2 == 404,
+          (st, body, st2))
+    st, body = req("POST", "/files?path=/home/user/cut.gz", gz.compress(plain)[:100000], hz)
+    st2, _ = req("GET", "/files?path=/home/user/cut.gz", headers=h, raw=True)
+    check("a cut gzip body: 400, and no file left", st == 400 and st2 == 404, (st, body, st2))
+    st, body = req("POST", "/files?path=/home/user/br.bin", b"x", dict(hz, **{"Content-Encoding": "br"}))
+    check("an encoding abox does not take: 400 naming it", st == 400 and "br" in str(body), (st, body))
+
     # the polling watchers (for clients that cannot hold a stream)
     st, w = envd(sid, "/filesystem.Filesystem/CreateWatcher", {"path": "/tmp"}, token=token)
     check("CreateWatcher gives an id", st == 200 and w.get("watcherId"), w)

@@ -96,6 +96,12 @@ test('files: write, read, list, exists, rename, makeDir, getInfo, remove, multi-
   eq(info.size, 5, 'size')
   await s.files.write([{ path: '/tmp/m1', data: 'one' }, { path: '/tmp/m2', data: 'two' }])
   eq(await s.files.read('/tmp/m2'), 'two', 'multi-file write')
+  // gzip both ways (SDKs that know the option compress; the file holds the plain text)
+  const text = 'gzip me\n'.repeat(5000)
+  await s.files.write('/tmp/gz.txt', text, { gzip: true })
+  eq(await s.files.read('/tmp/gz.txt', { gzip: true }), text, 'gzip write/read')
+  const plain = await s.commands.run('wc -c < /tmp/gz.txt')
+  eq(plain.stdout.trim(), String(text.length), 'the file holds the inflated bytes')
   await s.files.remove('/home/user/dir')
   assert(!(await s.files.exists('/home/user/dir/sub/b.txt')), 'removed recursively')
   try {
