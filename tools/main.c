@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		"  fork [--count N] ID             new sandboxes with a sandbox's current files\n"
 		"  template ls|import|rm           root filesystems sandboxes start from\n"
 		"  kill ID...                      end sandboxes and remove all they left\n"
+		"  serve [--config FILE] ...       the E2B-compatible HTTP server (aboxd)\n"
 		"  doctor                          what this host offers abox\n"
 		"  gc                              remove what killed sandboxes left behind\n"
 		"  version                         print the version\n"
@@ -47,6 +48,30 @@ static void usage(FILE *f)
 		"\n"
 		"--remote URL (or ABOX_REMOTE) drives the sandboxes of an aboxd instead\n"
 		"(http://HOST:PORT or unix:/PATH), with --api-key KEY (or ABOX_API_KEY).\n");
+}
+
+/* `abox serve [aboxd options]`: the daemon, found next to abox (a build
+ * folder) or where it is installed. */
+static int exec_daemon(char **argv)
+{
+	char self[PATH_MAX], near[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(near, sizeof(near), "%s/aboxd", self);
+	const char *cands[] = { near, ABOX_SBINDIR "/aboxd" };
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		if (access(cands[i], X_OK) != 0)
+			continue;
+		argv[0] = (char *)cands[i];
+		execv(cands[i], argv);
+		cli_err("serve: exec %s: %s", cands[i], strerror(errno));
+		return EXIT_ABOX;
+	}
+	cli_err("serve: aboxd is not installed (looked next to abox and in " ABOX_SBINDIR ")");
+	return EXIT_ABOX;
 }
 
 #ifndef ABOX_CLI_HAS_REMOTE
@@ -116,6 +141,8 @@ int main(int argc, char **argv)
 	const char *verb = argv[1];
 	if (strcmp(verb, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(verb, "serve") == 0)
+		return exec_daemon(argv + 1);
 	if (strcmp(verb, "doctor") == 0)
 		return cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(verb, "gc") == 0)

@@ -324,7 +324,7 @@ typedef struct abox_metrics {
 	uint32_t version;       /* set by the caller to ABOX_METRICS_VERSION */
 	int64_t timestamp_ms;   /* Unix time in ms */
 	uint64_t cpu_used_usec; /* CPU time since create; UINT64_MAX if the host cannot tell */
-	double cpu_pct;         /* % of one CPU since the previous call on this handle (0 on the first) */
+	double cpu_pct;         /* % of one CPU since the previous call on this handle (the first: since create) */
 	uint64_t mem_used, mem_limit;   /* bytes (the writable layer lives in memory and counts) */
 	uint64_t disk_used, disk_limit; /* bytes of the writable layer */
 	uint64_t pids;          /* processes and threads */

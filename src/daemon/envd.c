@@ -226,6 +226,39 @@ static enum MHD_Result health(struct request *rq)
 	return up ? reply_empty(rq, 204) : reply_error(rq, 502, "sandbox %s is not running", rq->sandbox);
 }
 
+/* envd's own GET /metrics: the sandbox's use, in envd's field names. */
+static enum MHD_Result envd_metrics(struct request *rq)
+{
+	enum MHD_Result sent;
+	sandbox_handle_t h = envd_open(rq, &sent);
+	if (!h.sb)
+		return sent;
+	abox_metrics mt = { .version = ABOX_METRICS_VERSION };
+	abox_sandbox_info in;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_metrics(h.sb, &mt, &err);
+	unsigned cpus = 1;
+	if (r >= 0 && abox_sandbox_info_get(h.ctx, rq->sandbox, &in, NULL) == 0) {
+		cpus = (in.cpu_millis + 999) / 1000;
+		abox_sandbox_info_clear(&in);
+	}
+	envd_close(&h);
+	if (r < 0)
+		return envd_error(rq, -r, "%s", err.msg);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ts", json_object_new_int64(mt.timestamp_ms / 1000));
+	json_object_object_add(o, "cpu_count", json_object_new_int((int)cpus));
+	json_object_object_add(o, "cpu_used_pct", json_object_new_double(mt.cpu_pct));
+	json_object_object_add(o, "mem_total", json_object_new_int64((int64_t)mt.mem_limit));
+	json_object_object_add(o, "mem_used", json_object_new_int64((int64_t)mt.mem_used));
+	json_object_object_add(o, "mem_cache", json_object_new_int64(0));
+	json_object_object_add(o, "mem_total_mib", json_object_new_int64((int64_t)(mt.mem_limit >> 20)));
+	json_object_object_add(o, "mem_used_mib", json_object_new_int64((int64_t)(mt.mem_used >> 20)));
+	json_object_object_add(o, "disk_used", json_object_new_int64((int64_t)mt.disk_used));
+	json_object_object_add(o, "disk_total", json_object_new_int64((int64_t)mt.disk_limit));
+	return reply_json(rq, 200, o);
+}
+
 enum MHD_Result envd_route(struct request *rq)
 {
 	const char *u = rq->url, *m = rq->method;
@@ -234,6 +267,8 @@ enum MHD_Result envd_route(struct request *rq)
 	if (!strcmp(u, "/files"))
 		return !strcmp(m, "GET") ? files_get_stream(rq) : !strcmp(m, "POST") ? files_post(rq)
 										 : envd_error(rq, EINVAL, "method %s", m);
+	if (!strcmp(u, "/metrics") && !strcmp(m, "GET"))
+		return envd_metrics(rq);
 	if (!strcmp(u, "/envs") && !strcmp(m, "GET"))
 		return reply_json(rq, 200, json_object_new_object());
 	if (strcmp(m, "POST") != 0)

@@ -249,6 +249,17 @@ try:
     st, body = req("GET", "/files?path=/home/user/missing.bin", headers=h)
     check("a missing file is a 404, not an empty 200", st == 404, (st, body))
 
+    # metrics: envd's own /metrics and the control plane's, CPU share included
+    busy = json.dumps({"process": {"cmd": "sh", "args": ["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]}}).encode()
+    st, _ = req("POST", "/process.Process/Start", bytes([0]) + len(busy).to_bytes(4, "big") + busy,
+                dict(h, **{"Content-Type": "application/connect+json"}), raw=True)
+    st, em = req("GET", "/metrics", headers=h)
+    check("envd /metrics: envd's fields", st == 200 and em.get("mem_total") == 512 << 20 and em.get("cpu_count") == 1
+          and em.get("disk_total", 0) > 0 and em.get("cpu_used_pct", 0) > 0, em)
+    st, cm = req("GET", f"/sandboxes/{sid}/metrics", headers=A)
+    check("control plane metrics: a CPU share since create, not 0", st == 200 and cm and cm[-1].get("cpuUsedPct", 0) > 0,
+          cm)
+
     # Content-Encoding: gzip, both ways (the SDKs' files.write/read {gzip})
     import gzip as gz
     plain = (b"compressible line\n" * 200000) + os.urandom(1 << 20)

@@ -160,6 +160,9 @@ try:
                                capture_output=True, env=env, timeout=60)
     check("--remote unix:PATH", over_unix.returncode == 0 and sid.encode() in over_unix.stdout, over_unix.stderr)
 
+    rc, out, err = cli("serve", "--help", remote=False)
+    check("abox serve is aboxd", rc == 0 and "usage: aboxd" in out, out + err)
+
     rc, out, err = cli("kill", sid)
     check("kill", rc == 0, err)
     check("nothing left on the daemon", listed() == [], str(listed()))

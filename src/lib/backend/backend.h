@@ -71,6 +71,7 @@ struct abox_sandbox {
 	int layer_fd;
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
+	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
 	uint64_t metrics_cpu_usec;
 };
 

@@ -410,6 +410,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		.cpu_millis = o.cpu_millis ? o.cpu_millis : DEFAULT_CPU,
 	};
 	sb->memory_limit = lim.memory_bytes;
+	sb->created_wall_ms = backend_wall_ms();
 	if ((r = cgroup_create_begin(&ctx->cg, sb->id, &lim, &sb->cg, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -724,10 +725,14 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	m.mem_used = cs.mem_current;
 	m.mem_limit = cs.mem_limit;
 	m.pids = cs.pids_current;
-	/* CPU share since the previous call on this handle (or since create) */
-	int64_t now = backend_now_ms();
+	/* CPU share since the previous call on this handle, or on its first
+	 * call since the sandbox was made (what a one-shot client such as
+	 * the daemon's metrics route sees) */
+	int64_t now = backend_now_ms(), wall = backend_wall_ms();
 	if (cs.cpu_usec != UINT64_MAX && sb->metrics_at_ms && now > sb->metrics_at_ms)
 		m.cpu_pct = (double)(cs.cpu_usec - sb->metrics_cpu_usec) / 10.0 / (double)(now - sb->metrics_at_ms);
+	else if (cs.cpu_usec != UINT64_MAX && !sb->metrics_at_ms && sb->created_wall_ms && wall > sb->created_wall_ms)
+		m.cpu_pct = (double)cs.cpu_usec / 10.0 / (double)(wall - sb->created_wall_ms);
 	sb->metrics_at_ms = now;
 	sb->metrics_cpu_usec = cs.cpu_usec;
 	*out = m;

@@ -126,6 +126,7 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	sb->template_lock = -1;
 	sb->rundir_fd = -1;
 	sb->memory_limit = st.memory_bytes;
+	sb->created_wall_ms = st.created_ms;
 	sb->paused = st.paused_ms != 0;
 	/* an auto-pause deadline is abox_reap's business, not this handle's */
 	if (st.deadline_ms && !sb->paused && !st.auto_pause)
