@@ -113,6 +113,22 @@ try:
     check("exec -d, then ps shows it", rc == 0 and rc2 == 0 and "sleep 300" in out2, out2 + err + err2)
     rc, out, err = cli("signal", sid, "sleeper", "KILL")
     check("signal by tag", rc == 0, err)
+    rc, out, err = cli("exec", "-d", "--tag", "talker", sid, "--", "sh", "-c", "echo kept; sleep 0.3; echo live")
+    rc2, out2, err2 = cli("attach", sid, "talker")
+    check("attach by tag: kept output, then live output, then its end", rc2 == 0 and out2 == "kept\nlive\n",
+          f"rc={rc2} {out2!r} {err2!r}")
+
+    rc, out, err = cli("files", "mkdir", sid, "/home/user/a/b")
+    rc2, out2, err2 = cli("files", "mv", sid, "/home/user/notes.txt", "/home/user/a/b/n.txt")
+    rc3, out3, err3 = cli("files", "stat", sid, "/home/user/a/b/n.txt")
+    check("files mkdir, mv, stat", rc == 0 and rc2 == 0 and rc3 == 0 and "9" in out3, out3 + err + err2 + err3)
+    rc, out, err = cli("files", "exists", sid, "/home/user/notes.txt")
+    rc2, out2, err2 = cli("files", "exists", sid, "/home/user/a/b/n.txt")
+    check("files exists: 1 for what moved away, 0 where it went", rc == 1 and rc2 == 0, f"rc={rc} rc2={rc2} {err}{err2}")
+    rc, out, err = cli("files", "mv", sid, "/home/user/a/b/n.txt", "/home/user/notes.txt")
+    rc2, out2, err2 = cli("files", "rm", sid, "/home/user/a")
+    rc3, out3, err3 = cli("files", "ls", sid, "/home/user")
+    check("files rm of a folder", rc == 0 and rc2 == 0 and " a\n" not in out3 and "/a\n" not in out3, out3 + err2)
 
     rc, out, err = cli("metrics", sid)
     check("metrics", rc == 0 and "memory:" in out, out + err)
