@@ -1,7 +1,7 @@
 /* libFuzzer target: what libabox's remote backend decodes from a daemon's
  * process stream — Connect envelopes arriving in arbitrary pieces, their
- * JSON, and each event turned into an init frame. The first byte sets the
- * piece size. Must never crash, hang or leak, whatever answers at the
+ * JSON, and each event (a process's, or a WatchDir stream's) turned into
+ * an init frame. The first byte sets the piece size and the kind. Must never crash, hang or leak, whatever answers at the
  * daemon's address. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	size_t piece = (size_t)data[0] + 1;
+	size_t piece = (size_t)(data[0] >> 1) + 1;
+	bool watch = data[0] & 1; /* a WatchDir stream, else process events */
 	data++;
 	size--;
 	struct envq q = { 0 };
@@ -42,7 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else {
 				struct proto_msg m;
 				bool end;
-				if (remote_event_frame(o, 7, &pid, &end, &m) == 1) {
+				bool started;
+				int k2 = watch ? remote_watch_frame(o, 7, "/home/user/w", &started, &m)
+					       : remote_event_frame(o, 7, &pid, &end, &m);
+				if (k2 == 1) {
 					/* every frame it makes must fit: a failed one would
 					 * read as a closed handle */
 					if (m.failed)

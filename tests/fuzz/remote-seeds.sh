@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Seeds for fuzz_remote: a piece size byte, then a process stream as aboxd
-# sends it (start, stdout, stderr, keepalive, end, end-stream).
+# Seeds for fuzz_remote: a byte for the piece size (and, in its low bit, a
+# WatchDir stream rather than process events), then a stream as aboxd
+# sends it.
 set -euo pipefail
 out=$1
 mkdir -p "$out"
@@ -12,7 +13,7 @@ env() { # flags json
   printf '%s' "$2"
 }
 {
-  printf '\x07'
+  printf '\x06'
   env 0 '{"event":{"start":{"pid":42}}}'
   env 0 '{"event":{"data":{"stdout":"aGVsbG8K"}}}'
   env 0 '{"event":{"data":{"stderr":"b29wcwo="}}}'
@@ -21,6 +22,14 @@ env() { # flags json
   env 2 '{}'
 } > "$out/seed-stream"
 {
-  printf '\xff'
+  printf '\x0b'
+  env 0 '{"start":{}}'
+  env 0 '{"filesystem":{"name":"a.txt","type":"EVENT_TYPE_CREATE"}}'
+  env 0 '{"filesystem":{"name":"sub/b.txt","type":"EVENT_TYPE_WRITE"}}'
+  env 0 '{"keepalive":{}}'
+  env 2 '{}'
+} > "$out/seed-watch"
+{
+  printf '\xfe'
   env 2 '{"error":{"code":"not_found","message":"attach: no such process"}}'
 } > "$out/seed-error"

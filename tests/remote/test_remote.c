@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -666,4 +667,67 @@ Test(remote, retries_only_what_may_run_twice)
 	shutdown(flaky_fd, SHUT_RDWR);
 	close(flaky_fd);
 	pthread_join(t, NULL);
+}
+
+struct seen {
+	char paths[32][256];
+	int types[32];
+	int n;
+};
+
+static int on_fs(abox_fs_event_type t, const char *path, void *ud)
+{
+	struct seen *s = ud;
+	if (s->n < 32) {
+		snprintf(s->paths[s->n], sizeof(s->paths[0]), "%s", path);
+		s->types[s->n++] = (int)t;
+	}
+	return 0;
+}
+
+static bool saw(const struct seen *s, abox_fs_event_type t, const char *path)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->types[i] == (int)t && !strcmp(s->paths[i], path))
+			return true;
+	return false;
+}
+
+Test(remote, watch)
+{
+	abox_sandbox *sb = make(NULL, NULL);
+	abox_error err = ABOX_ERROR_INIT;
+	int made;
+	cr_assert_eq(abox_file_mkdir(sb, "/home/user/w/sub", NULL, &made, &err), 0, "%s", err.msg);
+	/* a watch holds its own handle */
+	abox_sandbox *wh = NULL;
+	cr_assert_eq(abox_sandbox_connect(ctx, abox_sandbox_id(sb), &wh, &err), 0, "%s", err.msg);
+	abox_watch *w = NULL;
+	cr_assert_eq(abox_watch_start(wh, "/home/user/w", NULL, 1, &w, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_file_write(sb, "/home/user/w/a.txt", NULL, "x", 1, 0, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_file_write(sb, "/home/user/w/sub/b.txt", NULL, "y", 1, 0, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_file_remove(sb, "/home/user/w/a.txt", NULL, &err), 0, "%s", err.msg);
+	struct seen s = { 0 };
+	for (int i = 0; i < 100 && !(saw(&s, ABOX_FS_REMOVE, "/home/user/w/a.txt") &&
+				     saw(&s, ABOX_FS_CREATE, "/home/user/w/sub/b.txt")); i++) {
+		struct pollfd p = { .fd = abox_watch_fd(w), .events = POLLIN };
+		(void)poll(&p, 1, 50);
+		cr_assert_geq(abox_watch_dispatch(w, on_fs, &s, &err), 0, "%s", err.msg);
+	}
+	cr_expect(saw(&s, ABOX_FS_CREATE, "/home/user/w/a.txt"), "create of a.txt (%d events)", s.n);
+	cr_expect(saw(&s, ABOX_FS_CREATE, "/home/user/w/sub/b.txt"), "recursive: create in sub (%d events)", s.n);
+	cr_expect(saw(&s, ABOX_FS_REMOVE, "/home/user/w/a.txt"), "remove of a.txt (%d events)", s.n);
+	abox_watch_free(w);
+	/* the handle is free again */
+	const char *t[] = { "true", NULL };
+	struct out *o = run(wh, NULL, t);
+	cr_expect_eq(o->code, 0);
+	free(o);
+	abox_sandbox_free(wh);
+
+	/* the blocking form ends at its timeout */
+	struct seen s2 = { 0 };
+	cr_expect_eq(abox_file_watch(sb, "/home/user/w", NULL, 0, 200, on_fs, &s2, &err), 0, "%s", err.msg);
+	cr_expect_eq(abox_watch_start(sb, "/home/user/none", NULL, 0, &w, &err), -ENOENT, "%s", err.msg);
+	drop(sb);
 }

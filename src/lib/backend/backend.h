@@ -127,6 +127,8 @@ struct remote_ops {
 	int (*proc_start)(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 	int (*proc_attach)(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
 	int (*proc_list)(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
+	int (*watch_start)(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
+			   abox_error *err);
 	int (*fork)(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
 		    abox_error *err);
 	int (*proc_input)(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);

@@ -404,13 +404,26 @@ struct abox_watch {
 	abox_sandbox *sb;
 	uint32_t id;
 	bool gone; /* the sandbox went away */
+	abox_proc *stream; /* remote: the WatchDir stream feeding sb->conn */
 };
 
 int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch **out,
 		     abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("watch (use the daemon's WatchDir)", err);
+	if (REMOTE_SB(sb)) {
+		abox_watch *w = calloc(1, sizeof(*w));
+		if (!w)
+			return abox_error_set(err, ENOMEM, "watch");
+		int r = sb->ctx->remote_ops->watch_start(sb, path, user, recursive, &w->stream, err);
+		if (r < 0) {
+			free(w);
+			return r;
+		}
+		w->sb = sb;
+		w->id = w->stream->req;
+		*out = w;
+		return 0;
+	}
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_WATCH, &m, path, user, err);
 	if (r < 0)
@@ -479,6 +492,11 @@ void abox_watch_free(abox_watch *w)
 {
 	if (!w)
 		return;
+	if (w->stream) {
+		abox_proc_free(w->stream); /* ends the stream; the daemon drops the watch */
+		free(w);
+		return;
+	}
 	if (!w->gone) {
 		struct proto_msg m;
 		proto_msg_init(&m, MSG_REQ_FS_UNWATCH, w->id);
@@ -491,12 +509,26 @@ void abox_watch_free(abox_watch *w)
 int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
 		    abox_fs_event_fn fn, void *ud, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return backend_remote_unsupported("watch (use the daemon's WatchDir)", err);
 	abox_watch *w;
 	int r = abox_watch_start(sb, path, user, recursive, &w, err);
 	if (r < 0)
 		return r;
+	if (w->stream) {
+		/* remote: the same loop, and freeing the watch ends it */
+		int64_t end = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+		for (;;) {
+			r = abox_watch_dispatch(w, fn, ud, err);
+			if (r != 0)
+				break;
+			int left = -1;
+			if (end && (left = (int)(end - backend_now_ms())) <= 0)
+				break;
+			struct pollfd p = { .fd = abox_watch_fd(w), .events = POLLIN };
+			(void)poll(&p, 1, left);
+		}
+		abox_watch_free(w);
+		return r < 0 ? r : 0;
+	}
 	uint32_t id = w->id;
 	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
 	for (;;) {

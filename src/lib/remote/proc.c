@@ -43,6 +43,7 @@ struct remote_proc {
 	int pid;
 	volatile bool stop;
 	bool transient;          /* 502/503/504: nothing ran */
+	char *watch_root;        /* a WatchDir stream of that folder (else process events) */
 };
 
 static void decide(struct remote_proc *rp, int pid, int e)
@@ -77,13 +78,17 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 		return 0;
 	}
 	struct proto_msg m;
-	bool end = false;
+	bool end = false, started = false;
 	int pid = rp->pid;
-	int k = remote_event_frame(o, rp->req, &pid, &end, &m);
+	int k = rp->watch_root ? remote_watch_frame(o, rp->req, rp->watch_root, &started, &m)
+			       : remote_event_frame(o, rp->req, &pid, &end, &m);
+	if (started)
+		decide(rp, 1, 0); /* the watch is in place */
 	if (k < 0) {
 		rp->failed = true;
 		rp->err = EPROTO;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a malformed process event from the daemon");
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s: a malformed event from the daemon",
+			 rp->watch_root ? "watch" : "exec");
 		return k;
 	}
 	if (k == 0)
@@ -224,6 +229,7 @@ static void rp_free(struct remote_proc *rp)
 	if (rp->fd >= 0)
 		close(rp->fd);
 	free(rp->body);
+	free(rp->watch_root);
 	envq_free(&rp->q);
 	pthread_mutex_destroy(&rp->lock);
 	pthread_cond_destroy(&rp->cond);
@@ -284,8 +290,8 @@ static char *envelope(json_object *b, size_t *len)
 
 /* Opens a server stream of process events (Start or Connect) and waits
  * for its first event: the process's pid, or why there is none. */
-static int stream_open(abox_sandbox *sb, const char *method, json_object *body, const char *user, abox_proc **out,
-		       bool *transient, abox_error *err)
+static int stream_open(abox_sandbox *sb, const char *method, const char *watch_root, json_object *body,
+		       const char *user, abox_proc **out, bool *transient, abox_error *err)
 {
 	if (transient)
 		*transient = false;
@@ -312,7 +318,8 @@ static int stream_open(abox_sandbox *sb, const char *method, json_object *body, 
 	rp->multi = curl_multi_init();
 	int r;
 	char path[64];
-	snprintf(path, sizeof(path), "/process.Process/%s", method);
+	snprintf(path, sizeof(path), "/%s", method);
+	rp->watch_root = watch_root ? strdup(watch_root) : NULL;
 	struct rreq q = { .method = "POST", .path = path, .body = rp->body, .body_len = rp->body_len,
 			  .ctype = "application/connect+json", .sandbox = sb->id, .user = user, .token = sb->remote->token };
 	if (!rp->body || !rp->easy || !rp->multi || remote_setup(sb->ctx->remote, rp->easy, &q, &rp->hdrs) < 0) {
@@ -376,7 +383,7 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 	bool transient = false;
 	int r;
 	for (int t = 0;; t++) {
-		r = stream_open(sb, "Start", b, o->user, out, &transient, err);
+		r = stream_open(sb, "process.Process/Start", NULL, b, o->user, out, &transient, err);
 		/* only what may run twice is tried again, and only when it did
 		 * not start */
 		if (r >= 0 || !transient || !(o->flags & ABOX_PROC_IDEMPOTENT) || t == 2)
@@ -398,7 +405,18 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 	else
 		json_object_object_add(sel, "pid", json_object_new_int(pid));
 	json_object_object_add(b, "process", sel);
-	int r = stream_open(sb, "Connect", b, "root", out, NULL, err);
+	int r = stream_open(sb, "process.Process/Connect", NULL, b, "root", out, NULL, err);
+	json_object_put(b);
+	return r;
+}
+
+int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
+		       abox_error *err)
+{
+	json_object *b = json_object_new_object();
+	json_object_object_add(b, "path", json_object_new_string(path));
+	json_object_object_add(b, "recursive", json_object_new_boolean(recursive != 0));
+	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, out, NULL, err);
 	json_object_put(b);
 	return r;
 }

@@ -70,6 +70,10 @@ extern const struct remote_ops remote_ops_table;
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
+/* A WatchDir stream held by an internal process handle on sb (its
+ * events arrive on sb->conn as init's MSG_EV_FS_EVENT frames). */
+int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
+		       abox_error *err);
 int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 int remote_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
 int remote_proc_signal(abox_proc *p, int sig, abox_error *err);

@@ -582,6 +582,7 @@ const struct remote_ops remote_ops_table = {
 	.proc_start = remote_proc_start,
 	.proc_attach = remote_proc_attach,
 	.proc_list = remote_proc_list,
+	.watch_start = remote_watch_start,
 	.fork = r_fork,
 	.proc_input = remote_proc_input,
 	.proc_signal = remote_proc_signal,

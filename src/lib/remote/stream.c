@@ -120,3 +120,50 @@ bool remote_end_error(json_object *o, const char **code, const char **msg)
 		*msg = json_object_get_string(v);
 	return true;
 }
+
+int remote_watch_frame(json_object *ev, uint32_t req, const char *root, bool *started, struct proto_msg *m)
+{
+	static const struct {
+		const char *name;
+		uint64_t type;
+	} types[] = { { "EVENT_TYPE_CREATE", FS_EV_CREATE }, { "EVENT_TYPE_WRITE", FS_EV_WRITE },
+		      { "EVENT_TYPE_REMOVE", FS_EV_REMOVE }, { "EVENT_TYPE_RENAME", FS_EV_RENAME },
+		      { "EVENT_TYPE_CHMOD", FS_EV_CHMOD } };
+	json_object *e = ev, *v, *x;
+	*started = false;
+	/* WatchDirResponse's oneof sits at the top level in proto3 JSON */
+	if (!json_object_is_type(ev, json_type_object))
+		return 0;
+	if (json_object_object_get_ex(e, "start", &v)) {
+		*started = true;
+		return 0;
+	}
+	if (!json_object_object_get_ex(e, "filesystem", &v) || !json_object_is_type(v, json_type_object))
+		return 0; /* keepalive, or unknown */
+	if (!json_object_object_get_ex(v, "name", &x) || !json_object_is_type(x, json_type_string))
+		return -EPROTO;
+	const char *name = json_object_get_string(x);
+	const char *tname = json_object_object_get_ex(v, "type", &x) && json_object_is_type(x, json_type_string)
+				    ? json_object_get_string(x)
+				    : "";
+	uint64_t type = 0;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(tname, types[i].name))
+			type = types[i].type;
+	if (!type)
+		return 0; /* a kind this version does not know */
+	/* the daemon names entries relative to the watched folder; the
+	 * library's events carry the whole path, as for a local watch */
+	char path[4096];
+	size_t rl = strlen(root);
+	while (rl > 1 && root[rl - 1] == '/')
+		rl--;
+	int n = *name ? snprintf(path, sizeof(path), "%.*s/%s", (int)rl, root, name)
+		      : snprintf(path, sizeof(path), "%.*s", (int)rl, root);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -EPROTO;
+	proto_msg_init(m, MSG_EV_FS_EVENT, req);
+	proto_put_str(m, F_PATH, path);
+	proto_put_u64(m, F_TYPE, type);
+	return 1;
+}

@@ -32,6 +32,11 @@ void envq_free(struct envq *q);
  * (keepalive, unknown events), -EPROTO when malformed. A start sets *pid;
  * later events carry it. *end is true for the end event. */
 int remote_event_frame(json_object *ev, uint32_t req, int *pid, bool *end, struct proto_msg *m);
+/* One WatchDir message ({"start"|"filesystem"|"keepalive": ...}) as
+ * init's MSG_EV_FS_EVENT for request req (whole
+ * path: root + "/" + the event's name): 1 with *m, 0 for nothing (the
+ * start sets *started; keepalives), -EPROTO when malformed. */
+int remote_watch_frame(json_object *ev, uint32_t req, const char *root, bool *started, struct proto_msg *m);
 /* An end-stream message's error, if any: true with *code (may be NULL)
  * and *msg pointing into o. */
 bool remote_end_error(json_object *o, const char **code, const char **msg);
