@@ -118,6 +118,17 @@ try:
     check("attach by tag: kept output, then live output, then its end", rc2 == 0 and out2 == "kept\nlive\n",
           f"rc={rc2} {out2!r} {err2!r}")
 
+    watcher = subprocess.Popen([abox, "--remote", url, "--api-key", key, "files", "watch", "--count", "1", "--timeout", "20",
+                                sid, "/home/user"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(0.5)
+    cli("files", "write", sid, "/home/user/watched.txt", inp=b"w")
+    try:
+        wout, werr = watcher.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        wout, werr = watcher.communicate()
+    check("files watch sees a new file", watcher.returncode == 0 and b"/home/user/watched.txt" in wout, wout + werr)
+
     rc, out, err = cli("files", "mkdir", sid, "/home/user/a/b")
     rc2, out2, err2 = cli("files", "mv", sid, "/home/user/notes.txt", "/home/user/a/b/n.txt")
     rc3, out3, err3 = cli("files", "stat", sid, "/home/user/a/b/n.txt")
