@@ -219,13 +219,6 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
 		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	/* The memory is init's until the exec, so it must stay out of reach
-	 * of ptrace and /proc/PID/mem: init's mm is not dumpable, and the
-	 * credential change above set it to fs.suid_dumpable, which a host
-	 * in debug mode has at 1 ("traceable by the same uid"). Back to 0
-	 * before anything else (a command's own user could otherwise attach
-	 * to this child and write into PID 1). */
-	(void)RS2(SYS_prctl, PR_SET_DUMPABLE, 0);
 	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
 	exec_path(req->argv[0], req->argv, a->envp, ep);
