@@ -1,7 +1,7 @@
 /* abox-init/child.c — starts one command inside the sandbox.
  *
- * Runs in abox-init (PID 1 of the sandbox) and, in init's memory, in the
- * child until exec. The child becomes a session leader so that a signal request
+ * Runs in abox-init (PID 1 of the sandbox) and, after fork, in the child
+ * until exec. The child becomes a session leader so that a signal request
  * reaches the whole process group (`bash -c 'sleep 1000 & sleep 1000'` dies
  * entirely), drops to the requested user, and reports a failed exec through
  * a close-on-exec pipe so "command not found" is never confused with a
@@ -12,8 +12,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -42,81 +40,26 @@ static const char *env_get(char **env, const char *key)
 	return NULL;
 }
 
-/* The child runs in init's memory (CLONE_VM, see child_spawn) until its
- * exec: everything it does from its start to its exec is a raw system
- * call that returns -errno, never libc (which would write errno and other
- * state that init is using at the same time), and it writes nothing but
- * its own stack. */
-#if defined(__x86_64__)
-#define SHARED_VM_SPAWN 1
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#elif defined(__aarch64__)
-#define SHARED_VM_SPAWN 1
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
-			   x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
-	return x0;
-}
-#else
-/* elsewhere the child is forked (its own memory), so libc's errno is its own */
-#define SHARED_VM_SPAWN 0
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	long r = syscall(n, a, b, c, d, e, f);
-	return r < 0 ? -errno : r;
-}
-#endif
-#define RS0(n) rsys(n, 0, 0, 0, 0, 0, 0)
-#define RS1(n, a) rsys(n, (long)(a), 0, 0, 0, 0, 0)
-#define RS2(n, a, b) rsys(n, (long)(a), (long)(b), 0, 0, 0, 0)
-#define RS3(n, a, b, c) rsys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
-#define RS4(n, a, b, c, d) rsys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-
+/* Child side, after fork: only system calls and the safe formatter. */
 struct child_err {
 	int code;
 	char msg[480];
 };
-
-_Noreturn static void child_exit(int status)
-{
-	for (;;)
-		(void)RS1(SYS_exit_group, status);
-}
 
 _Noreturn static void child_fail(int errfd, int code, const char *what, const char *arg)
 {
 	struct child_err e = { .code = code };
 	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
 		      errno_name(code) ? errno_name(code) : "error");
-	const char *p = (const char *)&e;
-	for (size_t left = sizeof(e); left;) {
-		long w = RS3(SYS_write, errfd, p, left);
-		if (w == -EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		p += w;
-		left -= (size_t)w;
-	}
-	child_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
+	(void)write_full(errfd, &e, sizeof(e));
+	_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
 }
 
 static void exec_path(const char *file, char **argv, char **envp, int errfd)
 {
 	if (strchr(file, '/')) {
-		long r = RS3(SYS_execve, file, argv, envp);
-		child_fail(errfd, (int)-r, "exec", file);
+		execve(file, argv, envp);
+		child_fail(errfd, errno, "exec", file);
 	}
 	const char *path = env_get(envp, "PATH");
 	if (!path)
@@ -135,11 +78,11 @@ static void exec_path(const char *file, char **argv, char **envp, int errfd)
 			}
 			buf[dl] = '/';
 			strcpy(buf + dl + 1, file);
-			long r = RS3(SYS_execve, buf, argv, envp);
+			execve(buf, argv, envp);
 			/* like execvp: remember a permission problem, keep looking
 			 * past missing entries */
-			if (r != -ENOENT && r != -ENOTDIR && first_err == ENOENT)
-				first_err = (int)-r;
+			if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT)
+				first_err = errno;
 		}
 		if (!e)
 			break;
@@ -169,105 +112,50 @@ struct child_args {
 	bool pty;
 };
 
-/* fd new becomes a copy of old without close-on-exec (dup2 semantics,
- * also when they are the same number). */
-static long child_dup(int old, int new)
-{
-	return old == new ? RS3(SYS_fcntl, new, F_SETFD, 0) : RS3(SYS_dup3, old, new, 0);
-}
-
-/* The child, between its start and exec. */
+/* The child, between fork and exec. */
 __attribute__((noinline, noreturn)) static void child_exec(const struct child_args *a)
 {
 	const struct exec_req *req = a->req;
 	int ep = a->ep;
-	/* init blocks SIGCHLD and ignores SIGPIPE, and both would survive the
-	 * exec; it has no handlers (exec would reset those) */
-	uint64_t none = 0;
-	(void)RS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-	struct {
-		unsigned long handler, flags, restorer;
-		uint64_t mask;
-	} dfl = { 0 }; /* SIG_DFL */
-	(void)RS4(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(uint64_t));
-	(void)RS0(SYS_setsid);
+	/* init has no handlers (exec resets those) but blocks SIGCHLD and
+	 * ignores SIGPIPE, and both would survive the exec */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	setsid();
 	/* init is shielded from the OOM killer (-1000); commands must not
 	 * inherit that, or a memory hog could never be stopped */
-	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
-	if (oom >= 0) {
-		(void)RS3(SYS_write, oom, "0", 1);
-		(void)RS1(SYS_close, oom);
-	}
-	long r;
-	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
-		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
-	if ((r = child_dup(a->in, 0)) < 0 || (r = child_dup(a->out, 1)) < 0 || (r = child_dup(a->err, 2)) < 0)
-		child_fail(ep, (int)-r, "dup2", "stdio");
+	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
+	if (a->pty && ioctl(a->err, TIOCSCTTY, 0) < 0)
+		child_fail(ep, errno, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
+	if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
+		child_fail(ep, errno, "dup2", "stdio");
 	/* Keep only stdio and the exec-error pipe from here on: init's other
 	 * fds (other commands' stdin ends, the agent socket) are
 	 * close-on-exec, but a child stopped before its exec would otherwise
 	 * hold them open, and another command would never see EOF on its
 	 * stdin. */
-	if (child_dup(ep, 3) < 0)
-		child_exit(126);
-	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
+	if (dup2(ep, 3) < 0)
+		_exit(126);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
 	ep = 3;
-	(void)RS3(SYS_close_range, 4, ~0U, 0);
-	if ((r = RS2(SYS_setgroups, 0, NULL)) < 0)
-		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
-		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
-		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
-		child_fail(ep, (int)-r, "cwd", req->cwd);
+	(void)syscall(SYS_close_range, 4, ~0U, 0);
+	/* raw system calls: the child is single-threaded, libc's
+	 * all-threads machinery would only add signal-mask round trips */
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
+		child_fail(ep, errno, "setgroups", req->user ? req->user : "?");
+	if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0)
+		child_fail(ep, errno, "setgid", req->user ? req->user : "?");
+	if (syscall(SYS_setresuid, req->uid, req->uid, req->uid) < 0)
+		child_fail(ep, errno, "setuid", req->user ? req->user : "?");
+	if (req->cwd && chdir(req->cwd) < 0)
+		child_fail(ep, errno, "cwd", req->cwd);
 	exec_path(req->argv[0], req->argv, a->envp, ep);
-	child_exit(127);
+	_exit(127);
 }
 
-#if SHARED_VM_SPAWN
-/* What a child started in init's memory reads until its exec: its own
- * copy of the request, its environment and its stack. Kept on a list
- * until the child has exec'd (EOF on its exec pipe) or was reaped; a child
- * stopped before its exec keeps its block, and only its block. */
-#define CHILD_STACK (64u << 10)
-struct spawn_block {
-	struct spawn_block *next;
-	pid_t pid;
-	void *stack;
-	char **envp;
-	struct exec_req req;
-	struct child_args args;
-};
-static struct spawn_block *pending;
-
-static int child_main(void *arg)
-{
-	child_exec(arg);
-}
-
-void child_released(pid_t pid)
-{
-	for (struct spawn_block **b = &pending; *b; b = &(*b)->next) {
-		if ((*b)->pid != pid)
-			continue;
-		struct spawn_block *blk = *b;
-		*b = blk->next;
-		munmap(blk->stack, CHILD_STACK);
-		free(blk->envp);
-		exec_req_free(&blk->req);
-		free(blk);
-		return;
-	}
-}
-#else
-void child_released(pid_t pid)
-{
-	(void)pid;
-}
-#endif
-
-int child_spawn(struct exec_req *req, pid_t *pid, struct exec_fds *fds)
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	int r = 0;
@@ -357,44 +245,10 @@ int child_spawn(struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		.req = req, .envp = envp, .in = in[0], .out = out[1],
 		.err = master >= 0 ? slave : err[1], .ep = ep[1], .pty = master >= 0,
 	};
-#if SHARED_VM_SPAWN
-	/* The child shares init's memory until its exec (CLONE_VM): no page
-	 * tables copied, no copy-on-write faults in init afterwards — what
-	 * makes fork the larger part of an exec's cost. Not CLONE_VFORK: a
-	 * vfork parent stays suspended until the child execs, and a process
-	 * in the sandbox could SIGSTOP the child before that and so freeze
-	 * PID 1. Here init runs on; the child reads only its own block and
-	 * writes only its own stack. */
-	struct spawn_block *blk = calloc(1, sizeof(*blk));
-	void *stack = blk ? mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-				 -1, 0)
-			  : MAP_FAILED;
-	if (stack == MAP_FAILED) {
-		free(blk);
-		free(envp);
-		errno = ENOMEM;
-		goto fail;
-	}
-	blk->stack = stack;
-	blk->envp = envp;
-	blk->req = *req; /* the block owns the strings from here on */
-	blk->args = a;
-	blk->args.req = &blk->req;
-	pid_t c = clone(child_main, (char *)stack + CHILD_STACK, CLONE_VM | SIGCHLD, &blk->args);
-	if (c < 0) {
-		int e = errno;
-		munmap(stack, CHILD_STACK);
-		free(blk);
-		free(envp);
-		errno = e;
-		goto fail;
-	}
-	memset(req, 0, sizeof(*req));
-	blk->pid = c;
-	blk->next = pending;
-	pending = blk;
-#else
-	/* fork, not vfork: see above */
+	/* fork, not vfork: a vfork parent stays suspended until the child
+	 * execs, and a process in the sandbox could SIGSTOP the child before
+	 * that (once it has the target uid, or always as the sandbox's root)
+	 * and so freeze PID 1: no more deadline, no more requests. */
 	pid_t c = fork();
 	if (c == 0)
 		child_exec(&a);
@@ -403,8 +257,6 @@ int child_spawn(struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		goto fail;
 	}
 	free(envp);
-	exec_req_free(req);
-#endif
 	close(ep[1]);
 	close(in[0]);
 	if (master < 0) {

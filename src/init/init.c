@@ -390,8 +390,6 @@ static void proc_started(struct proc *p)
 	int k = child_exec_result(p->ep, &exec_errno, msg, sizeof(msg));
 	if (k == -EAGAIN)
 		return;
-	if (k == 0)
-		child_released(p->pid); /* exec'd (or died): it no longer reads our memory */
 	close_fd(&p->ep);
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_START, 0);
@@ -428,7 +426,6 @@ static void reap(void)
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 		if (pid <= 0)
 			return;
-		child_released(pid);
 		struct proc *p = proc_find(pid);
 		if (!p || p->exited)
 			continue;
@@ -525,6 +522,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 	}
 	pid_t pid;
 	struct exec_fds fds;
+	r = child_spawn(&req, &pid, &fds);
 	bool oneshot = req.flags & EXEC_ONESHOT;
 	/* the command line as `ps` shows it, bounded */
 	char cmd[256];
@@ -534,7 +532,6 @@ static void handle_exec(int ci, const struct proto_frame *f)
 		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req.argv[i]);
 	char *tag = req.tag;
 	req.tag = NULL;
-	r = child_spawn(&req, &pid, &fds); /* takes the request's strings on success */
 	exec_req_free(&req);
 	if (r < 0) {
 		char m2[128];

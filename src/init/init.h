@@ -52,15 +52,10 @@ struct exec_fds {
 	int ep;  /* read end of the exec-error pipe (non-blocking) */
 };
 
-/* Starts a child that execs req as a new session leader and returns at
+/* Forks a child that execs req as a new session leader and returns at
  * once: the result of the exec arrives on fds->ep (see child_exec_result).
- * On success the request's strings belong to the child (*req is emptied):
- * it may read them until it has exec'd. < 0 (-errno) when no child could
- * be made at all (*req unchanged). */
-int child_spawn(struct exec_req *req, pid_t *pid, struct exec_fds *fds);
-/* What a child read until its exec can go: call when its exec pipe gave
- * EOF (it exec'd, or died) and when it is reaped. */
-void child_released(pid_t pid);
+ * < 0 (-errno) when no child could be made at all. */
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
 /* Makes <dir>/{command.txt,stdout.txt,stderr.txt} as uid/gid (see tee.c)
  * and returns the two output files open for writing. 0 or -errno. */
 int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *out_fd, int *err_fd);
