@@ -222,6 +222,20 @@ static void check_checkpointer(void)
 	abox_ctx_free(ctx);
 }
 
+/* Whether this process holds capability cap (its CapEff line). */
+static bool have_cap(int cap)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long long eff = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (eff >> cap) & 1;
+}
+
 /* With --remote: whether that daemon answers this key. */
 static int doctor_remote(const char *url)
 {
@@ -259,6 +273,12 @@ int cmd_doctor(int argc, char **argv)
 	uname(&u);
 	line(true, false, "kernel", "%s %s", u.release, u.machine);
 	line(geteuid() == 0, true, "privileges", geteuid() == 0 ? "running as root" : "abox needs root for now (rootless mode is planned)");
+	/* a sandbox's init asks for oom_score_adj -1000, which needs
+	 * CAP_SYS_RESOURCE: without it init is as killable as the commands */
+	bool res = have_cap(24 /* CAP_SYS_RESOURCE */);
+	line(res, false, "OOM shield of init", res ? "available (CAP_SYS_RESOURCE)"
+						  : "unavailable: no CAP_SYS_RESOURCE here, so the OOM killer may pick a "
+						    "sandbox's init (and end the sandbox) instead of its memory hog");
 
 	check_cgroups();
 
