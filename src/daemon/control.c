@@ -239,6 +239,11 @@ static char *network_note(json_object *net, json_object *allow, char *why, size_
 			}
 		}
 	}
+	if (net && json_object_is_type(net, json_type_object) &&
+	    strlen(json_object_to_json_string_ext(net, JSON_C_TO_STRING_PLAIN)) > 60000) {
+		snprintf(why, whyn, "network settings over 60000 bytes");
+		return NULL;
+	}
 	bool have_net = net && json_object_is_type(net, json_type_object);
 	bool have_allow = allow && json_object_is_type(allow, json_type_boolean);
 	if (!have_net && !have_allow)

@@ -275,6 +275,7 @@ bool files_stream_begin(struct request *rq)
 	struct upload *u = calloc(1, sizeof(*u));
 	if (!u)
 		return false;
+	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
 	rq->upload = u;
 	snprintf(u->path, sizeof(u->path), "%s", path);
 	u->h = envd_open(rq, &u->early);
@@ -365,16 +366,19 @@ enum MHD_Result files_stream_end(struct request *rq)
 	struct upload *u = rq->upload;
 	if (u->failed_early)
 		return u->early;
-	bool truncated_gzip = u->gzip && !u->bad_gzip && !gz_complete(&u->gz);
+	bool writer_gave_up = u->pipe_w < 0 && !u->bad_gzip;
+	bool truncated_gzip = u->gzip && !u->bad_gzip && !writer_gave_up && !gz_complete(&u->gz);
 	upload_finish(u);
+	/* the writer's own failure first (permission, no space): then the
+	 * file was not touched by us beyond what it reports */
+	if (u->result < 0)
+		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
 	if (u->bad_gzip || truncated_gzip) {
 		/* what was written is not the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
 		return reply_error(rq, 400, "%s: the body is not %s gzip (Content-Encoding: gzip)", u->path,
 				   u->bad_gzip ? "valid" : "complete");
 	}
-	if (u->result < 0)
-		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
 	json_object *a = json_object_new_array();
 	json_object_array_add(a, written(&u->h, rq, u->path));
 	return reply_json(rq, 200, a);

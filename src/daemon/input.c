@@ -19,7 +19,9 @@ struct instream {
 	sandbox_handle_t h;
 	bool failed_early;        /* envd_open's reply is queued; the body is dropped */
 	enum MHD_Result early;
-	abox_proc *p;
+	bool started;             /* the start message named a live process */
+	int pid;
+	char *tag;
 	struct envq q;
 	int result;               /* first failure, as -errno (0: fine) */
 	abox_error err;
@@ -47,6 +49,42 @@ bool input_stream_begin(struct request *rq)
 	return true;
 }
 
+static void saw_start(const abox_event *ev, void *ud)
+{
+	if (ev->type == ABOX_EVENT_START)
+		*(bool *)ud = true;
+}
+
+/* Attaches to the stream's process for one piece of input: the attach
+ * answers with the process's start (after its kept output, discarded
+ * here) or with "no such process". A handle is held only while a message
+ * is handled: one held across messages would have init keep the
+ * process's output for it, and a client that sends slowly would hold the
+ * process's output back for everyone. */
+static int attach(struct instream *s, abox_proc **p, abox_error *err)
+{
+	int r = abox_proc_attach(s->h.sb, s->tag ? 0 : s->pid, s->tag, p, err);
+	bool started = false;
+	for (int i = 0; r >= 0 && !started && i < 500; i++) {
+		if (!abox_proc_buffered(*p)) {
+			struct pollfd pf = { .fd = abox_proc_fd(*p), .events = (short)abox_proc_events(*p) };
+			(void)poll(&pf, 1, 10);
+		}
+		r = abox_proc_dispatch(*p, saw_start, &started, err);
+		if (r == 1)
+			started = true; /* it has ended already: its input is dropped */
+	}
+	if (r >= 0 && !started)
+		r = -ETIMEDOUT, snprintf(err->msg, sizeof(err->msg), "StreamInput: the process did not answer");
+	if (r < 0) {
+		abox_proc_free(*p);
+		*p = NULL;
+	}
+	return r < 0 ? r : 0;
+}
+
+/* Sends what is queued; input a process does not read is refused rather
+ * than piled up in the daemon. */
 static int drain(abox_proc *p, abox_error *err)
 {
 	for (int i = 0; i < 1000 && abox_proc_stdin_pending(p); i++) {
@@ -56,60 +94,46 @@ static int drain(abox_proc *p, abox_error *err)
 		if (r < 0)
 			return r;
 		if (r == 1)
-			break; /* it ended: nothing more goes in */
+			return 0; /* it ended: nothing more goes in */
+	}
+	if (abox_proc_stdin_pending(p)) {
+		snprintf(err->msg, sizeof(err->msg), "StreamInput: the process has not read its input for 10 s");
+		return -ENOSPC;
 	}
 	return 0;
-}
-
-static void saw_start(const abox_event *ev, void *ud)
-{
-	if (ev->type == ABOX_EVENT_START)
-		*(bool *)ud = true;
 }
 
 static void on_message(struct instream *s, json_object *o)
 {
 	json_object *ev, *v, *in;
 	if (json_object_object_get_ex(o, "start", &ev)) {
-		if (s->p) {
+		if (s->started) {
 			fail(s, EINVAL, "StreamInput: a second start");
 			return;
 		}
-		int pid = 0;
-		const char *tag = NULL;
 		if (json_object_object_get_ex(ev, "process", &v) && json_object_is_type(v, json_type_object)) {
 			json_object *x;
 			if (json_object_object_get_ex(v, "pid", &x))
-				pid = json_object_get_int(x);
+				s->pid = json_object_get_int(x);
 			if (json_object_object_get_ex(v, "tag", &x) && json_object_is_type(x, json_type_string))
-				tag = json_object_get_string(x);
+				s->tag = strdup(json_object_get_string(x));
 		}
-		if (pid <= 0 && !tag) {
+		if (s->pid <= 0 && !s->tag) {
 			fail(s, EINVAL, "StreamInput: start.process.pid or .tag is required");
 			return;
 		}
+		abox_proc *p = NULL;
 		abox_error err = ABOX_ERROR_INIT;
-		int r = abox_proc_attach(s->h.sb, tag ? 0 : pid, tag, &s->p, &err);
-		/* the attach answers with the process's start, or that there is
-		 * no such process: wait for that before taking input for it */
-		bool started = false;
-		for (int i = 0; r >= 0 && !started && i < 500; i++) {
-			if (!abox_proc_buffered(s->p)) {
-				struct pollfd pf = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
-				(void)poll(&pf, 1, 10);
-			}
-			r = abox_proc_dispatch(s->p, saw_start, &started, &err);
-			if (r == 1)
-				started = true; /* it has ended already: its input is dropped */
-		}
-		if (r >= 0 && !started)
-			r = -ETIMEDOUT, snprintf(err.msg, sizeof(err.msg), "StreamInput: the process did not answer");
+		int r = attach(s, &p, &err);
+		abox_proc_free(p);
 		if (r < 0)
 			fail(s, -r, err.msg);
+		else
+			s->started = true;
 		return;
 	}
 	if (json_object_object_get_ex(o, "data", &ev)) {
-		if (!s->p) {
+		if (!s->started) {
 			fail(s, EINVAL, "StreamInput: data before start");
 			return;
 		}
@@ -124,11 +148,13 @@ static void on_message(struct instream *s, json_object *o)
 			fail(s, EINVAL, "StreamInput: data.input.stdin (base64) is required");
 			return;
 		}
+		abox_proc *p = NULL;
 		abox_error err = ABOX_ERROR_INIT;
-		int r = abox_proc_write_stdin(s->p, raw, n, &err);
+		int r = attach(s, &p, &err);
+		if (r >= 0 && (r = abox_proc_write_stdin(p, raw, n, &err)) >= 0)
+			r = drain(p, &err);
 		free(raw);
-		if (r >= 0)
-			r = drain(s->p, &err);
+		abox_proc_free(p);
 		if (r < 0)
 			fail(s, -r, err.msg);
 		return;
@@ -186,7 +212,7 @@ enum MHD_Result input_stream_end(struct request *rq)
 		return s->early;
 	if (!s->result && s->q.len != s->q.off)
 		fail(s, EINVAL, "StreamInput: the request ended inside a message");
-	if (!s->result && !s->p)
+	if (!s->result && !s->started)
 		fail(s, EINVAL, "StreamInput: no start message");
 	const char *end = "{}";
 	json_object *eo = NULL;
@@ -196,6 +222,7 @@ enum MHD_Result input_stream_end(struct request *rq)
 		int code = -s->result;
 		json_object_object_add(e, "code", json_object_new_string(code == ENOENT || code == ESRCH ? "not_found"
 									 : code == EINVAL || code == E2BIG ? "invalid_argument"
+									 : code == ENOSPC		   ? "resource_exhausted"
 													   : "internal"));
 		json_object_object_add(e, "message", json_object_new_string(s->err.msg));
 		json_object_object_add(eo, "error", e);
@@ -227,7 +254,7 @@ void input_stream_free(struct request *rq)
 	struct instream *s = rq->input;
 	if (!s)
 		return;
-	abox_proc_free(s->p);
+	free(s->tag);
 	if (!s->failed_early)
 		envd_close(&s->h);
 	envq_free(&s->q);

@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
+
+#define NOTE_MAX 65536
 
 static void note_path(const char *kind, const char *id, char *buf, size_t n)
 {
@@ -30,12 +34,15 @@ int note_write(const char *kind, const char *id, const char *text)
 {
 	if (!valid_id(id))
 		return -EINVAL;
+	if (strlen(text) > NOTE_MAX)
+		return -E2BIG; /* note_read would cut it */
 	char dir[4096], path[4200], tmp[4300];
 	note_path(kind, NULL, dir, sizeof(dir));
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	note_path(kind, id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	/* one temp name per writer: two writes of one note must not mix */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)syscall(SYS_gettid));
 	FILE *f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
@@ -57,8 +64,8 @@ char *note_read(const char *kind, const char *id)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return NULL;
-	char *buf = calloc(1, 65537);
-	size_t n = buf ? fread(buf, 1, 65536, f) : 0;
+	char *buf = calloc(1, NOTE_MAX + 1);
+	size_t n = buf ? fread(buf, 1, NOTE_MAX, f) : 0;
 	fclose(f);
 	if (buf)
 		buf[n] = '\0';
@@ -108,8 +115,20 @@ void notes_sweep(abox_ctx *ctx)
 		if (!d)
 			continue;
 		struct dirent *e;
+		time_t now = time(NULL);
 		while ((e = readdir(d))) {
+			struct stat st;
+			if (strstr(e->d_name, ".tmp.")) {
+				/* a writer that died between write and rename */
+				if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 60)
+					(void)unlinkat(dirfd(d), e->d_name, 0);
+				continue;
+			}
 			if (!valid_id(e->d_name))
+				continue;
+			/* a note younger than a minute may belong to a snapshot
+			 * or sandbox made after the list above was read */
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtime < 60)
 				continue;
 			bool gone = k == 0 ? snaps && snapshot_gone(snaps, nsnaps, e->d_name) : sandbox_gone(ctx, e->d_name);
 			if (gone)

@@ -171,6 +171,12 @@ try:
     check("an expired signature is refused (401)", st == 401, st)
     st, _ = req("GET", signed("/tmp/other.txt", "read", tok="0" * len(token)), headers=plane, raw=True)
     check("a signature made without the token is refused (401)", st == 401, st)
+    root_h = dict(plane, **{"X-Access-Token": token, "Content-Type": "application/octet-stream",
+                            "Authorization": "Basic " + base64.b64encode(b"root:").decode()})
+    st, _ = req("POST", "/files?path=/root/secret.txt", b"root only", root_h)
+    st2, got = req("GET", signed("/root/secret.txt", "read"),
+                   headers=dict(plane, **{"Authorization": "Basic " + base64.b64encode(b"root:").decode()}), raw=True)
+    check("a signed URL runs as the user it names, whatever Authorization says", st == 200 and st2 == 403, (st, st2, got))
     forged = signed("/tmp/signed.txt", "read").replace("signed.txt", "other.txt", 1)
     st, _ = req("GET", forged, headers=plane, raw=True)
     check("a signature is for its own path only (401)", st == 401, st)

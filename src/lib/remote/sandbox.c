@@ -1,6 +1,7 @@
 /* remote/sandbox.c — the sandbox lifecycle through aboxd's control plane
  * (the E2B REST API). Runs in the caller's process. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -113,7 +114,9 @@ static abox_sandbox *sandbox_new(abox_ctx *ctx, const char *id, const char *toke
 {
 	abox_sandbox *sb = calloc(1, sizeof(*sb));
 	struct remote_sandbox *rs = calloc(1, sizeof(*rs));
-	if (!sb || !rs || strlen(id) != 20) {
+	/* an id from the daemon goes into URLs and headers: exactly 20 of
+	 * [a-z0-9], nothing that could split a header line */
+	if (!sb || !rs || strlen(id) != 20 || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") != 20) {
 		free(sb);
 		free(rs);
 		return NULL;
@@ -122,6 +125,9 @@ static abox_sandbox *sandbox_new(abox_ctx *ctx, const char *id, const char *toke
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	sb->flags = flags;
 	sb->conn = sb->rundir_fd = sb->pidfd = sb->template_lock = sb->layer_fd = -1;
+	/* the access token goes into a header too */
+	if (token && strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(token))
+		token = NULL;
 	rs->token = token ? strdup(token) : NULL;
 	sb->remote = rs;
 	return sb;
@@ -276,6 +282,25 @@ static char *metadata_query(CURL *h, const char *const *md)
 	return esc;
 }
 
+/* Appends to buf at *k; false (and buf unchanged past *k) when it does
+ * not fit. */
+static bool append(char *buf, size_t n, size_t *k, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool append(char *buf, size_t n, size_t *k, const char *fmt, ...)
+{
+	if (*k >= n)
+		return false;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *k, n - *k, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= n - *k) {
+		buf[*k] = '\0';
+		return false;
+	}
+	*k += (size_t)w;
+	return true;
+}
+
 static int r_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,
 		   abox_error *err)
 {
@@ -289,24 +314,27 @@ static int r_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **i
 	if (o->state == ABOX_STATE_DEAD)
 		return 0; /* the daemon hands out no dead sandboxes */
 	char path[4096];
-	int k = snprintf(path, sizeof(path), "/v2/sandboxes?state=%s",
-			 o->state == ABOX_STATE_RUNNING ? "running" : o->state == ABOX_STATE_PAUSED ? "paused" : "running,paused");
-	if (o->limit)
-		k += snprintf(path + k, sizeof(path) - (size_t)k, "&limit=%u", o->limit > 100 ? 100 : o->limit);
-	if (o->next_token && *o->next_token) {
+	size_t k = 0;
+	bool ok = append(path, sizeof(path), &k, "/v2/sandboxes?state=%s",
+			 o->state == ABOX_STATE_RUNNING ? "running"
+			 : o->state == ABOX_STATE_PAUSED ? "paused"
+							 : "running,paused");
+	if (ok && o->limit)
+		ok = append(path, sizeof(path), &k, "&limit=%u", o->limit > 100 ? 100 : o->limit);
+	if (ok && o->next_token && *o->next_token) {
 		char *e = curl_easy_escape(ctx->remote->easy, o->next_token, 0);
-		k += snprintf(path + k, sizeof(path) - (size_t)k, "&nextToken=%s", e ? e : "");
+		ok = e && append(path, sizeof(path), &k, "&nextToken=%s", e);
 		curl_free(e);
 	}
-	if (o->metadata && o->metadata[0]) {
+	if (ok && o->metadata && o->metadata[0]) {
 		char *mq = metadata_query(ctx->remote->easy, o->metadata);
 		if (!mq)
 			return abox_error_set(err, ENOMEM, "list");
-		k += snprintf(path + k, sizeof(path) - (size_t)k, "&metadata=%s", mq);
+		ok = append(path, sizeof(path), &k, "&metadata=%s", mq);
 		free(mq);
 	}
-	if (k >= (int)sizeof(path))
-		return abox_error_setx(err, E2BIG, "list: the metadata filter is too long");
+	if (!ok)
+		return abox_error_setx(err, E2BIG, "list: the page token or the metadata filter is too long");
 	char *tok = NULL;
 	struct rreq q = { .method = "GET", .path = path, .idempotent = true, .next_token = &tok };
 	struct rbuf resp = { 0 };
