@@ -301,5 +301,12 @@ int main(int argc, char **argv)
 		unlink(unix_path);
 	fprintf(stderr, "aboxd: stopping\n");
 	sleep(1);
+	/* the notes of sandboxes that ended since the last sweep go now,
+	 * not with the next daemon */
+	abox_ctx *ctx = request_ctx();
+	if (ctx) {
+		notes_sweep(ctx);
+		abox_ctx_free(ctx);
+	}
 	_exit(0);
 }

@@ -126,9 +126,11 @@ void notes_sweep(abox_ctx *ctx)
 			}
 			if (!valid_id(e->d_name))
 				continue;
-			/* a note younger than a minute may belong to a snapshot
-			 * or sandbox made after the list above was read */
-			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtime < 60)
+			/* a snapshot note younger than a minute may belong to a
+			 * snapshot made after the list above was read (a
+			 * sandbox's is checked against its record right here) */
+			if (k == 0 &&
+			    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtime < 60))
 				continue;
 			bool gone = k == 0 ? snaps && snapshot_gone(snaps, nsnaps, e->d_name) : sandbox_gone(ctx, e->d_name);
 			if (gone)
