@@ -88,6 +88,16 @@ try:
     check("exec -u root -e", rc == 0 and out == "0\nb\n", f"rc={rc} {out!r} {err!r}")
     rc, out, err = cli("exec", "-i", sid, "--", "tr", "a-z", "A-Z", inp=b"shout\n")
     check("exec -i: stdin goes through", rc == 0 and out == "SHOUT\n", f"rc={rc} {out!r} {err!r}")
+    rc, out, err = cli("exec", "--json", sid, "--", "sh", "-c", "echo hi; echo no >&2; exit 2")
+    try:
+        res = json.loads(out)
+    except ValueError:
+        res = {}
+    check("exec --json: one object with the exit code and both streams",
+          res.get("exitCode") == 2 and res.get("stdout") == "hi\n" and res.get("stderr") == "no\n", out + err)
+    rc, out, err = cli("exec", "--truncate", "200", sid, "--", "seq", "1", "5000")
+    check("exec --truncate: head, marker naming the full output, tail",
+          rc == 0 and out.startswith("1\n2\n") and "characters omitted" in out and out.endswith("5000\n"), out[:300] + err)
     rc, out, err = cli("exec", "--check", sid, "--", "false")
     check("exec --check: a failure is named", rc == 1 and "exited with 1" in err, f"rc={rc} {err!r}")
 

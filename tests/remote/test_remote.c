@@ -731,3 +731,38 @@ Test(remote, watch)
 	cr_expect_eq(abox_watch_start(sb, "/home/user/none", NULL, 0, &w, &err), -ENOENT, "%s", err.msg);
 	drop(sb);
 }
+
+Test(remote, truncation_keeps_the_whole_output_in_the_sandbox)
+{
+	abox_sandbox *sb = make(NULL, NULL);
+	abox_error err = ABOX_ERROR_INIT;
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	const char *argv[] = { "sh", "-c", "seq 1 20000; echo oops >&2", NULL };
+	po.argv = argv;
+	po.truncate_threshold = 1000;
+	po.truncate_head = 100;
+	po.truncate_tail = 100;
+	abox_proc *p = NULL;
+	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_proc_wait(p, 30000, NULL, NULL, &err), 1, "%s", err.msg);
+	abox_proc_result res = { .version = ABOX_PROC_RESULT_VERSION };
+	cr_assert_eq(abox_proc_result_get(p, &res, &err), 0, "%s", err.msg);
+	cr_expect_eq(res.truncated, 1);
+	cr_expect_eq(res.stdout_bytes, 108894); /* seq 1 20000 */
+	cr_expect(strstr(res.stdout_text, "characters omitted") && strstr(res.stdout_text, "stdout.txt"), "%s",
+		  res.stdout_text);
+	cr_expect(strncmp(res.stdout_text, "1\n2\n3\n", 6) == 0);
+	cr_expect(strstr(res.stdout_text, "19999\n20000\n") != NULL);
+	cr_expect_str_eq(res.stderr_text, "oops\n");
+	/* the complete streams are in the sandbox, as locally */
+	char path[256];
+	abox_file_info fi;
+	snprintf(path, sizeof(path), "%s/stdout.txt", res.dir);
+	cr_assert_eq(abox_file_stat(sb, path, NULL, &fi, &err), 0, "%s", err.msg);
+	cr_expect_eq(fi.size, 108894);
+	snprintf(path, sizeof(path), "%s/command.txt", res.dir);
+	cr_expect_eq(abox_file_stat(sb, path, NULL, &fi, &err), 0, "%s", err.msg);
+	abox_proc_result_clear(&res);
+	abox_proc_free(p);
+	drop(sb);
+}

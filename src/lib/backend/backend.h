@@ -135,6 +135,7 @@ struct remote_ops {
 	int (*proc_signal)(abox_proc *p, int sig, abox_error *err);
 	int (*proc_resize)(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);
 	void (*proc_free)(abox_proc *p);
+	int (*truncate_finish)(abox_proc *p, abox_error *err);
 	int (*file_read)(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
 			 uint64_t *size, abox_error *err);
 	int (*file_write)(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,

@@ -127,14 +127,15 @@ static char *render(const abox_proc *p, const struct trunc_stream *s, const char
 
 int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err)
 {
-	if (p->remote)
-		return backend_remote_unsupported("output truncation", err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "result: abox_proc_result needs its version set");
 	if (!p->t_threshold)
 		return abox_error_setx(err, EINVAL, "result: the process was started without truncation");
 	if (!p->ended)
 		return abox_error_setx(err, EBUSY, "result: the process has not ended");
+	int fr;
+	if (p->remote && (fr = p->sb->ctx->remote_ops->truncate_finish(p, err)) < 0)
+		return fr;
 	abox_proc_result r = { .version = out->version, .exit_code = p->exit_code,
 			       .stdout_bytes = p->t_out.bytes, .stderr_bytes = p->t_err.bytes };
 	bool cut = p->t_out.bytes + p->t_err.bytes > p->t_threshold;

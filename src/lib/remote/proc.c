@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #include "base/base64.h"
 #include "proto/messages.h"
@@ -44,6 +45,13 @@ struct remote_proc {
 	volatile bool stop;
 	bool transient;          /* 502/503/504: nothing ran */
 	char *watch_root;        /* a WatchDir stream of that folder (else process events) */
+	/* output truncation: the complete streams, kept on the client while
+	 * they come and written into the sandbox when the result is read
+	 * (the protocol has no way to have the sandbox keep them) */
+	int spool[2];            /* stdout, stderr; -1 when not truncating */
+	char *user;              /* the command's user, for those files */
+	char *cmdline;
+	bool spool_written;
 };
 
 static void decide(struct remote_proc *rp, int pid, int e)
@@ -64,6 +72,34 @@ static int send_frame(struct remote_proc *rp, struct proto_msg *m)
 	int r = proto_send(rp->fd, m);
 	proto_msg_free(m);
 	return r;
+}
+
+/* Appends a data event's bytes to its stream's spool file. */
+static void spool(struct remote_proc *rp, json_object *o)
+{
+	json_object *e, *d, *v;
+	if (!json_object_object_get_ex(o, "event", &e) || !json_object_object_get_ex(e, "data", &d))
+		return;
+	int which = json_object_object_get_ex(d, "stdout", &v) || json_object_object_get_ex(d, "pty", &v) ? 0
+		    : json_object_object_get_ex(d, "stderr", &v)						 ? 1
+													 : -1;
+	unsigned char *raw = NULL;
+	size_t n = 0;
+	if (which < 0 || base64_decode(json_object_get_string(v), &raw, &n) < 0)
+		return;
+	(void)write_full(rp->spool[which], raw, n); /* a full disk here only costs the full-output files */
+	free(raw);
+}
+
+struct dir_path {
+	char path[256];
+};
+
+static struct dir_path strcat_dir(const char *dir, const char *file)
+{
+	struct dir_path d;
+	snprintf(d.path, sizeof(d.path), "%s/%s", dir, file);
+	return d;
 }
 
 static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
@@ -93,6 +129,8 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 	}
 	if (k == 0)
 		return 0;
+	if (rp->spool[0] >= 0 && !rp->watch_root)
+		spool(rp, o);
 	if (send_frame(rp, &m) < 0) {
 		rp->failed = true;
 		rp->err = EPIPE;
@@ -230,6 +268,11 @@ static void rp_free(struct remote_proc *rp)
 		close(rp->fd);
 	free(rp->body);
 	free(rp->watch_root);
+	for (int i = 0; i < 2; i++)
+		if (rp->spool[i] >= 0)
+			close(rp->spool[i]);
+	free(rp->user);
+	free(rp->cmdline);
 	envq_free(&rp->q);
 	pthread_mutex_destroy(&rp->lock);
 	pthread_cond_destroy(&rp->cond);
@@ -291,7 +334,8 @@ static char *envelope(json_object *b, size_t *len)
 /* Opens a server stream of process events (Start or Connect) and waits
  * for its first event: the process's pid, or why there is none. */
 static int stream_open(abox_sandbox *sb, const char *method, const char *watch_root, json_object *body,
-		       const char *user, abox_proc **out, bool *transient, abox_error *err)
+		       const char *user, const abox_proc_opts *spool_for, abox_proc **out, bool *transient,
+		       abox_error *err)
 {
 	if (transient)
 		*transient = false;
@@ -311,6 +355,7 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 	}
 	pthread_mutex_init(&rp->lock, NULL);
 	pthread_cond_init(&rp->cond, NULL);
+	rp->spool[0] = rp->spool[1] = -1;
 	rp->fd = sp[1];
 	rp->req = ++sb->next_req;
 	rp->body = envelope(body, &rp->body_len);
@@ -320,6 +365,27 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 	char path[64];
 	snprintf(path, sizeof(path), "/%s", method);
 	rp->watch_root = watch_root ? strdup(watch_root) : NULL;
+	if (spool_for) {
+		/* unnamed files that go with the handle: O_TMPFILE where the
+		 * temp folder allows it, else memory */
+		const char *tmp = getenv("TMPDIR");
+		for (int i = 0; i < 2; i++) {
+			rp->spool[i] = open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+			if (rp->spool[i] < 0)
+				rp->spool[i] = memfd_create(i ? "abox-stderr" : "abox-stdout", MFD_CLOEXEC);
+		}
+		char line[4096];
+		size_t used = 0;
+		line[0] = '\0';
+		for (size_t i = 0; spool_for->argv[i] && used + 2 < sizeof(line); i++)
+			used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s", i ? " " : "", spool_for->argv[i]);
+		rp->cmdline = strdup(line);
+		rp->user = spool_for->user ? strdup(spool_for->user) : NULL;
+		if (rp->spool[0] < 0 || rp->spool[1] < 0 || !rp->cmdline) {
+			r = abox_error_set(err, errno ? errno : ENOMEM, "exec: keep the complete output");
+			goto fail;
+		}
+	}
 	struct rreq q = { .method = "POST", .path = path, .body = rp->body, .body_len = rp->body_len,
 			  .ctype = "application/connect+json", .sandbox = sb->id, .user = user, .token = sb->remote->token };
 	if (!rp->body || !rp->easy || !rp->multi || remote_setup(sb->ctx->remote, rp->easy, &q, &rp->hdrs) < 0) {
@@ -377,13 +443,12 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 {
 	if (!o || o->version < 1 || !o->argv || !o->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
-	if (o->truncate_threshold)
-		return backend_remote_unsupported("exec with output truncation", err);
 	json_object *b = start_json(o);
 	bool transient = false;
 	int r;
 	for (int t = 0;; t++) {
-		r = stream_open(sb, "process.Process/Start", NULL, b, o->user, out, &transient, err);
+		r = stream_open(sb, "process.Process/Start", NULL, b, o->user, o->truncate_threshold ? o : NULL, out,
+				&transient, err);
 		/* only what may run twice is tried again, and only when it did
 		 * not start */
 		if (r >= 0 || !transient || !(o->flags & ABOX_PROC_IDEMPOTENT) || t == 2)
@@ -392,7 +457,37 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 		nanosleep(&ts, NULL);
 	}
 	json_object_put(b);
+	if (r >= 0 && o->truncate_threshold &&
+	    (r = truncate_setup(*out, o->truncate_threshold, o->truncate_head, o->truncate_tail)) < 0) {
+		abox_proc_free(*out);
+		*out = NULL;
+		r = abox_error_set(err, -r, "exec: truncation");
+	}
 	return r;
+}
+
+/* The complete output as a local sandbox keeps it: <dir>/command.txt,
+ * stdout.txt and stderr.txt, written as the command's user. */
+int remote_truncate_finish(abox_proc *p, abox_error *err)
+{
+	struct remote_proc *rp = p->remote;
+	if (!rp || rp->spool[0] < 0 || rp->spool_written)
+		return 0;
+	abox_sandbox *sb = p->sb;
+	int made, r = abox_file_mkdir(sb, p->t_dir, rp->user, &made, err);
+	if (r >= 0)
+		r = abox_file_write(sb, strcat_dir(p->t_dir, "command.txt").path, rp->user, rp->cmdline,
+				    strlen(rp->cmdline), 0, err);
+	for (int i = 0; r >= 0 && i < 2; i++) {
+		uint64_t size;
+		(void)lseek(rp->spool[i], 0, SEEK_SET);
+		r = abox_file_write_fd(sb, strcat_dir(p->t_dir, i ? "stderr.txt" : "stdout.txt").path, rp->user,
+				       rp->spool[i], 0, &size, err);
+	}
+	if (r < 0)
+		return abox_error_prefix(err, "result: keep the complete output in the sandbox");
+	rp->spool_written = true;
+	return 0;
 }
 
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
@@ -405,7 +500,7 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 	else
 		json_object_object_add(sel, "pid", json_object_new_int(pid));
 	json_object_object_add(b, "process", sel);
-	int r = stream_open(sb, "process.Process/Connect", NULL, b, "root", out, NULL, err);
+	int r = stream_open(sb, "process.Process/Connect", NULL, b, "root", NULL, out, NULL, err);
 	json_object_put(b);
 	return r;
 }
@@ -416,7 +511,7 @@ int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int
 	json_object *b = json_object_new_object();
 	json_object_object_add(b, "path", json_object_new_string(path));
 	json_object_object_add(b, "recursive", json_object_new_boolean(recursive != 0));
-	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, out, NULL, err);
+	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, NULL, out, NULL, err);
 	json_object_put(b);
 	return r;
 }

@@ -75,6 +75,9 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
 		       abox_error *err);
 int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
+/* After END of a process started with truncation: writes its complete
+ * output into the sandbox (once). */
+int remote_truncate_finish(abox_proc *p, abox_error *err);
 int remote_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);
 int remote_proc_signal(abox_proc *p, int sig, abox_error *err);
 int remote_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err);

@@ -616,6 +616,7 @@ const struct remote_ops remote_ops_table = {
 	.proc_signal = remote_proc_signal,
 	.proc_resize = remote_proc_resize,
 	.proc_free = remote_proc_free,
+	.truncate_finish = remote_truncate_finish,
 	.file_read = remote_file_read,
 	.file_write = remote_file_write,
 	.file_stat = remote_file_stat,
