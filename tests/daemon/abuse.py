@@ -422,6 +422,30 @@ try:
 
     st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)
+    # sandboxes it made and that ended (killed, or at their deadline) leave
+    # no zombie behind: the daemon is their parent and reaps them
+    st, esb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 1}, A)
+    time.sleep(2.5)
+    req("GET", f"/sandboxes/{esb.get('sandboxID', '')}", headers=A)
+
+    def zombies():
+        kids = []
+        for t in os.listdir(f"/proc/{daemon.pid}/task"):
+            try:
+                kids += open(f"/proc/{daemon.pid}/task/{t}/children").read().split()
+            except OSError:
+                pass
+        out = []
+        for k in kids:
+            try:
+                stat = open(f"/proc/{k}/stat").read()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2] == "Z":
+                out.append(k)
+        return out
+    check("no zombie sandbox inits under the daemon", zombies() == [], zombies())
+
     st, _ = req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
     us = socket.socket(socket.AF_UNIX)
@@ -439,9 +463,10 @@ try:
 
     with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
         metrics = r.read().decode()
-    # four creates succeeded above: A's secure one, the autoPause one, StreamInput's, the network one
+    # five creates succeeded above: A's secure one, the autoPause one, StreamInput's, the network one,
+    # the expiring one
     check("Prometheus metrics: sandboxes by state, creates, requests and latencies by route",
-          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 4" in metrics and
+          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 5" in metrics and
           'abox_requests_total{route="control POST /v2/sandboxes",code="4xx"}' in metrics and
           'abox_request_seconds_bucket{route="control DELETE /sandboxes/{id}"' in metrics, metrics[:600])
     lines = [json.loads(l) for l in open(access.name) if l.strip()]

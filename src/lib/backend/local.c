@@ -78,6 +78,12 @@ void backend_reap_init(abox_sandbox *sb, bool wait)
 		while (k < 0 && errno == EINTR);
 		if (k > 0 || sb->pidfd < 0)
 			sb->dead = true;
+		/* found by id, but made by this very process (a daemon that
+		 * runs on): then it is our child and only we can reap it */
+		if (k > 0) {
+			siginfo_t si;
+			(void)waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG);
+		}
 		return;
 	}
 	int st;

@@ -7,6 +7,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdlib.h>
 #include "store/state.h"
 
 #define STATE_FILE "state.json"
@@ -57,13 +61,53 @@ int proc_start_time(pid_t pid, uint64_t *out)
 	return -EPROTO;
 }
 
+/* Whether pid is a zombie that started at start (starttime of
+ * /proc/PID/stat). */
+static bool zombie_of(pid_t pid, uint64_t start)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, p, 4096, &s, NULL) < 0)
+		return false;
+	char *q = strrchr(s, ')');
+	if (!q || q[1] != ' ' || q[2] != 'Z')
+		return false;
+	unsigned field = 2;
+	for (char *t = q + 1; *t; t++)
+		if (*t == ' ' && ++field == 22)
+			return strtoull(t + 1, NULL, 10) == start;
+	return false;
+}
+
+/* A sandbox's init that ended is a zombie until its parent reaps it. When
+ * that parent is us (a daemon or program that created the sandbox and
+ * runs on), nobody else will: reap it here, by pidfd — which names that
+ * very process, so no other child whose pid was reused can be taken —
+ * and only if it is our child (else the kernel says ECHILD). */
+static void reap_if_ours(pid_t pid, uint64_t start)
+{
+	if (!zombie_of(pid, start))
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	siginfo_t si;
+	if (zombie_of(pid, start)) /* still that one: the pidfd holds it now */
+		(void)waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG);
+	close(fd);
+}
+
 enum sb_status state_status(const struct sb_state *s)
 {
 	uint64_t st;
 	if (s->cold && s->paused_ms)
 		return SB_PAUSED; /* no processes by design */
-	if (s->pid <= 0 || proc_start_time(s->pid, &st) < 0 || st != s->pid_start)
+	if (s->pid <= 0 || proc_start_time(s->pid, &st) < 0 || st != s->pid_start) {
+		if (s->pid > 0)
+			reap_if_ours(s->pid, s->pid_start);
 		return SB_DEAD;
+	}
 	return s->paused_ms ? SB_PAUSED : SB_RUNNING;
 }
 
