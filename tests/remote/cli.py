@@ -7,13 +7,12 @@ stops it by pid, and checks that nothing was left behind.
 usage: cli.py BUILD_DIR"""
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+from live_daemon import LiveDaemon, free_port
 
 build = sys.argv[1]
 abox = os.path.join(build, "abox")
@@ -24,23 +23,9 @@ def check(name, cond, detail=""):
     results.append((name, bool(cond), detail))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-key = "e2b_" + os.urandom(20).hex()
-port = free_port()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
 unix_path = os.path.join(tempfile.gettempdir(), f"aboxd-remote-cli-{os.getpid()}.sock")
-json.dump({"port": port, "apiKeys": [key], "adminPort": 0, "unixSocket": unix_path}, conf)
-conf.close()
-log = open(os.path.join(build, "aboxd-remote-cli.log"), "w")
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
-url = f"http://127.0.0.1:{port}"
+live = LiveDaemon(build, "aboxd-remote-cli.log", unixSocket=unix_path)
+url, key, listed = live.url, live.key, live.listed
 env = {k: v for k, v in os.environ.items() if k not in ("ABOX_REMOTE", "ABOX_API_KEY")}
 
 
@@ -51,20 +36,7 @@ def cli(*args, inp=None, remote=True, extra_env=None):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
-def listed():
-    r = urllib.request.Request(url + "/v2/sandboxes?state=running,paused", headers={"X-API-Key": key})
-    with urllib.request.urlopen(r, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
 try:
-    for _ in range(200):
-        try:
-            listed()
-            break
-        except OSError:
-            time.sleep(0.05)
-
     rc, out, err = cli("run", "--", "sh", "-c", "echo hi; echo oops >&2; exit 3")
     check("run: output, errors and exit status come back", rc == 3 and out == "hi\n" and err == "oops\n",
           f"rc={rc} out={out!r} err={err!r}")
@@ -204,19 +176,7 @@ try:
     check("kill", rc == 0, err)
     check("nothing left on the daemon", listed() == [], str(listed()))
 finally:
-    for s in (listed() if daemon.poll() is None else []):
-        urllib.request.urlopen(urllib.request.Request(url + "/sandboxes/" + s["sandboxID"], method="DELETE",
-                                                      headers={"X-API-Key": key}), timeout=30)
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
-    os.unlink(conf.name)
-    # what the product removes lazily (the layers of pauses and forks,
-    # records of expired sandboxes) goes now, not at the next gc
-    subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
+    live.stop()
 
 print("TAP version 13")
 print(f"1..{len(results)}")

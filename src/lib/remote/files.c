@@ -158,22 +158,6 @@ int remote_file_write(abox_sandbox *sb, const char *path, const char *user, int 
 	return 0;
 }
 
-static int64_t mtime_ms(const char *s)
-{
-	struct tm tm = { 0 };
-	int ms = 0;
-	if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-			 &tm.tm_sec) != 6)
-		return 0;
-	const char *dot = strchr(s, '.');
-	if (dot)
-		for (int i = 1, f = 100; i <= 3 && dot[i] >= '0' && dot[i] <= '9'; i++, f /= 10)
-			ms += (dot[i] - '0') * f;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
 static uint32_t id_of(const char *name)
 {
 	return name && !strcmp(name, "root") ? 0 : name && !strcmp(name, "user") ? 1000 : 65534;
@@ -197,7 +181,7 @@ static void entry_from(json_object *e, abox_file_info *f)
 	f->mode = json_object_object_get_ex(e, "mode", &v) ? (uint32_t)json_object_get_int(v) & 07777 : 0;
 	f->uid = id_of(S("owner"));
 	f->gid = id_of(S("group"));
-	f->mtime_ms = mtime_ms(S("modifiedTime"));
+	f->mtime_ms = remote_time_ms(S("modifiedTime"));
 	snprintf(f->target, sizeof(f->target), "%s", (s = S("symlinkTarget")) ? s : "");
 #undef S
 }

@@ -2,6 +2,7 @@
  * error mapping and retries of idempotent calls. Runs in the caller's
  * process. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -72,6 +73,23 @@ int remote_errno(long status, const char *code)
 	default:
 		return EIO;
 	}
+}
+
+/* "2026-11-30T10:00:00.123Z" -> Unix ms; 0 when it is not that. */
+int64_t remote_time_ms(const char *s)
+{
+	struct tm tm = { 0 };
+	int ms = 0;
+	if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+			 &tm.tm_sec) != 6)
+		return 0;
+	const char *dot = strchr(s, '.');
+	if (dot)
+		for (int i = 1, f = 100; i <= 3 && dot[i] >= '0' && dot[i] <= '9'; i++, f /= 10)
+			ms += (dot[i] - '0') * f;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
 int remote_refine(int e, const char *msg)

@@ -91,17 +91,6 @@ static void spool(struct remote_proc *rp, json_object *o)
 	free(raw);
 }
 
-struct dir_path {
-	char path[256];
-};
-
-static struct dir_path strcat_dir(const char *dir, const char *file)
-{
-	struct dir_path d;
-	snprintf(d.path, sizeof(d.path), "%s/%s", dir, file);
-	return d;
-}
-
 static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
 	if (flags & 0x02) {
@@ -474,15 +463,17 @@ int remote_truncate_finish(abox_proc *p, abox_error *err)
 	if (!rp || rp->spool[0] < 0 || rp->spool_written)
 		return 0;
 	abox_sandbox *sb = p->sb;
+	char path[sizeof(p->t_dir) + 16];
 	int made, r = abox_file_mkdir(sb, p->t_dir, rp->user, &made, err);
-	if (r >= 0)
-		r = abox_file_write(sb, strcat_dir(p->t_dir, "command.txt").path, rp->user, rp->cmdline,
-				    strlen(rp->cmdline), 0, err);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "%s/command.txt", p->t_dir);
+		r = abox_file_write(sb, path, rp->user, rp->cmdline, strlen(rp->cmdline), 0, err);
+	}
 	for (int i = 0; r >= 0 && i < 2; i++) {
 		uint64_t size;
 		(void)lseek(rp->spool[i], 0, SEEK_SET);
-		r = abox_file_write_fd(sb, strcat_dir(p->t_dir, i ? "stderr.txt" : "stdout.txt").path, rp->user,
-				       rp->spool[i], 0, &size, err);
+		snprintf(path, sizeof(path), "%s/%s", p->t_dir, i ? "stderr.txt" : "stdout.txt");
+		r = abox_file_write_fd(sb, path, rp->user, rp->spool[i], 0, &size, err);
 	}
 	if (r < 0)
 		return abox_error_prefix(err, "result: keep the complete output in the sandbox");

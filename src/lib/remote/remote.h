@@ -53,6 +53,8 @@ int remote_call(struct remote *rm, const struct rreq *q, struct rbuf *resp, long
 int remote_setup(struct remote *rm, CURL *h, const struct rreq *q, struct curl_slist **hdrs);
 /* The errno for an HTTP status and a Connect/E2B error code. */
 int remote_errno(long status, const char *code);
+/* An RFC 3339 time as the daemon writes it -> Unix ms (0: not one). */
+int64_t remote_time_ms(const char *s);
 /* e, or the precise errno the message's strerror() suffix names. */
 int remote_refine(int e, const char *msg);
 /* Parses a JSON body; NULL (and err set) when it is not JSON. */

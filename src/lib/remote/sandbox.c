@@ -72,23 +72,6 @@ static int64_t jint(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
 }
 
-/* "2026-11-30T10:00:00.123Z" -> Unix ms; 0 when it is not that. */
-static int64_t rfc3339_ms(const char *s)
-{
-	struct tm tm = { 0 };
-	int ms = 0;
-	if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-			 &tm.tm_sec) != 6)
-		return 0;
-	const char *dot = strchr(s, '.');
-	if (dot)
-		for (int i = 1, f = 100; i <= 3 && dot[i] >= '0' && dot[i] <= '9'; i++, f /= 10)
-			ms += (dot[i] - '0') * f;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
 static void info_from(json_object *o, abox_sandbox_info *out)
 {
 	uint32_t version = out->version;
@@ -98,8 +81,8 @@ static void info_from(json_object *o, abox_sandbox_info *out)
 	snprintf(out->template_name, sizeof(out->template_name), "%s", jstr(o, "templateID") ? jstr(o, "templateID") : "");
 	const char *st = jstr(o, "state");
 	out->state = st && !strcmp(st, "paused") ? ABOX_STATE_PAUSED : ABOX_STATE_RUNNING;
-	out->created_ms = rfc3339_ms(jstr(o, "startedAt"));
-	int64_t end = rfc3339_ms(jstr(o, "endAt"));
+	out->created_ms = remote_time_ms(jstr(o, "startedAt"));
+	int64_t end = remote_time_ms(jstr(o, "endAt"));
 	/* the daemon reports "no timeout" as an end far in the future */
 	out->deadline_ms = end && end - out->created_ms < 50LL * 365 * 86400 * 1000 ? end : 0;
 	out->cpu_millis = (uint32_t)jint(o, "cpuCount") * 1000;

@@ -31,7 +31,9 @@ static int sandbox_dir(const char *state_dir, const char *id, char *buf, size_t 
 	return 0;
 }
 
-int proc_start_time(pid_t pid, uint64_t *out)
+/* A process's state letter and start time (fields 3 and 22 of
+ * /proc/PID/stat). */
+static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
 	char p[64];
 	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
@@ -43,41 +45,34 @@ int proc_start_time(pid_t pid, uint64_t *out)
 	char *q = strrchr(s, ')');
 	if (!q || q[1] != ' ' || !q[2])
 		return -EPROTO;
-	/* an exited init that nobody reaped yet (its reaper is the host's
-	 * PID 1, which may take its time) is dead, not running */
-	if (q[2] == 'Z' || q[2] == 'X' || q[2] == 'x')
-		return -ESRCH;
-	/* field 3 is the state; starttime is field 22 */
+	*state = q[2];
 	unsigned field = 2;
 	for (char *t = q + 1; *t; t++) {
-		if (*t == ' ') {
-			field++;
-			if (field == 22) {
-				*out = strtoull(t + 1, NULL, 10);
-				return 0;
-			}
+		if (*t == ' ' && ++field == 22) {
+			*start = strtoull(t + 1, NULL, 10);
+			return 0;
 		}
 	}
 	return -EPROTO;
 }
 
-/* Whether pid is a zombie that started at start (starttime of
- * /proc/PID/stat). */
+int proc_start_time(pid_t pid, uint64_t *out)
+{
+	char state;
+	int r = proc_stat(pid, &state, out);
+	if (r < 0)
+		return r;
+	/* an exited init that nobody reaped yet (its reaper is the host's
+	 * PID 1, which may take its time) is dead, not running */
+	return state == 'Z' || state == 'X' || state == 'x' ? -ESRCH : 0;
+}
+
+/* Whether pid is a zombie that started at start. */
 static bool zombie_of(pid_t pid, uint64_t start)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	_cleanup_free_ char *s = NULL;
-	if (read_file_at(AT_FDCWD, p, 4096, &s, NULL) < 0)
-		return false;
-	char *q = strrchr(s, ')');
-	if (!q || q[1] != ' ' || q[2] != 'Z')
-		return false;
-	unsigned field = 2;
-	for (char *t = q + 1; *t; t++)
-		if (*t == ' ' && ++field == 22)
-			return strtoull(t + 1, NULL, 10) == start;
-	return false;
+	char state;
+	uint64_t st;
+	return proc_stat(pid, &state, &st) == 0 && state == 'Z' && st == start;
 }
 
 /* A sandbox's init that ended is a zombie until its parent reaps it. When
