@@ -1,17 +1,35 @@
 /* abox-init/child.c — starts one command inside the sandbox.
  *
- * Runs in abox-init (PID 1 of the sandbox) and, after fork, in the child
- * until exec. The child becomes a session leader so that a signal request
+ * Runs in abox-init (PID 1 of the sandbox) and, until its exec, in the
+ * child. The child becomes a session leader so that a signal request
  * reaches the whole process group (`bash -c 'sleep 1000 & sleep 1000'` dies
  * entirely), drops to the requested user, and reports a failed exec through
  * a close-on-exec pipe so "command not found" is never confused with a
- * command that exited 127 on its own. */
+ * command that exited 127 on its own.
+ *
+ * The child shares init's memory until its exec, with init suspended
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does): no page tables to copy,
+ * no copy-on-write faults in init afterwards, and the exec's result is
+ * known when the clone returns. What makes that safe in PID 1:
+ *  - a child stopped before its exec would freeze init: watchdog.c kills a
+ *    child that has not exec'd within SPAWN_LIMIT_MS;
+ *  - the child's change of uid sets the shared memory's dumpable flag to
+ *    fs.suid_dumpable: with 1 ("debug"), a process of the target user could
+ *    ptrace the child in that window and write into init's memory. With
+ *    that setting (or no watchdog, or an architecture without the raw
+ *    system calls below) commands are forked instead;
+ *  - the child writes oom_score_adj 0: a vfork child's write applies to
+ *    itself only (a plain CLONE_VM child's would reach init too);
+ *  - the child only makes raw system calls and writes only its own stack:
+ *    libc state (errno, locks) stays init's. */
 #include <fcntl.h>
+#include <sched.h>
 #include <termios.h>
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,26 +58,76 @@ static const char *env_get(char **env, const char *key)
 	return NULL;
 }
 
-/* Child side, after fork: only system calls and the safe formatter. */
+#if defined(__x86_64__)
+#define SHARED_VM_SPAWN 1
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+#define SHARED_VM_SPAWN 1
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
+			   x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+	return x0;
+}
+#else
+/* elsewhere the child is forked (its own memory): libc is safe to use */
+#define SHARED_VM_SPAWN 0
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	long r = syscall(n, a, b, c, d, e, f);
+	return r < 0 ? -errno : r;
+}
+#endif
+#define RS0(n) rsys(n, 0, 0, 0, 0, 0, 0)
+#define RS1(n, a) rsys(n, (long)(a), 0, 0, 0, 0, 0)
+#define RS2(n, a, b) rsys(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define RS3(n, a, b, c) rsys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define RS4(n, a, b, c, d) rsys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
 struct child_err {
 	int code;
 	char msg[480];
 };
+
+_Noreturn static void child_exit(int status)
+{
+	for (;;)
+		(void)RS1(SYS_exit_group, status);
+}
 
 _Noreturn static void child_fail(int errfd, int code, const char *what, const char *arg)
 {
 	struct child_err e = { .code = code };
 	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
 		      errno_name(code) ? errno_name(code) : "error");
-	(void)write_full(errfd, &e, sizeof(e));
-	_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
+	const char *p = (const char *)&e;
+	for (size_t left = sizeof(e); left;) {
+		long w = RS3(SYS_write, errfd, p, left);
+		if (w == -EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		left -= (size_t)w;
+	}
+	child_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
 }
 
 static void exec_path(const char *file, char **argv, char **envp, int errfd)
 {
 	if (strchr(file, '/')) {
-		execve(file, argv, envp);
-		child_fail(errfd, errno, "exec", file);
+		long r = RS3(SYS_execve, file, argv, envp);
+		child_fail(errfd, (int)-r, "exec", file);
 	}
 	const char *path = env_get(envp, "PATH");
 	if (!path)
@@ -78,11 +146,11 @@ static void exec_path(const char *file, char **argv, char **envp, int errfd)
 			}
 			buf[dl] = '/';
 			strcpy(buf + dl + 1, file);
-			execve(buf, argv, envp);
+			long r = RS3(SYS_execve, buf, argv, envp);
 			/* like execvp: remember a permission problem, keep looking
 			 * past missing entries */
-			if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT)
-				first_err = errno;
+			if (r != -ENOENT && r != -ENOTDIR && first_err == ENOENT)
+				first_err = (int)-r;
 		}
 		if (!e)
 			break;
@@ -112,48 +180,96 @@ struct child_args {
 	bool pty;
 };
 
-/* The child, between fork and exec. */
+/* fd new becomes a copy of old without close-on-exec (dup2 semantics,
+ * also when they are the same number). */
+static long child_dup(int old, int new)
+{
+	return old == new ? RS3(SYS_fcntl, new, F_SETFD, 0) : RS3(SYS_dup3, old, new, 0);
+}
+
+/* The child, between its start and its exec. */
 __attribute__((noinline, noreturn)) static void child_exec(const struct child_args *a)
 {
 	const struct exec_req *req = a->req;
 	int ep = a->ep;
-	/* init has no handlers (exec resets those) but blocks SIGCHLD and
-	 * ignores SIGPIPE, and both would survive the exec */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	setsid();
+	/* init blocks SIGCHLD and ignores SIGPIPE, and both would survive the
+	 * exec; it has no handlers (exec would reset those) */
+	uint64_t none = 0;
+	(void)RS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	struct {
+		unsigned long handler, flags, restorer;
+		uint64_t mask;
+	} dfl = { 0 }; /* SIG_DFL */
+	(void)RS4(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(uint64_t));
+	(void)RS0(SYS_setsid);
 	/* init is shielded from the OOM killer (-1000); commands must not
 	 * inherit that, or a memory hog could never be stopped */
-	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
-	if (a->pty && ioctl(a->err, TIOCSCTTY, 0) < 0)
-		child_fail(ep, errno, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
-	if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
-		child_fail(ep, errno, "dup2", "stdio");
+	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
+	if (oom >= 0) {
+		(void)RS3(SYS_write, oom, "0", 1);
+		(void)RS1(SYS_close, oom);
+	}
+	long r;
+	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
+		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
+	if ((r = child_dup(a->in, 0)) < 0 || (r = child_dup(a->out, 1)) < 0 || (r = child_dup(a->err, 2)) < 0)
+		child_fail(ep, (int)-r, "dup2", "stdio");
 	/* Keep only stdio and the exec-error pipe from here on: init's other
 	 * fds (other commands' stdin ends, the agent socket) are
 	 * close-on-exec, but a child stopped before its exec would otherwise
 	 * hold them open, and another command would never see EOF on its
 	 * stdin. */
-	if (dup2(ep, 3) < 0)
-		_exit(126);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
+	if (child_dup(ep, 3) < 0)
+		child_exit(126);
+	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
 	ep = 3;
-	(void)syscall(SYS_close_range, 4, ~0U, 0);
-	/* raw system calls: the child is single-threaded, libc's
-	 * all-threads machinery would only add signal-mask round trips */
-	if (syscall(SYS_setgroups, 0, NULL) < 0)
-		child_fail(ep, errno, "setgroups", req->user ? req->user : "?");
-	if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0)
-		child_fail(ep, errno, "setgid", req->user ? req->user : "?");
-	if (syscall(SYS_setresuid, req->uid, req->uid, req->uid) < 0)
-		child_fail(ep, errno, "setuid", req->user ? req->user : "?");
-	if (req->cwd && chdir(req->cwd) < 0)
-		child_fail(ep, errno, "cwd", req->cwd);
+	(void)RS3(SYS_close_range, 4, ~0U, 0);
+	if ((r = RS2(SYS_setgroups, 0, NULL)) < 0)
+		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
+		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
+		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
+	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
+		child_fail(ep, (int)-r, "cwd", req->cwd);
 	exec_path(req->argv[0], req->argv, a->envp, ep);
-	_exit(127);
+	child_exit(127);
 }
+
+#if SHARED_VM_SPAWN
+static int child_main(void *arg)
+{
+	child_exec(arg);
+}
+
+/* The stack children run on until their exec: one at a time (init waits),
+ * made once, with a guard page below it. */
+#define CHILD_STACK (64u << 10)
+static char *child_stack;
+
+/* Whether this start may share init's memory (see the file comment). */
+static bool shared_vm_ok(void)
+{
+	static int dumpable_fd = -2;
+	if (dumpable_fd == -2) {
+		/* opened before the first command runs; /proc/sys is read-only
+		 * in the sandbox, and this is the sandbox's own procfs */
+		dumpable_fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+		if (dumpable_fd >= 0 && !child_stack) {
+			char *m = mmap(NULL, CHILD_STACK + 4096, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+			if (m != MAP_FAILED && mprotect(m, 4096, PROT_NONE) == 0)
+				child_stack = m + 4096;
+		}
+	}
+	if (dumpable_fd < 0 || !child_stack)
+		return false;
+	/* read at each start: the host's administrator may change it */
+	char v[8];
+	ssize_t n = pread(dumpable_fd, v, sizeof(v), 0);
+	return n > 0 && (v[0] == '0' || v[0] == '2');
+}
+#endif
 
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 {
@@ -245,13 +361,30 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		.req = req, .envp = envp, .in = in[0], .out = out[1],
 		.err = master >= 0 ? slave : err[1], .ep = ep[1], .pty = master >= 0,
 	};
-	/* fork, not vfork: a vfork parent stays suspended until the child
-	 * execs, and a process in the sandbox could SIGSTOP the child before
-	 * that (once it has the target uid, or always as the sandbox's root)
-	 * and so freeze PID 1: no more deadline, no more requests. */
-	pid_t c = fork();
-	if (c == 0)
-		child_exec(&a);
+	pid_t c = -1;
+	bool shared = false;
+#if SHARED_VM_SPAWN
+	pid_t *slot = shared_vm_ok() ? watchdog_arm() : NULL;
+	if (slot) {
+		shared = true;
+		c = clone(child_main, child_stack + CHILD_STACK,
+			  CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, &a, slot);
+		int e = errno;
+		fds->stalled = watchdog_disarm(c);
+		/* the child's change of uid set our dumpable flag to
+		 * fs.suid_dumpable (0 or 2 here): back to "never" */
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		errno = e;
+	}
+#endif
+	if (!shared) {
+		fds->stalled = false;
+		/* its own memory: a tracer or a stop before its exec reaches
+		 * only the child */
+		c = fork();
+		if (c == 0)
+			child_exec(&a);
+	}
 	if (c < 0) {
 		free(envp);
 		goto fail;

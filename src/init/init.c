@@ -93,6 +93,7 @@ struct proc {
 	uint64_t exit_seq;          /* order of ending, for the bounded history */
 	bool oneshot;
 	bool pty;   /* out is a terminal's master */
+	bool stalled; /* killed by the watchdog before its exec */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to
@@ -390,6 +391,14 @@ static void proc_started(struct proc *p)
 	int k = child_exec_result(p->ep, &exec_errno, msg, sizeof(msg));
 	if (k == -EAGAIN)
 		return;
+	if (k == 0 && p->stalled) {
+		/* no exec, no error from the child: it was stopped (by a signal
+		 * from inside the sandbox) and killed by the watchdog */
+		k = 1;
+		exec_errno = ETIMEDOUT;
+		safe_snprintf(msg, sizeof(msg), "exec '%s': stopped before its exec, killed after %d ms",
+			      p->cmd ? p->cmd : "?", SPAWN_LIMIT_MS);
+	}
 	close_fd(&p->ep);
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_START, 0);
@@ -550,7 +559,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 			    .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
 			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot,
-			    .pty = fds.err < 0 };
+			    .pty = fds.err < 0, .stalled = fds.stalled };
 	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);

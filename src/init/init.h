@@ -50,10 +50,23 @@ struct exec_fds {
 	int out; /* read end of stdout */
 	int err; /* read end of stderr */
 	int ep;  /* read end of the exec-error pipe (non-blocking) */
+	bool stalled; /* it did not reach its exec in time and was killed */
 };
 
-/* Forks a child that execs req as a new session leader and returns at
- * once: the result of the exec arrives on fds->ep (see child_exec_result).
+/* watchdog.c: how long a child may take from its start to its exec before
+ * it is killed (it shares init's memory and init waits for it meanwhile). */
+#define SPAWN_LIMIT_MS 2000
+/* Before a start: arms the timer (starting the watchdog thread if it is
+ * not there) and returns where clone is to write the child's pid
+ * (CLONE_PARENT_SETTID); NULL when there can be no watchdog here (then
+ * the command is to be forked). */
+pid_t *watchdog_arm(void);
+/* After it: disarms; true when the watchdog had to kill that child. */
+bool watchdog_disarm(pid_t child);
+
+/* Starts a child that execs req as a new session leader and returns: the
+ * result of the exec is on fds->ep (see child_exec_result; it is there
+ * already unless the child had to be forked).
  * < 0 (-errno) when no child could be made at all. */
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
 /* Makes <dir>/{command.txt,stdout.txt,stderr.txt} as uid/gid (see tee.c)

@@ -55,6 +55,7 @@ struct cg_sandbox {
 	bool v2_kill;
 	bool v2_freeze;
 	bool finished; /* cgroup_create_finish ran */
+	int oom_fd;    /* the OOM kill counter's file, kept open (read after each command), or -1 */
 	struct cg_limits lim;
 	char leaf[sizeof("abox-") + NAME_LEN_MAX];
 };
@@ -152,6 +153,7 @@ void cgroup_sandbox_free(struct cg_sandbox *cg)
 		closep(&cg->dir[i].fd);
 		free(cg->dir[i].path);
 	}
+	closep(&cg->oom_fd);
 	free(cg);
 }
 
@@ -396,6 +398,7 @@ int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_
 		return abox_error_set(err, ENOMEM, "cgroup: open");
 	snprintf(cg->leaf, sizeof(cg->leaf), "abox-%s", name);
 	cg->v2 = -1;
+	cg->oom_fd = -1;
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cg->ctl[c] = -1;
 	if (l->v2_mount && l->v2_self) {
@@ -446,6 +449,7 @@ int cgroup_create_begin(const struct cg_layout *l, const char *name, const struc
 	snprintf(cg->leaf, sizeof(cg->leaf), "abox-%s", name);
 	cg->lim = *lim;
 	cg->v2 = -1;
+	cg->oom_fd = -1;
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cg->ctl[c] = -1;
 
@@ -574,7 +578,6 @@ int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t 
 
 int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err)
 {
-	_cleanup_free_ char *text = NULL;
 	uint64_t n;
 
 	if (!cg || !out)
@@ -584,9 +587,17 @@ int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err)
 				       "cgroup: no memory controller, OOM kills are not counted");
 	const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
 	const char *file = d->version == CG_V1 ? "memory.oom_control" : "memory.events";
-	int r = read_file_at(d->fd, file, 4096, &text, NULL);
-	if (r < 0)
-		return abox_error_set(err, -r, "cgroup: read '%s/%s'", d->path, file);
+	/* read after every command that ends: one pread on a kept fd instead
+	 * of open, read, close */
+	if (cg->oom_fd < 0)
+		cg->oom_fd = openat(d->fd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (cg->oom_fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s/%s'", d->path, file);
+	char text[1024];
+	ssize_t got = pread(cg->oom_fd, text, sizeof(text) - 1, 0);
+	if (got < 0)
+		return abox_error_set(err, errno, "cgroup: read '%s/%s'", d->path, file);
+	text[got] = '\0';
 	if (kv_get(text, "oom_kill", &n) < 0)
 		return abox_error_setx(err, EPROTO, "cgroup: no 'oom_kill N' line in '%s/%s'",
 				       d->path, file);

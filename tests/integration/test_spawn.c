@@ -1,0 +1,200 @@
+/* How abox-init starts commands: the child shares init's memory until its
+ * exec and init waits for it, so a child held before its exec must not
+ * freeze PID 1. The test holds one there for real: it traces init's main
+ * thread from the host (root may), and the vfork child that init makes is
+ * attached by the kernel and kept in its first ptrace stop. The watchdog
+ * must kill it, the exec must fail with a message saying so, and init must
+ * serve the next command. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(spawn, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
+
+static char *create_sandbox(void)
+{
+	struct run_result r;
+	ABOX(&r, "create", "--timeout", "120");
+	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
+	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
+	r.out[20] = '\0';
+	free(r.err);
+	return r.out;
+}
+
+static pid_t init_pid(const char *id)
+{
+	struct run_result r;
+	ABOX(&r, "info", "--json", id);
+	cr_assert_eq(r.status, 0, "info failed: %s", r.err);
+	json_object *o = json_tokener_parse(r.out), *v;
+	cr_assert_not_null(o, "info --json is JSON: %s", r.out);
+	cr_assert(json_object_object_get_ex(o, "pid", &v));
+	pid_t pid = (pid_t)json_object_get_int(v);
+	json_object_put(o);
+	run_result_free(&r);
+	cr_assert_gt(pid, 1);
+	return pid;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits (up to 20 s) for a ptrace stop of init that is a vfork event and
+ * returns the child's pid; other stops are passed on. */
+static pid_t wait_vfork_event(pid_t init)
+{
+	double until = now_s() + 20;
+	while (now_s() < until) {
+		int st;
+		pid_t w = waitpid(init, &st, __WALL | WNOHANG);
+		cr_assert_geq(w, 0, "waitpid init: %s", strerror(errno));
+		if (w == 0) {
+			usleep(1000);
+			continue;
+		}
+		cr_assert(WIFSTOPPED(st), "init ended while traced (status %#x)", st);
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_VFORK << 8))) {
+			unsigned long child = 0;
+			cr_assert_eq(ptrace(PTRACE_GETEVENTMSG, init, NULL, &child), 0);
+			cr_assert_eq(ptrace(PTRACE_CONT, init, NULL, NULL), 0);
+			return (pid_t)child;
+		}
+		/* a signal for init (or a group stop): let it through */
+		int sig = st >> 16 == PTRACE_EVENT_STOP ? 0 : WSTOPSIG(st);
+		cr_assert_eq(ptrace(PTRACE_CONT, init, NULL, (void *)(long)sig), 0);
+	}
+	cr_assert_fail("init made no vfork child within 20 s");
+	return -1;
+}
+
+Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
+{
+	char *id = create_sandbox();
+	struct run_result r;
+	/* a first command: init's watchdog thread exists from here on, and
+	 * only init's main thread is traced below */
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	pid_t init = init_pid(id);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, init, NULL, (void *)(long)PTRACE_O_TRACEVFORK), 0,
+		     "trace init: %s", strerror(errno));
+
+	int out, err;
+	double t0 = now_s();
+	pid_t cli = start_abox(&out, &err, (const char *const[]){ "exec", id, "--", "echo", "never", NULL });
+	pid_t child = wait_vfork_event(init);
+	cr_assert_gt(child, 1);
+	/* the child stays in its first ptrace stop: it never gets to exec */
+	int cst;
+	cr_assert_eq(waitpid(child, &cst, __WALL), child);
+	cr_assert(WIFSTOPPED(cst), "the child is held (status %#x)", cst);
+	int status = wait_exit(cli);
+	double took = now_s() - t0;
+	char *o = slurp(out), *e = slurp(err);
+	cr_assert_eq(status, 126, "the exec fails (status %d, out '%s', err '%s')", status, o, e);
+	cr_assert_str_empty(o);
+	cr_assert(strstr(e, "stopped before its exec"), "the reason is named: %s", e);
+	cr_assert_geq(took, 1.9, "killed at the limit, not before (%.2f s)", took);
+	cr_assert_lt(took, 10.0, "init was frozen (%.2f s)", took);
+	free(o);
+	free(e);
+	/* the tracer sees the held child end by SIGKILL */
+	cr_assert_eq(waitpid(child, &cst, __WALL), child);
+	cr_assert(WIFSIGNALED(cst) && WTERMSIG(cst) == SIGKILL, "status %#x", cst);
+
+	/* stop tracing init, then it serves as before */
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, init, NULL, NULL), 0);
+	for (;;) {
+		int st;
+		cr_assert_eq(waitpid(init, &st, __WALL), init);
+		if (WIFSTOPPED(st) && st >> 16 == PTRACE_EVENT_STOP)
+			break;
+		cr_assert_eq(ptrace(PTRACE_CONT, init, NULL, (void *)(long)(WIFSTOPPED(st) ? WSTOPSIG(st) : 0)), 0);
+	}
+	cr_assert_eq(ptrace(PTRACE_DETACH, init, NULL, NULL), 0);
+	ABOX(&r, "exec", id, "--", "echo", "served");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "served\n");
+	run_result_free(&r);
+	ABOX(&r, "kill", id);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	free(id);
+}
+
+Test(spawn, commands_get_their_own_user_fds_and_signals)
+{
+	/* what the child sets up before its exec, seen from the command */
+	char *id = create_sandbox();
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c",
+	     "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
+	     "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && echo leader");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	/* uid 1000; fds 0-2 plus the one ls reads through; nothing blocked
+	 * or ignored; OOM-killable; its own session */
+	cr_assert_str_eq(r.out,
+			 "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n",
+			 "%s", r.out);
+	run_result_free(&r);
+	ABOX(&r, "kill", id);
+	run_result_free(&r);
+	free(id);
+}
+
+static int init_threads(pid_t init)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)init);
+	char *st = read_whole(path, NULL);
+	cr_assert_not_null(st);
+	char *t = strstr(st, "\nThreads:");
+	cr_assert_not_null(t);
+	int n = atoi(t + 9);
+	free(st);
+	return n;
+}
+
+Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
+{
+	/* an idle sandbox is init alone; the watchdog comes with a command
+	 * and leaves after a few idle seconds */
+	char *id = create_sandbox();
+	pid_t init = init_pid(id);
+	cr_assert_eq(init_threads(init), 1, "a new sandbox: init alone");
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(init_threads(init), 2, "the watchdog runs after a start");
+	int n = 2;
+	for (int i = 0; i < 100 && n == 2; i++) {
+		usleep(100 * 1000);
+		n = init_threads(init);
+	}
+	cr_assert_eq(n, 1, "the watchdog left an idle sandbox");
+	ABOX(&r, "exec", id, "--", "echo", "again");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "again\n");
+	run_result_free(&r);
+	cr_assert_eq(init_threads(init), 2, "and comes back with the next start");
+	ABOX(&r, "kill", id);
+	run_result_free(&r);
+	free(id);
+}
