@@ -377,6 +377,10 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		errno = e;
 	}
 #endif
+	if (c < 0 && shared) {
+		/* a policy given with --seccomp may refuse CLONE_VM: fork */
+		shared = false;
+	}
 	if (!shared) {
 		fds->stalled = false;
 		/* its own memory: a tracer or a stop before its exec reaches

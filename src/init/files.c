@@ -43,6 +43,7 @@ static void as_init(void)
 {
 	setfsuid(0);
 	setfsgid(0);
+	init_creds_changed();
 }
 
 static const char *fs_what(uint16_t type)

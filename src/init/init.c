@@ -108,6 +108,18 @@ static int listen_fd = INIT_LISTEN_FD;
 static bool checkpointing;
 static char ckpt_token[64];
 static bool ephemeral;
+/* the creator's death ends the sandbox (PR_SET_PDEATHSIG, set before our
+ * exec) until it detaches us */
+static bool creator_bound = true;
+
+void init_creds_changed(void)
+{
+	/* a process of the same uid (sandbox root) could otherwise ptrace
+	 * PID 1 when fs.suid_dumpable is 1 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (creator_bound)
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
 static bool exiting; /* leave once every queued event is out */
 static int exit_code;
 static int64_t deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
@@ -748,6 +760,7 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 	safe_snprintf(ckpt_token, sizeof(ckpt_token), "%s", tok);
 	free(tok);
 	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	creator_bound = false;
 	/* everything but the asker first; the asker's connection closes
 	 * last, after the answer: its end of file tells the host that
 	 * nothing is left (it dumps as soon as it sees it) */
@@ -880,6 +893,7 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_DETACH: {
 		/* the creator recorded us: from now on we outlive it */
 		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+		creator_bound = false;
 		struct proto_msg m;
 		proto_msg_init(&m, MSG_EV_OK, f->id);
 		client_queue(ci, &m);
@@ -1088,6 +1102,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, INIT_REARM_SIGNAL);
+	sigaddset(&mask, watchdog_signal());
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

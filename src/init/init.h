@@ -63,6 +63,13 @@ struct exec_fds {
 pid_t *watchdog_arm(void);
 /* After it: disarms; true when the watchdog had to kill that child. */
 bool watchdog_disarm(pid_t child);
+/* The timer's signal: init blocks it from its start and drains it through
+ * its signalfd (sandbox root can send it too; it must not pile up). */
+int watchdog_signal(void);
+/* init.c: after a change of init's own credentials (setfsuid and back for
+ * file operations as a user). The kernel then resets the dumpable flag to
+ * fs.suid_dumpable and drops the parent-death signal; both are put back. */
+void init_creds_changed(void);
 
 /* Starts a child that execs req as a new session leader and returns: the
  * result of the exec is on fds->ep (see child_exec_result; it is there

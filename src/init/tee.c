@@ -87,5 +87,6 @@ int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *ou
 out:
 	setfsuid(old_uid);
 	setfsgid(old_gid);
+	init_creds_changed();
 	return r;
 }

@@ -104,6 +104,7 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t ui
 	}
 	setfsuid(0);
 	setfsgid(0);
+	init_creds_changed();
 	if (e) {
 		char msg[600];
 		safe_snprintf(msg, sizeof(msg), "watch '%s': %s", path, errno_name(e) ? errno_name(e) : "error");

@@ -10,13 +10,19 @@
  * deadline enforced, for as long as the attacker likes.
  *
  * A second thread of init waits for a timer's signal, which every thread
- * blocks. Each start arms the timer; when a child has not exec'd by then,
- * the thread SIGKILLs it (SIGKILL ends even a stopped process), and the
- * vfork returns. When nothing stalls nothing wakes: a start costs two
+ * blocks. Each start arms the timer; when the child is still before its
+ * exec after SPAWN_LIMIT_MS and stopped (by a signal or a tracer), or
+ * still before its exec after HARD_LIMIT_MS whatever its state, the
+ * thread SIGKILLs it (SIGKILL ends even a stopped process) and the vfork
+ * returns. A child in an uninterruptible sleep (hung storage) cannot be
+ * ended by anything, and init waits with it. When nothing stalls nothing wakes: a start costs two
  * timer_settime calls. The thread blocks every other signal, so SIGCHLD
  * and the rest keep going to init's signalfd, and it ends itself after a
  * few idle seconds (the next start makes a new one). */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -28,6 +34,19 @@
 
 /* a real-time signal that the C library does not use for itself */
 #define WATCHDOG_SIG (SIGRTMIN + 6)
+
+int watchdog_signal(void)
+{
+	return WATCHDOG_SIG;
+}
+
+/* How often a start that is still before its exec is looked at again
+ * after the first SPAWN_LIMIT_MS, and when it is ended whatever its state:
+ * a child that is merely slow (its sandbox's CPU quota spent, a busy host)
+ * is left alone until then. */
+#define RECHECK_MS 500
+#define HARD_LIMIT_MS 60000
+#define PF_FORKNOEXEC_FLAG 0x40 /* "forked but did not exec" in /proc/PID/stat */
 
 /* the thread ends itself after this long without a start, so that an
  * idle sandbox costs no more than init (a kernel stack, a task) */
@@ -51,6 +70,31 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Whether the child has not exec'd yet, and whether it is stopped (by a
+ * signal or a tracer), from its /proc/PID/stat (the sandbox's own procfs,
+ * which the sandbox cannot replace). False when it cannot be read. */
+static bool before_exec(pid_t pid, bool *stopped)
+{
+	char path[40], buf[512];
+	safe_snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* after "(comm)": state ppid pgrp session tty_nr tpgid flags */
+	char *p = strrchr(buf, ')');
+	char state;
+	unsigned long flags;
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return false;
+	*stopped = state == 'T' || state == 't';
+	return flags & PF_FORKNOEXEC_FLAG;
+}
+
 static void *watchdog_main(void *arg)
 {
 	(void)arg;
@@ -61,16 +105,22 @@ static void *watchdog_main(void *arg)
 	for (;;) {
 		const struct timespec idle = { .tv_sec = wait_ms / 1000, .tv_nsec = (wait_ms % 1000) * 1000000L };
 		/* the timer's signal is process-directed and blocked in every
-		 * thread: it waits, pending, until taken here */
-		int sig = sigtimedwait(&set, NULL, &idle);
+		 * thread: during a start (init's main thread waits in clone) it
+		 * is taken here; otherwise init's signalfd drains it */
+		siginfo_t si;
+		int sig = sigtimedwait(&set, &si, &idle);
 		pthread_mutex_lock(&lock);
-		if (sig == WATCHDOG_SIG) {
+		/* only our timer counts: sandbox root may send this signal too */
+		if (sig == WATCHDOG_SIG && si.si_code == SI_TIMER && in_start) {
 			/* init is still inside the clone of this child, so it has
 			 * not reaped it: the pid cannot belong to anyone else. A
-			 * signal left over from an earlier start (it fired as that
-			 * one ended) finds a start younger than the limit. */
+			 * signal left over from an earlier start finds a start
+			 * younger than the limit. */
 			pid_t p = __atomic_load_n(&guarded, __ATOMIC_ACQUIRE);
-			if (in_start && p > 0 && mono_ms() - armed_at >= SPAWN_LIMIT_MS - 10 && kill(p, SIGKILL) == 0)
+			int64_t age = mono_ms() - armed_at;
+			bool stopped = false;
+			if (p > 0 && age >= SPAWN_LIMIT_MS - 10 && before_exec(p, &stopped) &&
+			    (stopped || age >= HARD_LIMIT_MS) && kill(p, SIGKILL) == 0)
 				killed = p;
 		}
 		int64_t quiet = mono_ms() - last_use;
@@ -92,12 +142,16 @@ static void *watchdog_main(void *arg)
 static void watchdog_start(void)
 {
 	if (timer_id < 0) {
-		/* init keeps the watchdog's signal blocked; the thread below
-		 * inherits that */
-		sigset_t sig;
-		sigemptyset(&sig);
-		sigaddset(&sig, WATCHDOG_SIG);
-		pthread_sigmask(SIG_BLOCK, &sig, NULL);
+		/* init blocks the signal from its start (see init.c); a policy
+		 * that refuses the calls the thread needs means no watchdog */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, WATCHDOG_SIG);
+		const struct timespec zero = { 0 };
+		if (sigtimedwait(&set, NULL, &zero) < 0 && errno != EAGAIN) {
+			unavailable = true;
+			return;
+		}
 		struct sigevent sev;
 		memset(&sev, 0, sizeof(sev));
 		sev.sigev_notify = SIGEV_SIGNAL;
@@ -130,7 +184,8 @@ static void watchdog_start(void)
 pid_t *watchdog_arm(void)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = SPAWN_LIMIT_MS / 1000,
-						.tv_nsec = (SPAWN_LIMIT_MS % 1000) * 1000000L } };
+						.tv_nsec = (SPAWN_LIMIT_MS % 1000) * 1000000L },
+				  .it_interval = { .tv_sec = 0, .tv_nsec = RECHECK_MS * 1000000L } };
 	pthread_mutex_lock(&lock);
 	if (!running && !unavailable)
 		watchdog_start();
@@ -143,7 +198,11 @@ pid_t *watchdog_arm(void)
 	last_use = mono_ms();
 	__atomic_store_n(&guarded, 0, __ATOMIC_RELEASE);
 	armed_at = last_use;
-	(void)syscall(SYS_timer_settime, timer_id, 0, &its, NULL);
+	if (syscall(SYS_timer_settime, timer_id, 0, &its, NULL) < 0) {
+		in_start = false; /* no guard for this start: fork it */
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
 	pthread_mutex_unlock(&lock);
 	return &guarded;
 }

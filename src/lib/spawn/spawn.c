@@ -212,8 +212,12 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		child_fail(err_fd, &e);
 	}
 	/* init must survive the sandbox's own OOM kills; commands reset
-	 * this to 0 before they exec */
-	(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
+	 * this to 0 before they exec. Through the legacy oom_adj (-17 is
+	 * -1000): a write to oom_score_adj by a holder of CAP_SYS_RESOURCE
+	 * also lowers oom_score_adj_min, which every command would inherit,
+	 * and a command of any user could then write -1000 back and make a
+	 * memory hog the OOM killer never picks. */
+	(void)write_file_at(AT_FDCWD, "/proc/self/oom_adj", "-17");
 
 	if (cfg->rootfs.init_in_dev && copy_init(init_fd, &e) < 0)
 		child_fail(err_fd, &e);
