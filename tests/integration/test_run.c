@@ -320,7 +320,7 @@ Test(run, doctor_reports_every_facility)
 	cr_assert_eq(r.status, 0, "doctor failed here:\n%s", r.out);
 	const char *facilities[] = { "cgroup memory", "cgroup pids", "cgroup cpu", "cgroup freezer",
 				     "overlayfs", "user namespaces", "idmapped mounts", "seccomp",
-				     "landlock", "pidfd", "clone3", "criu", "OOM shield of init", "abox can run sandboxes here" };
+				     "landlock", "pidfd", "clone3", "criu", "OOM shield of init", "command start", "abox can run sandboxes here" };
 	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
 		cr_expect(strstr(r.out, facilities[i]), "no line for %s:\n%s", facilities[i], r.out);
 	run_result_free(&r);
