@@ -12,7 +12,8 @@
  * no copy-on-write faults in init afterwards, and the exec's result is
  * known when the clone returns. What makes that safe in PID 1:
  *  - a child stopped before its exec would freeze init: watchdog.c kills a
- *    child that has not exec'd within SPAWN_LIMIT_MS;
+ *    child held there (when init is not alone in the sandbox: with no
+ *    other process, nothing can hold it);
  *  - the child's change of uid sets the shared memory's dumpable flag to
  *    fs.suid_dumpable: with 1 ("debug"), a process of the target user could
  *    ptrace the child in that window and write into init's memory. With
@@ -247,6 +248,18 @@ static int child_main(void *arg)
 #define CHILD_STACK (64u << 10)
 static char *child_stack;
 
+/* Whether init is alone in the sandbox: then nothing can stop or trace the
+ * child before its exec, and it needs no watchdog (the first command of
+ * every sandbox, and each one of a serial workload). Every process of the
+ * sandbox's pid namespace descends from init and orphans are handed to
+ * it, so no child at all (not even a zombie) means no other process;
+ * only the host's root could enter from outside. */
+static bool sandbox_empty(void)
+{
+	siginfo_t si;
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 && errno == ECHILD;
+}
+
 /* Whether this start may share init's memory (see the file comment). */
 static bool shared_vm_ok(void)
 {
@@ -364,13 +377,16 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	pid_t c = -1;
 	bool shared = false;
 #if SHARED_VM_SPAWN
-	pid_t *slot = shared_vm_ok() ? watchdog_arm() : NULL;
+	pid_t unguarded = 0;
+	pid_t *slot = NULL;
+	if (shared_vm_ok())
+		slot = sandbox_empty() ? &unguarded : watchdog_arm();
 	if (slot) {
 		shared = true;
 		c = clone(child_main, child_stack + CHILD_STACK,
 			  CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, &a, slot);
 		int e = errno;
-		fds->stalled = watchdog_disarm(c);
+		fds->stalled = slot != &unguarded && watchdog_disarm(c);
 		/* the child's change of uid set our dumpable flag to
 		 * fs.suid_dumpable (0 or 2 here): back to "never" */
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

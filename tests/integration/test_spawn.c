@@ -86,8 +86,13 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 {
 	char *id = create_sandbox();
 	struct run_result r;
-	/* a first command: init's watchdog thread exists from here on, and
-	 * only init's main thread is traced below */
+	/* another process in the sandbox (an attacker would be one; with init
+	 * alone nothing could hold the child and no watchdog is armed), and a
+	 * first command: the watchdog thread exists from here on, and only
+	 * init's main thread is traced below */
+	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
 	ABOX(&r, "exec", id, "--", "true");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_free(&r);
@@ -174,7 +179,8 @@ static int init_threads(pid_t init)
 Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 {
 	/* an idle sandbox is init alone; the watchdog comes with a command
-	 * and leaves after a few idle seconds */
+	 * started while another process runs, and leaves after a few idle
+	 * seconds */
 	char *id = create_sandbox();
 	pid_t init = init_pid(id);
 	cr_assert_eq(init_threads(init), 1, "a new sandbox: init alone");
@@ -182,7 +188,14 @@ Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 	ABOX(&r, "exec", id, "--", "true");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_free(&r);
-	cr_assert_eq(init_threads(init), 2, "the watchdog runs after a start");
+	cr_assert_eq(init_threads(init), 1, "init alone in the sandbox: nothing to guard against");
+	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_eq(init_threads(init), 2, "the watchdog runs after a start beside another process");
 	int n = 2;
 	for (int i = 0; i < 100 && n == 2; i++) {
 		usleep(100 * 1000);
