@@ -237,6 +237,13 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	child_exit(127);
 }
 
+static bool always_fork;
+
+void child_always_fork(void)
+{
+	always_fork = true;
+}
+
 #if SHARED_VM_SPAWN
 static int child_main(void *arg)
 {
@@ -264,6 +271,8 @@ static bool sandbox_empty(void)
 static bool shared_vm_ok(void)
 {
 	static int dumpable_fd = -2;
+	if (always_fork)
+		return false;
 	if (dumpable_fd == -2) {
 		/* opened before the first command runs; /proc/sys is read-only
 		 * in the sandbox, and this is the sandbox's own procfs */

@@ -1089,6 +1089,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "ephemeral") == 0)
 			ephemeral = true;
+		else if (strcmp(argv[i], "spawn=fork") == 0)
+			child_always_fork();
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
 	}

@@ -76,6 +76,8 @@ void init_creds_changed(void);
  * already unless the child had to be forked).
  * < 0 (-errno) when no child could be made at all. */
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
+/* From now on commands are forked (init's "spawn=fork" argument). */
+void child_always_fork(void);
 /* Makes <dir>/{command.txt,stdout.txt,stderr.txt} as uid/gid (see tee.c)
  * and returns the two output files open for writing. 0 or -errno. */
 int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *out_fd, int *err_fd);

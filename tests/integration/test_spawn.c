@@ -211,3 +211,37 @@ Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 	run_result_free(&r);
 	free(id);
 }
+
+Test(spawn, forked_commands_where_asked)
+{
+	/* ABOX_INIT_SPAWN=fork: the way init also takes where
+	 * fs.suid_dumpable is 1; the same contract, and no watchdog */
+	setenv("ABOX_INIT_SPAWN", "fork", 1);
+	char *id = create_sandbox();
+	unsetenv("ABOX_INIT_SPAWN");
+	pid_t init = init_pid(id);
+	struct run_result r;
+	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "sh", "-c",
+	     "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
+	     "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && echo leader");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out,
+			 "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n",
+			 "%s", r.out);
+	run_result_free(&r);
+	cr_assert_eq(init_threads(init), 1, "forked: no watchdog thread");
+	ABOX(&r, "exec", id, "--", "no-such-command-here");
+	cr_assert_eq(r.status, 127, "%s", r.err);
+	cr_assert(strstr(r.err, "no-such-command-here"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", "--cwd", "/nonexistent", id, "--", "true");
+	cr_assert_eq(r.status, 126, "%s", r.err);
+	cr_assert(strstr(r.err, "/nonexistent"), "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "kill", id);
+	run_result_free(&r);
+	free(id);
+}

@@ -431,10 +431,15 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 
 	char hosts[256], timeout_arg[64];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
-	char *init_argv[4] = { (char *)"abox-init", NULL, NULL, NULL };
+	char *init_argv[5] = { (char *)"abox-init", NULL, NULL, NULL, NULL };
 	int ai = 1;
 	if (o.flags & ABOX_SANDBOX_EPHEMERAL)
 		init_argv[ai++] = (char *)"ephemeral";
+	/* commands forked, never started in init's memory (see
+	 * src/init/child.c): for hosts and debugging that want the plain way */
+	const char *how = getenv("ABOX_INIT_SPAWN");
+	if (how && strcmp(how, "fork") == 0)
+		init_argv[ai++] = (char *)"spawn=fork";
 	/* an auto-pause deadline is abox_reap's to act on, not init's */
 	if (o.timeout_ms && !(o.flags & ABOX_SANDBOX_AUTO_PAUSE)) {
 		snprintf(timeout_arg, sizeof(timeout_arg), "timeout_ms=%u", o.timeout_ms);
