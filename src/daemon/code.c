@@ -358,15 +358,7 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		exec_free(s);
 		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
 	}
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, exec_reader, s, exec_free);
-	if (!resp) {
-		exec_free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-	enum MHD_Result q = daemon_queue(rq, 200, resp);
-	MHD_destroy_response(resp);
-	return q;
+	return reply_stream(rq, "application/x-ndjson", exec_reader, s, exec_free);
 }
 
 /* ---- /contexts -------------------------------------------------------- */

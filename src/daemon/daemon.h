@@ -74,6 +74,11 @@ static inline int set_err(abox_error *err, int code, const char *msg)
 
 /* Queues a response, noting its status (for the access log and metrics). */
 enum MHD_Result daemon_queue(struct request *rq, unsigned status, struct MHD_Response *r);
+/* A 200 whose body the reader produces as it comes (64 KiB blocks), of
+ * unknown length; free_fn(cls) runs when it is over, or at once when no
+ * response could be made. */
+enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,
+			     MHD_ContentReaderFreeCallback free_fn);
 /* The request is over: access log line, metrics. */
 void ops_request_done(struct request *rq);
 /* The admin listener's handler (GET /metrics). */

@@ -20,6 +20,10 @@ enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...) __at
 json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent);
 
 enum MHD_Result process_rpc(struct request *rq, const char *method);
+/* Sends the stdin queued on p, for up to 10 s: 1 when the process ended
+ * meanwhile, 0 when it did not (abox_proc_stdin_pending says whether some
+ * is left), or -errno. */
+int envd_proc_drain(abox_proc *p, abox_error *err);
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method);
 enum MHD_Result watch_dir(struct request *rq);
 enum MHD_Result watcher_rpc(struct request *rq, const char *method);

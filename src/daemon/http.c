@@ -51,6 +51,20 @@ enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *bod
 	return queue(rq, status, "application/json", copy, strlen(copy));
 }
 
+enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,
+			     MHD_ContentReaderFreeCallback free_fn)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, cls, free_fn);
+	if (!r) {
+		free_fn(cls);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	enum MHD_Result q = daemon_queue(rq, 200, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
 enum MHD_Result reply_empty(struct request *rq, unsigned status)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);

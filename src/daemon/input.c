@@ -87,20 +87,12 @@ static int attach(struct instream *s, abox_proc **p, abox_error *err)
  * than piled up in the daemon. */
 static int drain(abox_proc *p, abox_error *err)
 {
-	for (int i = 0; i < 1000 && abox_proc_stdin_pending(p); i++) {
-		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-		(void)poll(&pf, 1, 10);
-		int r = abox_proc_dispatch(p, NULL, NULL, err);
-		if (r < 0)
-			return r;
-		if (r == 1)
-			return 0; /* it ended: nothing more goes in */
-	}
-	if (abox_proc_stdin_pending(p)) {
+	int r = envd_proc_drain(p, err);
+	if (r == 0 && abox_proc_stdin_pending(p)) {
 		snprintf(err->msg, sizeof(err->msg), "StreamInput: the process has not read its input for 10 s");
 		return -ENOSPC;
 	}
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 static void on_message(struct instream *s, json_object *o)

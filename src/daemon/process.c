@@ -112,15 +112,7 @@ static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
 	 * look like an idle connection (the idle timeout would cut it) */
 	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
 	s->out.last_ms = stream_now_ms();
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, s, stream_free);
-	if (!r) {
-		stream_free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/connect+json");
-	enum MHD_Result q = daemon_queue(rq, 200, r);
-	MHD_destroy_response(r);
-	return q;
+	return reply_stream(rq, "application/connect+json", reader, s, stream_free);
 }
 
 static bool selector(json_object *b, int *pid, const char **tag)
@@ -232,8 +224,7 @@ static int with_proc(struct request *rq, json_object *b, sandbox_handle_t *h, ab
 	return abox_proc_attach(h->sb, pid, tag, p, err);
 }
 
-/* Sends what is queued on p before letting it go. */
-static int drain(abox_proc *p, abox_error *err)
+int envd_proc_drain(abox_proc *p, abox_error *err)
 {
 	for (int i = 0; i < 1000 && abox_proc_stdin_pending(p); i++) {
 		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
@@ -241,6 +232,8 @@ static int drain(abox_proc *p, abox_error *err)
 		int r = abox_proc_dispatch(p, NULL, NULL, err);
 		if (r < 0)
 			return r;
+		if (r == 1)
+			return 1; /* it ended: nothing more goes in */
 	}
 	return 0;
 }
@@ -301,11 +294,11 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 			if (!data || base64_decode(data, &raw, &n) < 0)
 				r = set_err(&err, EINVAL, "input.stdin (base64) is required");
 			else if ((r = abox_proc_write_stdin(p, raw, n, &err)) >= 0)
-				r = drain(p, &err);
+				r = envd_proc_drain(p, &err);
 			free(raw);
 		} else if (!strcmp(method, "CloseStdin")) {
 			if ((r = abox_proc_close_stdin(p, &err)) >= 0)
-				r = drain(p, &err);
+				r = envd_proc_drain(p, &err);
 		} else if (!strcmp(method, "SendSignal")) {
 			const char *sig = json_object_object_get_ex(b, "signal", &v) ? json_object_get_string(v) : "";
 			int s = !strcmp(sig, "SIGNAL_SIGKILL") || !strcmp(sig, "9") ? SIGKILL
@@ -313,14 +306,14 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 										     : 0;
 			r = s ? abox_proc_signal(p, s, &err) : set_err(&err, EINVAL, "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 			if (r >= 0)
-				r = drain(p, &err);
+				r = envd_proc_drain(p, &err);
 		} else if (!strcmp(method, "Update")) {
 			json_object *pty, *size, *c, *rw;
 			if (json_object_object_get_ex(b, "pty", &pty) && json_object_object_get_ex(pty, "size", &size) &&
 			    json_object_object_get_ex(size, "cols", &c) && json_object_object_get_ex(size, "rows", &rw))
 				r = abox_proc_resize(p, (uint16_t)json_object_get_int(rw), (uint16_t)json_object_get_int(c), &err);
 			if (r >= 0)
-				r = drain(p, &err);
+				r = envd_proc_drain(p, &err);
 		} else {
 			r = set_err(&err, EOPNOTSUPP, "no such method of process.Process");
 		}

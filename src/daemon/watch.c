@@ -133,15 +133,7 @@ enum MHD_Result watch_dir(struct request *rq)
 	const char *ka = header(rq, "Keepalive-Ping-Interval");
 	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
 	ebuf_field(&s->out, "start", json_object_new_object());
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, wreader, s, wstream_free);
-	if (!resp) {
-		wstream_free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/connect+json");
-	enum MHD_Result q = daemon_queue(rq, 200, resp);
-	MHD_destroy_response(resp);
-	return q;
+	return reply_stream(rq, "application/connect+json", wreader, s, wstream_free);
 }
 
 /* ---- polling watchers ------------------------------------------------- */

@@ -143,21 +143,27 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 	free(id);
 }
 
-Test(spawn, commands_get_their_own_user_fds_and_signals)
+/* What the child sets up before its exec, seen from the command: uid
+ * 1000; fds 0-2 plus the one ls reads through; nothing blocked or
+ * ignored; OOM-killable; its own session. */
+static void check_command_setup(const char *id)
 {
-	/* what the child sets up before its exec, seen from the command */
-	char *id = create_sandbox();
 	struct run_result r;
 	ABOX(&r, "exec", id, "--", "sh", "-c",
 	     "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
 	     "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && echo leader");
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	/* uid 1000; fds 0-2 plus the one ls reads through; nothing blocked
-	 * or ignored; OOM-killable; its own session */
 	cr_assert_str_eq(r.out,
 			 "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n",
 			 "%s", r.out);
 	run_result_free(&r);
+}
+
+Test(spawn, commands_get_their_own_user_fds_and_signals)
+{
+	char *id = create_sandbox();
+	check_command_setup(id);
+	struct run_result r;
 	ABOX(&r, "kill", id);
 	run_result_free(&r);
 	free(id);
@@ -224,14 +230,7 @@ Test(spawn, forked_commands_where_asked)
 	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "sh", "-c",
-	     "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
-	     "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && echo leader");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out,
-			 "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n",
-			 "%s", r.out);
-	run_result_free(&r);
+	check_command_setup(id);
 	cr_assert_eq(init_threads(init), 1, "forked: no watchdog thread");
 	ABOX(&r, "exec", id, "--", "no-such-command-here");
 	cr_assert_eq(r.status, 127, "%s", r.err);
