@@ -1016,11 +1016,18 @@ static void client_drop(unsigned ci)
 		shutdown_sandbox(0);
 }
 
+static void client_add(int fd);
+
 static void client_accept(void)
 {
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
+	client_add(fd);
+}
+
+static void client_add(int fd)
+{
 	if (nclients == MAX_CLIENTS) {
 		close(fd);
 		return;
@@ -1113,6 +1120,15 @@ int main(int argc, char **argv)
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
+	/* An ephemeral sandbox's creator may hand over one end of a
+	 * connected pair instead of a listening socket: it is the only
+	 * client there will ever be. */
+	int listening = 1;
+	socklen_t ll = sizeof(listening);
+	if (ephemeral && getsockopt(listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) == 0 && !listening) {
+		client_add(listen_fd);
+		listen_fd = -1;
+	}
 
 	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS + 16];
 	for (;;) {

@@ -10,6 +10,13 @@
 #include "caps/caps.h"
 #include "config.h"
 
+uint64_t backend_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int64_t backend_now_ms(void)
 {
 	struct timespec ts;

@@ -158,6 +158,7 @@ void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
 void truncate_free(abox_proc *p);
 
 int64_t backend_now_ms(void);
+uint64_t backend_now_ns(void); /* CLOCK_MONOTONIC */
 /* limits of a sandbox created without them */
 #define DEFAULT_MEMORY (512ULL << 20)
 #define DEFAULT_DISK (1ULL << 30)

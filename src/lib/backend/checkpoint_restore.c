@@ -120,7 +120,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		goto out;
 	}
 	if ((r = backend_layout(ctx, err)) < 0 ||
-	    (r = store_rundir_create(ctx->runtime_dir, id, &rundir, &rundir_fd, &listen_fd, &conn, err)) < 0 ||
+	    (r = store_rundir_create(ctx->runtime_dir, id, false, &rundir, &rundir_fd, &listen_fd, &conn, err)) < 0 ||
 	    (r = cgroup_planned_dirs(&ctx->cg, id, planned, sizeof(planned), err)) < 0 ||
 	    (r = store_rundir_record(rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0 ||
 	    (r = store_rundir_record(rundir_fd, STORE_ROOT_FILE, ctx->state_dir, err)) < 0) {

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -212,6 +213,28 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 
 /* Tells init it is recorded and must outlive us; waits for its answer, so
  * that our exit right after cannot take it along. */
+static void log_marks(abox_ctx *ctx, const char *id, const struct spawn_marks *m, uint64_t cloned)
+{
+	static const char *const names[MARK_MAX] = {
+		[MARK_STARTED] = "clone3 (namespaces)", [MARK_PRIVATE] = "mounts made private",
+		[MARK_LAYER] = "writable layer and overlays", [MARK_DEV] = "/dev", [MARK_PROC] = "/proc",
+		[MARK_JOINED] = "network namespace and cgroups joined", [MARK_SYS] = "/sys",
+		[MARK_PIVOT] = "pivot_root", [MARK_CONFINED] = "capabilities, seccomp",
+		[MARK_P_NET] = "(parent) network namespace, lo, sysfs", [MARK_P_CGROUPS] = "(parent) v1 cgroups",
+	};
+	uint64_t prev = cloned;
+	for (int k = 0; k < MARK_MAX; k++) {
+		if (!m->t[k])
+			continue;
+		if (k == MARK_P_NET)
+			prev = cloned; /* the parent's own line of steps */
+		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: %s%s done, %.1f us after clone (step %.1f us)", id,
+			    k < MARK_P_NET ? "child: " : "", names[k], (double)(m->t[k] - cloned) / 1e3,
+			    (double)(m->t[k] - prev) / 1e3);
+		prev = m->t[k];
+	}
+}
+
 static int detach(abox_sandbox *sb, abox_error *err)
 {
 	struct proto_msg m;
@@ -389,17 +412,20 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	}
 
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: seccomp policy ready (%u instructions)", sb->id, bpf.len);
-	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, &sb->rundir, &sb->rundir_fd, &listen_fd,
-				     &sb->conn, err)) < 0) {
+	/* an ephemeral sandbox talks to its creator only: a socket pair */
+	if ((r = store_rundir_create(ctx->runtime_dir, sb->id, (o.flags & ABOX_SANDBOX_EPHEMERAL) != 0, &sb->rundir,
+				     &sb->rundir_fd, &listen_fd, &sb->conn, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
 	sb->rd.sock = sb->conn;
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: runtime folder ready", sb->id);
 
 	if ((r = backend_layout(ctx, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cgroup layout known", sb->id);
 	/* recorded before they exist: a crash from here on leaves a list
 	 * that `abox gc` cleans up from */
 	char planned[8192];
@@ -410,6 +436,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cgroup plan recorded", sb->id);
 	struct cg_limits lim = {
 		.memory_bytes = o.memory_bytes ? o.memory_bytes : DEFAULT_MEMORY,
 		.pids = o.pids ? o.pids : DEFAULT_PIDS,
@@ -476,7 +503,21 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 
 	struct spawn_result res;
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cloning", sb->id);
-	if ((r = spawn_sandbox(&cfg, &res, err)) < 0) {
+	/* the child's own steps, timed on a page it shares with us */
+	struct spawn_marks *marks = NULL;
+	if (ctx->log) {
+		marks = mmap(NULL, sizeof(*marks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (marks == MAP_FAILED)
+			marks = NULL;
+	}
+	cfg.rootfs.marks = marks;
+	uint64_t cloned = marks ? backend_now_ns() : 0;
+	r = spawn_sandbox(&cfg, &res, err);
+	if (marks) {
+		log_marks(ctx, sb->id, marks, cloned);
+		munmap(marks, sizeof(*marks));
+	}
+	if (r < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
 	}
@@ -523,8 +564,10 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		}
 		if (r >= 0)
 			r = state_write(ctx->state_dir, &st, err);
+		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: recorded", sb->id);
 		if (r >= 0)
 			r = detach(sb, err);
+		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init answered", sb->id);
 		for (unsigned i = 0; i < st.nmeta; i++) {
 			free(st.meta_keys[i]);
 			free(st.meta_values[i]);

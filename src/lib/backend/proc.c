@@ -221,6 +221,7 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 	}
 	case MSG_EV_START:
 		p->pid = ev.pid;
+		backend_log(p->sb->ctx, ABOX_LOG_DEBUG, "exec %s: started as pid %d", p->sb->id, (int)ev.pid);
 		ev.type = ABOX_EVENT_START;
 		if (fn)
 			fn(&ev, ud);
@@ -239,6 +240,7 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 			fn(&ev, ud);
 		return 0;
 	case MSG_EV_END:
+		backend_log(p->sb->ctx, ABOX_LOG_DEBUG, "exec %s: ended", p->sb->id);
 		ev.type = ABOX_EVENT_END;
 		p->exit_code = ev.exit_code;
 		ev.error = msg;

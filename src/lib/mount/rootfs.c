@@ -178,23 +178,55 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 	return 0;
 }
 
-static int setup_sys(const char *root, abox_error *err)
-{
-	char p[PATH_BUF];
-	int r;
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef FSCONFIG_CMD_CREATE
+#define FSCONFIG_CMD_CREATE 6
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef FSMOUNT_CLOEXEC
+#define FSMOUNT_CLOEXEC 0x00000001
+#endif
 
-	safe_snprintf(p, sizeof(p), "%s/sys", root);
-	/* A fresh sysfs shows the sandbox's own network namespace. Read-only:
-	 * sysfs writes reconfigure host devices. */
-	if ((r = do_mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
+int rootfs_sysfs_new(abox_error *err)
+{
+	int fs = (int)syscall(SYS_fsopen, "sysfs", 1 /* FSOPEN_CLOEXEC */);
+	if (fs < 0)
+		return abox_error_set(err, errno, "fsopen sysfs");
+	int m = -1;
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	int e = errno;
+	close(fs);
+	if (m < 0)
+		return abox_error_set(err, e, "make a sysfs");
+	return m;
+}
+
+int rootfs_sys(int sysfs_fd, abox_error *err)
+{
+	int r;
+	/* A sysfs of the sandbox's own network namespace: it shows lo and
+	 * nothing of the host's network devices. Read-only: sysfs writes
+	 * reconfigure host devices. */
+	if (sysfs_fd >= 0) {
+		if (syscall(SYS_move_mount, sysfs_fd, "", AT_FDCWD, "/sys", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return abox_error_set(err, errno, "attach sysfs on '/sys'");
+	} else if ((r = do_mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0) {
 		return r;
+	}
 	/* firmware tables, and powercap energy counters (the Platypus
 	 * power side channel reads them to recover secrets) */
-	safe_snprintf(p, sizeof(p), "%s/sys/firmware", root);
-	if ((r = mask_tmpfs(p, err)) < 0)
+	if ((r = mask_tmpfs("/sys/firmware", err)) < 0)
 		return r;
-	safe_snprintf(p, sizeof(p), "%s/sys/devices/virtual/powercap", root);
-	return mask_tmpfs(p, err);
+	return mask_tmpfs("/sys/devices/virtual/powercap", err);
 }
 
 int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
@@ -206,6 +238,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	/* Nothing we mount may propagate back to the host's namespace. */
 	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
 		return abox_error_prefix(err, "make / private");
+	rootfs_mark(plan->marks, MARK_PRIVATE);
 
 	/* The writable layer: its size is the sandbox's disk limit. */
 	uint64_t inodes = plan->disk_bytes / 8192;
@@ -285,13 +318,14 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	}
 	if (plan->restore)
 		return 0;
+	rootfs_mark(plan->marks, MARK_LAYER);
 
 	if ((r = setup_dev(root, plan->init_in_dev, err)) < 0)
 		return r;
+	rootfs_mark(plan->marks, MARK_DEV);
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)
 		return r;
-	if ((r = setup_sys(root, err)) < 0)
-		return r;
+	rootfs_mark(plan->marks, MARK_PROC);
 
 	/* pivot_root and detach the old root: unlike chroot, no fd or cwd
 	 * trick can walk back up to the host's tree afterwards. */
@@ -303,5 +337,6 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		return abox_error_set(err, errno, "detach old root");
 	if (chdir("/") < 0)
 		return abox_error_set(err, errno, "chdir /");
+	rootfs_mark(plan->marks, MARK_PIVOT);
 	return 0;
 }

@@ -14,10 +14,44 @@
 #define ABOX_MOUNT_ROOTFS_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "base/base.h"
 
 #define ROOTFS_MAX_TREES 8
+
+/* Steps of the sandbox child timed for ABOX_DEBUG (see spawn_marks), in
+ * the order it takes them. */
+enum rootfs_mark {
+	MARK_STARTED, /* the child's first step: clone3 made the namespaces */
+	MARK_PRIVATE, /* the mount tree made private */
+	MARK_LAYER,   /* writable layer and the overlays */
+	MARK_DEV,
+	MARK_PROC,
+	MARK_PIVOT,   /* pivot_root and the old root detached */
+	MARK_JOINED,  /* the parent's network namespace and cgroups joined */
+	MARK_SYS,
+	MARK_CONFINED, /* capabilities, no_new_privs, seccomp */
+	/* the parent's steps meanwhile */
+	MARK_P_NET,    /* network namespace, lo up, its sysfs */
+	MARK_P_CGROUPS, /* v1 cgroups made, limits set */
+	MARK_MAX,
+};
+
+/* CLOCK_MONOTONIC ns per step, on a page the child shares with its
+ * parent; NULL when nobody asked. */
+struct spawn_marks {
+	uint64_t t[MARK_MAX];
+};
+
+static inline void rootfs_mark(struct spawn_marks *m, enum rootfs_mark k)
+{
+	if (m) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: async-signal-safe */
+		m->t[k] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+}
 
 struct rootfs_plan {
 	const char *scratch;   /* host dir the scratch tmpfs is mounted on (in the child's namespace only) */
@@ -43,16 +77,31 @@ struct rootfs_plan {
 	 * the sandbox's own copy: replacing it changes nothing (init never
 	 * execs again) and no host file is reachable through /proc/1/exe. */
 	bool init_in_dev;
+	struct spawn_marks *marks; /* NULL: not timed */
 };
 
 /* Which of the /proc entries to mask exist on this kernel (bit set). Runs
  * in the parent, before clone. */
 uint32_t rootfs_proc_masks_present(void);
 
-/* Runs the whole sequence; on return the process's root is the sandbox's
- * root and the cwd is "/". *layer_fd is an O_PATH fd (close-on-exec, >= 10)
- * on the writable layer's tmpfs, which nothing in the sandbox can reach by
- * path after pivot_root: init keeps it to report disk use. */
+/* Runs the whole sequence but /sys; on return the process's root is the
+ * sandbox's root and the cwd is "/". *layer_fd is an O_PATH fd
+ * (close-on-exec, >= 10) on the writable layer's tmpfs, which nothing in
+ * the sandbox can reach by path after pivot_root: init keeps it to report
+ * disk use. With plan->restore: only the layer and the overlays. */
 int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err);
+
+/* A detached, read-only sysfs mount (fd) of the caller's network
+ * namespace: a sysfs shows the network devices of the namespace it was
+ * made in. The creator makes it while it is in the sandbox's namespace
+ * (see net_namespace_new), which takes the kernel's search of every sysfs
+ * superblock (one per namespace) off the child's path. -errno on failure
+ * (kernels before 5.2: no fsopen). */
+int rootfs_sysfs_new(abox_error *err);
+
+/* /sys of the sandbox, after rootfs_setup: sysfs_fd from rootfs_sysfs_new,
+ * or -1 to mount one here (then the caller must already be in the
+ * sandbox's network namespace), with firmware and powercap masked. */
+int rootfs_sys(int sysfs_fd, abox_error *err);
 
 #endif

@@ -89,12 +89,12 @@ static int copy_init(int memfd, abox_error *e)
 	return 0;
 }
 
-static ssize_t recv_fds(int sock, int *fds, size_t max)
+static ssize_t recv_fds(int sock, char *tag, int *fds, size_t max)
 {
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 2))];
+		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 4))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
@@ -103,8 +103,9 @@ static ssize_t recv_fds(int sock, int *fds, size_t max)
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	if (n != 1 || byte != 'g')
+	if (n != 1)
 		return -1;
+	*tag = byte;
 	size_t k = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -116,12 +117,11 @@ static ssize_t recv_fds(int sock, int *fds, size_t max)
 	return (ssize_t)k;
 }
 
-static int send_fds(int sock, const int *fds, size_t n)
+static int send_fds(int sock, char byte, const int *fds, size_t n)
 {
-	char byte = 'g';
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 2))];
+		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 4))];
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof(u));
@@ -143,6 +143,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	abox_error e = ABOX_ERROR_INIT;
 	int r;
 
+	rootfs_mark(cfg->rootfs.marks, MARK_STARTED);
 	/* Leaves the sandbox if the creator dies before init runs: no
 	 * half-made sandbox survives a killed `abox`. init clears it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -182,29 +183,43 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	int layer_fd = -1;
 	if ((r = rootfs_setup(&cfg->rootfs, &layer_fd, &e)) < 0)
 		child_fail(err_fd, &e);
+
+	/* Meanwhile the parent made the network namespace (lo up), its sysfs
+	 * and the v1 cgroups; it sends them (the namespace first, then the
+	 * sysfs when the tag is 's', then the cgroups' "tasks" files) or
+	 * hangs up when it failed. Writing "0" to "tasks" moves this, the
+	 * only, thread without the kernel's global threadgroup lock (see
+	 * cgroup_open_self_attach). Limits hold before init runs. */
+	int got[CG_CONTROLLER_MAX + 4];
+	char tag = 0;
+	ssize_t ngot = recv_fds(sync_fd, &tag, got, ELEMENTSOF(got));
+	if (ngot < 1 || (tag == 's' && ngot < 2))
+		_exit(125); /* the parent gave up: it reports its own error */
+	if (setns(got[0], CLONE_NEWNET) < 0) {
+		abox_error_set(&e, errno, "join the network namespace");
+		child_fail(err_fd, &e);
+	}
+	close(got[0]);
+	int sysfs_fd = tag == 's' ? got[1] : -1;
+	for (ssize_t i = tag == 's' ? 2 : 1; i < ngot; i++) {
+		if (write(got[i], "0", 1) != 1) {
+			abox_error_set(&e, errno, "join cgroup");
+			child_fail(err_fd, &e);
+		}
+		close(got[i]);
+	}
+	close(sync_fd);
+	rootfs_mark(cfg->rootfs.marks, MARK_JOINED);
+
+	if ((r = rootfs_sys(sysfs_fd, &e)) < 0)
+		child_fail(err_fd, &e);
+	if (sysfs_fd >= 0)
+		close(sysfs_fd);
+	rootfs_mark(cfg->rootfs.marks, MARK_SYS);
 	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) {
 		abox_error_set(&e, errno, "sethostname");
 		child_fail(err_fd, &e);
 	}
-	if (net_loopback_up(&e) < 0)
-		child_fail(err_fd, &e);
-
-	/* The parent made the v1 cgroups while we built the root; it sends
-	 * their "tasks" files (or hangs up when it failed). Writing "0" moves
-	 * this, the only, thread without the kernel's global threadgroup lock
-	 * (see cgroup_open_self_attach). Limits hold before init runs. */
-	int attach[CG_CONTROLLER_MAX + 2];
-	ssize_t nattach = recv_fds(sync_fd, attach, ELEMENTSOF(attach));
-	if (nattach < 0)
-		_exit(125); /* the parent gave up: it reports its own error */
-	for (ssize_t i = 0; i < nattach; i++) {
-		if (write(attach[i], "0", 1) != 1) {
-			abox_error_set(&e, errno, "join cgroup");
-			child_fail(err_fd, &e);
-		}
-		close(attach[i]);
-	}
-	close(sync_fd);
 	/* The cgroup namespace is made now, after the move, so that inside
 	 * the sandbox its own cgroup is the root of what it can see. */
 	if (unshare(CLONE_NEWCGROUP) < 0) {
@@ -251,6 +266,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, -r, "install seccomp filter");
 		child_fail(err_fd, &e);
 	}
+	rootfs_mark(cfg->rootfs.marks, MARK_CONFINED);
 	umask(022);
 	static char *const envp[] = { NULL };
 	if (cfg->rootfs.init_in_dev)
@@ -270,6 +286,23 @@ static void close_all(int *fds, size_t n)
 			close(fds[i]);
 }
 
+/* Run inside the sandbox's new network namespace (net_namespace_new): its
+ * sysfs, made there so it shows that namespace's devices. Kernels without
+ * fsopen leave it to the child (*fd stays -1). */
+static int make_sysfs(void *ud, abox_error *err)
+{
+	int fd = rootfs_sysfs_new(err);
+	if (fd == -ENOSYS) {
+		if (err)
+			*err = (abox_error)ABOX_ERROR_INIT;
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	*(int *)ud = fd;
+	return 0;
+}
+
 int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox_error *err)
 {
 	int sync[2] = { -1, -1 }, ep[2] = { -1, -1 };
@@ -285,7 +318,9 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 
 	int pidfd = -1;
 	struct clone_args args = {
-		.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_PIDFD,
+		/* no CLONE_NEWNET: the parent makes that namespace meanwhile
+		 * (net_namespace_new), off the child's path */
+		.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
@@ -318,19 +353,32 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		return abox_error_set(err, saved, "clone3");
 	}
 
-	/* While the child builds its root: the rest of the cgroups. */
-	int attach[CG_CONTROLLER_MAX + 2];
-	size_t nattach = 0;
-	if (cfg->cg) {
+	/* While the child builds its root: its network namespace and sysfs,
+	 * and the rest of the cgroups, in the order the child takes them. */
+	int give[CG_CONTROLLER_MAX + 4];
+	size_t ngive = 0;
+	int sysfs_fd = -1;
+	r = net_namespace_new(make_sysfs, &sysfs_fd, err);
+	rootfs_mark(cfg->rootfs.marks, MARK_P_NET);
+	if (r >= 0) {
+		give[ngive++] = r;
+		if (sysfs_fd >= 0)
+			give[ngive++] = sysfs_fd;
+		r = 0;
+	}
+	if (r >= 0 && cfg->cg) {
+		size_t nattach = 0;
 		r = cgroup_create_finish(cfg->cg_layout, cfg->cg, err);
 		if (r >= 0 && !into_v2)
 			r = cgroup_attach_v2(cfg->cg, (pid_t)pid, err);
 		if (r >= 0)
-			r = cgroup_open_self_attach(cfg->cg, attach, ELEMENTSOF(attach), &nattach, err);
+			r = cgroup_open_self_attach(cfg->cg, give + ngive, ELEMENTSOF(give) - ngive, &nattach, err);
+		ngive += nattach;
+		rootfs_mark(cfg->rootfs.marks, MARK_P_CGROUPS);
 	}
-	if (r >= 0 && (r = send_fds(sync[0], attach, nattach)) < 0)
-		abox_error_set(err, -r, "hand cgroups to the sandbox child");
-	close_all(attach, nattach);
+	if (r >= 0 && (r = send_fds(sync[0], sysfs_fd >= 0 ? 's' : 'n', give, ngive)) < 0)
+		abox_error_set(err, -r, "hand the network namespace and cgroups to the sandbox child");
+	close_all(give, ngive);
 	close(sync[0]);
 
 	/* The child's own report wins: when it failed first, our send above

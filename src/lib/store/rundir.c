@@ -52,7 +52,7 @@ static int make_locked(const char *runtime_dir, const char *id, const char *d, i
 	return 0;
 }
 
-int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *dir_fd,
+int store_rundir_create(const char *runtime_dir, const char *id, bool private_link, char **dir, int *dir_fd,
 			int *listen_fd, int *conn_fd, abox_error *err)
 {
 	int r;
@@ -65,6 +65,21 @@ int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int
 	if ((r = make_locked(runtime_dir, id, d, &dfd, err)) < 0)
 		return r;
 
+	if (private_link) {
+		/* nobody else will ever connect: a connected pair, and no
+		 * socket file to make and remove */
+		int sp[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+			r = abox_error_set(err, errno, "socketpair");
+			(void)store_rundir_remove(d, NULL);
+			return r;
+		}
+		*conn_fd = sp[0];
+		*listen_fd = sp[1];
+		*dir_fd = TAKE_FD(dfd);
+		*dir = TAKE_PTR(d);
+		return 0;
+	}
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", d);
 	_cleanup_close_ int l = -EBADF, c = -EBADF;

@@ -17,9 +17,11 @@ struct cg_layout;
 /* Creates <runtime_dir>/<id> (0700, runtime_dir created 0700 if needed),
  * locked (flock, held through *dir_fd for the sandbox's life: a folder
  * whose lock can be taken belongs to a dead sandbox), binds and listens on
- * <...>/init.sock and connects to it. Returns the folder path in *dir
+ * <...>/init.sock and connects to it; with private_link, for a sandbox
+ * only its creator talks to (ephemeral), *listen_fd and *conn_fd are the
+ * two ends of a connected pair instead. Returns the folder path in *dir
  * (malloc'd). On failure nothing is left. */
-int store_rundir_create(const char *runtime_dir, const char *id, char **dir, int *dir_fd,
+int store_rundir_create(const char *runtime_dir, const char *id, bool private_link, char **dir, int *dir_fd,
 			int *listen_fd, int *conn_fd, abox_error *err);
 /* A new listening socket at <dir>/init.sock (the old one unlinked) and a
  * connection to it: for an init that let go of its socket (checkpoints). */
