@@ -152,6 +152,31 @@ Test(cgroup_v2fake, limits_written_and_removed)
 	cr_assert(exists(SELF "/cgroup.controllers"));
 }
 
+/* the creator writes the CPU limit after handing the cgroups to the
+ * child (spawn.c): finish leaves it, cgroup_create_cpu writes it once */
+Test(cgroup_v2fake, cpu_limit_deferred)
+{
+	v2_host("cpu io memory pids\n", "");
+	abox_error err = ABOX_ERROR_INIT;
+	struct cg_limits want = { .memory_bytes = 64ull << 20, .pids = 10, .cpu_millis = 500 };
+	cr_assert_eq(cgroup_create_begin(&L, "late", &want, &cg, &err), 0, "%s", err.msg);
+	cr_assert_eq(cgroup_create_finish(&L, cg, true, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "67108864");
+	cr_assert_str_eq(get(SELF "/abox-late/pids.max"), "10");
+	cr_assert_str_eq(get(SELF "/abox-late/cpu.max"), "<absent>");
+	cr_assert_eq(cgroup_limits(cg)->cpu_millis, 500);
+	cr_assert_eq(cgroup_limits(cg)->memory_bytes, 64ull << 20);
+	cr_assert_eq(cgroup_create_cpu(cg, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(get(SELF "/abox-late/cpu.max"), "50000 100000");
+	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "67108864");
+	/* once only: a second call writes nothing */
+	cr_assert_eq(unlink(P(SELF "/abox-late/cpu.max")), 0);
+	cr_assert_eq(cgroup_create_cpu(cg, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(get(SELF "/abox-late/cpu.max"), "<absent>");
+	cr_assert_eq(cgroup_limits(cg)->pids, 10);
+	destroy_ok();
+}
+
 Test(cgroup_v2fake, cpu_quota_scaling)
 {
 	static const struct {

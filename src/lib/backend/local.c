@@ -220,16 +220,17 @@ static void log_marks(abox_ctx *ctx, const char *id, const struct spawn_marks *m
 		[MARK_LAYER] = "writable layer and overlays", [MARK_DEV] = "/dev", [MARK_PROC] = "/proc",
 		[MARK_JOINED] = "network namespace and cgroups joined", [MARK_SYS] = "/sys",
 		[MARK_PIVOT] = "pivot_root", [MARK_CONFINED] = "capabilities, seccomp",
-		[MARK_P_NET] = "(parent) network namespace, lo, sysfs", [MARK_P_CGROUPS] = "(parent) v1 cgroups",
+		[MARK_P_NETNS] = "(parent) network namespace", [MARK_P_LO] = "(parent) lo up",
+		[MARK_P_NET] = "(parent) its sysfs", [MARK_P_CGROUPS] = "(parent) v1 cgroups",
 	};
 	uint64_t prev = cloned;
 	for (int k = 0; k < MARK_MAX; k++) {
 		if (!m->t[k])
 			continue;
-		if (k == MARK_P_NET)
+		if (k == MARK_P_NETNS)
 			prev = cloned; /* the parent's own line of steps */
 		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: %s%s done, %.1f us after clone (step %.1f us)", id,
-			    k < MARK_P_NET ? "child: " : "", names[k], (double)(m->t[k] - cloned) / 1e3,
+			    k < MARK_P_NETNS ? "child: " : "", names[k], (double)(m->t[k] - cloned) / 1e3,
 			    (double)(m->t[k] - prev) / 1e3);
 		prev = m->t[k];
 	}

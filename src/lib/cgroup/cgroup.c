@@ -55,6 +55,7 @@ struct cg_sandbox {
 	bool v2_kill;
 	bool v2_freeze;
 	bool finished; /* cgroup_create_finish ran */
+	bool cpu_pending; /* the CPU limit is still to be written (cgroup_create_cpu) */
 	int oom_fd;    /* the OOM kill counter's file, kept open (read after each command), or -1 */
 	struct cg_limits lim;
 	char leaf[sizeof("abox-") + NAME_LEN_MAX];
@@ -472,7 +473,7 @@ int cgroup_create_begin(const struct cg_layout *l, const char *name, const struc
 	return 0;
 }
 
-int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_error *err)
+int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, bool defer_cpu, abox_error *err)
 {
 	int r;
 	if (!l || !cg || cg->finished)
@@ -492,12 +493,28 @@ int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, abox_
 			cg->ctl[c] = r;
 		}
 	}
-	struct cg_limits lim = cg->lim;
+	struct cg_limits all = cg->lim, lim = all;
+	if (defer_cpu)
+		lim.cpu_millis = 0;
 	r = write_limits(cg, &lim, err);
+	cg->lim = all;
 	if (r < 0)
 		return r;
+	cg->cpu_pending = defer_cpu && all.cpu_millis;
 	cg->finished = true;
 	return 0;
+}
+
+int cgroup_create_cpu(struct cg_sandbox *cg, abox_error *err)
+{
+	if (!cg || !cg->cpu_pending)
+		return 0;
+	struct cg_limits all = cg->lim, lim = { .cpu_millis = all.cpu_millis };
+	int r = write_limits(cg, &lim, err);
+	cg->lim = all;
+	if (r >= 0)
+		cg->cpu_pending = false;
+	return r;
 }
 
 int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_limits *lim,
@@ -509,7 +526,7 @@ int cgroup_create(const struct cg_layout *l, const char *name, const struct cg_l
 	int r = cgroup_create_begin(l, name, lim, &cg, err);
 	if (r < 0)
 		return r;
-	r = cgroup_create_finish(l, cg, err);
+	r = cgroup_create_finish(l, cg, false, err);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(cg);

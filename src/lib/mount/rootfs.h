@@ -33,7 +33,9 @@ enum rootfs_mark {
 	MARK_SYS,
 	MARK_CONFINED, /* capabilities, no_new_privs, seccomp */
 	/* the parent's steps meanwhile */
-	MARK_P_NET,    /* network namespace, lo up, its sysfs */
+	MARK_P_NETNS,  /* network namespace made */
+	MARK_P_LO,     /* its lo up */
+	MARK_P_NET,    /* its sysfs made, back in our own namespace */
 	MARK_P_CGROUPS, /* v1 cgroups made, limits set */
 	MARK_MAX,
 };

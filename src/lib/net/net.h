@@ -9,10 +9,10 @@
 /* Brings `lo` of the caller's network namespace up (async-signal-safe). */
 int net_loopback_up(abox_error *err);
 
-/* A new network namespace with `lo` up, as an fd for setns (close-on-exec);
- * the calling thread stays in its own namespace. inside (if not NULL)
- * runs while the thread is in the new one, for what must be made there.
- * -errno on failure. */
+/* A new network namespace, as an fd for setns (close-on-exec); the calling
+ * thread stays in its own namespace. inside (if not NULL) runs while the
+ * thread is in the new one, for what must be made there (bringing `lo`
+ * up, a sysfs). -errno on failure. */
 int net_namespace_new(int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err);
 
 #endif

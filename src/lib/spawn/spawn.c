@@ -286,11 +286,23 @@ static void close_all(int *fds, size_t n)
 			close(fds[i]);
 }
 
-/* Run inside the sandbox's new network namespace (net_namespace_new): its
- * sysfs, made there so it shows that namespace's devices. Kernels without
- * fsopen leave it to the child (*fd stays -1). */
-static int make_sysfs(void *ud, abox_error *err)
+struct in_netns {
+	struct spawn_marks *marks;
+	int sysfs_fd;
+};
+
+/* Runs inside the sandbox's new network namespace (net_namespace_new):
+ * `lo` up, and the sysfs, made there so it shows that namespace's
+ * devices. Kernels without fsopen leave the sysfs to the child
+ * (sysfs_fd stays -1). */
+static int in_new_netns(void *ud, abox_error *err)
 {
+	struct in_netns *n = ud;
+	rootfs_mark(n->marks, MARK_P_NETNS);
+	int r = net_loopback_up(err);
+	if (r < 0)
+		return r;
+	rootfs_mark(n->marks, MARK_P_LO);
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {
 		if (err)
@@ -299,7 +311,7 @@ static int make_sysfs(void *ud, abox_error *err)
 	}
 	if (fd < 0)
 		return fd;
-	*(int *)ud = fd;
+	n->sysfs_fd = fd;
 	return 0;
 }
 
@@ -357,9 +369,10 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	int sysfs_fd = -1;
-	r = net_namespace_new(make_sysfs, &sysfs_fd, err);
+	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1 };
+	r = net_namespace_new(in_new_netns, &inn, err);
 	rootfs_mark(cfg->rootfs.marks, MARK_P_NET);
+	int sysfs_fd = inn.sysfs_fd;
 	if (r >= 0) {
 		give[ngive++] = r;
 		if (sysfs_fd >= 0)
@@ -368,7 +381,7 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	}
 	if (r >= 0 && cfg->cg) {
 		size_t nattach = 0;
-		r = cgroup_create_finish(cfg->cg_layout, cfg->cg, err);
+		r = cgroup_create_finish(cfg->cg_layout, cfg->cg, true, err);
 		if (r >= 0 && !into_v2)
 			r = cgroup_attach_v2(cfg->cg, (pid_t)pid, err);
 		if (r >= 0)
@@ -380,6 +393,11 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		abox_error_set(err, -r, "hand the network namespace and cgroups to the sandbox child");
 	close_all(give, ngive);
 	close(sync[0]);
+	/* The CPU limit while the child finishes: it holds before this
+	 * returns, and nothing of the sandbox's own runs before that (init
+	 * starts commands only when asked, after create returns). */
+	if (r >= 0 && cfg->cg)
+		r = cgroup_create_cpu(cfg->cg, err);
 
 	/* The child's own report wins: when it failed first, our send above
 	 * failed only because it was gone. */
