@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential meson ninja-build pkg-config
   libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
-  musl-tools clang
+  musl-tools clang cmake gperf
   python3 strace gdb
 )
 
@@ -27,8 +27,20 @@ if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then
 fi
 
 build=${ABOX_BUILD_DIR:-build}
+# json-c and libseccomp for the musl CLI (see tools/musl-deps.sh); without
+# them the CLI is built on glibc, which starts slower
+fresh_deps=0
+if [ ! -f .deps/musl/lib/libseccomp.a ] || [ ! -f .deps/musl/lib/libjson-c.a ]; then
+  if bash tools/musl-deps.sh; then
+    fresh_deps=1
+  else
+    echo "bootstrap: the musl libraries could not be built; the CLI is built on glibc" >&2
+  fi
+fi
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" >/dev/null
+elif [ "$fresh_deps" = 1 ]; then
+  meson setup --reconfigure "$build" >/dev/null
 fi
 ninja -C "$build" >/dev/null
 echo "bootstrap: built $build/abox"
