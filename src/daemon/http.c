@@ -82,6 +82,11 @@ enum MHD_Result reply_error(struct request *rq, unsigned status, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* the daemon's own failures go to its log too (the journal under
+	 * systemd): a client may show only the first line, or nothing */
+	if (status >= 500)
+		fprintf(stderr, "aboxd: %s %s: %u: %s\n", rq->method ? rq->method : "?", rq->url ? rq->url : "?",
+			status, msg);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "code", json_object_new_int((int)status));
 	json_object_object_add(o, "message", json_object_new_string(msg));

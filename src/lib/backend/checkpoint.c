@@ -72,11 +72,20 @@ void checkpoint_log_tail(const char *log, char *out, size_t n)
 	_cleanup_free_ char *s = NULL;
 	if (read_file_at(AT_FDCWD, log, 8u << 20, &s, NULL) < 0)
 		return;
-	const char *lines[4] = { NULL };
-	unsigned k = 0;
-	for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+	/* the last error lines, or else the last lines at all: a log
+	 * without one (the checkpointer died early, or failed quietly)
+	 * must still say something */
+	const char *lines[4] = { NULL }, *last[4] = { NULL };
+	unsigned k = 0, all = 0;
+	for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		last[all++ % 4] = l;
 		if (strstr(l, "Error") || strstr(l, "error"))
 			lines[k++ % 4] = l;
+	}
+	if (k == 0) {
+		memcpy(lines, last, sizeof(lines));
+		k = all;
+	}
 	for (unsigned i = k > 4 ? k - 4 : 0; i < k; i++) {
 		size_t len = strlen(out);
 		safe_snprintf(out + len, n - len, "\n  %s", lines[i % 4]);
