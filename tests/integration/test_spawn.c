@@ -5,9 +5,11 @@
  * attached by the kernel and kept in its first ptrace stop. The watchdog
  * must kill it, the exec must fail with a message saying so, and init must
  * serve the next command. */
+#include <abox/abox.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,4 +245,75 @@ Test(spawn, forked_commands_where_asked)
 	ABOX(&r, "kill", id);
 	run_result_free(&r);
 	free(id);
+}
+
+/* The creating thread makes the sandbox's network namespace itself
+ * (net_namespace_new) and must come back to its own: a daemon thread left
+ * in a sandbox's namespace would open its later sockets there. */
+static void net_ns_of(const char *proc_path, char *out, size_t n)
+{
+	ssize_t k = readlink(proc_path, out, n - 1);
+	cr_assert_gt(k, 0, "readlink %s: %s", proc_path, strerror(errno));
+	out[k] = '\0';
+}
+
+struct thread_create {
+	abox_ctx *ctx;
+	char before[64], after[64], sandbox[64];
+	int r;
+	char msg[512];
+};
+
+static void *create_in_thread(void *p)
+{
+	struct thread_create *t = p;
+	abox_error err = ABOX_ERROR_INIT;
+	net_ns_of("/proc/thread-self/ns/net", t->before, sizeof(t->before));
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	so.timeout_ms = 60000;
+	abox_sandbox *sb = NULL;
+	t->r = abox_sandbox_create(t->ctx, &so, &sb, &err);
+	snprintf(t->msg, sizeof(t->msg), "%s", err.msg);
+	net_ns_of("/proc/thread-self/ns/net", t->after, sizeof(t->after));
+	if (t->r == 0) {
+		abox_sandbox_info info = { .version = ABOX_SANDBOX_INFO_VERSION };
+		if (abox_sandbox_info_get(t->ctx, abox_sandbox_id(sb), &info, NULL) == 0) {
+			char p2[64];
+			snprintf(p2, sizeof(p2), "/proc/%d/ns/net", info.pid);
+			ssize_t k = readlink(p2, t->sandbox, sizeof(t->sandbox) - 1);
+			t->sandbox[k > 0 ? k : 0] = '\0';
+			abox_sandbox_info_clear(&info);
+		}
+		(void)abox_sandbox_kill(sb, NULL);
+		abox_sandbox_free(sb);
+	}
+	return NULL;
+}
+
+Test(spawn, the_creating_thread_stays_in_its_own_network_namespace)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	struct thread_create t = { 0 };
+	cr_assert_eq(abox_ctx_new(NULL, &t.ctx, &err), 0, "%s", err.msg);
+	char main_before[64], main_after[64];
+	net_ns_of("/proc/thread-self/ns/net", main_before, sizeof(main_before));
+	/* once from this thread, once from another one */
+	for (int round = 0; round < 2; round++) {
+		memset(t.before, 0, sizeof(t.before));
+		memset(t.sandbox, 0, sizeof(t.sandbox));
+		if (round == 0) {
+			create_in_thread(&t);
+		} else {
+			pthread_t th;
+			cr_assert_eq(pthread_create(&th, NULL, create_in_thread, &t), 0);
+			cr_assert_eq(pthread_join(th, NULL), 0);
+		}
+		cr_assert_eq(t.r, 0, "create: %s", t.msg);
+		cr_assert_str_eq(t.after, t.before, "round %d: the thread came back to %s", round, t.before);
+		cr_assert_neq(t.sandbox[0], '\0', "round %d: the sandbox's namespace was read", round);
+		cr_assert_str_neq(t.sandbox, t.before, "round %d: the sandbox has a namespace of its own", round);
+	}
+	net_ns_of("/proc/thread-self/ns/net", main_after, sizeof(main_after));
+	cr_assert_str_eq(main_after, main_before);
+	abox_ctx_free(t.ctx);
 }
