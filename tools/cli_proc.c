@@ -48,7 +48,7 @@ int cli_signals_block(void)
 	sigprocmask(SIG_BLOCK, &mask, &saved_mask);
 	signal(SIGPIPE, SIG_IGN);
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		cli_err("pipe: %s", strerror(errno));
+		cli_err("pipe: %s", abox_strerror(errno));
 		return -1;
 	}
 	struct sigaction sa = { .sa_handler = on_signal };

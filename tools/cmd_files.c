@@ -277,7 +277,7 @@ static int cp_out(abox_sandbox *sb, const char *src, const char *dst, const char
 			safe_snprintf(target, sizeof(target), "%s", dst);
 		int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			cli_err("cp: create '%s': %s", target, strerror(errno));
+			cli_err("cp: create '%s': %s", target, abox_strerror(errno));
 			return EXIT_ABOX;
 		}
 		struct fd_sink s = { fd };
@@ -291,12 +291,12 @@ static int cp_out(abox_sandbox *sb, const char *src, const char *dst, const char
 	}
 	/* a folder: like `docker cp`, DST becomes the copy (made if missing) */
 	if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
-		cli_err("cp: mkdir '%s': %s", dst, strerror(errno));
+		cli_err("cp: mkdir '%s': %s", dst, abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		cli_err("cp: open '%s': %s", dst, strerror(errno));
+		cli_err("cp: open '%s': %s", dst, abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	abox_file_info *v = NULL;
@@ -318,13 +318,13 @@ static int cp_out(abox_sandbox *sb, const char *src, const char *dst, const char
 		if (v[i].type == ABOX_FILE_DIR) {
 			int r = mkdir_beneath(dfd, rel);
 			if (r < 0) {
-				cli_err("cp: mkdir '%s/%s': %s", dst, rel, strerror(-r));
+				cli_err("cp: mkdir '%s/%s': %s", dst, rel, abox_strerror(-r));
 				rc = EXIT_ABOX;
 			}
 		} else if (v[i].type == ABOX_FILE_REGULAR) {
 			int fd = open_beneath(dfd, rel, O_WRONLY | O_CREAT | O_TRUNC, v[i].mode & 0777);
 			if (fd < 0) {
-				cli_err("cp: create '%s/%s': %s", dst, rel, strerror(errno));
+				cli_err("cp: create '%s/%s': %s", dst, rel, abox_strerror(errno));
 				rc = EXIT_ABOX;
 				break;
 			}
@@ -389,20 +389,20 @@ static int cp_in(abox_sandbox *sb, const char *src, const char *dst, const char 
 	abox_error err = ABOX_ERROR_INIT;
 	struct stat st;
 	if (stat(src, &st) < 0) {
-		cli_err("cp: '%s': %s", src, strerror(errno));
+		cli_err("cp: '%s': %s", src, abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		int fd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
-			cli_err("cp: open '%s': %s", src, strerror(errno));
+			cli_err("cp: open '%s': %s", src, abox_strerror(errno));
 			return EXIT_ABOX;
 		}
 		return cp_in_tree(sb, fd, src, dst, user, 0);
 	}
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		cli_err("cp: open '%s': %s", src, strerror(errno));
+		cli_err("cp: open '%s': %s", src, abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	char to[4096];

@@ -67,7 +67,7 @@ static int exec_daemon(char **argv)
 			continue;
 		argv[0] = (char *)cands[i];
 		execv(cands[i], argv);
-		cli_err("serve: exec %s: %s", cands[i], strerror(errno));
+		cli_err("serve: exec %s: %s", cands[i], abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	cli_err("serve: aboxd is not installed (looked next to abox and in " ABOX_SBINDIR ")");
@@ -92,7 +92,7 @@ static int exec_remote_cli(char **argv)
 			continue;
 		argv[0] = (char *)cands[i];
 		execv(cands[i], argv);
-		cli_err("remote: exec %s: %s", cands[i], strerror(errno));
+		cli_err("remote: exec %s: %s", cands[i], abox_strerror(errno));
 		return EXIT_ABOX;
 	}
 	cli_err("remote: abox-remote (the CLI with the remote backend) is not installed "

@@ -26,6 +26,12 @@ typedef struct abox_error {
 /* Clears an error so it can be reused. Accepts NULL. */
 ABOX_EXPORT void abox_error_clear(abox_error *err);
 
+/* The text abox's messages use for an errno value ("No such file or
+ * directory"): the same whatever C library a program is built on (those of
+ * glibc), so that a message reads the same from the CLI, the daemon and
+ * the library. Never NULL; static storage. */
+ABOX_EXPORT const char *abox_strerror(int code);
+
 #ifdef __cplusplus
 }
 #endif

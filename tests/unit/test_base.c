@@ -128,3 +128,16 @@ Test(base, read_file_limit)
 	unlink(path);
 	cr_assert_eq(read_file_at(AT_FDCWD, path, 5, &s, &n), -ENOENT);
 }
+
+/* the same words on every C library: glibc's, which musl does not share
+ * for all codes ("Resource busy", "Filename too long", ...) */
+Test(base, abox_strerror_is_the_same_on_every_libc)
+{
+	cr_assert_str_eq(abox_strerror(ENOENT), "No such file or directory");
+	cr_assert_str_eq(abox_strerror(EBUSY), "Device or resource busy");
+	cr_assert_str_eq(abox_strerror(ENAMETOOLONG), "File name too long");
+	cr_assert_str_eq(abox_strerror(ELOOP), "Too many levels of symbolic links");
+	cr_assert_str_eq(abox_strerror(ENOMEM), "Cannot allocate memory");
+	cr_assert_str_eq(abox_strerror(-EXDEV), "Invalid cross-device link");
+	cr_assert_not_null(abox_strerror(4095));
+}

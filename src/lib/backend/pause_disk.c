@@ -108,7 +108,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || syncfs(dfd) < 0)
 		backend_log(ctx, ABOX_LOG_WARNING, "pause %s: flushing the checkpoint in %s failed: %s", sb->id, dir,
-			    strerror(errno));
+			    abox_strerror(errno));
 	if (dfd >= 0)
 		close(dfd);
 	/* the processes are gone: the record now stands on the new layer

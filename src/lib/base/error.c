@@ -15,6 +15,14 @@ void abox_error_clear(abox_error *err)
 	err->msg[0] = '\0';
 }
 
+const char *abox_strerror(int code)
+{
+	const char *s = errno_name(code < 0 ? -code : code);
+	/* codes outside the table are rare enough for the C library's own
+	 * words */
+	return s ? s : strerror(code < 0 ? -code : code);
+}
+
 static size_t put_str(char *buf, size_t size, size_t pos, const char *s, size_t max)
 {
 	if (!s)

@@ -95,11 +95,12 @@ int64_t remote_time_ms(const char *s)
 int remote_refine(int e, const char *msg)
 {
 	/* the wire's codes are coarser than errno (invalid_argument is also
-	 * ENOTDIR and EISDIR); the daemon's message ends with strerror() */
+	 * ENOTDIR and EISDIR); the daemon's message ends with the errno's
+	 * text, which abox_strerror gives alike on every C library */
 	static const int precise[] = { ENOTDIR, EISDIR, ENOSPC, ENAMETOOLONG, ELOOP, ENOTEMPTY, EROFS, EFBIG, EXDEV };
 	size_t ml = msg ? strlen(msg) : 0;
 	for (size_t i = 0; ml && i < ELEMENTSOF(precise); i++) {
-		const char *s = strerror(precise[i]);
+		const char *s = abox_strerror(precise[i]);
 		size_t sl = strlen(s);
 		if (ml >= sl && !strcmp(msg + ml - sl, s))
 			return precise[i];
