@@ -348,3 +348,11 @@ void sandbox_suite_fini(void)
 	if (is_root())
 		leak_check_end();
 }
+
+void run_abox_ok(const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "abox %s exited %d: %s", args[0], r.status, r.err);
+	run_result_free(&r);
+}

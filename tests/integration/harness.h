@@ -23,6 +23,10 @@ void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, co
 void run_abox_argv(struct run_result *r, const char *const *argv);
 #define ABOX(r, ...) run_abox((r), NULL, 0, (const char *const[]){ __VA_ARGS__, NULL })
 void run_result_free(struct run_result *r);
+/* Runs `abox ARGS...` and asserts it exits 0 (its stderr in the failure
+ * message); the output is dropped. */
+void run_abox_ok(const char *const *args);
+#define ABOX_OK(...) run_abox_ok((const char *const[]){ __VA_ARGS__, NULL })
 
 /* Starts abox in the background with stdout/stderr to pipes: returns its pid;
  * *out_fd / *err_fd are the read ends. */

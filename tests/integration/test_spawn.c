@@ -92,12 +92,8 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 	 * alone nothing could hold the child and no watchdog is armed), and a
 	 * first command: the watchdog thread exists from here on, and only
 	 * init's main thread is traced below */
-	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "true");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", "-d", id, "--", "sleep", "600");
+	ABOX_OK("exec", id, "--", "true");
 	pid_t init = init_pid(id);
 	cr_assert_eq(ptrace(PTRACE_SEIZE, init, NULL, (void *)(long)PTRACE_O_TRACEVFORK), 0,
 		     "trace init: %s", strerror(errno));
@@ -139,9 +135,7 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_str_eq(r.out, "served\n");
 	run_result_free(&r);
-	ABOX(&r, "kill", id);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("kill", id);
 	free(id);
 }
 
@@ -193,16 +187,10 @@ Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 	pid_t init = init_pid(id);
 	cr_assert_eq(init_threads(init), 1, "a new sandbox: init alone");
 	struct run_result r;
-	ABOX(&r, "exec", id, "--", "true");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "true");
 	cr_assert_eq(init_threads(init), 1, "init alone in the sandbox: nothing to guard against");
-	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "true");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", "-d", id, "--", "sleep", "600");
+	ABOX_OK("exec", id, "--", "true");
 	cr_assert_eq(init_threads(init), 2, "the watchdog runs after a start beside another process");
 	int n = 2;
 	for (int i = 0; i < 100 && n == 2; i++) {
@@ -229,9 +217,7 @@ Test(spawn, forked_commands_where_asked)
 	unsetenv("ABOX_INIT_SPAWN");
 	pid_t init = init_pid(id);
 	struct run_result r;
-	ABOX(&r, "exec", "-d", id, "--", "sleep", "600");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", "-d", id, "--", "sleep", "600");
 	check_command_setup(id);
 	cr_assert_eq(init_threads(init), 1, "forked: no watchdog thread");
 	ABOX(&r, "exec", id, "--", "no-such-command-here");

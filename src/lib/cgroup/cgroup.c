@@ -284,8 +284,8 @@ static int enable_v2(const struct cg_layout *l, abox_error *err)
 	return 0;
 }
 
-/* Any failure fails the whole create, so on success every limit asked for
- * was written and cg->lim is simply the request. */
+/* Writes the limits in lim that are set. Any failure fails the whole
+ * create, so on success cg->lim (the request, from _begin) holds. */
 static int write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err)
 {
 	const struct cg_dir *m = lim->memory_bytes ? &cg->dir[cg->ctl[CG_MEMORY]] : NULL;
@@ -322,7 +322,6 @@ static int write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		if (r < 0)
 			return r;
 	}
-	cg->lim = *lim;
 	return 0;
 }
 
@@ -493,14 +492,13 @@ int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, bool 
 			cg->ctl[c] = r;
 		}
 	}
-	struct cg_limits all = cg->lim, lim = all;
+	struct cg_limits lim = cg->lim;
 	if (defer_cpu)
 		lim.cpu_millis = 0;
 	r = write_limits(cg, &lim, err);
-	cg->lim = all;
 	if (r < 0)
 		return r;
-	cg->cpu_pending = defer_cpu && all.cpu_millis;
+	cg->cpu_pending = defer_cpu && cg->lim.cpu_millis;
 	cg->finished = true;
 	return 0;
 }
@@ -509,9 +507,8 @@ int cgroup_create_cpu(struct cg_sandbox *cg, abox_error *err)
 {
 	if (!cg || !cg->cpu_pending)
 		return 0;
-	struct cg_limits all = cg->lim, lim = { .cpu_millis = all.cpu_millis };
+	struct cg_limits lim = { .cpu_millis = cg->lim.cpu_millis };
 	int r = write_limits(cg, &lim, err);
-	cg->lim = all;
 	if (r >= 0)
 		cg->cpu_pending = false;
 	return r;

@@ -238,7 +238,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	/* Nothing we mount may propagate back to the host's namespace. */
 	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
 		return abox_error_prefix(err, "make / private");
-	rootfs_mark(plan->marks, MARK_PRIVATE);
+	spawn_mark(plan->marks, MARK_PRIVATE);
 
 	/* The writable layer: its size is the sandbox's disk limit. */
 	uint64_t inodes = plan->disk_bytes / 8192;
@@ -318,14 +318,14 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	}
 	if (plan->restore)
 		return 0;
-	rootfs_mark(plan->marks, MARK_LAYER);
+	spawn_mark(plan->marks, MARK_LAYER);
 
 	if ((r = setup_dev(root, plan->init_in_dev, err)) < 0)
 		return r;
-	rootfs_mark(plan->marks, MARK_DEV);
+	spawn_mark(plan->marks, MARK_DEV);
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)
 		return r;
-	rootfs_mark(plan->marks, MARK_PROC);
+	spawn_mark(plan->marks, MARK_PROC);
 
 	/* pivot_root and detach the old root: unlike chroot, no fd or cwd
 	 * trick can walk back up to the host's tree afterwards. */
@@ -337,6 +337,6 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		return abox_error_set(err, errno, "detach old root");
 	if (chdir("/") < 0)
 		return abox_error_set(err, errno, "chdir /");
-	rootfs_mark(plan->marks, MARK_PIVOT);
+	spawn_mark(plan->marks, MARK_PIVOT);
 	return 0;
 }

@@ -143,7 +143,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	abox_error e = ABOX_ERROR_INIT;
 	int r;
 
-	rootfs_mark(cfg->rootfs.marks, MARK_STARTED);
+	spawn_mark(cfg->rootfs.marks, MARK_STARTED);
 	/* Leaves the sandbox if the creator dies before init runs: no
 	 * half-made sandbox survives a killed `abox`. init clears it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -209,13 +209,13 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		close(got[i]);
 	}
 	close(sync_fd);
-	rootfs_mark(cfg->rootfs.marks, MARK_JOINED);
+	spawn_mark(cfg->rootfs.marks, MARK_JOINED);
 
 	if ((r = rootfs_sys(sysfs_fd, &e)) < 0)
 		child_fail(err_fd, &e);
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
-	rootfs_mark(cfg->rootfs.marks, MARK_SYS);
+	spawn_mark(cfg->rootfs.marks, MARK_SYS);
 	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) {
 		abox_error_set(&e, errno, "sethostname");
 		child_fail(err_fd, &e);
@@ -266,7 +266,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, -r, "install seccomp filter");
 		child_fail(err_fd, &e);
 	}
-	rootfs_mark(cfg->rootfs.marks, MARK_CONFINED);
+	spawn_mark(cfg->rootfs.marks, MARK_CONFINED);
 	umask(022);
 	static char *const envp[] = { NULL };
 	if (cfg->rootfs.init_in_dev)
@@ -298,11 +298,11 @@ struct in_netns {
 static int in_new_netns(void *ud, abox_error *err)
 {
 	struct in_netns *n = ud;
-	rootfs_mark(n->marks, MARK_P_NETNS);
+	spawn_mark(n->marks, MARK_P_NETNS);
 	int r = net_loopback_up(err);
 	if (r < 0)
 		return r;
-	rootfs_mark(n->marks, MARK_P_LO);
+	spawn_mark(n->marks, MARK_P_LO);
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {
 		if (err)
@@ -371,7 +371,7 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	size_t ngive = 0;
 	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1 };
 	r = net_namespace_new(in_new_netns, &inn, err);
-	rootfs_mark(cfg->rootfs.marks, MARK_P_NET);
+	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;
 	if (r >= 0) {
 		give[ngive++] = r;
@@ -387,7 +387,7 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		if (r >= 0)
 			r = cgroup_open_self_attach(cfg->cg, give + ngive, ELEMENTSOF(give) - ngive, &nattach, err);
 		ngive += nattach;
-		rootfs_mark(cfg->rootfs.marks, MARK_P_CGROUPS);
+		spawn_mark(cfg->rootfs.marks, MARK_P_CGROUPS);
 	}
 	if (r >= 0 && (r = send_fds(sync[0], sysfs_fd >= 0 ? 's' : 'n', give, ngive)) < 0)
 		abox_error_set(err, -r, "hand the network namespace and cgroups to the sandbox child");
