@@ -105,13 +105,29 @@ static const char *const proc_masked_dirs[] = { "acpi", "scsi", "asound", "drive
  * kernel (sysctl, irq affinity, bus devices, filesystems). */
 static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs" };
 
+/* The first mask is an empty read-only tmpfs; later ones are binds of it
+ * (one superblock to make and tear down instead of one per mask). Its
+ * O_PATH fd lives in the sandbox child only and is closed on exec. */
+static int mask_fd = -1;
+
 static int mask_tmpfs(const char *p, abox_error *err)
 {
+	if (mask_fd >= 0) {
+		char src[64];
+		safe_snprintf(src, sizeof(src), "/proc/self/fd/%d", mask_fd);
+		if (mount(src, p, NULL, MS_BIND, NULL) == 0)
+			return 0;
+		if (errno == ENOENT)
+			return 0;
+		/* no /proc to name it by: a tmpfs of its own */
+	}
 	if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1") < 0) {
 		if (errno == ENOENT)
 			return 0;
 		return abox_error_set(err, errno, "mask '%s'", p);
 	}
+	if (mask_fd < 0)
+		mask_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return 0;
 }
 
