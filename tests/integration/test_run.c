@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -469,6 +470,38 @@ Test(run, gc_cleans_after_a_sigkilled_abox_and_spares_live_ones)
 	cr_assert_eq(wait_exit(live), 0, "the live sandbox was hurt by gc");
 	cr_assert(strstr(out, "still-here"), "%s", out);
 	free(out);
+}
+
+/* `abox run` keeps one locked record file (<id>.run) in the runtime
+ * folder, no folder of its own. One whose creator died before naming it
+ * (".new-<id>.run") goes after a grace period; a young one stays, for its
+ * creator may still be at work. */
+Test(run, gc_removes_stale_unnamed_run_records_only)
+{
+	const char *rt = getenv("ABOX_RUNTIME_DIR");
+	char dir[256], old[512], young[512];
+	snprintf(dir, sizeof(dir), "%s", rt && *rt ? rt : "/run/abox");
+	struct run_result r;
+	ABOX(&r, "run", "--", "true"); /* makes the runtime folder */
+	run_result_free(&r);
+	snprintf(old, sizeof(old), "%s/.new-0123456789abcdefghij.run", dir);
+	snprintf(young, sizeof(young), "%s/.new-abcdefghij0123456789.run", dir);
+	unlink(old);
+	unlink(young);
+	int fd = open(old, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	struct timespec t[2] = { { .tv_sec = time(NULL) - 60 }, { .tv_sec = time(NULL) - 60 } };
+	cr_assert_eq(futimens(fd, t), 0);
+	close(fd);
+	fd = open(young, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	ABOX(&r, "gc");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	cr_assert_neq(access(old, F_OK), 0, "a stale record stayed");
+	cr_assert_eq(access(young, F_OK), 0, "a young record was removed");
+	unlink(young);
 }
 
 Test(run, sigint_is_not_held_back_by_unread_stdin)

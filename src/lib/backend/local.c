@@ -431,7 +431,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	 * that `abox gc` cleans up from */
 	char planned[8192];
 	if ((r = cgroup_planned_dirs(&ctx->cg, sb->id, planned, sizeof(planned), err)) < 0 ||
-	    (r = store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0 ||
+	    (r = (o.flags & ABOX_SANDBOX_EPHEMERAL) ? store_runrec_write(sb->rundir_fd, planned, err)
+						    : store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, planned, err)) < 0 ||
 	    (!(o.flags & ABOX_SANDBOX_EPHEMERAL) &&
 	     (r = store_rundir_record(sb->rundir_fd, STORE_ROOT_FILE, ctx->state_dir, err)) < 0)) {
 		abox_error_prefix(err, "create");
@@ -477,7 +478,10 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 
 	struct spawn_config cfg = {
 		.rootfs = {
-			.scratch = sb->rundir,
+			/* an ephemeral sandbox has a record file, not a folder:
+			 * its layer is mounted over the runtime folder itself,
+			 * in the child's own mount namespace only */
+			.scratch = (o.flags & ABOX_SANDBOX_EPHEMERAL) ? ctx->runtime_dir : sb->rundir,
 			.lower = o.snapshot ? stk.root_lower : tmpl.root,
 			.ntrees = tmpl.ntrees,
 			.disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK,

@@ -1,8 +1,9 @@
 /* store/gc.c — removes what dead sandboxes left behind.
  *
- * A sandbox's runtime folder is locked for as long as its owner lives; if
- * the owner was SIGKILLed (nothing can run on its way out), the folder, its
- * socket and the empty cgroups it recorded stay. gc takes the lock of each
+ * A sandbox's runtime folder (an ephemeral one's record file, <id>.run) is
+ * locked for as long as its owner lives; if the owner was SIGKILLed
+ * (nothing can run on its way out), the folder, its socket and the empty
+ * cgroups it recorded stay. gc takes the lock of each
  * folder it finds: a lock it gets belongs to a dead sandbox. Recorded
  * cgroup paths are trusted only when they lie under one of this host's
  * cgroup mounts and end in "abox-<id>" for the folder's own id, so a
@@ -164,6 +165,40 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 	return true;
 }
 
+/* An ephemeral sandbox's record file (<id>.run): the cgroups it lists
+ * are removed once nobody holds its lock. True when it removed it. */
+static bool clean_run_record(int rtfd, const char *name, const char *id, const struct cg_layout *l)
+{
+	_cleanup_close_ int fd = openat(rtfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return false; /* its `abox run` is still at work */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (id) {
+		char rec[65536];
+		ssize_t n = pread(fd, rec, sizeof(rec) - 1, 0);
+		if (n < 0)
+			return false;
+		rec[n] = '\0';
+		if (!l || !remove_recorded(rec, id, l))
+			return false; /* keep the record: the next gc tries again */
+	}
+	(void)unlinkat(rtfd, name, 0);
+	return true;
+}
+
+/* Whether name is "<id>.run"; its id in id */
+static bool run_record_id(const char *name, char id[21])
+{
+	size_t n = strlen(name), k = strlen(STORE_RUN_SUFFIX);
+	if (n != 20 + k || strcmp(name + 20, STORE_RUN_SUFFIX) != 0)
+		return false;
+	memcpy(id, name, 20);
+	id[20] = '\0';
+	return is_id(id);
+}
+
 /* Records of sandboxes whose runtime folder is gone (a reboot empties
  * /run): dead by definition once their init is. */
 static unsigned clean_records(const char *runtime_dir, const char *state_dir, const struct cg_layout *l)
@@ -215,9 +250,19 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 	time_t now = time(NULL);
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
+		char id[21];
 		if (is_id(name)) {
 			if (clean_one(dirfd(d), name, name, state_dir, layout))
 				n++;
+		} else if (run_record_id(name, id)) {
+			if (clean_run_record(dirfd(d), name, id, layout))
+				n++;
+		} else if (strncmp(name, ".new-", 5) == 0 && run_record_id(name + 5, id)) {
+			/* a creator that died before its rename made no cgroup
+			 * yet; a live one holds the lock */
+			struct stat st;
+			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 10)
+				(void)clean_run_record(dirfd(d), name, NULL, NULL);
 		} else if (strncmp(name, ".new-", 5) == 0 && is_id(name + 5)) {
 			/* a creator that died before its rename; give a live one
 			 * time to finish (it holds the lock anyway) */

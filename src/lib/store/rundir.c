@@ -52,6 +52,31 @@ static int make_locked(const char *runtime_dir, const char *id, const char *d, i
 	return 0;
 }
 
+/* The same for an ephemeral sandbox's record file: made as
+ * ".new-<id>.run", locked, then renamed. */
+static int make_locked_file(const char *runtime_dir, const char *id, const char *f, int *fd_out, abox_error *err)
+{
+	char tmp[4096];
+	safe_snprintf(tmp, sizeof(tmp), "%s/.new-%s" STORE_RUN_SUFFIX, runtime_dir, id);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return abox_error_set(err, errno, "create '%s'", tmp);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, f) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return abox_error_set(err, e, "create '%s'", f);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+static bool is_run_record(const char *path)
+{
+	size_t n = strlen(path), k = strlen(STORE_RUN_SUFFIX);
+	return n > k && strcmp(path + n - k, STORE_RUN_SUFFIX) == 0;
+}
+
 int store_rundir_create(const char *runtime_dir, const char *id, bool private_link, char **dir, int *dir_fd,
 			int *listen_fd, int *conn_fd, abox_error *err)
 {
@@ -60,12 +85,12 @@ int store_rundir_create(const char *runtime_dir, const char *id, bool private_li
 		return r;
 	_cleanup_free_ char *d = NULL;
 	_cleanup_close_ int dfd = -EBADF;
-	if (asprintf(&d, "%s/%s", runtime_dir, id) < 0)
-		return abox_error_set(err, ENOMEM, "rundir");
-	if ((r = make_locked(runtime_dir, id, d, &dfd, err)) < 0)
-		return r;
 
 	if (private_link) {
+		if (asprintf(&d, "%s/%s" STORE_RUN_SUFFIX, runtime_dir, id) < 0)
+			return abox_error_set(err, ENOMEM, "rundir");
+		if ((r = make_locked_file(runtime_dir, id, d, &dfd, err)) < 0)
+			return r;
 		/* nobody else will ever connect: a connected pair, and no
 		 * socket file to make and remove */
 		int sp[2];
@@ -80,6 +105,10 @@ int store_rundir_create(const char *runtime_dir, const char *id, bool private_li
 		*dir = TAKE_PTR(d);
 		return 0;
 	}
+	if (asprintf(&d, "%s/%s", runtime_dir, id) < 0)
+		return abox_error_set(err, ENOMEM, "rundir");
+	if ((r = make_locked(runtime_dir, id, d, &dfd, err)) < 0)
+		return r;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", d);
 	_cleanup_close_ int l = -EBADF, c = -EBADF;
@@ -124,10 +153,23 @@ int store_rundir_record(int dir_fd, const char *name, const char *content, abox_
 	return 0;
 }
 
+int store_runrec_write(int fd, const char *content, abox_error *err)
+{
+	int r = write_full(fd, content, strlen(content));
+	if (r < 0)
+		return abox_error_set(err, -r, "record the cgroups");
+	return 0;
+}
+
 int store_rundir_remove(const char *dir, abox_error *err)
 {
 	if (!dir)
 		return 0;
+	if (is_run_record(dir)) {
+		if (unlink(dir) < 0 && errno != ENOENT)
+			return abox_error_set(err, errno, "remove '%s'", dir);
+		return 0;
+	}
 	char p[4096];
 	snprintf(p, sizeof(p), "%s/" STORE_CGROUPS_FILE, dir);
 	if (unlink(p) < 0 && errno != ENOENT)
