@@ -17,9 +17,10 @@
 #include <sys/stat.h>
 
 #include "seccomp/policy_internal.h"
+#include "seccomp_rev.h"
 
 /* Bump whenever the compiler's output for the same inputs changes. */
-#define CACHE_FORMAT 1
+#define CACHE_FORMAT 3
 #define CACHE_MAGIC "ABOXBPF"
 
 struct cache_header {
@@ -30,21 +31,33 @@ struct cache_header {
 	uint32_t kernel;
 	uint64_t caps;
 	char abox_version[16];
+	char compiler[16]; /* ABOX_SECCOMP_REV: this build's compiler */
 	uint32_t policy_len;
 	uint32_t insn_count;
-	uint64_t checksum; /* FNV-1a of everything after the header */
+	uint64_t checksum; /* hash64 of the policy, then of the program */
 };
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+/* A 64-bit hash, 8 bytes per step (the tail byte by byte). The cache
+ * folder is checked to be ours and closed to others, so this guards
+ * against a damaged file, not a forged one. Byte-wise FNV-1a over the
+ * ≈ 40 KB of policy and program took ≈ 50 µs of every create.
+ * Not split-invariant: hash the same pieces on write and on read. */
+static uint64_t hash64(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, s, sizeof(w));
+		h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+		h ^= h >> 29;
+	}
+	for (; n; s++, n--) {
+		h ^= *s;
 		h *= UINT64_C(0x100000001b3);
 	}
 	return h;
 }
-#define FNV_INIT UINT64_C(0xcbf29ce484222325)
+#define HASH_INIT UINT64_C(0xcbf29ce484222325)
 
 static void fill_header(struct cache_header *h, const struct policy_env *env, size_t policy_len)
 {
@@ -57,6 +70,7 @@ static void fill_header(struct cache_header *h, const struct policy_env *env, si
 	h->kernel = env->kernel;
 	h->caps = env->caps;
 	snprintf(h->abox_version, sizeof(h->abox_version), "%s", ABOX_VERSION_STRING);
+	memcpy(h->compiler, ABOX_SECCOMP_REV, sizeof(h->compiler));
 	h->policy_len = (uint32_t)policy_len;
 }
 
@@ -65,8 +79,8 @@ static void entry_name(const struct cache_header *h, const char *policy, size_t 
 {
 	/* Only the fields that describe the inputs (not insn_count or
 	 * checksum, which describe the output). */
-	uint64_t k = fnv1a(FNV_INIT, h, offsetof(struct cache_header, insn_count));
-	k = fnv1a(k, policy, len);
+	uint64_t k = hash64(HASH_INIT, h, offsetof(struct cache_header, insn_count));
+	k = hash64(k, policy, len);
 	snprintf(buf, n, "%016llx.bpf", (unsigned long long)k);
 }
 
@@ -128,7 +142,8 @@ static int cache_read(int dfd, const char *name, const struct cache_header *want
 	if (memcmp(&h, want, offsetof(struct cache_header, insn_count)) != 0 || h.insn_count == 0 ||
 	    h.insn_count > BPF_MAXINSNS ||
 	    body != h.policy_len + (size_t)h.insn_count * sizeof(struct sock_filter) ||
-	    fnv1a(FNV_INIT, buf + sizeof(h), body) != h.checksum ||
+	    hash64(hash64(HASH_INIT, buf + sizeof(h), h.policy_len), buf + sizeof(h) + h.policy_len,
+		   body - h.policy_len) != h.checksum ||
 	    memcmp(buf + sizeof(h), policy, h.policy_len) != 0)
 		return -EBADMSG;
 
@@ -156,7 +171,7 @@ static int cache_write(int dfd, const char *name, const struct cache_header *hdr
 	struct cache_header h = *hdr;
 	size_t bytes = (size_t)b->len * sizeof(struct sock_filter);
 	h.insn_count = b->len;
-	h.checksum = fnv1a(fnv1a(FNV_INIT, policy, h.policy_len), b->insns, bytes);
+	h.checksum = hash64(hash64(HASH_INIT, policy, h.policy_len), b->insns, bytes);
 
 	_cleanup_close_ int fd =
 	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
