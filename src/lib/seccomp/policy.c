@@ -305,6 +305,39 @@ static int build_filter(const struct build *bd, bool cond, uint32_t def, const u
 	return 0;
 }
 
+/* The no-args part of an x86_64-only policy as ranges (policy_ranges.c)
+ * in place of libseccomp's program b, when the two agree; b stays
+ * otherwise. */
+static void try_ranges(const struct build *bd, struct sock_filter **b, size_t *nb)
+{
+	size_t n = 0;
+	_cleanup_free_ int *nrs = calloc(bd->n_plain ? bd->n_plain : 1, sizeof(int));
+	_cleanup_free_ uint32_t *acts = calloc(bd->n_plain ? bd->n_plain : 1, sizeof(uint32_t));
+	if (!nrs || !acts)
+		return;
+	for (size_t p = 0; p < bd->n_plain; p++) {
+		const struct plain *e = &bd->plain[p];
+		/* the same syscalls add_plain gives libseccomp (collect_plain
+		 * sorted them and refused disagreeing twins) */
+		if (e->nr < 0 || (n > 0 && nrs[n - 1] == e->nr) ||
+		    !on_arch(SCMP_ARCH_X86_64, bd->d->rules[e->pos].names[e->name]))
+			continue;
+		nrs[n] = e->nr;
+		acts[n++] = e->action;
+	}
+	struct policy_bpf ours = { 0 };
+	if (policy_ranges_build(bd->d->default_action, nrs, acts, n, &ours) < 0)
+		return;
+	struct policy_bpf theirs = { .insns = *b, .len = (unsigned short)*nb };
+	if (ours.len < *nb && policy_ranges_agree(&ours, &theirs)) {
+		free(*b);
+		*b = ours.insns;
+		*nb = ours.len;
+		return;
+	}
+	policy_bpf_free(&ours);
+}
+
 static int compile_doc(const struct policy_doc *d, const struct policy_env *env_in,
 		       struct policy_bpf *out, abox_error *err)
 {
@@ -340,6 +373,8 @@ static int compile_doc(const struct policy_doc *d, const struct policy_env *env_
 		return r;
 	if ((r = export_bpf(main, d->source, &b, &nb, err)) < 0)
 		return r;
+	if (n_arches == 1 && arches[0] == SCMP_ARCH_X86_64)
+		try_ranges(&bd, &b, &nb);
 	if (na + nb > BPF_MAXINSNS)
 		return abox_error_setx(
 		    err, E2BIG,

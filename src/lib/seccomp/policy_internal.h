@@ -77,6 +77,16 @@ void policy_env_resolve(const struct policy_env *in, struct policy_env *out);
 struct seccomp_data;
 int policy_bpf_run(const struct policy_bpf *b, const struct seccomp_data *d, uint32_t *ret);
 
+/* The no-args part of an x86_64-only program as a binary search over
+ * ranges of syscall numbers (policy_ranges.c): nrs sorted and distinct,
+ * acts_of[i] the action of nrs[i], def everywhere else. -E2BIG when the
+ * ranges are too many for BPF's short jumps. */
+int policy_ranges_build(uint32_t def, const int *nrs, const uint32_t *acts_of, size_t n,
+			struct policy_bpf *out);
+/* Whether two such programs return the same for every syscall number that
+ * exists and at the edges of the number space, on x86_64 and elsewhere. */
+bool policy_ranges_agree(const struct policy_bpf *a, const struct policy_bpf *b);
+
 /* Checks a compiled program against the policy it came from (see
  * policy_verify.c); -EPROTO with a message when they disagree. */
 int policy_verify(const struct policy_doc *d, const struct policy_env *env, const uint32_t *arches,
