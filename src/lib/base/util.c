@@ -85,6 +85,11 @@ int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *
 	if (fd < 0)
 		return -errno;
 	size_t cap = 4096 < limit ? 4096 : limit, n = 0;
+	/* a regular file says how big it is: one buffer, no regrowth (a
+	 * file that grows meanwhile still grows the buffer below) */
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size < limit ? (size_t)st.st_size + 1 : limit;
 	_cleanup_free_ char *buf = malloc(cap + 1);
 	if (!buf)
 		return -ENOMEM;

@@ -273,8 +273,8 @@ static int pick_mount(const struct mount_table *t, const char *self_text, const 
 	return 0;
 }
 
-/* "6.18.44-foo" >= major.minor? Unknown counts as no. */
-static bool release_at_least(const char *fs_prefix, unsigned major, unsigned minor)
+/* The kernel's major*1000+minor from "6.18.44-foo"; 0 when unknown. */
+static unsigned kernel_release(const char *fs_prefix)
 {
 	char path[4096];
 	_cleanup_free_ char *rel = NULL;
@@ -282,11 +282,11 @@ static bool release_at_least(const char *fs_prefix, unsigned major, unsigned min
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", fs_prefix) >=
 	    sizeof(path))
-		return false;
+		return 0;
 	if (read_file_at(AT_FDCWD, path, 256, &rel, NULL) < 0 ||
-	    sscanf(rel, "%u.%u", &ma, &mi) != 2)
-		return false;
-	return ma > major || (ma == major && mi >= minor);
+	    sscanf(rel, "%u.%u", &ma, &mi) != 2 || mi >= 1000)
+		return 0;
+	return ma * 1000 + mi;
 }
 
 /* Looks at the caller's v2 cgroup: which controllers it offers its children
@@ -321,8 +321,9 @@ static int probe_v2(struct cg_layout *l, const char *fs_prefix, bool v2_ctl[CG_C
 			v2_ctl[c] = c != CG_FREEZER && list_has(ctl, controller_names[c], ' ');
 	}
 	if (at_root) {
-		*freeze = release_at_least(fs_prefix, 5, 2);
-		l->v2_kill = release_at_least(fs_prefix, 5, 14);
+		unsigned rel = kernel_release(fs_prefix);
+		*freeze = rel >= 5002;
+		l->v2_kill = rel >= 5014;
 	} else {
 		*freeze = faccessat(fd, "cgroup.freeze", F_OK, 0) == 0;
 		l->v2_kill = faccessat(fd, "cgroup.kill", F_OK, 0) == 0;
