@@ -115,13 +115,12 @@ static void *large_alloc(size_t n, size_t align)
 	return p;
 }
 
-static void large_free(void *p, struct hdr *h)
+static void large_free(struct hdr *h)
 {
 	/* the header is at most a page into the mapping (lead <= PAGE):
 	 * the mapping starts at the page the header is on */
 	char *m = (char *)((uintptr_t)h & ~(uintptr_t)(PAGE - 1));
 	munmap(m, h->extent);
-	(void)p;
 }
 
 static size_t usable(void *p, struct hdr *h)
@@ -174,7 +173,7 @@ void CM(free)(void *p)
 		return;
 	struct hdr *h = hdr_of(p);
 	if (h->kind == KIND_LARGE) {
-		large_free(p, h);
+		large_free(h);
 		return;
 	}
 	h->tag = TAG_FREE;

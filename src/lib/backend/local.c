@@ -211,8 +211,7 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 	}
 }
 
-/* Tells init it is recorded and must outlive us; waits for its answer, so
- * that our exit right after cannot take it along. */
+/* ABOX_DEBUG: the steps the child and the parent stamped (spawn/marks.h). */
 static void log_marks(abox_ctx *ctx, const char *id, const struct spawn_marks *m, uint64_t cloned)
 {
 	static const char *const names[MARK_MAX] = {
@@ -236,6 +235,8 @@ static void log_marks(abox_ctx *ctx, const char *id, const struct spawn_marks *m
 	}
 }
 
+/* Tells init it is recorded and must outlive us; waits for its answer, so
+ * that our exit right after cannot take it along. */
 static int detach(abox_sandbox *sb, abox_error *err)
 {
 	struct proto_msg m;

@@ -31,7 +31,7 @@ struct run {
 
 struct gen {
 	struct sock_filter *p;
-	size_t n, cap;
+	size_t n;
 	const struct run *runs;
 	const uint32_t *acts; /* distinct actions, their RETs after the tree */
 	size_t n_acts;
@@ -111,7 +111,7 @@ int policy_ranges_build(uint32_t def, const int *nrs, const uint32_t *acts_of, s
 	/* arch check, number load, tree (nr_runs - 1 comparisons), one RET
 	 * per action, and the foreign-architecture kill */
 	size_t total = 3 + (nr_runs - 1) + n_acts + 1;
-	struct gen g = { .p = calloc(total, sizeof(*g.p)), .cap = total, .runs = runs, .acts = acts,
+	struct gen g = { .p = calloc(total, sizeof(*g.p)), .runs = runs, .acts = acts,
 			 .n_acts = n_acts };
 	if (!g.p) {
 		free(runs);

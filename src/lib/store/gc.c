@@ -199,6 +199,12 @@ static bool run_record_id(const char *name, char id[21])
 	return is_id(id);
 }
 
+static bool older_than(int dfd, const char *name, time_t now, time_t secs)
+{
+	struct stat st;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > secs;
+}
+
 /* Records of sandboxes whose runtime folder is gone (a reboot empties
  * /run): dead by definition once their init is. */
 static unsigned clean_records(const char *runtime_dir, const char *state_dir, const struct cg_layout *l)
@@ -257,17 +263,13 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 		} else if (run_record_id(name, id)) {
 			if (clean_run_record(dirfd(d), name, id, layout))
 				n++;
-		} else if (strncmp(name, ".new-", 5) == 0 && run_record_id(name + 5, id)) {
+		} else if (strncmp(name, ".new-", 5) == 0 && older_than(dirfd(d), name, now, 10)) {
 			/* a creator that died before its rename made no cgroup
-			 * yet; a live one holds the lock */
-			struct stat st;
-			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 10)
+			 * yet; a live one had time to finish (and holds the lock
+			 * anyway) */
+			if (run_record_id(name + 5, id))
 				(void)clean_run_record(dirfd(d), name, NULL, NULL);
-		} else if (strncmp(name, ".new-", 5) == 0 && is_id(name + 5)) {
-			/* a creator that died before its rename; give a live one
-			 * time to finish (it holds the lock anyway) */
-			struct stat st;
-			if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 10)
+			else if (is_id(name + 5))
 				(void)clean_one(dirfd(d), name, NULL, state_dir, NULL);
 		}
 	}
