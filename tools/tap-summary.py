@@ -17,6 +17,9 @@ with open(log) as f:
         for l in out.splitlines():
             if re.match(r"^not ok\b", l):
                 n_fail += 1
+                # name the failed case in the run's output, so a red run
+                # says what broke even when only its tail is kept
+                print(f"FAILED {t.get('name')}: {l}", file=sys.stderr)
             elif re.match(r"^ok\b", l):
                 if re.search(r"#\s*skip", l, re.I):
                     n_skip += 1
@@ -26,9 +29,11 @@ with open(log) as f:
         failed += n_fail
         skipped += n_skip
         if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and n_fail == 0:
-            broken.append(t.get("name"))
+            broken.append((t.get("name"), t.get("stderr") or out))
             failed += 1
-for b in broken:
-    print(f"test program {b} failed outside its test cases", file=sys.stderr)
+for name, err in broken:
+    print(f"test program {name} failed outside its test cases; its last lines:", file=sys.stderr)
+    for l in err.splitlines()[-15:]:
+        print(f"  {l}", file=sys.stderr)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)

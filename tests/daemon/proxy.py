@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 build = sys.argv[1]
 results = []
@@ -139,6 +140,11 @@ try:
         echoed.append(c.recv(h[1] & 127) if len(h) == 2 else b"")
     c.close()
     check("WebSocket frames both ways", echoed == [b"HELLO", b"AGAIN"], echoed)
+except Exception:
+    # a step that broke is a failed case with its traceback, and the
+    # cases before it are still reported
+    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
+          traceback.format_exc()[-1200:])
 finally:
     if sid:
         call("DELETE", f"/sandboxes/{sid}", headers={"X-API-Key": key})
@@ -153,5 +159,6 @@ print(f"1..{len(results)}")
 for i, (name, ok, detail) in enumerate(results, 1):
     print(f"{'ok' if ok else 'not ok'} {i} - {name}")
     if not ok:
-        print(f"  # {str(detail)[:300]}")
+        for dl in str(detail)[:1500].splitlines():
+            print(f"  # {dl}")
 sys.exit(0 if all(ok for _, ok, _ in results) else 1)

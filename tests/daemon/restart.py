@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 build = sys.argv[1]
 results = []
@@ -107,6 +108,11 @@ try:
     check("the command that was streaming still runs", ps.strip() == "alive", ps)
     st, _ = call("POST", f"/sandboxes/{ids[1]}/timeout", {"timeout": 100})
     check("control calls work on them", st == 204, st)
+except Exception:
+    # a step that broke is a failed case with its traceback, and the
+    # cases before it are still reported
+    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
+          traceback.format_exc()[-1200:])
 finally:
     for sid in ids:
         call("DELETE", f"/sandboxes/{sid}")
@@ -123,5 +129,6 @@ print(f"1..{len(results)}")
 for i, (name, ok, detail) in enumerate(results, 1):
     print(f"{'ok' if ok else 'not ok'} {i} - {name}")
     if not ok:
-        print(f"  # {str(detail)[:300]}")
+        for dl in str(detail)[:1500].splitlines():
+            print(f"  # {dl}")
 sys.exit(0 if all(ok for _, ok, _ in results) else 1)
