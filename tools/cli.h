@@ -28,6 +28,7 @@ struct cli_proc_opts {
 	bool truncated;          /* print the truncated result at the end instead of streaming */
 	bool tty;                /* the process has a pty: raw local terminal, resizes follow ours */
 	bool json;               /* with truncated: print the result as one JSON object */
+	const char *argv0;       /* the command's name, for hints on a failed start */
 };
 
 /* --size ROWSxCOLS; the local terminal's size (or 24x80) when val is NULL. */

@@ -133,6 +133,10 @@ static void on_event(const abox_event *ev, void *ud)
 		st->exit_code = ev->exit_code;
 		if (ev->error)
 			cli_err("%s", ev->error);
+		/* `abox exec ID --json sh`: the option was taken for the command */
+		if (ev->error && ev->exit_code == 127 && st->o->argv0 && st->o->argv0[0] == '-')
+			cli_err("(options go before the sandbox id, or close them with '--': "
+				"abox exec [OPTIONS] ID -- CMD)");
 		if ((ev->end_flags & ABOX_END_OOM) && ev->signal == SIGKILL)
 			cli_err("killed: out of memory (limit %s)", st->o->memory_text);
 		else if (ev->end_flags & ABOX_END_OOM)

@@ -167,6 +167,11 @@ int cmd_files(int argc, char **argv)
 	} else if (strcmp(op, "write") == 0) {
 		uint64_t n;
 		r = abox_file_write_fd(sb, path, user, 0, parents, &n, &err);
+		if (r == -ENOENT && !parents) {
+			rc = cli_fail(&err);
+			cli_err("(-p makes the missing parent folders)");
+			r = 0;
+		}
 	} else if (strcmp(op, "stat") == 0) {
 		abox_file_info e;
 		r = abox_file_stat(sb, path, user, &e, &err);

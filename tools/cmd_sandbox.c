@@ -195,6 +195,7 @@ int cmd_exec(int argc, char **argv)
 	if (!env)
 		return EXIT_ABOX;
 	optind = 1;
+parse:
 	while ((c = getopt_long(argc, argv, "+u:w:e:idth", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': tty = true; break;
@@ -244,6 +245,21 @@ int cmd_exec(int argc, char **argv)
 		cli_err("exec: missing sandbox id (usage: abox exec [OPTIONS] ID -- CMD [ARG...])");
 		return EXIT_ABOX;
 	}
+	/* `abox exec ID --json -- CMD`: options after the ID, closed by a
+	 * "--", are taken as options too (the order people type), by moving
+	 * the ID behind them. Without a "--" after them, what follows the ID
+	 * is the command, as documented. */
+	if (optind + 1 < argc && argv[optind + 1][0] == '-' && strcmp(argv[optind + 1], "--") != 0) {
+		int dash = optind + 2;
+		while (dash < argc && strcmp(argv[dash], "--") != 0)
+			dash++;
+		if (dash < argc) {
+			char *idarg = argv[optind];
+			memmove(argv + optind, argv + optind + 1, (size_t)(dash - optind - 1) * sizeof(char *));
+			argv[dash - 1] = idarg;
+			goto parse;
+		}
+	}
 	const char *id = argv[optind++];
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
@@ -292,7 +308,7 @@ int cmd_exec(int argc, char **argv)
 	char membuf[32];
 	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
 	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty,
-				   .json = json };
+				   .json = json, .argv0 = po.argv[0] };
 	int rc = cli_run_process(sb, &po, &o);
 	if (check && rc != 0 && rc != EXIT_ABOX)
 		cli_err("exec: %s exited with %d", po.argv[0], rc);

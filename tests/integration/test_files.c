@@ -71,6 +71,7 @@ Test(files, write_read_round_trip_and_parents)
 	r = FILES("x", "write", id, "/home/user/nope/f");
 	cr_assert_eq(r.status, 125);
 	cr_assert(strstr(r.err, "No such file or directory"), "%s", r.err);
+	cr_assert(strstr(r.err, "-p makes the missing parent folders"), "%s", r.err);
 	run_result_free(&r);
 }
 

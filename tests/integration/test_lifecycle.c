@@ -595,6 +595,19 @@ Test(lifecycle, exec_json_result_for_agents)
 	cr_assert(strstr(field(o, "stdoutPath"), "/tmp/abox/cmd/"), "%s", r.out);
 	json_object_put(o);
 	run_result_free(&r);
+	/* options typed after the id, closed by '--', are options too */
+	ABOX(&r, "exec", id, "--json", "-e", "V=7", "--", "sh", "-c", "echo $V");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	o = json_tokener_parse(r.out);
+	cr_assert_not_null(o, "%s", r.out);
+	cr_assert_str_eq(field(o, "stdout"), "7\n");
+	json_object_put(o);
+	run_result_free(&r);
+	/* without the '--' they are the command: not found, with a hint */
+	ABOX(&r, "exec", id, "--json", "sh");
+	cr_assert_eq(r.status, 127, "%s", r.err);
+	cr_assert(strstr(r.err, "options go before the sandbox id"), "%s", r.err);
+	run_result_free(&r);
 	kill_ok(id);
 	free(id);
 }
