@@ -131,6 +131,12 @@ static void on_event(const abox_event *ev, void *ud)
 			break;
 		}
 		st->exit_code = ev->exit_code;
+		if (ev->end_flags & ABOX_END_CMD_TIMEOUT) {
+			/* as timeout(1) and `abox run --timeout` say it */
+			cli_err("killed: the command's timeout passed");
+			st->exit_code = EXIT_TIMEOUT;
+			break;
+		}
 		if (ev->error)
 			cli_err("%s", ev->error);
 		/* `abox exec ID --json sh`: the option was taken for the command */

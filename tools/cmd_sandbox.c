@@ -183,6 +183,7 @@ int cmd_exec(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "idempotent", no_argument, NULL, 'I' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -203,6 +204,10 @@ parse:
 		case 'J': json = true; break;
 		case 'I': po.flags |= ABOX_PROC_IDEMPOTENT; break;
 		case 'C': check = true; break;
+		case 'O':
+			if (cli_opt_secs("exec", "--timeout", optarg, &po.timeout_ms) < 0)
+				return EXIT_ABOX;
+			break;
 		case 'd': detach = true; break;
 		case 'T': po.tag = optarg; break;
 		case 'R':
@@ -230,6 +235,8 @@ parse:
 			       "      --idempotent  CMD may run twice: with --remote, a start that failed\n"
 			       "                 on a transient error (daemon unreachable, 502/503/504)\n"
 			       "                 is tried again; without it a start is never repeated\n"
+			       "      --timeout SECS  kill CMD and its process group after SECS seconds\n"
+			       "                 (exit status 124), also when detached\n"
 			       "      --check    a non-zero exit is reported as a failure on stderr\n"
 			       "                 (\"abox: exec: CMD exited with N\"), the status stays N\n"
 			       "      --truncate N[:HEAD:TAIL]\n"

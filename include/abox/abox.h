@@ -361,7 +361,7 @@ typedef struct abox_proc abox_proc;
  * repeated. The local backend has no such errors. */
 #define ABOX_PROC_IDEMPOTENT (1u << 1)
 
-#define ABOX_PROC_OPTS_VERSION 1
+#define ABOX_PROC_OPTS_VERSION 2
 typedef struct abox_proc_opts {
 	uint32_t version;
 	uint32_t flags;               /* ABOX_PROC_* */
@@ -381,8 +381,13 @@ typedef struct abox_proc_opts {
 	 * stderr are one pty, output arrives as ABOX_EVENT_PTY, stdin is open,
 	 * TERM defaults to xterm-256color. */
 	uint16_t pty_rows, pty_cols;
+	/* Version 2. 0: none. This long after its start, init kills the
+	 * process's group (SIGKILL) and its end carries ABOX_END_CMD_TIMEOUT:
+	 * a runaway command cannot outlive the caller's patience, even when
+	 * nobody is attached any more (E2B's commands timeoutMs). */
+	uint32_t timeout_ms;
 } abox_proc_opts;
-#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 }
+#define ABOX_PROC_OPTS_INIT { ABOX_PROC_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 }
 
 typedef enum abox_event_type {
 	ABOX_EVENT_START = 1,  /* pid */
@@ -395,6 +400,7 @@ typedef enum abox_event_type {
 #define ABOX_END_OOM (1u << 0)     /* the OOM killer ended a process of the sandbox */
 #define ABOX_END_TIMEOUT (1u << 1) /* the sandbox reached its deadline */
 #define ABOX_END_LOST (1u << 2)    /* init went away without reporting */
+#define ABOX_END_CMD_TIMEOUT (1u << 3) /* killed at its own timeout (abox_proc_opts.timeout_ms) */
 
 typedef struct abox_event {
 	abox_event_type type;

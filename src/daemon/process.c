@@ -3,6 +3,7 @@
  * client asks for); List, SendInput, CloseStdin, SendSignal and Update are
  * unary. A client that goes away leaves the process running (it can be
  * connected to again by pid or tag), as in E2B. */
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +57,8 @@ static void on_event(const abox_event *ev, void *ud)
 		json_object_object_add(b, "status", json_object_new_string(status));
 		if (ev->error)
 			json_object_object_add(b, "error", json_object_new_string(ev->error));
+		else if (ev->end_flags & ABOX_END_CMD_TIMEOUT)
+			json_object_object_add(b, "error", json_object_new_string("signal: killed (its timeout passed)"));
 		put_event(s, "end", b);
 		break;
 	}
@@ -137,6 +140,21 @@ static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_
 		envd_close(&h);
 		return envd_error(rq, EINVAL, "process.cmd is required");
 	}
+	/* Connect-Timeout-Ms: envd kills the command when it passes (the SDKs
+	 * send their commands' timeoutMs here, 60 s unless told). Here init
+	 * kills its whole group, so it holds after the client is gone too. */
+	uint32_t timeout_ms = 0;
+	const char *ct = header(rq, "Connect-Timeout-Ms");
+	if (ct && *ct) {
+		char *end;
+		errno = 0;
+		long long t = strtoll(ct, &end, 10);
+		if (*end || errno) {
+			envd_close(&h);
+			return envd_error(rq, EINVAL, "Connect-Timeout-Ms '%.32s' is not a number of milliseconds", ct);
+		}
+		timeout_ms = t <= 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	}
 	json_object *args = NULL, *envs = NULL, *pty = NULL, *size = NULL;
 	json_object_object_get_ex(pc, "args", &args);
 	json_object_object_get_ex(pc, "envs", &envs);
@@ -164,6 +182,7 @@ static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_
 	po.argv = argv;
 	po.env = (const char *const *)env;
 	po.user = rq->user;
+	po.timeout_ms = timeout_ms;
 	if (json_object_object_get_ex(pc, "cwd", &v) && json_object_is_type(v, json_type_string) && *json_object_get_string(v))
 		po.cwd = json_object_get_string(v);
 	if (json_object_object_get_ex(b, "tag", &v) && json_object_is_type(v, json_type_string))

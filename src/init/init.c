@@ -94,6 +94,8 @@ struct proc {
 	bool oneshot;
 	bool pty;   /* out is a terminal's master */
 	bool stalled; /* killed by the watchdog before its exec */
+	int64_t kill_at; /* CLOCK_BOOTTIME ms: its own timeout, 0 = none */
+	bool timed_out;  /* killed at kill_at */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to
@@ -352,10 +354,38 @@ static void put_end(struct proto_msg *m, const struct proc *p)
 	proto_put_u64(m, F_PID, (uint64_t)p->pid);
 	proto_put_i64(m, F_EXIT_CODE, p->exit_code);
 	proto_put_u64(m, F_SIGNAL, (uint64_t)p->exit_signal);
+	if (p->timed_out)
+		proto_put_u64(m, F_FLAGS, END_TIMED_OUT);
 	if (p->error) {
 		proto_put_u64(m, F_ERRNO, ENOENT);
 		proto_put_str(m, F_MESSAGE, p->error);
 	}
+}
+
+/* Kills the commands whose own timeout has come: the whole group (the
+ * command leads its session), so `sh -c 'sleep 1000 & sleep 1000'` ends
+ * entirely. One that was reaped already is skipped: its pid may be
+ * another process's by now. Returns the ms until the next such timeout,
+ * or -1 when none is set. */
+static int64_t kill_timed_out(void)
+{
+	int64_t now = now_ms(), next = -1;
+	for (unsigned j = 0; j < procs_used; j++) {
+		struct proc *p = &procs[j];
+		if (!p->kill_at || p->state == P_FREE || p->state == P_EXITED || p->exited)
+			continue;
+		if (p->kill_at <= now) {
+			kill(-p->pid, SIGKILL);
+			kill(p->pid, SIGKILL);
+			p->timed_out = true;
+			p->kill_at = 0;
+			continue;
+		}
+		int64_t left = p->kill_at - now;
+		if (next < 0 || left < next)
+			next = left > INT32_MAX ? INT32_MAX : left;
+	}
+	return next;
 }
 
 /* Tells the attached clients and moves p to the history (bounded: the
@@ -504,6 +534,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_TEE_DIR: free(req->tee_dir); req->tee_dir = NULL; r = proto_field_strdup(&fl, &req->tee_dir); break;
 		case F_ROWS: r = proto_field_u64(&fl, &v); req->pty_rows = v > 1000 ? 1000 : (unsigned)v; break;
 		case F_COLS: r = proto_field_u64(&fl, &v); req->pty_cols = v > 1000 ? 1000 : (unsigned)v; break;
+		case F_TIMEOUT_MS: r = proto_field_u64(&fl, &v); req->timeout_ms = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; break;
 		default: break; /* newer hosts may send more: ignore */
 		}
 		if (r < 0)
@@ -561,6 +592,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req.argv[i]);
 	char *tag = req.tag;
 	req.tag = NULL;
+	uint32_t timeout_ms = req.timeout_ms;
 	exec_req_free(&req);
 	if (r < 0) {
 		char m2[128];
@@ -579,7 +611,8 @@ static void handle_exec(int ci, const struct proto_frame *f)
 			    .tag = tag, .cmd = strdup(cmd),
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
 			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot,
-			    .pty = fds.err < 0, .stalled = fds.stalled };
+			    .pty = fds.err < 0, .stalled = fds.stalled,
+			    .kill_at = timeout_ms ? now_ms() + (int64_t)timeout_ms : 0 };
 	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
@@ -1180,6 +1213,9 @@ int main(int argc, char **argv)
 				shutdown_sandbox(124);
 			timeout = left > INT32_MAX ? INT32_MAX : (int)left;
 		}
+		int64_t next_kill = kill_timed_out();
+		if (next_kill >= 0 && (timeout < 0 || next_kill < timeout))
+			timeout = (int)next_kill;
 		int r = poll(pfd, n, timeout);
 		if (r < 0 && errno != EINTR) {
 			/* EINVAL: our fd limit was lowered below what we poll; take

@@ -40,6 +40,7 @@ struct exec_req {
 	char *tag;
 	char *tee_dir; /* keep the complete output here (truncation) */
 	unsigned pty_rows, pty_cols; /* a terminal of this size, or 0 */
+	uint32_t timeout_ms;         /* kill its group this long after the start, or 0 */
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;

@@ -262,6 +262,11 @@ try:
     del big
     st, body = req("GET", "/files?path=/home/user/missing.bin", headers=h)
     check("a missing file is a 404, not an empty 200", st == 404, (st, body))
+    start = json.dumps({"process": {"cmd": "true"}}).encode()
+    st, body = req("POST", "/process.Process/Start", bytes([0]) + len(start).to_bytes(4, "big") + start,
+                   dict(h, **{"Content-Type": "application/connect+json", "Connect-Timeout-Ms": "soon"}), raw=True)
+    check("Start with a Connect-Timeout-Ms that is not a number: 400 naming it",
+          st == 400 and "Connect-Timeout-Ms" in str(body), (st, body))
 
     # metrics: envd's own /metrics and the control plane's, CPU share included
     busy = json.dumps({"process": {"cmd": "sh", "args": ["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]}}).encode()

@@ -2,7 +2,7 @@
 // as TAP. Run by tests/e2b/run.sh with E2B_API_KEY, E2B_API_URL and
 // E2B_SANDBOX_URL pointing at the daemon; the SDK is whichever version
 // run.sh installed next to this file's copy.
-import { Sandbox, AuthenticationError, CommandExitError } from 'e2b'
+import { Sandbox, AuthenticationError, CommandExitError, TimeoutError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 
 const tests = []
@@ -67,6 +67,27 @@ test('background command, connect by pid, stdin, kill', async () => {
   await s.commands.closeStdin(cat.pid)
   const done = await cat.wait()
   eq(done.stdout, 'via stdin\n', 'stdin round trip')
+})
+
+test('commands.run timeoutMs: the client gives up and the command is killed', async () => {
+  const s = await create()
+  const t0 = Date.now()
+  try {
+    await s.commands.run('sleep 30 & sleep 30', { timeoutMs: 1000 })
+    throw new Error('no TimeoutError')
+  } catch (e) {
+    assert(e instanceof TimeoutError, `wrong error ${e}`)
+  }
+  assert(Date.now() - t0 < 5000, 'it gave up in time')
+  let left = ''
+  for (let i = 0; i < 20; i++) {
+    left = (await s.commands.run('pgrep -c sleep || true')).stdout.trim()
+    if (left === '0') break
+    await sleep(100)
+  }
+  eq(left, '0', 'no sleep is left')
+  const h = await s.commands.run('sleep 1; echo late', { background: true, timeoutMs: 0 })
+  eq((await h.wait()).stdout, 'late\n', 'timeoutMs 0: no limit')
 })
 
 test('pty: create, input, resize, kill', async () => {

@@ -374,6 +374,50 @@ Test(lifecycle, signal_reaches_the_whole_process_group)
 	free(id);
 }
 
+/* A command's own timeout: init kills its whole group, attached or not,
+ * and the sandbox and init serve on. */
+Test(lifecycle, command_timeout_kills_the_group)
+{
+	char *id = create(NULL);
+	struct run_result r;
+	ABOX(&r, "exec", "--timeout", "0.5", id, "--", "sh", "-c", "sleep 1000 & sleep 1000; echo never");
+	cr_assert_eq(r.status, 124, "%s", r.err);
+	cr_assert(strstr(r.err, "timeout"), "%s", r.err);
+	cr_assert(r.seconds < 10, "took %.1f s", r.seconds);
+	cr_assert_str_eq(r.out, "");
+	run_result_free(&r);
+	/* detached: nobody listens when it fires; the history says SIGKILL
+	 * and an attach reports the timeout */
+	ABOX(&r, "exec", "-d", "--tag", "slow", "--timeout", "0.3", id, "--", "sh", "-c", "echo up; sleep 1000 & sleep 1000");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	run_result_free(&r);
+	for (int i = 0; i < 50; i++) {
+		ABOX(&r, "ps", id);
+		bool done = strstr(r.out, "137") != NULL;
+		run_result_free(&r);
+		if (done)
+			break;
+		usleep(100000);
+	}
+	ABOX(&r, "attach", id, "slow");
+	cr_assert_eq(r.status, 124, "%s", r.err);
+	cr_assert_str_eq(r.out, "up\n");
+	run_result_free(&r);
+	ABOX(&r, "exec", id, "--", "sh", "-c", "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
+	cr_assert_str_eq(r.out, "0\n", "sleeps left: %s", r.out);
+	run_result_free(&r);
+	/* one that ends in time is not touched */
+	ABOX(&r, "exec", "--timeout", "30", id, "--", "sh", "-c", "exit 3");
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	run_result_free(&r);
+	ABOX(&r, "exec", "--timeout", "soon", id, "--", "true");
+	cr_assert_eq(r.status, 125);
+	cr_assert(strstr(r.err, "expected seconds"), "%s", r.err);
+	run_result_free(&r);
+	kill_ok(id);
+	free(id);
+}
+
 Test(lifecycle, kept_output_is_bounded_with_a_marker)
 {
 	char *id = create(NULL);

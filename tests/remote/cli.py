@@ -70,6 +70,10 @@ try:
     rc, out, err = cli("exec", "--truncate", "200", sid, "--", "seq", "1", "5000")
     check("exec --truncate: head, marker naming the full output, tail",
           rc == 0 and out.startswith("1\n2\n") and "characters omitted" in out and out.endswith("5000\n"), out[:300] + err)
+    rc, out, err = cli("exec", "--timeout", "0.5", sid, "--", "sh", "-c", "sleep 30 & sleep 30")
+    rc2, out2, _ = cli("exec", sid, "--", "sh", "-c", "pgrep -c sleep || true")
+    check("exec --timeout: the daemon's init kills the group, 124 and named",
+          rc == 124 and "timeout" in err and out2.strip() == "0", f"rc={rc} {err!r} left={out2!r}")
     rc, out, err = cli("exec", "--check", sid, "--", "false")
     check("exec --check: a failure is named", rc == 1 and "exited with 1" in err, f"rc={rc} {err!r}")
 

@@ -72,6 +72,8 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		proto_put_u64(&m, F_ROWS, opts->pty_rows);
 		proto_put_u64(&m, F_COLS, opts->pty_cols);
 	}
+	if (opts->version >= 2 && opts->timeout_ms)
+		proto_put_u64(&m, F_TIMEOUT_MS, opts->timeout_ms);
 	if (opts->version >= 1 && opts->truncate_threshold) {
 		int tr = truncate_setup(p, opts->truncate_threshold, opts->truncate_head, opts->truncate_tail);
 		if (tr < 0) {
@@ -193,6 +195,10 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 		case F_DROPPED:
 			if (proto_field_u64(&fl, &v) == 0)
 				ev.dropped = v;
+			break;
+		case F_FLAGS:
+			if (f->type == MSG_EV_END && proto_field_u64(&fl, &v) == 0 && (v & END_TIMED_OUT))
+				ev.end_flags |= ABOX_END_CMD_TIMEOUT;
 			break;
 		case F_MESSAGE:
 			free(msg);

@@ -52,6 +52,10 @@ struct remote_proc {
 	char *user;              /* the command's user, for those files */
 	char *cmdline;
 	bool spool_written;
+	/* the command's own timeout (sent as Connect-Timeout-Ms) and when it
+	 * was asked for: a SIGKILL after it is reported as that timeout */
+	uint32_t timeout_ms;
+	struct timespec t0;
 };
 
 static void decide(struct remote_proc *rp, int pid, int e)
@@ -91,6 +95,21 @@ static void spool(struct remote_proc *rp, json_object *o)
 	free(raw);
 }
 
+/* The daemon says how a process ended, not why: a SIGKILL that came once
+ * its timeout had passed is taken as that timeout. */
+static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
+{
+	json_object *e, *end, *st;
+	if (!json_object_object_get_ex(o, "event", &e) || !json_object_object_get_ex(e, "end", &end) ||
+	    !json_object_object_get_ex(end, "status", &st) || !json_object_is_type(st, json_type_string) ||
+	    strcmp(json_object_get_string(st), "signal: killed") != 0)
+		return false;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t ms = (int64_t)(now.tv_sec - rp->t0.tv_sec) * 1000 + (now.tv_nsec - rp->t0.tv_nsec) / 1000000;
+	return ms >= (int64_t)rp->timeout_ms;
+}
+
 static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
 	if (flags & 0x02) {
@@ -118,6 +137,8 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 	}
 	if (k == 0)
 		return 0;
+	if (end && rp->timeout_ms && killed_after_timeout(rp, o))
+		proto_put_u64(&m, F_FLAGS, END_TIMED_OUT);
 	if (rp->spool[0] >= 0 && !rp->watch_root)
 		spool(rp, o);
 	if (send_frame(rp, &m) < 0) {
@@ -323,8 +344,8 @@ static char *envelope(json_object *b, size_t *len)
 /* Opens a server stream of process events (Start or Connect) and waits
  * for its first event: the process's pid, or why there is none. */
 static int stream_open(abox_sandbox *sb, const char *method, const char *watch_root, json_object *body,
-		       const char *user, const abox_proc_opts *spool_for, abox_proc **out, bool *transient,
-		       abox_error *err)
+		       const char *user, const abox_proc_opts *spool_for, uint32_t timeout_ms, abox_proc **out,
+		       bool *transient, abox_error *err)
 {
 	if (transient)
 		*transient = false;
@@ -382,6 +403,13 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 		goto fail;
 	}
 	rp->hdrs = curl_slist_append(rp->hdrs, "Connect-Protocol-Version: 1");
+	if (timeout_ms) {
+		char th[48];
+		snprintf(th, sizeof(th), "Connect-Timeout-Ms: %u", timeout_ms);
+		rp->hdrs = curl_slist_append(rp->hdrs, th);
+		rp->timeout_ms = timeout_ms;
+		clock_gettime(CLOCK_MONOTONIC, &rp->t0);
+	}
 	curl_easy_setopt(rp->easy, CURLOPT_HTTPHEADER, rp->hdrs);
 	curl_easy_setopt(rp->easy, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(rp->easy, CURLOPT_WRITEDATA, rp);
@@ -436,8 +464,8 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 	bool transient = false;
 	int r;
 	for (int t = 0;; t++) {
-		r = stream_open(sb, "process.Process/Start", NULL, b, o->user, o->truncate_threshold ? o : NULL, out,
-				&transient, err);
+		r = stream_open(sb, "process.Process/Start", NULL, b, o->user, o->truncate_threshold ? o : NULL,
+				o->version >= 2 ? o->timeout_ms : 0, out, &transient, err);
 		/* only what may run twice is tried again, and only when it did
 		 * not start */
 		if (r >= 0 || !transient || !(o->flags & ABOX_PROC_IDEMPOTENT) || t == 2)
@@ -491,7 +519,7 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 	else
 		json_object_object_add(sel, "pid", json_object_new_int(pid));
 	json_object_object_add(b, "process", sel);
-	int r = stream_open(sb, "process.Process/Connect", NULL, b, "root", NULL, out, NULL, err);
+	int r = stream_open(sb, "process.Process/Connect", NULL, b, "root", NULL, 0, out, NULL, err);
 	json_object_put(b);
 	return r;
 }
@@ -502,7 +530,7 @@ int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int
 	json_object *b = json_object_new_object();
 	json_object_object_add(b, "path", json_object_new_string(path));
 	json_object_object_add(b, "recursive", json_object_new_boolean(recursive != 0));
-	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, NULL, out, NULL, err);
+	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, NULL, 0, out, NULL, err);
 	json_object_put(b);
 	return r;
 }
