@@ -94,8 +94,9 @@ struct proc {
 	bool oneshot;
 	bool pty;   /* out is a terminal's master */
 	bool stalled; /* killed by the watchdog before its exec */
-	int64_t kill_at; /* CLOCK_BOOTTIME ms: its own timeout, 0 = none */
-	bool timed_out;  /* killed at kill_at */
+	int64_t kill_at;   /* CLOCK_BOOTTIME ms: its own timeout, 0 = none */
+	int64_t kill_left; /* while the clocks stand (paused, checkpointed): ms left */
+	bool timed_out;    /* killed at kill_at */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to
@@ -388,6 +389,25 @@ static int64_t kill_timed_out(void)
 	return next;
 }
 
+/* Commands' timeouts count the sandbox's running time only. While it is
+ * frozen (pause) or checkpointed, CLOCK_BOOTTIME goes on — and a restore
+ * may even happen on another boot, where it means nothing — so what is
+ * left is kept as a span and turned back into a time when it runs again. */
+static void clocks_run(bool run)
+{
+	int64_t now = now_ms();
+	for (unsigned j = 0; j < procs_used; j++) {
+		struct proc *p = &procs[j];
+		if (!run && p->kill_at) {
+			p->kill_left = p->kill_at > now ? p->kill_at - now : 1;
+			p->kill_at = 0;
+		} else if (run && p->kill_left) {
+			p->kill_at = now + p->kill_left;
+			p->kill_left = 0;
+		}
+	}
+}
+
 /* Tells the attached clients and moves p to the history (bounded: the
  * oldest ended process goes). */
 static void proc_ended(struct proc *p)
@@ -428,6 +448,10 @@ static void proc_finish(struct proc *p)
 		p->exit_code = 128 + WTERMSIG(p->status);
 		p->exit_signal = WTERMSIG(p->status);
 	}
+	/* it may have ended by itself just before its timeout came (a zombie
+	 * not reaped yet gets the kill too): only a SIGKILL death is that */
+	if (p->exit_signal != SIGKILL)
+		p->timed_out = false;
 	proc_ended(p);
 }
 
@@ -809,6 +833,7 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 	listen_fd = -1;
 	close(INIT_LAYER_FD);
 	checkpointing = true;
+	clocks_run(false);
 	for (unsigned i = nclients; i-- > 0;)
 		if ((int)i != ci)
 			client_drop(i);
@@ -875,6 +900,7 @@ static void rearm(void)
 	listen_fd = INIT_LISTEN_FD;
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 	checkpointing = false;
+	clocks_run(true);
 }
 
 static void handle_frame(int ci, const struct proto_frame *f)
@@ -943,16 +969,21 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_SET_TIMEOUT: {
 		size_t off = 0;
 		struct proto_field fl;
-		uint64_t ms = 0;
+		uint64_t ms = 0, flags = 0;
 		bool have = false;
-		while (proto_field_next(f, &off, &fl) > 0)
+		while (proto_field_next(f, &off, &fl) > 0) {
 			if (fl.tag == F_TIMEOUT_MS && proto_field_u64(&fl, &ms) == 0)
 				have = true;
+			else if (fl.tag == F_FLAGS)
+				(void)proto_field_u64(&fl, &flags);
+		}
 		if (!have || ms > (uint64_t)INT32_MAX * 1000) {
 			send_error(ci, f->id, EINVAL, "set-timeout: bad value");
 			break;
 		}
 		deadline_ms = ms ? now_ms() + (int64_t)ms : 0;
+		if (flags & (CLOCKS_STOP | CLOCKS_RUN))
+			clocks_run(flags & CLOCKS_RUN);
 		struct proto_msg m;
 		proto_msg_init(&m, MSG_EV_OK, f->id);
 		client_queue(ci, &m);

@@ -154,6 +154,40 @@ Test(pause, timeout_clock_stops_while_paused)
 	free(id);
 }
 
+/* A command's own timeout counts running time only, as the sandbox's
+ * deadline does: time frozen does not use it up. */
+static bool proc_running(const char *id, const char *tag)
+{
+	struct run_result r;
+	ABOX(&r, "ps", id);
+	cr_assert_eq(r.status, 0, "ps: %s", r.err);
+	bool running = false;
+	for (char *l = strtok(r.out, "\n"); l; l = strtok(NULL, "\n"))
+		if (strstr(l, tag))
+			running = strstr(l, "running") != NULL;
+	run_result_free(&r);
+	return running;
+}
+
+Test(pause, command_timeout_stops_while_paused)
+{
+	char *id = create("120");
+	ok("exec -d --timeout", (const char *const[]){ "exec", "-d", "--tag", "waiter", "--timeout", "1.5", id, "--",
+						       "sleep", "1000", NULL });
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	sleep(3);
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	cr_assert(proc_running(id, "waiter"), "the command's timeout ran on while the sandbox was paused");
+	bool ended = false;
+	for (int i = 0; i < 60 && !ended; i++) {
+		usleep(100 * 1000);
+		ended = !proc_running(id, "waiter");
+	}
+	cr_assert(ended, "the rest of the command's timeout still ends it");
+	ok("kill", (const char *const[]){ "kill", id, NULL });
+	free(id);
+}
+
 static char *out_of(const char *const *args)
 {
 	struct run_result r;

@@ -221,6 +221,9 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 			    const char *fixed_id, abox_sandbox **out, abox_error *err);
 /* Tells init its new deadline, ms from now (0: none). */
 int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err);
+/* The same, and the commands' own timeouts stop (CLOCKS_STOP: the sandbox
+ * is about to be frozen) or run again (CLOCKS_RUN). */
+int backend_init_clocks(abox_sandbox *sb, uint64_t ms, uint32_t clocks, const char *what, abox_error *err);
 struct sb_state;
 /* What is left of a recorded deadline at now (wall ms); 0: none, 1: due. */
 uint64_t backend_left_ms(const struct sb_state *st, int64_t now);

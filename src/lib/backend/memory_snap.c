@@ -97,6 +97,9 @@ back:
 	if (!was_paused && st.deadline_ms && sb->conn >= 0)
 		(void)backend_init_timeout(sb, left, "snapshot", NULL);
 	if (was_paused) {
+		/* the re-arm after the dump ran the commands' clocks again */
+		if (sb->conn >= 0)
+			(void)backend_init_clocks(sb, 0, CLOCKS_STOP, "snapshot", NULL);
 		(void)cgroup_freeze(sb->cg, true, NULL);
 		sb->paused = true;
 	}

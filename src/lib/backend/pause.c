@@ -32,12 +32,35 @@ static int open_cgroups(abox_sandbox *sb, const char *what, abox_error *err)
  * timer cannot fire, but on thaw an expired timer would kill the sandbox
  * at once, before any later request: so pause clears it first and resume
  * re-arms it with what was left. */
-int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err)
+int backend_init_clocks(abox_sandbox *sb, uint64_t ms, uint32_t clocks, const char *what, abox_error *err)
 {
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
 	proto_put_u64(&m, F_TIMEOUT_MS, ms);
+	if (clocks)
+		proto_put_u64(&m, F_FLAGS, clocks);
 	return backend_call(sb, &m, what, NULL, NULL, err);
+}
+
+int backend_init_timeout(abox_sandbox *sb, uint64_t ms, const char *what, abox_error *err)
+{
+	return backend_init_clocks(sb, ms, 0, what, err);
+}
+
+/* Pause and resume also stop and restart the clocks of the commands' own
+ * timeouts (abox_proc_opts.timeout_ms): time spent frozen does not count,
+ * as the sandbox's own deadline does not. Without a deadline to hand
+ * over, a failure here costs only that, so it is not fatal. */
+static int pause_clocks(abox_sandbox *sb, const struct sb_state *st, abox_error *err)
+{
+	int r = backend_init_clocks(sb, 0, CLOCKS_STOP, "pause", st->deadline_ms ? err : NULL);
+	return st->deadline_ms ? r : 0;
+}
+
+static int resume_clocks(abox_sandbox *sb, uint64_t left, const char *what, abox_error *err)
+{
+	int r = backend_init_clocks(sb, left, CLOCKS_RUN, what, left ? err : NULL);
+	return left ? r : 0;
 }
 
 /* Locks and reads the record; fails unless the sandbox is alive. */
@@ -87,12 +110,12 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	int64_t now = backend_wall_ms();
-	if (st.deadline_ms && (r = backend_init_timeout(sb, 0, "pause", err)) < 0)
+	uint64_t keep = st.auto_pause ? 0 : 1; /* whether init holds the deadline */
+	if ((r = pause_clocks(sb, &st, err)) < 0)
 		goto out;
 	if ((r = cgroup_freeze(sb->cg, true, err)) < 0) {
 		abox_error_prefix(err, "pause");
-		if (st.deadline_ms)
-			(void)backend_init_timeout(sb, backend_left_ms(&st, backend_wall_ms()), "pause", NULL);
+		(void)resume_clocks(sb, keep ? backend_left_ms(&st, backend_wall_ms()) : 0, "pause", NULL);
 		goto out;
 	}
 	/* The record keeps the wall-clock deadline; what is left of it is
@@ -102,8 +125,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 		/* unrecorded, a pause would leave a frozen sandbox that every
 		 * tool reports as running: undo it */
 		(void)cgroup_freeze(sb->cg, false, NULL);
-		if (st.deadline_ms)
-			(void)backend_init_timeout(sb, backend_left_ms(&st, now), "pause", NULL);
+		(void)resume_clocks(sb, keep ? backend_left_ms(&st, now) : 0, "pause", NULL);
 		goto out;
 	}
 	sb->paused = true;
@@ -155,7 +177,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	sb->paused = false;
 	/* init can only answer once thawed; if it cannot take its deadline
 	 * back, freeze again so that the record ("paused") stays true */
-	if (left && !st.auto_pause && (r = backend_init_timeout(sb, left, "resume", err)) < 0) {
+	if ((r = resume_clocks(sb, st.auto_pause ? 0 : left, "resume", err)) < 0) {
 		(void)cgroup_freeze(sb->cg, true, NULL);
 		sb->paused = true;
 		goto out;

@@ -109,6 +109,10 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 /* F_FLAGS of MSG_REQ_EXEC */
 #define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */
 #define EXEC_ONESHOT (1u << 1) /* init exits when this process ends */
+/* F_FLAGS of MSG_REQ_SET_TIMEOUT: the commands' own timeouts stand still
+ * (the sandbox is about to be frozen) or run again (it was thawed) */
+#define CLOCKS_STOP (1u << 0)
+#define CLOCKS_RUN (1u << 1)
 /* F_FLAGS of MSG_EV_END */
 #define END_TIMED_OUT (1u << 0) /* init killed it at its F_TIMEOUT_MS */
 

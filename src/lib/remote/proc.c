@@ -95,14 +95,20 @@ static void spool(struct remote_proc *rp, json_object *o)
 	free(raw);
 }
 
-/* The daemon says how a process ended, not why: a SIGKILL that came once
- * its timeout had passed is taken as that timeout. */
+/* Whether a SIGKILL end was the command's own timeout. aboxd says so in
+ * the end's error (also to a later attach); a daemon that does not is
+ * taken at its word when the kill came once our timeout had passed. */
 static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
 {
-	json_object *e, *end, *st;
+	json_object *e, *end, *st, *er;
 	if (!json_object_object_get_ex(o, "event", &e) || !json_object_object_get_ex(e, "end", &end) ||
 	    !json_object_object_get_ex(end, "status", &st) || !json_object_is_type(st, json_type_string) ||
 	    strcmp(json_object_get_string(st), "signal: killed") != 0)
+		return false;
+	if (json_object_object_get_ex(end, "error", &er) && json_object_is_type(er, json_type_string) &&
+	    strstr(json_object_get_string(er), "its timeout passed"))
+		return true;
+	if (!rp->timeout_ms)
 		return false;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -137,7 +143,7 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 	}
 	if (k == 0)
 		return 0;
-	if (end && rp->timeout_ms && killed_after_timeout(rp, o))
+	if (end && killed_after_timeout(rp, o))
 		proto_put_u64(&m, F_FLAGS, END_TIMED_OUT);
 	if (rp->spool[0] >= 0 && !rp->watch_root)
 		spool(rp, o);
