@@ -166,6 +166,38 @@ Test(checkpoint, pause_to_disk_frees_memory_and_resume_continues_the_counter)
 	free(id);
 }
 
+/* A command's own timeout is kept as what is left while the sandbox is on
+ * disk (the restore may even be on another boot): it runs out after the
+ * resume, not while away. */
+static bool waiter_running(const char *id)
+{
+	char *ps = OK("ps", id);
+	bool running = false;
+	for (char *l = strtok(ps, "\n"); l; l = strtok(NULL, "\n"))
+		if (strstr(l, "waiter"))
+			running = strstr(l, "running") != NULL;
+	free(ps);
+	return running;
+}
+
+Test(checkpoint, command_timeout_waits_while_on_disk)
+{
+	char *id = create();
+	free(OK("exec", "-d", "--tag", "waiter", "--timeout", "2", id, "--", "sleep", "1000"));
+	free(OK("pause", "--to-disk", id));
+	sleep(3);
+	free(OK("resume", id));
+	cr_assert(waiter_running(id), "the command's timeout ran out while the sandbox was on disk");
+	bool ended = false;
+	for (int i = 0; i < 80 && !ended; i++) {
+		usleep(100000);
+		ended = !waiter_running(id);
+	}
+	cr_assert(ended, "the rest of the command's timeout still ends it after the restore");
+	free(OK("kill", id));
+	free(id);
+}
+
 Test(checkpoint, kill_of_a_sandbox_on_disk_leaves_nothing)
 {
 	char *id = create();

@@ -151,6 +151,9 @@ restore_timer:
 		(void)backend_init_timeout(sb, left, "pause", NULL);
 refreeze:
 	if (was_paused) {
+		/* a re-arm after a failed dump ran the commands' clocks again */
+		if (sb->conn >= 0)
+			(void)backend_init_clocks(sb, 0, CLOCKS_STOP, "pause", NULL);
 		(void)cgroup_freeze(sb->cg, true, NULL);
 		sb->paused = true;
 	}
