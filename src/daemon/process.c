@@ -13,6 +13,7 @@
 
 #include "base/base64.h"
 #include "envd.h"
+#include "remote/stream.h" /* END_TIMEOUT_ERROR */
 #include "stream.h"
 
 struct pstream {
@@ -58,7 +59,7 @@ static void on_event(const abox_event *ev, void *ud)
 		if (ev->error)
 			json_object_object_add(b, "error", json_object_new_string(ev->error));
 		else if (ev->end_flags & ABOX_END_CMD_TIMEOUT)
-			json_object_object_add(b, "error", json_object_new_string("signal: killed (its timeout passed)"));
+			json_object_object_add(b, "error", json_object_new_string(END_TIMEOUT_ERROR));
 		put_event(s, "end", b);
 		break;
 	}

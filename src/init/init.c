@@ -370,11 +370,13 @@ static void put_end(struct proto_msg *m, const struct proc *p)
  * or -1 when none is set. */
 static int64_t kill_timed_out(void)
 {
-	int64_t now = now_ms(), next = -1;
+	int64_t now = 0, next = -1;
 	for (unsigned j = 0; j < procs_used; j++) {
 		struct proc *p = &procs[j];
 		if (!p->kill_at || p->state == P_FREE || p->state == P_EXITED || p->exited)
 			continue;
+		if (!now) /* the clock is read only when a timeout is set */
+			now = now_ms();
 		if (p->kill_at <= now) {
 			kill(-p->pid, SIGKILL);
 			kill(p->pid, SIGKILL);

@@ -106,7 +106,7 @@ static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
 	    strcmp(json_object_get_string(st), "signal: killed") != 0)
 		return false;
 	if (json_object_object_get_ex(end, "error", &er) && json_object_is_type(er, json_type_string) &&
-	    strstr(json_object_get_string(er), "its timeout passed"))
+	    strcmp(json_object_get_string(er), END_TIMEOUT_ERROR) == 0)
 		return true;
 	if (!rp->timeout_ms)
 		return false;

@@ -12,6 +12,11 @@
 
 #define ENVQ_MAX (16u << 20) /* one message; output comes in far smaller pieces */
 
+/* The error aboxd puts in a process's end event when init killed it at
+ * its own timeout (ABOX_END_CMD_TIMEOUT); the remote backend reads it
+ * back, so both sides use this one spelling. */
+#define END_TIMEOUT_ERROR "signal: killed (its timeout passed)"
+
 /* Bytes received and not yet decoded. */
 struct envq {
 	uint8_t *buf;
