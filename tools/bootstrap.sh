@@ -10,7 +10,7 @@ packages=(
   build-essential meson ninja-build pkg-config
   libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
   musl-tools clang cmake gperf
-  python3 strace gdb
+  python3 strace gdb debootstrap
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

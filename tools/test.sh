@@ -12,8 +12,12 @@ status=0
 
 # the checkpoint tests run with a real checkpointer: CRIU 4 in a private
 # prefix (Debian 12's CRIU cannot dump on this kernel generation)
+# (recorded in the tests' own state folder: meson runs every test with
+# ABOX_ROOT=<build>/test-state, see meson.build)
 if [ "${ABOX_SKIP_CRIU:-0}" != 1 ]; then
-  bash tools/criu-setup.sh || { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
+  mkdir -p "$build/test-state"
+  ABOX_ROOT=$(cd "$build/test-state" && pwd) bash tools/criu-setup.sh ||
+    { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
 fi
 
 meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1

@@ -237,6 +237,59 @@ static void walk_cgroups(struct buf *b, const char *dir, int depth)
 	closedir(d);
 }
 
+/* The cgroups below this test's own, in every hierarchy: sandboxes are
+ * made under the cgroup of their creator, so this sees all of ours and
+ * none of another test run's on the same machine. */
+const char *state_root(void)
+{
+	const char *r = getenv("ABOX_ROOT");
+	return r && *r ? r : "/var/lib/abox";
+}
+
+const char *runtime_root(void)
+{
+	const char *r = getenv("ABOX_RUNTIME_DIR");
+	return r && *r ? r : "/run/abox";
+}
+
+static void own_cgroups(struct buf *b)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		const char *ctrls = c1 + 1, *path = c2 + 1;
+		if (!strncmp(ctrls, "name=", 5))
+			ctrls += 5;
+		char cands[3][4200];
+		int n = 0;
+		if (ctrls[0]) {
+			/* v1: the mount is named after its controllers ("cpu,cpuacct")
+			 * or after the first of them */
+			snprintf(cands[n++], sizeof(cands[0]), "/sys/fs/cgroup/%s%s", ctrls, path);
+			snprintf(cands[n++], sizeof(cands[0]), "/sys/fs/cgroup/%.*s%s", (int)strcspn(ctrls, ","), ctrls, path);
+		} else {
+			/* v2: beside v1 (hybrid) or alone */
+			snprintf(cands[n++], sizeof(cands[0]), "/sys/fs/cgroup/unified%s", path);
+			snprintf(cands[n++], sizeof(cands[0]), "/sys/fs/cgroup%s", path);
+		}
+		for (int i = 0; i < n; i++) {
+			struct stat st;
+			if (stat(cands[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+				walk_cgroups(b, cands[i], 0);
+				break;
+			}
+		}
+	}
+	fclose(f);
+}
+
 char *leak_snapshot(void)
 {
 	struct buf b = { 0 };
@@ -257,7 +310,7 @@ char *leak_snapshot(void)
 		}
 		fclose(f);
 	}
-	walk_cgroups(&b, "/sys/fs/cgroup", 0);
+	own_cgroups(&b);
 	const char *root = getenv("ABOX_ROOT");
 	char sdir[4096];
 	snprintf(sdir, sizeof(sdir), "%s/sandboxes", root && *root ? root : "/var/lib/abox");

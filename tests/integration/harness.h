@@ -38,6 +38,10 @@ int wait_exit(pid_t pid);
 /* State snapshot: mountinfo mount points, cgroup folders whose names
  * contain "abox", entries of the runtime folder. */
 char *leak_snapshot(void);
+/* abox's state and runtime folders for this test: $ABOX_ROOT and
+ * $ABOX_RUNTIME_DIR (meson sets private ones), else abox's defaults */
+const char *state_root(void);
+const char *runtime_root(void);
 /* Criterion init/fini pair: snapshot before, compare after. */
 void leak_check_begin(void);
 void leak_check_end(void);

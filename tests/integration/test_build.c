@@ -26,7 +26,9 @@ TestSuite(build, .init = sandbox_suite_init, .fini = fini, .timeout = 900);
 
 static void no_scratch_left(void)
 {
-	DIR *d = opendir("/var/lib/abox/templates");
+	char tdir[4200];
+	snprintf(tdir, sizeof(tdir), "%s/templates", state_root());
+	DIR *d = opendir(tdir);
 	cr_assert_not_null(d);
 	struct dirent *de;
 	while ((de = readdir(d)))

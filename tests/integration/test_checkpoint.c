@@ -134,8 +134,8 @@ Test(checkpoint, pause_to_disk_frees_memory_and_resume_continues_the_counter)
 	/* the memory left with the cgroups: nothing is charged any more */
 	cr_assert(!cgroups_exist(id), "the cgroups of a sandbox paused to disk are still there");
 	/* ... and went to disk: the page images hold the 64 MiB */
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "test $(du -sm /var/lib/abox/sandboxes/%s/checkpoint | cut -f1) -ge 64", id);
+	char cmd[4400];
+	snprintf(cmd, sizeof(cmd), "test $(du -sm '%s/sandboxes/%s/checkpoint' | cut -f1) -ge 64", state_root(), id);
 	cr_assert_eq(system(cmd), 0, "the checkpoint is smaller than the memory it holds");
 	struct run_result r;
 	ABOX(&r, "exec", id, "--", "true");
@@ -210,8 +210,8 @@ Test(checkpoint, kill_of_a_sandbox_on_disk_leaves_nothing)
 	cr_assert(strstr(r.err, "already paused"), "%s", r.err);
 	run_result_free(&r);
 	free(OK("kill", id));
-	char dir[256];
-	snprintf(dir, sizeof(dir), "/var/lib/abox/sandboxes/%s", id);
+	char dir[4200];
+	snprintf(dir, sizeof(dir), "%s/sandboxes/%s", state_root(), id);
 	struct stat st;
 	cr_assert_neq(stat(dir, &st), 0, "%s (and its checkpoint) is still there", dir);
 	ABOX(&r, "info", id);

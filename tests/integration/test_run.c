@@ -397,6 +397,8 @@ Test(run, template_rebuild_spares_running_sandboxes)
 	 * layer. Here the rebuild is forced by spoiling the stamp. */
 	char root[] = "/tmp/abox-state-XXXXXX";
 	cr_assert_not_null(mkdtemp(root));
+	const char *was = getenv("ABOX_ROOT");
+	char *saved = was ? strdup(was) : NULL;
 	setenv("ABOX_ROOT", root, 1);
 	struct run_result r;
 	ABOX(&r, "run", "--", "true");
@@ -440,7 +442,11 @@ Test(run, template_rebuild_spares_running_sandboxes)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	cr_assert_eq(system(cmd), 0);
-	unsetenv("ABOX_ROOT");
+	if (saved)
+		setenv("ABOX_ROOT", saved, 1);
+	else
+		unsetenv("ABOX_ROOT");
+	free(saved);
 }
 
 Test(run, gc_cleans_after_a_sigkilled_abox_and_spares_live_ones)

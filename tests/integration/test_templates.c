@@ -164,7 +164,9 @@ Test(template, snapshots_and_paused_sandboxes_keep_their_template_version)
 	free(OK("gc"));
 	char *left = NULL;
 	struct run_result r;
-	run_abox_argv(&r, (const char *const[]){ "sh", "-c", "ls /var/lib/abox/templates | grep abox-test-pin || true", NULL });
+	char ls[4300];
+	snprintf(ls, sizeof(ls), "ls '%s/templates' | grep abox-test-pin || true", state_root());
+	run_abox_argv(&r, (const char *const[]){ "sh", "-c", ls, NULL });
 	left = r.out;
 	cr_assert_str_eq(left, "", "versions left behind:\n%s", left);
 	free(r.err);
