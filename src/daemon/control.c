@@ -489,6 +489,13 @@ static abox_sandbox *open_visible(struct request *rq, abox_ctx *ctx, const char 
 	return sb;
 }
 
+static int64_t unix_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
 {
 	enum MHD_Result sent;
@@ -513,8 +520,15 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 		abox_sandbox_info_clear(&in);
 		return reply_error(rq, 409, "sandbox %s is already running", id);
 	}
-	if (r >= 0 && t > 0)
-		r = abox_sandbox_set_timeout(sb, (uint32_t)(t > 86400 * 30 ? 86400 * 30 : t) * 1000, &err);
+	if (t > 86400 * 30)
+		t = 86400 * 30;
+	/* E2B's contract: connecting to a running sandbox only ever extends
+	 * its life (an SDK's connect() with its default 5 minutes must not cut
+	 * a 1 h sandbox short; setTimeout is the explicit way to shorten). A
+	 * resumed sandbox gets the timeout it asked for. */
+	bool extend = status == 201 || (in.deadline_ms > 0 && unix_now_ms() + t * 1000 > in.deadline_ms);
+	if (r >= 0 && t > 0 && extend)
+		r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
 	abox_sandbox_free(sb);
 	abox_sandbox_info_clear(&in);
 	if (r < 0)

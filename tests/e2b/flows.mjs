@@ -173,6 +173,17 @@ test('setTimeout and expiry', async () => {
   assert(!(await s.isRunning()), 'it ends at its deadline')
 })
 
+test('connect only ever extends a running sandbox', async () => {
+  const s = await create({ timeoutMs: 3600000 })
+  const left = async () => (new Date((await Sandbox.getInfo(s.sandboxId)).endAt) - Date.now()) / 1000
+  await Sandbox.connect(s.sandboxId)
+  assert(await left() > 3580, `connect() with the default timeout keeps the hour (${await left()} s left)`)
+  await Sandbox.connect(s.sandboxId, { timeoutMs: 60000 })
+  assert(await left() > 3580, `connect({timeoutMs: 60000}) keeps the hour (${await left()} s left)`)
+  await s.setTimeout(60000)
+  assert(await left() <= 60, `setTimeout shortens (${await left()} s left)`)
+})
+
 test('list pagination', async () => {
   const tag = `p${Date.now()}`
   for (let i = 0; i < 3; i++) await create({ metadata: { page: tag } })
