@@ -99,6 +99,8 @@ int wait_exit(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+int run_timeout_s = 60;
+
 static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *argv);
 
 void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args)
@@ -156,7 +158,7 @@ static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_
 			{ .fd = infd, .events = POLLOUT },
 		};
 		int k = poll(pfd, 3, 1000);
-		if (!killed && now() - t0 > 60) {
+		if (!killed && now() - t0 > run_timeout_s) {
 			kill(p, SIGKILL);
 			killed = true;
 		}

@@ -16,8 +16,13 @@ struct run_result {
 	double seconds; /* wall time */
 };
 
+/* Seconds an abox command may run before the harness SIGKILLs it (a hung
+ * command fails its test instead of the whole suite's timeout); 60 unless
+ * a suite with long builds raises it. */
+extern int run_timeout_s;
+
 /* Runs `abox ARGS...` (NULL-terminated), feeding stdin_data (may be NULL:
- * /dev/null). Kills abox after 60 s. */
+ * /dev/null). Kills abox after run_timeout_s. */
 void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args);
 /* Runs any program (argv[0] looked up in PATH), stdin /dev/null. */
 void run_abox_argv(struct run_result *r, const char *const *argv);

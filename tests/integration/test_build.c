@@ -22,7 +22,14 @@ static void fini(void)
 	sandbox_suite_fini();
 }
 
-TestSuite(build, .init = sandbox_suite_init, .fini = fini, .timeout = 900);
+static void init(void)
+{
+	/* debootstrap takes about a minute on a quiet host, several on a busy one */
+	run_timeout_s = 600;
+	sandbox_suite_init();
+}
+
+TestSuite(build, .init = init, .fini = fini, .timeout = 900);
 
 static void no_scratch_left(void)
 {
