@@ -89,7 +89,13 @@ static int read_secret(const char *path)
 		return -errno;
 	struct stat st;
 	char buf[2 * SECRET_LEN + 2];
-	ssize_t n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		fprintf(stderr, "aboxd: '%s': %s\n", path, strerror(e));
+		return -e;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
 		fprintf(stderr, "aboxd: '%s' must be a regular file of aboxd's user, mode 0600\n", path);
