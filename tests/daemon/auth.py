@@ -15,6 +15,7 @@ plain HTTP (what curl or any local process can send):
 usage: auth.py BUILD_DIR"""
 import base64
 import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -109,6 +110,7 @@ def multipart(name, data):
 
 
 ids = []
+cli_ids = []
 try:
     for _ in range(50):
         try:
@@ -255,11 +257,36 @@ try:
                   {"Authorization": "Basic " + base64.b64encode(b"root:").decode()})
     check("a URL signed for the default user stays that user, whatever Authorization says (403)", st2 == 403, st2)
 
-    # --- the secret ---------------------------------------------------------
+    # --- the secret, and sandboxes aboxd did not make --------------------
     state = os.environ.get("ABOX_ROOT", "/var/lib/abox")
     sp = os.path.join(state, "aboxd.secret")
     m = os.stat(sp).st_mode
     check("the token secret is a 0600 file in the state folder", stat.S_ISREG(m) and stat.S_IMODE(m) == 0o600, oct(m))
+    key_bytes = bytes.fromhex(open(sp).read().strip())
+
+    def derived(sid):
+        return hmac.new(key_bytes, f"envd:{sid}".encode(), hashlib.sha256).hexdigest()
+
+    check("the token is HMAC-SHA256 of the sandbox id under the secret", ta == derived(sa), ta)
+    abox = os.path.join(build, "abox")
+    # made on the host, with no token anywhere: what a sandbox made before
+    # tokens existed looks like
+    plain = subprocess.run([abox, "create", "--timeout", "120"], capture_output=True, text=True, timeout=60).stdout.strip()
+    # made secure by an older aboxd: its record keeps the token it was given
+    kept = os.urandom(16).hex()
+    legacy = subprocess.run([abox, "create", "--timeout", "120", "--metadata", f"_aboxToken={kept}"],
+                            capture_output=True, text=True, timeout=60).stdout.strip()
+    cli_ids.extend(x for x in (plain, legacy) if x)
+    st, _ = call("GET", "/files?path=/etc/hostname", headers=plane(plain))
+    check("a sandbox made without any token refuses a request without one (401)", st == 401, (plain, st))
+    st, _ = call("GET", "/files?path=/etc/hostname", headers=plane(plain, token=derived(plain)))
+    check("and opens to its derived token", st == 200, st)
+    st, _ = call("GET", "/files?path=/etc/hostname", headers=plane(legacy, token=kept))
+    check("a sandbox made secure before keeps the token it was given", st == 200, (legacy, st))
+    st, _ = call("GET", "/files?path=/etc/hostname", headers=plane(legacy, token=derived(legacy)))
+    check("and only that one (401)", st == 401, st)
+    st, _ = call("GET", signed("/etc/hostname", "read", kept))
+    check("a URL signed with the kept token reaches it", st == 200, st)
     bad = tempfile.mkdtemp(prefix="aboxd-auth-")
     with open(os.path.join(bad, "aboxd.secret"), "w") as f:
         f.write("00" * 32 + "\n")
@@ -278,6 +305,8 @@ except Exception:
 finally:
     for sid in ids:
         call("DELETE", f"/sandboxes/{sid}", headers=API)
+    for sid in cli_ids:
+        subprocess.run([os.path.join(build, "abox"), "kill", sid], capture_output=True, timeout=60)
     daemon.terminate()
     daemon.wait()
     os.unlink(conf.name)
