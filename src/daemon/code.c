@@ -7,7 +7,9 @@
  * no state and a restarted aboxd finds every context. A cell is one JSON
  * line to the runner's stdin; its output lines carry the cell's id, which
  * is how this stream picks its own out of the runner's output. A client
- * that goes away mid-cell interrupts it (SIGINT to the runner). */
+ * that goes away mid-cell interrupts it (SIGINT to the runner). Every
+ * route wants the sandbox's access token or its traffic token (auth.c):
+ * /execute runs code as the sandbox's user. */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -367,8 +369,6 @@ enum MHD_Result code_route(struct request *rq)
 {
 	const char *u = rq->url, *m = rq->method;
 	enum MHD_Result sent;
-	if (!strcmp(u, "/health"))
-		return reply_empty(rq, 204);
 	json_object *b = NULL;
 	if (!strcmp(m, "POST") && (!strcmp(u, "/execute") || !strcmp(u, "/contexts"))) {
 		b = rq->len ? body_json(rq, &sent) : json_object_new_object();
@@ -381,6 +381,11 @@ enum MHD_Result code_route(struct request *rq)
 		return sent;
 	}
 	enum MHD_Result q;
+	if (!strcmp(u, "/health")) {
+		/* answered only to a client with the token, like every route */
+		envd_close(&h);
+		return reply_empty(rq, 204);
+	}
 	if (!strcmp(u, "/execute") && b) {
 		q = execute(rq, b, h);
 		json_object_put(b);

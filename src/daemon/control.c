@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "auth.h"
 #include "daemon.h"
 #include "wire.h"
 #include "../unpack/sha256.h"
@@ -104,19 +105,20 @@ int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sand
 
 static json_object *sandbox_json(const abox_sandbox_info *in)
 {
-	char *token = NULL;
-	json_object *meta = public_metadata(in, &token, NULL);
-	json_object_put(meta);
+	char token[AUTH_TOKEN_LEN + 1], traffic[AUTH_TOKEN_LEN + 1];
+	auth_envd_token(in, token);
+	auth_traffic_token(in, traffic);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "sandboxID", json_object_new_string(in->id));
 	json_object_object_add(o, "templateID", json_object_new_string(in->template_name));
 	json_object_object_add(o, "clientID", json_object_new_string("abox"));
 	json_object_object_add(o, "envdVersion", json_object_new_string(DAEMON_ENVD_VERSION));
-	if (token)
-		json_object_object_add(o, "envdAccessToken", json_object_new_string(token));
+	/* always: every sandbox is secured, whatever `secure` said (SDK 2.51
+	 * no longer sends it) */
+	json_object_object_add(o, "envdAccessToken", json_object_new_string(token));
+	json_object_object_add(o, "trafficAccessToken", json_object_new_string(traffic));
 	if (daemon_cfg.domain)
 		json_object_object_add(o, "domain", json_object_new_string(daemon_cfg.domain));
-	free(token);
 	return o;
 }
 
@@ -330,28 +332,12 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	size_t nm = 0;
 	while (meta[nm])
 		nm++;
-	char token[33] = "";
 	if (asprintf(&meta[nm++], "%s=%s", DAEMON_OWNER_KEY, rq->owner) < 0) {
 		q = reply_error(rq, 500, "out of memory");
 		goto out;
 	}
-	if (jbool(b, "secure")) {
-		FILE *f = fopen("/dev/urandom", "re");
-		unsigned char raw[16];
-		if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
-			if (f)
-				fclose(f);
-			q = reply_error(rq, 500, "no randomness for the access token");
-			goto out;
-		}
-		fclose(f);
-		for (int i = 0; i < 16; i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
-		if (asprintf(&meta[nm++], "%s=%s", TOKEN_KEY, token) < 0) {
-			q = reply_error(rq, 500, "out of memory");
-			goto out;
-		}
-	}
+	/* no token is kept: every sandbox's is derived (auth.c), `secure`
+	 * or not */
 	json_object *net = NULL, *allow = NULL;
 	json_object_object_get_ex(b, "network", &net);
 	json_object_object_get_ex(b, "allow_internet_access", &allow);

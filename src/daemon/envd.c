@@ -4,9 +4,10 @@
  * Unary calls take and give plain JSON; server streams (Start, Connect)
  * are Connect envelopes (flag byte, 4-byte big-endian length, JSON), and
  * always end with an end-stream envelope (flag 0x02), errors included.
- * The Linux user comes from "Authorization: Basic base64(user:)"; a
- * sandbox created with secure=true also wants its X-Access-Token,
- * compared in constant time. */
+ * The Linux user comes from "Authorization: Basic base64(user:)". Every
+ * request, /health included, needs the sandbox's access token or a signed
+ * URL (auth.c): without one, a local process could read the sandbox's
+ * files or run commands in it. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include <time.h>
 
 #include "base/base64.h"
-#include "../unpack/sha256.h"
+#include "auth.h"
 #include "daemon.h"
 #include "envd.h"
 #include "wire.h"
@@ -75,79 +76,6 @@ static bool user_of(struct request *rq)
 	return basic_user(header(rq, "Authorization"), rq->user, sizeof(rq->user)) == 0;
 }
 
-/* Equal strings, in time that depends on want's length only: a timing
- * side channel must not hand out a token byte by byte. */
-static bool same_secret(const char *want, const char *given)
-{
-	size_t lw = strlen(want), lg = given ? strlen(given) : 0;
-	unsigned char d = (unsigned char)(lw != lg || !given);
-	for (size_t i = 0; given && i < lw; i++)
-		d |= (unsigned char)(want[i] ^ given[i % (lg ? lg : 1)]);
-	return d == 0;
-}
-
-/* A signed /files URL (the SDKs' downloadUrl/uploadUrl of a secure
- * sandbox): "v1_" + base64(sha256("path:read|write:user:token[:expiry]"))
- * without padding, and an expiry (Unix seconds) that has not passed. It
- * grants that one operation on that one path, nothing else. */
-static bool signature_ok(struct request *rq, const char *token)
-{
-	const char *sig = query(rq, "signature"), *exp = query(rq, "signature_expiration");
-	bool get = !strcmp(rq->method, "GET"), post = !strcmp(rq->method, "POST");
-	if (!sig || strcmp(rq->url, "/files") != 0 || (!get && !post))
-		return false;
-	if (exp) {
-		char *end;
-		long long e = strtoll(exp, &end, 10);
-		if (!*exp || *end || e < (long long)time(NULL))
-			return false;
-	}
-	const char *path = query(rq, "path"), *user = query(rq, "username");
-	/* the user is one of the sandbox's two (no ':' can shift the fields
-	 * of the signed text), and it is the user the request runs as */
-	if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
-		return false;
-	struct sha256 h;
-	sha256_init(&h);
-	char *raw = NULL;
-	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "", get ? "read" : "write", user ? user : "", token,
-		     exp ? ":" : "", exp ? exp : "") < 0)
-		return false;
-	sha256_update(&h, raw, strlen(raw));
-	free(raw);
-	char hex[65];
-	unsigned char bin[32];
-	sha256_hex(&h, hex);
-	for (int i = 0; i < 32; i++)
-		bin[i] = (unsigned char)((hex[2 * i] <= '9' ? hex[2 * i] - '0' : hex[2 * i] - 'a' + 10) << 4 |
-					 (hex[2 * i + 1] <= '9' ? hex[2 * i + 1] - '0' : hex[2 * i + 1] - 'a' + 10));
-	char *b64 = base64_encode(bin, sizeof(bin)), want[64];
-	if (!b64)
-		return false;
-	size_t n = strlen(b64);
-	while (n && b64[n - 1] == '=')
-		b64[--n] = '\0';
-	snprintf(want, sizeof(want), "v1_%s", b64);
-	free(b64);
-	return same_secret(want, sig);
-}
-
-static bool token_ok(struct request *rq, const abox_sandbox_info *in, const char *given)
-{
-	json_object *m = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL, *v;
-	const char *want = m && json_object_object_get_ex(m, "_aboxToken", &v) ? json_object_get_string(v) : NULL;
-	bool ok = !want || same_secret(want, given);
-	if (!ok && !given && signature_ok(rq, want)) {
-		/* a signed URL names its user; an Authorization header must not
-		 * change who runs what was signed */
-		const char *u = query(rq, "username");
-		snprintf(rq->user, sizeof(rq->user), "%s", u ? u : "user");
-		ok = true;
-	}
-	json_object_put(m);
-	return ok;
-}
-
 sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 {
 	sandbox_handle_t h = { 0 };
@@ -161,16 +89,21 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 		return h;
 	}
 	abox_sandbox_info in;
+	if (!rq->sandbox[0]) {
+		/* a signed URL no sandbox's token made (auth_signed_route) */
+		*sent = reply_error(rq, 401, "the signature is invalid or has expired");
+		abox_ctx_free(h.ctx);
+		h.ctx = NULL;
+		return h;
+	}
 	if (sandbox_visible(rq, h.ctx, rq->sandbox, &in) < 0) {
 		*sent = envd_error(rq, ENOENT, "sandbox %s not found", rq->sandbox);
 		abox_ctx_free(h.ctx);
 		h.ctx = NULL;
 		return h;
 	}
-	/* envd's token guards envd (49983); the code plane answers to the
-	 * traffic rules of E2B's proxy, which do not ask for it (the code
-	 * interpreter SDK does not even send it for /contexts) */
-	bool ok = rq->port == DAEMON_CODE_PORT || token_ok(rq, &in, header(rq, "X-Access-Token"));
+	/* the token guards envd and the code plane alike: /execute runs code */
+	bool ok = auth_request_ok(rq, &in);
 	bool paused = in.state == ABOX_STATE_PAUSED;
 	abox_sandbox_info_clear(&in);
 	if (!ok) {
@@ -228,12 +161,15 @@ static enum MHD_Result health(struct request *rq)
 {
 	abox_ctx *ctx = request_ctx();
 	abox_sandbox_info in;
-	bool up = ctx && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0;
+	bool up = ctx && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0, ok = true;
 	if (up) {
+		ok = auth_request_ok(rq, &in);
 		up = in.state == ABOX_STATE_RUNNING;
 		abox_sandbox_info_clear(&in);
 	}
 	abox_ctx_free(ctx);
+	if (!ok)
+		return reply_error(rq, 401, "invalid or missing X-Access-Token for sandbox %s", rq->sandbox);
 	return up ? reply_empty(rq, 204) : reply_error(rq, 502, "sandbox %s is not running", rq->sandbox);
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "daemon.h"
 #include "stream.h"
 #include "wire.h"
@@ -161,7 +162,11 @@ static bool sandbox_plane(struct request *rq)
 		rq->port = (unsigned)strtoul(port, NULL, 10);
 		return true;
 	}
-	return sandbox_host(header(rq, "Host"), rq->sandbox, &rq->port);
+	if (sandbox_host(header(rq, "Host"), rq->sandbox, &rq->port))
+		return true;
+	/* a signed URL the SDKs built from E2B_SANDBOX_URL names no sandbox:
+	 * its signature does */
+	return auth_signed_route(rq);
 }
 
 static enum MHD_Result route(struct request *rq)

@@ -24,6 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "daemon.h"
 
 struct daemon_config daemon_cfg = {
@@ -207,6 +208,8 @@ int main(int argc, char **argv)
 	if (port > 0 && port < 65536)
 		daemon_cfg.port = (uint16_t)port;
 	if (!daemon_cfg.keys && default_key() < 0)
+		return 1;
+	if (auth_init(daemon_cfg.state_dir) < 0)
 		return 1;
 
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(daemon_cfg.port) };

@@ -145,7 +145,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 	(void)kind;
 	struct hdrbuf *b = cls;
 	static const char *const drop[] = { "E2b-Sandbox-Id", "E2b-Sandbox-Port", "X-API-Key", "X-Access-Token",
-					    "Content-Length", "Transfer-Encoding", "Keep-Alive", "Proxy-Connection" };
+					    "E2B-Traffic-Access-Token", "Content-Length", "Transfer-Encoding",
+					    "Keep-Alive", "Proxy-Connection" };
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 		if (!strcasecmp(k, drop[i]))
 			return MHD_YES;

@@ -353,7 +353,7 @@ try:
     # StreamInput: a client stream over one chunked HTTP/1.1 request; each
     # piece of input reaches the process while the request is still open
     st, isb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, A)
-    iid = isb["sandboxID"]
+    iid, itok = isb["sandboxID"], isb["envdAccessToken"]
 
     def envelope(obj, flags=0):
         b = json.dumps(obj).encode()
@@ -364,6 +364,7 @@ try:
 
     def stream_head(path):
         return (f"POST {path} HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {iid}\r\nE2b-Sandbox-Port: 49983\r\n"
+                f"X-Access-Token: {itok}\r\n"
                 "Content-Type: application/connect+json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
 
     starter = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -372,7 +373,7 @@ try:
                      "stdin": True, "tag": "reader"})
     starter.sendall((f"POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {iid}\r\n"
                      "E2b-Sandbox-Port: 49983\r\nContent-Type: application/connect+json\r\n"
-                     f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+                     f"X-Access-Token: {itok}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
     got = b""
     while b'"start"' not in got:
         c = starter.recv(65536)
@@ -384,7 +385,8 @@ try:
                    + chunk(envelope({"data": {"input": {"stdin": base64.b64encode(b"one\n").decode()}}})))
     first = None
     for _ in range(100):
-        st, first = req("GET", "/files?path=/tmp/first", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983"},
+        st, first = req("GET", "/files?path=/tmp/first", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983",
+                                                                   "X-Access-Token": itok},
                         raw=True)
         if st == 200:
             break
@@ -407,7 +409,8 @@ try:
           resp.startswith(b"HTTP/1.1 200") and b"\x02\x00\x00\x00\x02{}" in resp, resp[:400])
     second = None
     for _ in range(100):
-        st, second = req("GET", "/files?path=/tmp/second", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983"},
+        st, second = req("GET", "/files?path=/tmp/second", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983",
+                                                                   "X-Access-Token": itok},
                          raw=True)
         if st == 200:
             break

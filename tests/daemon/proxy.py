@@ -83,7 +83,8 @@ def call(method, path, body=None, headers=None):
 def envd_run(sid, cmd):
     msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
     call("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(msg)) + msg,
-         {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json"})
+         {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json",
+          "X-Access-Token": token})
 
 
 sid = None
@@ -96,10 +97,11 @@ try:
             time.sleep(0.1)
     st, data, _ = call("POST", "/v2/sandboxes", json.dumps({"templateID": "base", "timeout": 120}),
                        {"X-API-Key": key, "Content-Type": "application/json"})
-    sid = json.loads(data)["sandboxID"]
+    sid, token = json.loads(data)["sandboxID"], json.loads(data)["envdAccessToken"]
     envd_run(sid, "cat > /tmp/srv.py <<'EOF'\n" + SERVER + "\nEOF\nnohup python3 /tmp/srv.py >/dev/null 2>&1 &")
     for _ in range(100):
-        st, data, _ = call("GET", "/files?path=/tmp/ready", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"})
+        st, data, _ = call("GET", "/files?path=/tmp/ready", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
+                                                                  "X-Access-Token": token})
         if st == 200:
             break
         time.sleep(0.1)

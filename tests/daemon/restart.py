@@ -55,8 +55,12 @@ def call(method, path, body=None, headers=None, timeout=30):
     return r.status, (json.loads(data) if data and data[:1] in b"[{" else data)
 
 
+tokens = {}
+
+
 def envd_headers(sid):
-    return {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
+    # the token was answered before the restart: it must still open envd after
+    return {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": tokens[sid]}
 
 
 def run(sid, cmd):
@@ -83,6 +87,7 @@ try:
     for i in range(3):
         st, sb = call("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 300, "metadata": {"n": str(i)}})
         ids.append(sb["sandboxID"])
+        tokens[sb["sandboxID"]] = sb["envdAccessToken"]
     for sid in ids:
         run(sid, "nohup bash -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done' >/dev/null 2>&1 &")
     # a command streaming when the daemon dies
