@@ -36,7 +36,18 @@ bash -c 'for d in "${@:2:$1}"; do echo $$ > "$d/cgroup.procs" || exit 125; done;
   _ "${#dirs[@]}" "${dirs[@]}" "$@"
 status=$?
 for d in "${dirs[@]}"; do
-  # sandboxes the command left running keep it; say so rather than hide it
-  rmdir "$d" 2>/dev/null || echo "in-cgroup: $d is still in use (left behind?)" >&2
+  # processes still on their way out keep it busy for a moment: give them
+  # a few seconds; sandboxes the command left running keep it for good:
+  # say so, with what is in it, rather than hide it
+  for _ in $(seq 50); do
+    rmdir "$d" 2>/dev/null && break
+    sleep 0.1
+  done
+  if [ -d "$d" ]; then
+    echo "in-cgroup: $d is still in use (left behind?):" >&2
+    find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r p; do
+      echo "  $p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" >&2
+    done
+  fi
 done
 exit $status
