@@ -225,9 +225,11 @@ static unsigned sweep_orphans(const char *runtime_dir, const char *state_dir, co
 	char dirs[1 + CG_CONTROLLER_MAX][4096];
 	size_t nd = 0;
 	const char *mounts[1 + CG_CONTROLLER_MAX] = { l->v2_mount }, *selfs[1 + CG_CONTROLLER_MAX] = { l->v2_self };
+	/* the hierarchies cgroup_planned_dirs lists, no other */
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
-		mounts[1 + c] = l->v1_mount[c];
-		selfs[1 + c] = l->v1_self[c];
+		bool used = l->use[c] == CG_V1 || c == CG_FREEZER;
+		mounts[1 + c] = used ? l->v1_mount[c] : NULL;
+		selfs[1 + c] = used ? l->v1_self[c] : NULL;
 	}
 	unsigned n = 0;
 	time_t now = time(NULL);
