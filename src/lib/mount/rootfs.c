@@ -252,7 +252,7 @@ int rootfs_sys(int sysfs_fd, abox_error *err)
  * on. So the overlays are mounted with the writable layer's tmpfs as the
  * working folder (unreachable from the sandbox once the old root is
  * detached), their upper and work folders named relative to it, and each
- * lower layer named by a symlink "l/<tag><n>" in it. out gets the
+ * lower layer named by a symlink "l/<tag>.<n>" in it. out gets the
  * relative lowerdir string. */
 static int link_lowers(const char *lower, const char *tag, char *out, size_t outlen, abox_error *err)
 {
@@ -266,7 +266,7 @@ static int link_lowers(const char *lower, const char *tag, char *out, size_t out
 			return abox_error_setx(err, ENAMETOOLONG, "overlay lower layer %u", n);
 		memcpy(target, lower, len);
 		target[len] = '\0';
-		safe_snprintf(name, sizeof(name), "l/%s%u", tag, n);
+		safe_snprintf(name, sizeof(name), "l/%s.%u", tag, n);
 		if (symlink(target, name) < 0)
 			return abox_error_set(err, errno, "symlink '%s'", name);
 		size_t k = strlen(name);
@@ -361,7 +361,9 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		/* a host tree alone is named as it is (/usr is no secret);
 		 * snapshot layers over it by their links */
 		if (plan->tree_lowers[i]) {
-			if ((r = link_lowers(plan->tree_lowers[i], t, lower, sizeof(lower), err)) < 0)
+			char tag[16];
+			safe_snprintf(tag, sizeof(tag), "tree%u", i);
+			if ((r = link_lowers(plan->tree_lowers[i], tag, lower, sizeof(lower), err)) < 0)
 				return r;
 			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s", lower, t, t);
 		} else {
