@@ -309,6 +309,23 @@ static bool snapshot_named(abox_ctx *ctx, const char *ref)
 	return found;
 }
 
+/* A create fails for the request's sake only when its template or
+ * snapshot does not exist or an entry the library checks is not K=V;
+ * anything else went wrong on the host (the mount table, cgroups, disk)
+ * and is the daemon's failure: a 5xx, which reply_error logs. Mapping the
+ * errno alone would turn a host step's EINVAL or ENOENT into a 400/404. */
+static unsigned create_status(int r, const abox_error *err)
+{
+	int e = r < 0 ? -r : err->code;
+	if (e == ENOENT && (strstr(err->msg, "template '") || strstr(err->msg, "snapshot ")) &&
+	    strstr(err->msg, "not found"))
+		return 404;
+	if (e == EINVAL && (strstr(err->msg, "is not K=V") || strstr(err->msg, "is not key=value")))
+		return 400;
+	unsigned s = status_of_errno(e);
+	return s >= 500 ? s : 500;
+}
+
 static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 {
 	enum MHD_Result sent;
@@ -374,7 +391,7 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	int r = abox_sandbox_create(ctx, &o, &sb, &err);
 	if (r < 0) {
 		free(netnote);
-		q = strstr(err.msg, "not found") ? reply_error(rq, 404, "%s", err.msg) : reply_abox_error(rq, &err, r);
+		q = reply_error(rq, create_status(r, &err), "%s", err.msg);
 		goto out;
 	}
 	if (*netnote && note_write("network", abox_sandbox_id(sb), netnote) < 0) {

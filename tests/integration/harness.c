@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mount/mountinfo.h"
 
 const char *abox_bin(void)
 {
@@ -292,25 +293,26 @@ static void own_cgroups(struct buf *b)
 	fclose(f);
 }
 
+static int add_mount_point(const struct mountinfo_entry *e, void *ud)
+{
+	struct buf *b = ud;
+	buf_add(b, "mount ", 6);
+	buf_add(b, e->mount_point, strlen(e->mount_point));
+	buf_add(b, "\n", 1);
+	return 0;
+}
+
 char *leak_snapshot(void)
 {
 	struct buf b = { 0 };
 	buf_add(&b, "", 0);
-	/* mount points (field 5) in order: a leaked or missing mount shows */
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (f) {
-		char line[4096];
-		while (fgets(line, sizeof(line), f)) {
-			char *save, *tok = strtok_r(line, " ", &save);
-			for (int i = 1; tok && i < 5; i++)
-				tok = strtok_r(NULL, " ", &save);
-			if (tok) {
-				buf_add(&b, "mount ", 6);
-				buf_add(&b, tok, strlen(tok));
-				buf_add(&b, "\n", 1);
-			}
-		}
-		fclose(f);
+	/* mount points in order: a leaked or missing mount shows (read and
+	 * parsed as abox does: lines of any length, escaped names) */
+	char *mi = NULL;
+	if (mountinfo_read("/proc/self/mountinfo", &mi, NULL, NULL) == 0) {
+		if (mountinfo_parse(mi, add_mount_point, &b, NULL) < 0)
+			buf_add(&b, "mountinfo unreadable\n", 21);
+		free(mi);
 	}
 	own_cgroups(&b);
 	const char *root = getenv("ABOX_ROOT");

@@ -317,30 +317,42 @@ Test(cgroup_layout, empty_prefix_and_null_prefix_mean_real_root)
 	cr_assert_str_eq(L.v1_mount[CG_MEMORY], "/sys/fs/cgroup/memory");
 }
 
-static void expect_malformed(const char *mi, const char *self, const char *needle)
+static void expect_bad(const char *mi, const char *self, const char *needle, int code)
 {
 	abox_error err = ABOX_ERROR_INIT;
 	struct cg_layout sentinel;
 	memset(&L, 0x5a, sizeof(L));
 	memcpy(&sentinel, &L, sizeof(L));
 	int r = cgroup_layout_parse(mi, self, root, &L, &err);
-	cr_assert_eq(r, -EINVAL, "r=%d for %s", r, needle);
-	cr_assert_eq(err.code, EINVAL);
+	cr_assert_eq(r, -code, "r=%d for %s", r, needle);
+	cr_assert_eq(err.code, code);
 	cr_assert_not_null(strstr(err.msg, needle), "msg '%s' lacks '%s'", err.msg, needle);
 	/* outputs are written only on success */
 	cr_assert_eq(memcmp(&sentinel, &L, sizeof(L)), 0);
 	memset(&L, 0, sizeof(L));
 }
 
+/* /proc/self/cgroup lines the layout cannot use: the caller's own input */
+static void expect_malformed(const char *mi, const char *self, const char *needle)
+{
+	expect_bad(mi, self, needle, EINVAL);
+}
+
+/* a mount table not in the kernel's format: the host's data is broken */
+static void expect_bad_table(const char *mi, const char *self, const char *needle)
+{
+	expect_bad(mi, self, needle, EPROTO);
+}
+
 Test(cgroup_layout, malformed_mountinfo)
 {
-	expect_malformed("31 23 0:28 / /sys/fs/cgroup rw,relatime tmpfs tmpfs rw\n", "0::/\n",
+	expect_bad_table("31 23 0:28 / /sys/fs/cgroup rw,relatime tmpfs tmpfs rw\n", "0::/\n",
 			 "mountinfo line 1");
-	expect_malformed("1 2 3 / /a rw - sysfs sysfs rw\n31 23 0:28 /\n", "0::/\n",
+	expect_bad_table("1 2 0:3 / /a rw - sysfs sysfs rw\n31 23 0:28 /\n", "0::/\n",
 			 "mountinfo line 2");
-	expect_malformed("31 23 0:28 / /sys/fs/cgroup rw - cgroup2 cgroup2\n", "0::/\n",
+	expect_bad_table("31 23 0:28 / /sys/fs/cgroup rw - cgroup2 cgroup2\n", "0::/\n",
 			 "mountinfo line 1");
-	expect_malformed("31 23 0:28 / relative rw - cgroup2 cgroup2 rw\n", "0::/\n",
+	expect_bad_table("31 23 0:28 / relative rw - cgroup2 cgroup2 rw\n", "0::/\n",
 			 "mountinfo line 1");
 }
 
@@ -406,4 +418,39 @@ Test(cgroup_layout, detect_real_host)
 			cr_assert_eq(stat(path, &st), 0, "%s", path);
 		}
 	}
+}
+
+/* What `ip netns add` and bind-mounted namespace files add to the host's
+ * table: an nsfs root that is no path, mount points with escaped spaces.
+ * None of it is a cgroup mount, and none of it may fail the layout. */
+Test(cgroup_layout, nsfs_and_escaped_lines_do_not_break_it)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	char mi[8192];
+	snprintf(mi, sizeof(mi),
+		 "%s"
+		 "1089 28 0:4 net:[4026532281] /run/netns/foo rw shared:608 - nsfs nsfs rw\n"
+		 "1090 28 0:4 mnt:[4026531841] /tmp/ns\\040file rw - nsfs nsfs rw\n"
+		 "1091 28 0:61 / /tmp/a\\011b\\012c\\134d rw,relatime shared:9 master:2 - tmpfs  rw\n",
+		 hybrid_mi);
+	put("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
+	put("proc/sys/kernel/osrelease", "6.18.44-fc-v669\n");
+	cr_assert_eq(parse(mi, hybrid_self, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup/unified"));
+	cr_assert_str_eq(L.v1_mount[CG_MEMORY], P("/sys/fs/cgroup/memory"));
+	cr_assert_eq(L.use[CG_MEMORY], CG_V1);
+	cr_assert_eq(L.use[CG_FREEZER], CG_V2);
+}
+
+/* A cgroup hierarchy mounted where the name needs escaping is found under
+ * its real (unescaped) name. */
+Test(cgroup_layout, escaped_cgroup_mount_point)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	static const char mi[] = "41 31 0:38 / /sys/fs/cgroup/my\\040unified rw,relatime shared:3 - cgroup2 cgroup2 rw\n";
+	put("sys/fs/cgroup/my unified/cgroup.controllers", "memory pids cpu\n");
+	put("proc/sys/kernel/osrelease", "6.18.44\n");
+	cr_assert_eq(parse(mi, "0::/\n", &err), 0, "%s", err.msg);
+	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup/my unified"));
+	cr_assert_eq(L.use[CG_MEMORY], CG_V2);
 }

@@ -663,6 +663,26 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 	return backend_kill(sb, false, err);
 }
 
+/* Removes the cgroup folders a long-lived sandbox recorded, listed in its
+ * runtime folder or else in its state record. */
+static int remove_recorded_cgroups(abox_sandbox *sb, abox_error *err)
+{
+	const struct cg_layout *l = sb->ctx->cg_ready ? &sb->ctx->cg : NULL;
+	char p[4200];
+	safe_snprintf(p, sizeof(p), "%s/%s/%s", sb->ctx->runtime_dir, sb->id, STORE_CGROUPS_FILE);
+	_cleanup_free_ char *rec = NULL;
+	int r = 0;
+	if (read_file_at(AT_FDCWD, p, 65536, &rec, NULL) == 0)
+		return store_cgroups_remove(rec, sb->id, l, err);
+	/* the runtime folder is gone (a reboot, a half-done kill): the
+	 * state record keeps the same list */
+	struct sb_state st = { 0 };
+	if (state_read(sb->ctx->state_dir, sb->id, &st, NULL) == 0 && st.cgroups)
+		r = store_cgroups_remove(st.cgroups, sb->id, l, err);
+	sb_state_free(&st);
+	return r;
+}
+
 int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 {
 	int r = 0;
@@ -692,12 +712,17 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 	if (sb->cg) {
 		r = cgroup_destroy(sb->cg, err);
 		sb->cg = NULL;
-		if (r < 0) {
-			/* a cgroup stays: keep the runtime folder and record, so
-			 * that `abox gc` finds them and tries again */
-			sandbox_release(sb);
-			return r;
-		}
+	}
+	/* the folders recorded at create, whether or not the handle found
+	 * them (no layout: an unreadable mount table; or one seen from
+	 * another cgroup than the creator's) */
+	if (r >= 0 && long_lived)
+		r = remove_recorded_cgroups(sb, err);
+	if (r < 0) {
+		/* a cgroup stays: keep the runtime folder and record, so
+		 * that `abox gc` finds them and tries again */
+		sandbox_release(sb);
+		return r;
 	}
 	if (!sb->rundir && long_lived) {
 		char rd[4096];
@@ -740,12 +765,16 @@ int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	if (REMOTE_CTX(ctx))
 		return removed ? (*removed = 0, 0) : 0; /* the daemon collects its own */
 	(void)abox_reap(ctx, NULL, NULL);
-	int r = backend_layout(ctx, err);
-	if (r < 0)
-		return abox_error_prefix(err, "gc");
+	/* without a layout gc still removes every recorded cgroup (their
+	 * filesystem vouches for them); only the search for unrecorded ones
+	 * needs it */
+	abox_error lerr = ABOX_ERROR_INIT;
+	bool have_layout = backend_layout(ctx, &lerr) >= 0;
+	if (!have_layout)
+		backend_log(ctx, ABOX_LOG_DEBUG, "gc without a cgroup layout: %s", lerr.msg);
 	template_sweep(ctx->state_dir, NULL);
 	snap_sweep(ctx->state_dir);
-	return store_gc(ctx->runtime_dir, ctx->state_dir, &ctx->cg, removed, err);
+	return store_gc(ctx->runtime_dir, ctx->state_dir, have_layout ? &ctx->cg : NULL, removed, err);
 }
 
 static void disk_fields(const struct proto_frame *f, void *ud)

@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 
 #include "cgroup/cgroup.h"
+#include "mount/mountinfo.h"
 
-/* Input limits: these texts come from our own /proc, but a runaway mount
- * table (mount propagation storms) must not make us allocate without bound. */
-#define MOUNTINFO_MAX (16u << 20)
+/* Input limit: the text comes from our own /proc, but must not make us
+ * allocate without bound (the mount table's is in mountinfo.h). */
 #define SELF_CGROUP_MAX (64u << 10)
 
 static const char *const controller_names[CG_CONTROLLER_MAX] = {
@@ -77,76 +77,38 @@ static void mount_table_freep(struct mount_table *t)
 	free(t->e);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s)
+static int add_entry(struct mount_table *t, const struct mount_entry *m)
 {
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct mount_entry *ne = realloc(t->e, ncap * sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		t->e = ne;
+		t->cap = ncap;
 	}
-	*w = '\0';
+	t->e[t->n++] = *m;
+	return 0;
 }
 
-/* Splits one mountinfo line in place:
- * "id parent maj:min root mountpoint opts [optional...] - fstype source super" */
-static int parse_mount_line(char *line, struct mount_entry *m)
+/* Every mount is kept (one made later on a cgroup mount's point or a
+ * parent of it hides that one); only the cgroup hierarchies' ("cgroup",
+ * "cgroup2") are ever picked. Nothing else is assumed about the other
+ * lines: an nsfs mount's root is "net:[...]", not a path. */
+static int add_mount(const struct mountinfo_entry *e, void *ud)
 {
-	char *f[6];
-	size_t nf = 0;
-	char *save = NULL;
-	char *tok = strtok_r(line, " ", &save);
-
-	while (tok && nf < 6) {
-		f[nf++] = tok;
-		tok = strtok_r(NULL, " ", &save);
-	}
-	if (nf < 6)
-		return -EINVAL;
-	/* optional fields ("shared:4", ...) run until the lone "-" */
-	while (tok && strcmp(tok, "-") != 0)
-		tok = strtok_r(NULL, " ", &save);
-	if (!tok)
-		return -EINVAL;
-	char *fstype = strtok_r(NULL, " ", &save);
-	char *source = strtok_r(NULL, " ", &save);
-	char *super = strtok_r(NULL, " ", &save);
-	if (!fstype || !source || !super)
-		return -EINVAL;
-	unescape_octal(f[3]);
-	unescape_octal(f[4]);
-	if (f[3][0] != '/' || f[4][0] != '/')
-		return -EINVAL;
-	*m = (struct mount_entry){ .root = f[3], .mp = f[4], .fstype = fstype, .super = super };
-	return 0;
+	return add_entry(ud, &(struct mount_entry){ .root = e->root, .mp = e->mount_point,
+						    .fstype = e->fstype, .super = e->super_opts });
 }
 
 static int parse_mountinfo(char *text, struct mount_table *t, abox_error *err)
 {
-	unsigned lineno = 0;
-	char *save = NULL;
-
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		lineno++;
-		if (t->n == t->cap) {
-			size_t ncap = t->cap ? t->cap * 2 : 64;
-			struct mount_entry *ne = realloc(t->e, ncap * sizeof(*ne));
-			if (!ne)
-				return abox_error_set(err, ENOMEM, "cgroup: mountinfo");
-			t->e = ne;
-			t->cap = ncap;
-		}
-		if (parse_mount_line(line, &t->e[t->n]) < 0)
-			return abox_error_setx(err, EINVAL, "cgroup: mountinfo line %u is malformed",
-					       lineno);
-		t->n++;
-	}
-	return 0;
+	int r = mountinfo_parse(text, add_mount, t, err);
+	if (r == -ENOMEM)
+		return abox_error_set(err, ENOMEM, "cgroup: mountinfo");
+	if (r < 0 && err)
+		(void)abox_error_prefix(err, "cgroup");
+	return r;
 }
 
 /* Does the comma-separated list contain the exact token? */
@@ -167,6 +129,8 @@ static bool list_has(const char *list, const char *tok, char sep)
 static bool covers(const char *dir, const char *path)
 {
 	size_t n = strlen(dir);
+	if (dir[0] != '/') /* not a path (an nsfs root): covers nothing */
+		return false;
 	if (n == 1) /* "/" */
 		return true;
 	return strncmp(dir, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
@@ -387,9 +351,9 @@ int cgroup_layout_detect(struct cg_layout *out, abox_error *err)
 	_cleanup_free_ char *mi = NULL, *self = NULL;
 	int r;
 
-	r = read_file_at(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &mi, NULL);
+	r = mountinfo_read("/proc/self/mountinfo", &mi, NULL, err);
 	if (r < 0)
-		return abox_error_set(err, -r, "cgroup: read '/proc/self/mountinfo'");
+		return err ? abox_error_prefix(err, "cgroup") : r;
 	r = read_file_at(AT_FDCWD, "/proc/self/cgroup", SELF_CGROUP_MAX, &self, NULL);
 	if (r < 0)
 		return abox_error_set(err, -r, "cgroup: read '/proc/self/cgroup'");

@@ -245,6 +245,42 @@ int rootfs_sys(int sysfs_fd, abox_error *err)
 	return mask_tmpfs("/sys/devices/virtual/powercap", err);
 }
 
+/* Overlay shows its lowerdir, upperdir and workdir options in mountinfo
+ * exactly as they were given, and the sandbox reads its own mountinfo:
+ * host paths there would tell it where the host keeps its state and
+ * runtime files, the template's version and the snapshot ids it stands
+ * on. So the overlays are mounted with the writable layer's tmpfs as the
+ * working folder (unreachable from the sandbox once the old root is
+ * detached), their upper and work folders named relative to it, and each
+ * lower layer named by a symlink "l/<tag>.<n>" in it. out gets the
+ * relative lowerdir string. */
+static int link_lowers(const char *lower, const char *tag, char *out, size_t outlen, abox_error *err)
+{
+	char target[4096], name[64];
+	size_t used = 0;
+	out[0] = '\0';
+	for (unsigned n = 0; *lower; n++) {
+		const char *end = strchr(lower, ':');
+		size_t len = end ? (size_t)(end - lower) : strlen(lower);
+		if (len == 0 || len >= sizeof(target))
+			return abox_error_setx(err, ENAMETOOLONG, "overlay lower layer %u", n);
+		memcpy(target, lower, len);
+		target[len] = '\0';
+		safe_snprintf(name, sizeof(name), "l/%s.%u", tag, n);
+		if (symlink(target, name) < 0)
+			return abox_error_set(err, errno, "symlink '%s'", name);
+		size_t k = strlen(name);
+		if (used + k + 2 > outlen)
+			return abox_error_setx(err, ENAMETOOLONG, "overlay lowerdir of %s", tag);
+		if (used)
+			out[used++] = ':';
+		memcpy(out + used, name, k + 1);
+		used += k;
+		lower = end ? end + 1 : lower + len;
+	}
+	return 0;
+}
+
 int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 {
 	char p[PATH_BUF], q[PATH_BUF], data[4096];
@@ -292,10 +328,16 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	if ((r = write_new(p, plan->hosts, err)) < 0)
 		return r;
 
-	char root[PATH_BUF];
+	char root[PATH_BUF], lower[2048];
 	safe_snprintf(root, sizeof(root), "%s/root", s);
-	safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=%s/upper/root,workdir=%s/work/root",
-		      plan->lower, s, s);
+	/* the overlay options below are relative to the layer (see
+	 * link_lowers); a restore goes back to its working folder after */
+	_cleanup_close_ int old_cwd = plan->restore ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+	if (fchdir(*layer_fd) < 0)
+		return abox_error_set(err, errno, "chdir to the writable layer");
+	if ((r = mkdir_p1("l", 0755, err)) < 0 || (r = link_lowers(plan->lower, "root", lower, sizeof(lower), err)) < 0)
+		return r;
+	safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/root,workdir=work/root", lower);
 	if ((r = do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 		return r;
 
@@ -316,12 +358,17 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		safe_snprintf(p, sizeof(p), "%s/work/%s", s, t);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
 			return r;
-		if (plan->tree_lowers[i])
-			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=%s/upper/%s,workdir=%s/work/%s",
-				      plan->tree_lowers[i], s, t, s, t);
-		else
-			safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=%s/upper/%s,workdir=%s/work/%s", t, s,
-				      t, s, t);
+		/* a host tree alone is named as it is (/usr is no secret);
+		 * snapshot layers over it by their links */
+		if (plan->tree_lowers[i]) {
+			char tag[16];
+			safe_snprintf(tag, sizeof(tag), "tree%u", i);
+			if ((r = link_lowers(plan->tree_lowers[i], tag, lower, sizeof(lower), err)) < 0)
+				return r;
+			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s", lower, t, t);
+		} else {
+			safe_snprintf(data, sizeof(data), "lowerdir=/%s,upperdir=upper/%s,workdir=work/%s", t, t, t);
+		}
 		if (plan->restore) {
 			safe_snprintf(p, sizeof(p), "%s/trees/%s", s, t);
 			if ((r = mkdir_p1(p, 0755, err)) < 0)
@@ -332,8 +379,11 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 			return r;
 	}
-	if (plan->restore)
+	if (plan->restore) {
+		if (old_cwd >= 0 && fchdir(old_cwd) < 0)
+			return abox_error_set(err, errno, "chdir back");
 		return 0;
+	}
 	spawn_mark(plan->marks, MARK_LAYER);
 
 	if ((r = setup_dev(root, plan->init_in_dev, err)) < 0)

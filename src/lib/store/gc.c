@@ -7,14 +7,22 @@
  * folder it finds: a lock it gets belongs to a dead sandbox. Recorded
  * cgroup paths are trusted only when they lie under one of this host's
  * cgroup mounts and end in "abox-<id>" for the folder's own id, so a
- * tampered record cannot make gc remove anything else.
+ * tampered record cannot make gc remove anything else. Without a layout
+ * (the mount table could not be read) a recorded path is trusted when it
+ * is on a cgroup filesystem and ends in "abox-<id>": a sandbox's cgroups
+ * are removed whatever else fails.
+ * gc also finds cgroup folders "abox-<id>" below the caller's own cgroups
+ * whose sandbox has no record left (a kill that removed the records but
+ * not the cgroups): those are removed once empty and a while old.
  * Runs in the CLI/daemon. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -44,12 +52,17 @@ static bool path_ok(const char *path, const char *id, const struct cg_layout *l)
 	const char *base = strrchr(path, '/');
 	if (!base || strncmp(base + 1, "abox-", 5) != 0 || strcmp(base + 6, id) != 0)
 		return false;
-	if (under(path, l->v2_mount))
-		return true;
-	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
-		if (under(path, l->v1_mount[c]))
+	if (l) {
+		if (under(path, l->v2_mount))
 			return true;
-	return false;
+		for (int c = 0; c < CG_CONTROLLER_MAX; c++)
+			if (under(path, l->v1_mount[c]))
+				return true;
+	}
+	/* no layout, or one seen from another cgroup namespace or mount
+	 * table than the creator's: the path's own filesystem decides */
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && (sf.f_type == CGROUP_SUPER_MAGIC || sf.f_type == CGROUP2_SUPER_MAGIC);
 }
 
 /* Whether pid (pinned by pidfd) is in the cgroup at path: its
@@ -128,6 +141,114 @@ static bool remove_recorded(const char *record, const char *id, const struct cg_
 	return all;
 }
 
+int store_cgroups_remove(const char *record, const char *id, const struct cg_layout *l, abox_error *err)
+{
+	if (!record || !id || !is_id(id))
+		return abox_error_setx(err, EINVAL, "remove cgroups: invalid argument");
+	if (!remove_recorded(record, id, l))
+		return abox_error_setx(err, EBUSY, "cgroup: a folder of sandbox %s still has tasks after SIGKILL", id);
+	return 0;
+}
+
+/* Cgroup folders only ever hold the kernel's files and child cgroups:
+ * removes the children depth first, then the folder. Fails (EBUSY) where
+ * a task is still in one. */
+static int rmdir_cgroup_tree(int parent, const char *name, int depth)
+{
+	if (depth > 8)
+		return -ELOOP;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			(void)rmdir_cgroup_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
+/* An orphan must be this old before gc takes it: a create in another
+ * state folder makes its v2 folder a moment before its first task. */
+#define ORPHAN_AGE_S 5
+
+/* Whether anything of ours still speaks for sandbox id: its runtime
+ * folder (any state folder's sandboxes share it), an ephemeral record,
+ * a create under way, or its record in our state folder. */
+static bool has_owner(const char *runtime_dir, const char *state_dir, const char *id)
+{
+	static const char *const pre[] = { "", "", ".new-", ".new-" };
+	static const char *const suf[] = { "", STORE_RUN_SUFFIX, "", STORE_RUN_SUFFIX };
+	char p[4200];
+	for (size_t i = 0; i < ELEMENTSOF(pre); i++) {
+		safe_snprintf(p, sizeof(p), "%s/%s%s%s", runtime_dir, pre[i], id, suf[i]);
+		if (access(p, F_OK) == 0 || errno != ENOENT)
+			return true;
+	}
+	safe_snprintf(p, sizeof(p), "%s/sandboxes/%s", state_dir, id);
+	return access(p, F_OK) == 0 || errno != ENOENT;
+}
+
+/* Cgroup folders "abox-<id>" below the caller's own cgroup in one
+ * hierarchy whose sandbox nothing speaks for any more. Only empty ones go
+ * (rmdir fails on a folder with tasks): one with tasks may belong to a
+ * sandbox of another runtime folder, which is not ours to end. */
+static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const char *state_dir, time_t now)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *id = de->d_name + 5;
+		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) || has_owner(runtime_dir, state_dir, id))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+		    now - st.st_ctime < ORPHAN_AGE_S)
+			continue;
+		if (rmdir_cgroup_tree(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static unsigned sweep_orphans(const char *runtime_dir, const char *state_dir, const struct cg_layout *l)
+{
+	char dirs[1 + CG_CONTROLLER_MAX][4096];
+	size_t nd = 0;
+	const char *mounts[1 + CG_CONTROLLER_MAX] = { l->v2_mount }, *selfs[1 + CG_CONTROLLER_MAX] = { l->v2_self };
+	/* the hierarchies cgroup_planned_dirs lists, no other */
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
+		bool used = l->use[c] == CG_V1 || c == CG_FREEZER;
+		mounts[1 + c] = used ? l->v1_mount[c] : NULL;
+		selfs[1 + c] = used ? l->v1_self[c] : NULL;
+	}
+	unsigned n = 0;
+	time_t now = time(NULL);
+	for (size_t i = 0; i < 1 + CG_CONTROLLER_MAX; i++) {
+		if (!mounts[i] || !selfs[i])
+			continue;
+		char dir[4096];
+		safe_snprintf(dir, sizeof(dir), "%s%s", mounts[i], strcmp(selfs[i], "/") == 0 ? "" : selfs[i]);
+		bool seen = false;
+		for (size_t k = 0; k < nd && !seen; k++)
+			seen = strcmp(dirs[k], dir) == 0; /* co-mounted controllers */
+		if (seen)
+			continue;
+		memcpy(dirs[nd++], dir, sizeof(dir));
+		n += sweep_orphans_in(dir, runtime_dir, state_dir, now);
+	}
+	return n;
+}
+
 /* Returns true when it removed the sandbox. */
 static bool clean_one(int rtfd, const char *name, const char *id, const char *state_dir,
 		      const struct cg_layout *l)
@@ -149,9 +270,9 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 	}
 	_cleanup_free_ char *rec = NULL;
 	bool clean = true;
-	if (id && l && read_file_at(dfd, STORE_CGROUPS_FILE, 65536, &rec, NULL) == 0)
+	if (id && read_file_at(dfd, STORE_CGROUPS_FILE, 65536, &rec, NULL) == 0)
 		clean = remove_recorded(rec, id, l);
-	else if (recorded && st.cgroups && l)
+	else if (recorded && st.cgroups)
 		clean = remove_recorded(st.cgroups, id, l);
 	sb_state_free(&st);
 	if (!clean)
@@ -181,7 +302,7 @@ static bool clean_run_record(int rtfd, const char *name, const char *id, const s
 		if (n < 0)
 			return false;
 		rec[n] = '\0';
-		if (!l || !remove_recorded(rec, id, l))
+		if (!remove_recorded(rec, id, l))
 			return false; /* keep the record: the next gc tries again */
 	}
 	(void)unlinkat(rtfd, name, 0);
@@ -230,7 +351,7 @@ static unsigned clean_records(const char *runtime_dir, const char *state_dir, co
 		}
 		if (k < 0)
 			continue;
-		if (state_status(&st) == SB_DEAD && (!st.cgroups || !l || remove_recorded(st.cgroups, ids[i], l))) {
+		if (state_status(&st) == SB_DEAD && (!st.cgroups || remove_recorded(st.cgroups, ids[i], l))) {
 			(void)state_remove(state_dir, ids[i]);
 			n++;
 		}
@@ -246,6 +367,8 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 	unsigned n = clean_records(runtime_dir, state_dir, layout);
 	DIR *d = opendir(runtime_dir);
 	if (!d) {
+		if (errno == ENOENT && layout)
+			n += sweep_orphans(runtime_dir, state_dir, layout);
 		if (removed)
 			*removed = n;
 		if (errno == ENOENT)
@@ -274,6 +397,8 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 		}
 	}
 	closedir(d);
+	if (layout)
+		n += sweep_orphans(runtime_dir, state_dir, layout);
 	if (removed)
 		*removed = n;
 	return 0;

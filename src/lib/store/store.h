@@ -45,6 +45,11 @@ int store_runrec_write(int fd, const char *content, abox_error *err);
  * cgroups they recorded. Cheap when there are none. *removed counts them. */
 int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_layout *layout,
 	     unsigned *removed, abox_error *err);
+/* Removes the cgroup folders a sandbox recorded (one path per line),
+ * ending what still runs in them. Each path is checked as gc checks it
+ * (layout may be NULL: then its filesystem must be a cgroup one), so a
+ * tampered record removes nothing else. -EBUSY when a folder stays. */
+int store_cgroups_remove(const char *record, const char *id, const struct cg_layout *layout, abox_error *err);
 /* Removes the socket and the folder (or an ephemeral sandbox's record
  * file). Missing pieces are not errors. */
 int store_rundir_remove(const char *dir, abox_error *err);
