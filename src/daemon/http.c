@@ -14,6 +14,7 @@
 #include "stream.h"
 #include "wire.h"
 #include "envd.h"
+#include "head.h"
 
 const char *header(struct request *rq, const char *name)
 {
@@ -195,7 +196,6 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	(void)cls;
-	(void)version;
 	struct request *rq = *con_cls;
 	if (!rq)
 		return MHD_NO; /* out of memory in daemon_uri */
@@ -203,6 +203,19 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
+		/* a malformed head is answered before any body is read, and
+		 * libmicrohttpd closes the connection after an early answer */
+		char why[160];
+		unsigned bad = head_check(rq, method, version, why, sizeof(why));
+		if (bad) {
+			/* the client's fault even when 501: not logged as the
+			 * daemon's own failure (reply_error would) */
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "code", json_object_new_int((int)bad));
+			json_object_object_add(o, "message", json_object_new_string(why));
+			*con_cls = rq;
+			return reply_json(rq, bad, o);
+		}
 		/* both framings at once is how requests are smuggled past a
 		 * proxy that reads the other one: refused, connection closed */
 		rq->smuggled = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length") &&
@@ -264,6 +277,9 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	struct request *rq = calloc(1, sizeof(*rq));
 	if (rq) {
 		snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+		rq->target = uri;
+		rq->target_len = uri ? strlen(uri) : 0;
+		rq->target_pct00 = uri && strstr(uri, "%00");
 		rq->start_ms = stream_now_ms();
 	}
 	return rq;
