@@ -15,6 +15,7 @@
 #include "wire.h"
 #include "envd.h"
 #include "head.h"
+#include "conns.h"
 
 const char *header(struct request *rq, const char *name)
 {
@@ -203,6 +204,7 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
+		conns_request_head(rq);
 		/* a malformed head is answered before any body is read, and
 		 * libmicrohttpd closes the connection after an early answer */
 		char why[160];
@@ -273,7 +275,7 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	(void)cls;
-	(void)conn;
+	conns_request_line(conn);
 	struct request *rq = calloc(1, sizeof(*rq));
 	if (rq) {
 		snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
@@ -289,9 +291,9 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
-	(void)conn;
 	(void)toe;
 	struct request *rq = *con_cls;
+	conns_request_done(rq, conn);
 	if (rq) {
 		if (rq->conn)
 			ops_request_done(rq);

@@ -148,6 +148,116 @@ try:
     check("a chunked upload is still taken", st == 200 and got == b"hello", (st, st2, got, out[:300]))
     req("DELETE", f"/sandboxes/{sid}", headers=KEY)
 
+    # -- one client cannot lock the others out -----------------------------
+    def flood(source, n):
+        out = []
+        for _ in range(n):
+            try:
+                out.append(socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0)))
+            except OSError:
+                break
+        return out
+
+    def still_open(socks):
+        time.sleep(1.0)  # what the daemon cuts, it cuts as they come; let it settle
+        n = 0
+        for s in socks:
+            s.setblocking(False)
+            try:
+                n += s.recv(1, socket.MSG_PEEK) != b""
+            except BlockingIOError:
+                n += 1
+            except OSError:
+                pass
+        return n
+
+    def close_all(socks):
+        for s in socks:
+            s.close()
+
+    keyed = head(b"GET /v2/sandboxes HTTP/1.1", K, b"Connection: close")
+    idle = flood("127.0.0.2", 1000)
+    kept = still_open(idle)
+    check("1000 idle connections from one address: at most 64 kept", len(idle) == 1000 and 0 < kept <= 64,
+          (len(idle), kept))
+    t, st, out = raw_exchange(keyed)
+    check("and a client with a key (another address) is served at once", st == 200 and t < 3, (round(t, 1), out[:200]))
+    same = flood("127.0.0.1", 1000)
+    t, st, out = raw_exchange(keyed)
+    check("1000 idle connections from the key holder's own address: it is still served at once",
+          st == 200 and t < 3, (round(t, 1), out[:200]))
+    t, st, out = raw_exchange(head(b"GET /health HTTP/1.1", b"Connection: close"), source="127.0.0.3")
+    check("and so is a client without a key from a third address", st == 200 and t < 3, (round(t, 1), out[:200]))
+    close_all(idle + same)
+    many = []
+    for i in range(16):
+        many += flood(f"127.0.1.{i + 1}", 64)
+    kept = still_open(many)
+    t, st, out = raw_exchange(keyed)
+    check("16 addresses x 64 idle connections (more than maxConnections): a tenth is kept for keys, "
+          "the client with a key is served at once", len(many) == 1024 and kept <= 900 and st == 200 and t < 3,
+          (len(many), kept, round(t, 1), out[:200]))
+    close_all(many)
+    time.sleep(1.0)
+
+    # the head deadline (10 s by default): a head trickled a byte a second
+    # is cut at it, though the idle timeout (60 s) never passes; between
+    # requests, a connection without a key gets it too, one with a key
+    # keeps the idle timeout
+    import threading
+    ends = {}
+
+    def trickle():
+        s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+        t0 = time.time()
+        s.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\n")
+        try:
+            for _ in range(30):
+                s.sendall(b"X")
+                s.settimeout(1.0)
+                try:
+                    if s.recv(4096) == b"":
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+        ends["trickle"] = time.time() - t0
+        s.close()
+
+    def idle_after(name, payload):
+        s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+        t0 = time.time()
+        s.sendall(payload)
+        s.settimeout(30)
+        got = b""
+        try:
+            while b"\r\n\r\n" not in got:
+                got += s.recv(4096)
+            time.sleep(13)
+            s.sendall(head(b"GET /health HTTP/1.1", b"Connection: close"))
+            second = s.recv(4096)
+        except OSError:
+            second = b""
+        ends[name] = (got[:12], second[:12], time.time() - t0)
+        s.close()
+
+    ts = [threading.Thread(target=trickle),
+          threading.Thread(target=idle_after, args=("nokey", head(b"GET /v2/sandboxes HTTP/1.1"))),
+          threading.Thread(target=idle_after, args=("key", head(b"GET /v2/sandboxes HTTP/1.1", K)))]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(60)
+    check("a head trickled a byte a second is cut at the head deadline (~10 s)",
+          8 <= ends.get("trickle", 0) <= 13, ends.get("trickle"))
+    nk = ends.get("nokey", (b"", b"", 0))
+    check("a connection idle after a request without a key is cut at the head deadline",
+          nk[0].startswith(b"HTTP/1.1 401") and not nk[1].startswith(b"HTTP/1.1 200"), nk)
+    wk = ends.get("key", (b"", b"", 0))
+    check("one idle after a request with a key keeps the idle timeout and serves the next request",
+          wk[0].startswith(b"HTTP/1.1 200") and wk[1].startswith(b"HTTP/1.1 200"), wk)
+
     st, _ = req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
 except Exception:
