@@ -84,12 +84,13 @@ static void cut(struct conn *c)
 	}
 }
 
-/* The oldest connection between requests that matches, or NULL. */
-static struct conn *oldest_idle(struct conns *t, const struct conn *like, bool trusted)
+/* The oldest connection between requests that matches, other than the
+ * new one nc (which has not had its chance yet), or NULL. */
+static struct conn *oldest_idle(struct conns *t, const struct conn *nc, bool same, bool trusted)
 {
 	struct conn *best = NULL;
 	for (struct conn *c = t->head; c; c = c->next)
-		if (!c->cut && !c->busy && c->trusted == trusted && (!like || same_source(c, like)) &&
+		if (c != nc && !c->cut && !c->busy && c->trusted == trusted && (!same || same_source(c, nc)) &&
 		    (!best || c->since_ms < best->since_ms))
 			best = c;
 	return best;
@@ -111,7 +112,7 @@ static void admit(struct conns *t, struct conn *nc)
 	}
 	struct conn *v;
 	if (t->lim.per_client && mine > t->lim.per_client) {
-		v = oldest_idle(t, nc, false);
+		v = oldest_idle(t, nc, true, false);
 		cut(v ? v : nc);
 		if (!v)
 			return;
@@ -119,16 +120,16 @@ static void admit(struct conns *t, struct conn *nc)
 	}
 	unsigned room = t->lim.max - t->lim.max / 10;
 	if (untrusted > room) {
-		v = oldest_idle(t, NULL, false);
+		v = oldest_idle(t, nc, false, false);
 		cut(v ? v : nc);
 		if (!v)
 			return;
 		live--;
 	}
 	if (live > t->lim.max) {
-		v = oldest_idle(t, NULL, false);
+		v = oldest_idle(t, nc, false, false);
 		if (!v)
-			v = oldest_idle(t, NULL, true);
+			v = oldest_idle(t, nc, false, true);
 		cut(v ? v : nc);
 	}
 }
