@@ -47,6 +47,7 @@ struct conn {
 	bool busy;          /* a request's head is in, its answer not done */
 	bool trusted;       /* a request on it carried an accepted credential */
 	bool cut;           /* shut down, waiting for libmicrohttpd to close it */
+	bool token;         /* its request carries an access token or a signature (not yet checked) */
 	bool fresh;         /* no request line yet since it was accepted */
 	int64_t since_ms;   /* when it last went idle (eviction order) */
 	int64_t deadline_ms; /* idle: cut at this time (0: none) */
@@ -106,7 +107,12 @@ static void admit(struct conns *t, struct conn *nc)
 		live++;
 		if (!c->trusted) {
 			untrusted++;
-			if (same_source(c, nc))
+			/* a sandbox-plane request with a token in progress (a
+			 * command's stream may run for hours) is not held against
+			 * its client's cap: an SDK runs many at once. A forged
+			 * token is a 401 once its head (or body) is in, and until
+			 * then it still counts against the room kept for keys */
+			if (same_source(c, nc) && !(c->busy && c->token))
 				mine++;
 		}
 	}
@@ -228,8 +234,11 @@ void conns_request_head(struct request *rq)
 	bool ok = false;
 	for (size_t i = 0; k && daemon_cfg.keys && daemon_cfg.keys[i]; i++)
 		ok |= same_key(k, daemon_cfg.keys[i]);
+	bool token = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Access-Token") ||
+		     MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "signature");
 	pthread_mutex_lock(&t->lock);
 	c->busy = true;
+	c->token = token;
 	c->fresh = false;
 	c->deadline_ms = 0;
 	c->trusted |= ok;
@@ -242,12 +251,11 @@ void conns_request_done(struct request *rq, struct MHD_Connection *conn)
 	struct conns *t = c ? c->tab : NULL;
 	if (!t)
 		return;
+	pthread_mutex_lock(&t->lock);
 	/* a sandbox plane answered with success to a request with a token:
 	 * the token was good (a wrong one is a 401) */
-	bool token = rq && rq->conn && rq->sandbox[0] && rq->status >= 200 && rq->status < 400 &&
-		     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
-	pthread_mutex_lock(&t->lock);
-	c->trusted |= token;
+	c->trusted |= c->token && rq && rq->conn && rq->sandbox[0] && rq->status >= 200 && rq->status < 400;
+	c->token = false;
 	c->busy = false;
 	c->since_ms = stream_now_ms();
 	/* no idle timeout configured: libmicrohttpd keeps it as long */

@@ -146,6 +146,31 @@ try:
     st2, got = req("GET", "/files?path=/tmp/chunked.txt", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
                                                                   "X-Access-Token": token}, raw=True)
     check("a chunked upload is still taken", st == 200 and got == b"hello", (st, st2, got, out[:300]))
+    # many requests with a token in progress from one address (an SDK's
+    # command streams and uploads) are not held against its cap
+    ups = []
+    for i in range(70):
+        u = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=("127.0.0.6", 0))
+        u.sendall(head(f"POST /files?path=/tmp/up{i} HTTP/1.1".encode(), *plane,
+                       b"Content-Type: application/octet-stream", b"Content-Length: 1", b"Connection: close"))
+        ups.append(u)
+    time.sleep(1.0)
+    answers = []
+    for u in ups:
+        try:
+            u.sendall(b"x")
+            got = b""
+            while True:
+                c = u.recv(4096)
+                if not c:
+                    break
+                got += c
+            answers.append(got[:12])
+        except OSError as e:
+            answers.append(repr(e))
+        u.close()
+    check("70 uploads with a token at once from one address (over its cap of 64): all taken",
+          answers.count(b"HTTP/1.1 200") == 70, sorted(set(map(str, answers))))
     req("DELETE", f"/sandboxes/{sid}", headers=KEY)
 
     # -- one client cannot lock the others out -----------------------------
