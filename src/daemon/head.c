@@ -13,7 +13,9 @@
  *    the one sent, and a raw NUL cut the route. 400.
  *  - A raw NUL in a header value: libmicrohttpd 0.9.75 cut the value at
  *    it ("X-API-Key: KEY\0junk" was taken as KEY). 400 naming the header.
- *    Newer libmicrohttpd refuses raw NULs itself.
+ *    Newer libmicrohttpd refuses raw NULs itself. A header folded over
+ *    lines (obsolete; 0.9.75 joins it into the header's name) is a 400
+ *    too, as RFC 9112 5.2 allows.
  * Body framing and bodies are http.c's. Runs in the connection's thread. */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +32,8 @@ struct scan {
 	const char *prev_end;       /* the end of the previous header's value */
 	const char *nul_header;     /* a header whose value had a NUL cut out */
 	bool layout_ok;             /* the raw head is where 0.9.75 keeps it */
+	const char *lo, *hi;        /* the raw head: from the request line to the empty line's end */
+	bool folded;                /* what follows the value is a folded line, not a NUL's rest */
 };
 
 static void trim(const char **s, size_t *n)
@@ -80,14 +84,22 @@ static void transfer_encoding(struct scan *sc, const char *v)
 
 /* Whether [from, to) is only what ends a header line (the NULs that
  * replaced CR LF, trailing blanks): anything else is the rest of a value
- * that a NUL cut short. */
-static bool only_line_end(const char *from, const char *to)
+ * that a NUL cut short. Pointers outside the raw head (libmicrohttpd
+ * moves a header it joins from folded lines) give no verdict. */
+static bool only_line_end(struct scan *sc, const char *from, const char *to)
 {
-	if (to < from || to - from > 4096)
-		return false;
+	if (from < sc->lo || to > sc->hi || to < from)
+		return true;
 	for (const char *p = from; p < to; p++)
-		if (*p != '\0' && *p != ' ' && *p != '\t')
+		if (*p != '\0' && *p != ' ' && *p != '\t') {
+			/* a line that starts with a blank continues the last
+			 * header (obsolete folding, which 0.9.75 joins wrongly) */
+			const char *q = p;
+			while (q > from && (q[-1] == ' ' || q[-1] == '\t'))
+				q--;
+			sc->folded = q > from && q < p && q[-1] == '\0';
 			return false;
+		}
 	return true;
 }
 
@@ -103,7 +115,7 @@ static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const cha
 	/* libmicrohttpd 0.9.75 keeps the raw head in one buffer and parses
 	 * it in place: between one header's value and the next header's name
 	 * there is only the line's end, unless a NUL cut the value short */
-	if (sc->layout_ok && sc->prev_end && !sc->nul_header && !only_line_end(sc->prev_end, key))
+	if (sc->layout_ok && sc->prev_end && !sc->nul_header && !only_line_end(sc, sc->prev_end, key))
 		sc->nul_header = sc->prev_end; /* marks the previous header */
 	if (sc->nul_header == sc->prev_end && sc->nul_header)
 		return MHD_NO;
@@ -148,6 +160,10 @@ unsigned head_check(struct request *rq, const char *method, const char *version,
 	const union MHD_ConnectionInfo *hs =
 		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
 	sc.layout_ok = hs && method && rq->target && method < rq->target && rq->target - method < 64;
+	if (sc.layout_ok) {
+		sc.lo = method;
+		sc.hi = method + hs->header_size;
+	}
 #else
 	(void)method;
 	(void)version;
@@ -155,13 +171,16 @@ unsigned head_check(struct request *rq, const char *method, const char *version,
 	MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, each_header, &sc);
 #if MHD_VERSION < 0x00097600
 	/* the last header's value runs to the empty line that ends the head */
-	if (sc.layout_ok && sc.prev_end && !sc.nul_header && !only_line_end(sc.prev_end, method + hs->header_size))
+	if (sc.layout_ok && sc.prev_end && !sc.nul_header && !only_line_end(&sc, sc.prev_end, sc.hi))
 		sc.nul_header = sc.prev_end;
 #endif
 	if (sc.nul_header) {
 		struct find f = { .end = sc.nul_header };
 		MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, find_header, &f);
-		snprintf(why, n, "the header %s contains a NUL byte", f.name ? f.name : "?");
+		if (sc.folded)
+			snprintf(why, n, "the header %s is folded over lines (obsolete, refused)", f.name ? f.name : "?");
+		else
+			snprintf(why, n, "the header %s contains a NUL byte", f.name ? f.name : "?");
 		return 400;
 	}
 	if (sc.len_bad) {

@@ -3,7 +3,8 @@
 
 Malformed heads: differing duplicate Content-Length, an unknown
 Transfer-Encoding (answered at once, not after the idle cut), NUL bytes in
-the request target (raw and %00, in /files paths too) and in header values.
+the request target (raw and %00, in /files paths too) and in header values,
+headers folded over lines.
 
 One client cannot lock the others out: a flood of idle connections with
 no key (from another address, and from the same address as the client
@@ -124,6 +125,11 @@ try:
     check("a raw NUL in a header value: 400 naming the header", st == 400 and b"X-API-Key" in out, out[:300])
     t, st, out = raw_exchange(head(b"GET /v2/sandboxes HTTP/1.1", K, b"X-Other: a\x00b", b"Connection: close"))
     check("a raw NUL in another header (not the last): 400 naming it", st == 400 and b"X-Other" in out, out[:300])
+    t, st, out = raw_exchange(head(b"GET /v2/sandboxes HTTP/1.1", b"X-Fold: a", b"  b", K, b"Connection: close"))
+    check("a header folded over lines: 400 naming it (not joined into its name)",
+          st == 400 and b"folded" in out, out[:300])
+    t, st, out = raw_exchange(b"GET /v2/sandboxes HTTP/1.1\nHost: x\n" + K + b"\nX-Trail: v \t\nConnection: close\n\n")
+    check("bare LF line ends and trailing blanks are no NUL (200)", st == 200, out[:300])
     t, st, out = raw_exchange(head(b"GET /v2/sandboxes HTTP/1.1", K, b"Content-Length: 0", b"Content-Length: 0",
                                    b"Connection: close"))
     check("equal duplicate Content-Length and plain heads still served (200)", st == 200, out[:300])
