@@ -19,7 +19,8 @@
  *    credential fill at most maxConnections minus a tenth; past that, and
  *    past maxConnections in all, the oldest connection between requests is
  *    cut (those without a credential first), so a new client is not left
- *    waiting behind idle ones.
+ *    waiting behind idle ones; with none idle, a new connection past the
+ *    nine tenths is on probation as above, past maxConnections it is cut.
  * "Accepted credential": a request on the connection carried a configured
  * X-API-Key, or was answered 2xx/3xx on a sandbox plane with an access
  * token. A connection is cut with shutdown(2): its libmicrohttpd thread
@@ -49,6 +50,7 @@ struct conn {
 	bool cut;           /* shut down, waiting for libmicrohttpd to close it */
 	bool token;         /* its request carries an access token or a signature (not yet checked) */
 	bool fresh;         /* no request line yet since it was accepted */
+	const char *probation; /* admitted past a cap (this one): its request must carry a key */
 	int64_t since_ms;   /* when it last went idle (eviction order) */
 	int64_t deadline_ms; /* idle: cut at this time (0: none) */
 };
@@ -116,21 +118,30 @@ static void admit(struct conns *t, struct conn *nc)
 				mine++;
 		}
 	}
+	/* past a cap with no idle connection to push out (all busy), the new
+	 * one is let in on probation rather than cut: it may be a client with
+	 * a key, which is what the room kept is for; a request on it without
+	 * one is refused (conns_request_head), and the next newcomer pushes
+	 * it out while it is idle */
 	struct conn *v;
 	if (t->lim.per_client && mine > t->lim.per_client) {
 		v = oldest_idle(t, nc, true, false);
-		cut(v ? v : nc);
-		if (!v)
-			return;
-		live--, untrusted--;
+		if (v) {
+			cut(v);
+			live--, untrusted--;
+		} else {
+			nc->probation = "maxConnectionsPerClient";
+		}
 	}
 	unsigned room = t->lim.max - t->lim.max / 10;
 	if (untrusted > room) {
 		v = oldest_idle(t, nc, false, false);
-		cut(v ? v : nc);
-		if (!v)
-			return;
-		live--;
+		if (v) {
+			cut(v);
+			live--;
+		} else {
+			nc->probation = "nine tenths of maxConnections";
+		}
 	}
 	if (live > t->lim.max) {
 		v = oldest_idle(t, nc, false, false);
@@ -224,12 +235,12 @@ static bool same_key(const char *a, const char *b)
 	return d == 0;
 }
 
-void conns_request_head(struct request *rq)
+const char *conns_request_head(struct request *rq)
 {
 	struct conn *c = entry(rq->conn);
 	struct conns *t = c ? c->tab : NULL;
 	if (!t)
-		return;
+		return NULL;
 	const char *k = header(rq, "X-API-Key");
 	bool ok = false;
 	for (size_t i = 0; k && daemon_cfg.keys && daemon_cfg.keys[i]; i++)
@@ -242,7 +253,10 @@ void conns_request_head(struct request *rq)
 	c->fresh = false;
 	c->deadline_ms = 0;
 	c->trusted |= ok;
+	const char *refused = c->trusted ? NULL : c->probation;
+	c->probation = NULL;
 	pthread_mutex_unlock(&t->lock);
+	return refused;
 }
 
 void conns_request_done(struct request *rq, struct MHD_Connection *conn)

@@ -22,9 +22,11 @@ struct conns *conns_new(const struct conn_limits *lim);
 void conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
 		  enum MHD_ConnectionNotificationCode code);
 /* The request hooks: its request line arrived (libmicrohttpd's URI log
- * callback), its head is in (the first access call), it is over. */
+ * callback), its head is in (the first access call), it is over.
+ * conns_request_head returns the limit's name when the request is to be
+ * refused (a connection on probation past a cap, and no key), else NULL. */
 void conns_request_line(struct MHD_Connection *conn);
-void conns_request_head(struct request *rq);
+const char *conns_request_head(struct request *rq);
 void conns_request_done(struct request *rq, struct MHD_Connection *conn);
 
 #endif

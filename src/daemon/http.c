@@ -204,13 +204,15 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
-		conns_request_head(rq);
 		/* a malformed head is answered before any body is read, and
 		 * libmicrohttpd closes the connection after an early answer */
 		char why[160];
-		unsigned bad = head_check(rq, method, version, why, sizeof(why));
+		const char *full = conns_request_head(rq);
+		unsigned bad = full ? 503 : head_check(rq, method, version, why, sizeof(why));
+		if (full)
+			snprintf(why, sizeof(why), "too many connections without an API key (%s); retry later", full);
 		if (bad) {
-			/* the client's fault even when 501: not logged as the
+			/* the client's doing even when 5xx: not logged as the
 			 * daemon's own failure (reply_error would) */
 			json_object *o = json_object_new_object();
 			json_object_object_add(o, "code", json_object_new_int((int)bad));

@@ -231,6 +231,25 @@ try:
     close_all(many)
     time.sleep(1.0)
 
+    # 64 requests without a key holding their connections (bodies that
+    # never come) from one address: a client with a key from that address
+    # still gets in, one more without a key is refused at once
+    slow = []
+    for _ in range(64):
+        u = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.7", 0))
+        u.sendall(head(b"POST /v2/sandboxes HTTP/1.1", b"Content-Type: application/json", b"Content-Length: 100",
+                       body=b"{"))
+        slow.append(u)
+    time.sleep(0.5)
+    t, st, out = raw_exchange(keyed, source="127.0.0.7")
+    check("64 busy requests without a key from one address: a client with a key from it is served at once",
+          st == 200 and t < 3, (round(t, 1), out[:200]))
+    t, st, out = raw_exchange(head(b"GET /v2/sandboxes HTTP/1.1", b"Connection: close"), source="127.0.0.7")
+    check("and one more without a key is refused at once (503 naming the limit)",
+          st == 503 and b"maxConnectionsPerClient" in out and t < 3, (round(t, 1), out[:300]))
+    close_all(slow)
+    time.sleep(0.5)
+
     # the head deadline (10 s by default): a head trickled a byte a second
     # is cut at it, though the idle timeout (60 s) never passes; between
     # requests, a connection without a key gets it too, one with a key
