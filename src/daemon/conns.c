@@ -44,7 +44,6 @@ struct conn {
 	struct conns *tab;
 	int fd;
 	struct sockaddr_storage addr;
-	socklen_t addrlen;
 	bool busy;          /* a request's head is in, its answer not done */
 	bool trusted;       /* a request on it carried an accepted credential */
 	bool cut;           /* shut down, waiting for libmicrohttpd to close it */
