@@ -52,6 +52,11 @@ struct request {
 	bool too_big;
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
+	/* the target in libmicrohttpd's buffer, its length as a C string and
+	 * whether it has a %00 (head.c: NULs in the target are refused) */
+	const char *target;
+	size_t target_len;
+	bool target_pct00;
 	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */
 	struct upload *upload;    /* a streamed POST /files (fs.c) */
 	struct instream *input;   /* a StreamInput client stream (input.c) */

@@ -15,6 +15,8 @@
 #include "stream.h"
 #include "wire.h"
 #include "envd.h"
+#include "head.h"
+#include "conns.h"
 
 const char *header(struct request *rq, const char *name)
 {
@@ -200,7 +202,6 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	(void)cls;
-	(void)version;
 	struct request *rq = *con_cls;
 	if (!rq)
 		return MHD_NO; /* out of memory in daemon_uri */
@@ -208,6 +209,22 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
+		/* a malformed head is answered before any body is read, and
+		 * libmicrohttpd closes the connection after an early answer */
+		char why[160];
+		const char *full = conns_request_head(rq);
+		unsigned bad = full ? 503 : head_check(rq, method, version, why, sizeof(why));
+		if (full)
+			snprintf(why, sizeof(why), "too many connections without an API key (%s); retry later", full);
+		if (bad) {
+			/* the client's doing even when 5xx: not logged as the
+			 * daemon's own failure (reply_error would) */
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "code", json_object_new_int((int)bad));
+			json_object_object_add(o, "message", json_object_new_string(why));
+			*con_cls = rq;
+			return reply_json(rq, bad, o);
+		}
 		/* both framings at once is how requests are smuggled past a
 		 * proxy that reads the other one: refused, connection closed */
 		rq->smuggled = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length") &&
@@ -265,10 +282,13 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	(void)cls;
-	(void)conn;
+	conns_request_line(conn);
 	struct request *rq = calloc(1, sizeof(*rq));
 	if (rq) {
 		snprintf(rq->raw_uri, sizeof(rq->raw_uri), "%s", uri ? uri : "");
+		rq->target = uri;
+		rq->target_len = uri ? strlen(uri) : 0;
+		rq->target_pct00 = uri && strstr(uri, "%00");
 		rq->start_ms = stream_now_ms();
 	}
 	return rq;
@@ -278,9 +298,9 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
-	(void)conn;
 	(void)toe;
 	struct request *rq = *con_cls;
+	conns_request_done(rq, conn);
 	if (rq) {
 		if (rq->conn)
 			ops_request_done(rq);

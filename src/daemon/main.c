@@ -7,7 +7,8 @@
  * "idleTimeoutSeconds" (60), "accessLog" (a file, or "-" for stderr),
  * "unixSocket" (also serve on that path),
  * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
- * for none) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
+ * for none), "maxConnections" (1000), "maxConnectionsPerClient" (64),
+ * "headerTimeoutSeconds" (10; see conns.c) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
  * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once. */
 #include <arpa/inet.h>
@@ -26,6 +27,7 @@
 
 #include "auth.h"
 #include "daemon.h"
+#include "conns.h"
 
 struct daemon_config daemon_cfg = {
 	.port = 49982,
@@ -43,6 +45,8 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 static unsigned idle_timeout = 60;
 static char *access_log_path, *admin_listen, *unix_path;
 static int admin_port = 49990;
+/* connections: caps and the head deadline (conns.c) */
+static unsigned max_conns = 1000, per_client_conns = 64, head_timeout = 10;
 
 static int load_config(const char *path, bool explicit)
 {
@@ -81,6 +85,15 @@ static int load_config(const char *path, bool explicit)
 			admin_port = json_object_get_int(val);
 		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
 			idle_timeout = (unsigned)json_object_get_int(val);
+		else if (!strcmp(k, "maxConnections") && json_object_is_type(val, json_type_int) &&
+			 json_object_get_int(val) >= 10)
+			max_conns = (unsigned)json_object_get_int(val);
+		else if (!strcmp(k, "maxConnectionsPerClient") && json_object_is_type(val, json_type_int) &&
+			 json_object_get_int(val) >= 0)
+			per_client_conns = (unsigned)json_object_get_int(val);
+		else if (!strcmp(k, "headerTimeoutSeconds") && json_object_is_type(val, json_type_int) &&
+			 json_object_get_int(val) >= 1)
+			head_timeout = (unsigned)json_object_get_int(val);
 		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
 			daemon_cfg.domain = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {
@@ -226,13 +239,27 @@ int main(int argc, char **argv)
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+	/* one table per listener: the unix socket's clients are all one
+	 * local source, so it has no per-client cap. libmicrohttpd's own
+	 * limit sits a little above ours, for connections cut and not yet
+	 * closed; poll, not select, so fds past FD_SETSIZE are served. */
+	struct conn_limits lim = { .max = max_conns, .per_client = per_client_conns,
+				   .head_ms = (int64_t)head_timeout * 1000, .idle_ms = (int64_t)idle_timeout * 1000 };
+	struct conns *tcp_conns = conns_new(&lim);
+	lim.per_client = 0;
+	struct conns *unix_conns = conns_new(&lim);
+	if (!tcp_conns || !unix_conns)
+		return 1;
+	unsigned mhd_limit = max_conns + 64;
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE, 0,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+			MHD_USE_ITC | MHD_ALLOW_UPGRADE, 0,
 		NULL, NULL,
 		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
 		daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, daemon_uri, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, conns_notify, tcp_conns,
 		MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
+		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
 		MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "aboxd: cannot listen on %s:%u\n", daemon_cfg.listen ? daemon_cfg.listen : "127.0.0.1",
@@ -256,11 +283,12 @@ int main(int argc, char **argv)
 		umask(old);
 		if (b < 0 || listen(us, 128) < 0 ||
 		    !(ud = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-						    MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE,
+						    MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE,
 					    0, NULL, NULL, daemon_access, NULL, MHD_OPTION_LISTEN_SOCKET, us,
 					    MHD_OPTION_NOTIFY_COMPLETED, daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
-					    daemon_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
-					    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+					    daemon_uri, NULL, MHD_OPTION_NOTIFY_CONNECTION, conns_notify, unix_conns,
+					    MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+					    MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 					    (size_t)(256 << 10), MHD_OPTION_END))) {
 			fprintf(stderr, "aboxd: cannot listen on unix socket '%s': %s\n", unix_path, strerror(errno));
 			return 1;
