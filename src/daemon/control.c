@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "admission.h"
 #include "daemon.h"
 #include "wire.h"
 #include "../unpack/sha256.h"
@@ -380,9 +381,18 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	} else {
 		o.template_name = tmpl;
 	}
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = o.memory_bytes, .disk_bytes = o.disk_bytes,
+				     .cpu_millis = o.cpu_millis, .timeout_s = o.timeout_ms / 1000, .count = 1 };
+	struct admission_ticket ticket;
+	unsigned st = admission_admit(ctx, &ask, &ticket, bad, sizeof(bad));
+	if (st) {
+		q = reply_error(rq, st, "%s", bad);
+		goto out;
+	}
 	abox_error err = ABOX_ERROR_INIT;
 	abox_sandbox *sb = NULL;
 	int r = abox_sandbox_create(ctx, &o, &sb, &err);
+	admission_release(&ticket);
 	if (r < 0) {
 		q = strstr(err.msg, "not found") ? reply_error(rq, 404, "%s", err.msg) : reply_abox_error(rq, &err, r);
 		goto out;
@@ -582,6 +592,9 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 			q = sent;
 		} else if (json_get_int(b, "timeout", 0, 86400 * 30, &t, why, sizeof(why)) <= 0) {
 			q = reply_error(rq, 400, "%s (seconds)", why);
+		} else if (admission_cfg.sandbox_timeout_s && t > admission_cfg.sandbox_timeout_s) {
+			q = reply_error(rq, 400, "timeout %lld is over the maximum of %u seconds (limits.sandboxTimeoutSeconds)",
+					(long long)t, admission_cfg.sandbox_timeout_s);
 		} else {
 			r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
 			q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
@@ -659,6 +672,13 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 		return sent;
 	}
 	abox_sandbox_info_clear(&in);
+	/* a key with no room left makes no snapshot at all */
+	unsigned st = admission_snapshot(ctx, rq->owner, 1, why, sizeof(why));
+	if (st) {
+		abox_sandbox_free(sb);
+		json_object_put(b);
+		return reply_error(rq, st, "%s", why);
+	}
 	abox_snapshot_info s = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	abox_error err = ABOX_ERROR_INIT;
 	uint32_t flags = checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0;
@@ -669,6 +689,13 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 		/* a snapshot nobody may use is worse than none */
 		(void)abox_snapshot_remove(ctx, s.id, NULL);
 		return reply_error(rq, 500, "snapshot %s: cannot record its owner", s.id);
+	}
+	/* its size is known once it exists: one that took the key over
+	 * its storage is undone */
+	if (r >= 0 && (st = admission_snapshot(ctx, rq->owner, 0, why, sizeof(why))) != 0) {
+		(void)abox_snapshot_remove(ctx, s.id, NULL);
+		note_remove("snapshots", s.id);
+		return reply_error(rq, st, "%s", why);
 	}
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_json(rq, 201, snap_json(&s));
 }
@@ -690,12 +717,22 @@ static enum MHD_Result fork_sb(struct request *rq, abox_ctx *ctx, const char *id
 	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
 	if (!sb)
 		return sent;
+	/* forks are sandboxes of their source's size: admitted as creates */
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = in.memory_bytes, .disk_bytes = in.disk_bytes,
+				     .cpu_millis = in.cpu_millis, .timeout_s = (uint32_t)t, .count = (unsigned)count };
 	abox_sandbox_info_clear(&in);
+	struct admission_ticket ticket;
+	unsigned st = admission_admit(ctx, &ask, &ticket, why, sizeof(why));
+	if (st) {
+		abox_sandbox_free(sb);
+		return reply_error(rq, st, "%s", why);
+	}
 	abox_sandbox *forks[64] = { 0 };
 	abox_error errs[64], err = ABOX_ERROR_INIT;
 	uint32_t flags = checkpointer_works(ctx) ? ABOX_FORK_MEMORY : 0;
 	int made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, flags, forks, errs,
 					   &err);
+	admission_release(&ticket);
 	abox_sandbox_free(sb);
 	if (made < 0)
 		return reply_abox_error(rq, &err, made);

@@ -27,8 +27,8 @@ def check(name, cond, detail=""):
 
 
 def broke():
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
+    last = next((n for n, _, _ in reversed(results) if not n.startswith("no step raised")), "none")
+    check(f"no step raised (the last case before it: {last})", False, traceback.format_exc()[-1200:])
 
 
 def finish():
