@@ -8,6 +8,7 @@ create leaves a sandbox behind (`abox ls` before and after).
 usage: create_input.py BUILD_DIR"""
 import json
 import os
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,7 +73,7 @@ try:
     check("no refused create left a sandbox (types)", d.sandboxes() == before, (before, d.sandboxes()))
 
     st, sb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "metadata": None,
-                                             "envVars": None, "secure": False}, A)
+                                             "envVars": None, "autoPause": None, "secure": True}, A)
     check("null means absent: 201", st == 201, (st, sb))
     sid = sb.get("sandboxID") if st == 201 else None
     if sid:
@@ -84,6 +85,14 @@ try:
         refused("pause: memory 'no'", {"memory": "no"}, "memory", f"/sandboxes/{sid}/pause")
         refused("snapshot: name 5", {"name": 5}, "name", f"/sandboxes/{sid}/snapshots")
         refused("snapshot: a NUL in name", b'{"name": "a\\u0000b"}', "name", f"/sandboxes/{sid}/snapshots")
+        # StreamInput's start message: "pid": "1" must not be read as pid 1
+        msg = json.dumps({"start": {"process": {"pid": "1"}}}).encode()
+        env = bytes([0]) + struct.pack(">I", len(msg)) + msg
+        h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json",
+             "X-Access-Token": sb.get("envdAccessToken") or ""}
+        st, out = d.req_raw("POST", "/process.Process/StreamInput", env, h)
+        check("StreamInput: pid '1' is invalid_argument naming start.process.pid",
+              st == 200 and b"invalid_argument" in out and b"start.process.pid" in out, (st, out[:300]))
         st, info = d.req("GET", f"/sandboxes/{sid}", headers=A)
         check("the sandbox is still running after the refused calls", st == 200 and info.get("state") == "running",
               (st, info))

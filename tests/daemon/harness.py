@@ -92,6 +92,14 @@ class Daemon:
             except ValueError:
                 return e.code, out
 
+    def req_raw(self, method, path, body, headers):
+        r = urllib.request.Request(self.base + path, data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(r, timeout=60) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
     def abox(self, *args):
         return subprocess.run([os.path.join(self.build, "abox"), *args], capture_output=True, text=True,
                               timeout=120)
