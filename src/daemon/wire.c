@@ -37,7 +37,8 @@ int connect_unframe(const char *buf, size_t len, const char **msg, size_t *mlen,
  * silently: a name given twice in one object (json-c keeps the last, so
  * a client and a proxy that checked the first disagree about what was
  * asked), and NUL bytes in strings (C strings end there: "base\u0000x"
- * would be taken as "base"). The input is valid JSON (json-c said so) no
+ * would be taken as "base"), and what json-c takes beyond JSON even in its
+ * strict mode (single-quoted names). The input is what json-c parsed, no
  * deeper than WIRE_MAX_JSON_DEPTH, which bounds the recursion. */
 struct scan {
 	const char *p, *end;
@@ -100,12 +101,12 @@ static int hex4(const char *p, const char *end, uint32_t *out)
  * out is NULL); *nul: whether it holds a NUL. -1 when malformed. */
 static int scan_string(struct scan *s, char **out, size_t *outn, bool *nul)
 {
-	char q = *s->p++;
+	s->p++;
 	const char *start = s->p;
 	char *buf = NULL;
 	size_t n = 0;
 	*nul = false;
-	while (s->p < s->end && *s->p != q)
+	while (s->p < s->end && *s->p != '"')
 		s->p += *s->p == '\\' && s->p + 1 < s->end ? 2 : 1;
 	if (s->p >= s->end)
 		return -1;
@@ -186,7 +187,7 @@ static int scan_object(struct scan *s, const char *path)
 			s->p++;
 			break;
 		}
-		if (s->p >= s->end || (*s->p != '"' && *s->p != '\'')) {
+		if (s->p >= s->end || *s->p != '"') {
 			r = -1;
 			break;
 		}
@@ -268,7 +269,7 @@ static int scan_value(struct scan *s, const char *path)
 				return -1;
 		}
 	}
-	if (*s->p == '"' || *s->p == '\'') {
+	if (*s->p == '"') {
 		bool nul;
 		if (scan_string(s, NULL, NULL, &nul) < 0)
 			return -1;
