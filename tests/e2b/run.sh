@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs tests/e2b/flows.mjs with one version of the official E2B JS SDK
-# against a fresh aboxd on a free port, with a key made for the run.
+# Runs tests/e2b/flows.mjs (or the FLOW named) with one version of the
+# official E2B JS SDK against a fresh aboxd on a free port, with a key
+# made for the run; aboxd inherits the environment (ABOXD_LIMIT_*).
 # Output is TAP (meson reads it). The SDK is installed from the npm
 # registry into the build folder once per version.
-#   usage: run.sh BUILD_DIR SDK_VERSION
+#   usage: run.sh BUILD_DIR SDK_VERSION [FLOW]
 set -euo pipefail
 build=$(cd "$1" && pwd)
 ver=$2
@@ -14,13 +15,14 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   (cd "$dir" && npm init -y >/dev/null &&
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
-cp "$src/flows.mjs" "$dir/flows.mjs"
+flow=${3:-flows.mjs}
+cp "$src/$flow" "$dir/$flow"
 
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
 printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
-"$build/aboxd" --config "$conf" 2>"$dir/aboxd.log" &
+"$build/aboxd" --config "$conf" 2>"$dir/aboxd-${flow%.mjs}.log" &
 daemon=$!
 # the expiry flow leaves a dead sandbox's record (and its automatic pause
 # layer) for the daemon's gc, which runs every 10 s: collect it now
@@ -36,10 +38,11 @@ done
 
 export E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 status=0
-(cd "$dir" && node flows.mjs) > "$dir/flows.tap" || status=1
-n=$(head -n1 "$dir/flows.tap" | sed 's/^1\.\.//')
+tap=$dir/${flow%.mjs}.tap
+(cd "$dir" && node "$flow") > "$tap" || status=1
+n=$(head -n1 "$tap" | sed 's/^1\.\.//')
 echo "1..$((n + 1))"
-tail -n +2 "$dir/flows.tap"
+tail -n +2 "$tap"
 # nothing of the run may stay: every sandbox it made is gone
 left=$(curl -s -H "X-API-Key: $key" "http://127.0.0.1:$port/v2/sandboxes?state=running,paused")
 if [ "$left" = "[]" ]; then
