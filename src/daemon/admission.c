@@ -288,7 +288,9 @@ unsigned admission_admit(abox_ctx *ctx, const struct admission_ask *a, struct ad
 	*t = (struct admission_ticket){ .memory_bytes = a->memory_bytes, .disk_bytes = a->disk_bytes,
 					.count = a->count };
 	snprintf(t->owner, sizeof(t->owner), "%s", a->owner ? a->owner : "");
-	unsigned st = maxima(a, why, whyn);
+	/* a paused sandbox was admitted at its create; maxima lowered since
+	 * must not strand it */
+	unsigned st = a->resume ? 0 : maxima(a, why, whyn);
 	if (st)
 		return st;
 	pthread_mutex_lock(&lock);

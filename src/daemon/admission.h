@@ -34,6 +34,7 @@ struct admission_ask {
 	uint64_t memory_bytes, disk_bytes;
 	uint32_t cpu_millis, timeout_s;
 	unsigned count;
+	bool resume;                  /* a paused sandbox coming back: quotas and capacity only */
 };
 
 /* A reservation held from admission until the sandboxes exist. */

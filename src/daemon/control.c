@@ -534,6 +534,28 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	return q;
 }
 
+/* A resume makes a paused sandbox running again: it takes a running slot
+ * and its memory (its disk it holds already), so it is admitted like a
+ * create, around connect_sb. */
+static enum MHD_Result connect_admitted(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
+{
+	abox_sandbox_info in;
+	if (sandbox_visible(rq, ctx, id, &in) < 0 || in.state != ABOX_STATE_PAUSED) {
+		abox_sandbox_info_clear(&in); /* safe on a cleared or failed one */
+		return connect_sb(rq, ctx, id, legacy_resume);
+	}
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = in.memory_bytes, .count = 1, .resume = true };
+	abox_sandbox_info_clear(&in);
+	struct admission_ticket ticket;
+	char why[512];
+	unsigned st = admission_admit(ctx, &ask, &ticket, why, sizeof(why));
+	if (st)
+		return reply_error(rq, st, "%s", why);
+	enum MHD_Result q = connect_sb(rq, ctx, id, legacy_resume);
+	admission_release(&ticket);
+	return q;
+}
+
 static enum MHD_Result pause_sb(struct request *rq, abox_ctx *ctx, const char *id)
 {
 	enum MHD_Result sent;
@@ -800,9 +822,9 @@ enum MHD_Result control_route(struct request *rq)
 		else if (!*rest && del)
 			q = simple(rq, ctx, id, "kill");
 		else if (!strcmp(rest, "/connect") && post)
-			q = connect_sb(rq, ctx, id, false);
+			q = connect_admitted(rq, ctx, id, false);
 		else if (!strcmp(rest, "/resume") && post && !v2)
-			q = connect_sb(rq, ctx, id, true);
+			q = connect_admitted(rq, ctx, id, true);
 		else if (!strcmp(rest, "/pause") && post)
 			q = pause_sb(rq, ctx, id);
 		else if (!strcmp(rest, "/timeout") && post)

@@ -94,6 +94,20 @@ try:
     s4, got = create(d, A, memoryMB=256, diskSizeMB=256)
     made += [s4] if s4 else []
     check("key A may create again once one of its sandboxes is gone", s4, got)
+    if s1 and s4:
+        st, _ = d.req("POST", f"/sandboxes/{s1}/pause", {"memory": False}, A)
+        s5, got = create(d, A, memoryMB=128, diskSizeMB=128)
+        made += [s5] if s5 else []
+        check("a paused sandbox frees its running slot", st == 204 and s5, (st, got))
+        expect(d, "resuming it over the cap (connect): 429", f"/sandboxes/{s1}/connect", {"timeout": 60}, A, 429,
+               ["concurrent sandboxes", "limits.keySandboxes"])
+        st, info = d.req("GET", f"/sandboxes/{s1}", headers=A)
+        check("... and it stays paused", st == 200 and info.get("state") == "paused", (st, info))
+        if s5:
+            d.req("DELETE", f"/sandboxes/{s5}", headers=A)
+            made.remove(s5)
+        st, _ = d.req("POST", f"/sandboxes/{s1}/connect", {"timeout": 60}, A)
+        check("with room again it resumes (201)", st == 201, st)
 
     c1, got = create(d, C, memoryMB=512, diskSizeMB=1024)
     made += [c1] if c1 else []
