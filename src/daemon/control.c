@@ -539,6 +539,23 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
  * create, around connect_sb. */
 static enum MHD_Result connect_admitted(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
 {
+	/* the body is checked here, strictly, before connect_sb reads it:
+	 * "timeout": "60" or -5 is a 400, not the default */
+	if (rq->len) {
+		enum MHD_Result sent;
+		json_object *b = body_json(rq, &sent);
+		if (!b)
+			return sent;
+		char why[128];
+		int64_t t = 0;
+		int r = json_get_int(b, "timeout", 0, 86400 * 30, &t, why, sizeof(why));
+		json_object_put(b);
+		if (r < 0)
+			return reply_error(rq, 400, "%s (seconds)", why);
+		if (admission_cfg.sandbox_timeout_s && t > admission_cfg.sandbox_timeout_s)
+			return reply_error(rq, 400, "timeout %lld is over the maximum of %u seconds (limits.sandboxTimeoutSeconds)",
+					   (long long)t, admission_cfg.sandbox_timeout_s);
+	}
 	abox_sandbox_info in;
 	if (sandbox_visible(rq, ctx, id, &in) < 0 || in.state != ABOX_STATE_PAUSED) {
 		abox_sandbox_info_clear(&in); /* safe on a cleared or failed one */

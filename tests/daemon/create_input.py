@@ -79,6 +79,9 @@ try:
     if sid:
         refused("setTimeout: '60'", {"timeout": "60"}, "timeout", f"/sandboxes/{sid}/timeout")
         refused("setTimeout: duplicate keys", b'{"timeout": 60, "timeout": 0}', "timeout", f"/sandboxes/{sid}/timeout")
+        refused("connect: timeout '60'", {"timeout": "60"}, "timeout", f"/sandboxes/{sid}/connect")
+        refused("connect: timeout -5", {"timeout": -5}, "timeout", f"/sandboxes/{sid}/connect")
+        refused("connect: duplicate keys", b'{"timeout": 60, "timeout": 10}', "timeout", f"/sandboxes/{sid}/connect")
         refused("fork: count '2'", {"count": "2"}, "count", f"/sandboxes/{sid}/fork")
         refused("fork: timeout -1", {"timeout": -1}, "timeout", f"/sandboxes/{sid}/fork")
         refused("fork: timeout huge", {"timeout": 10 ** 10}, "timeout", f"/sandboxes/{sid}/fork")
