@@ -286,7 +286,7 @@ static const struct wire_map_bounds env_bounds = {
 
 /* A sandbox this request made, undone because the create cannot be
  * answered with it: nothing a client was told failed may keep running. */
-static void undo_create(abox_ctx *ctx, abox_sandbox *sb)
+static void undo_create(abox_sandbox *sb)
 {
 	char id[21];
 	snprintf(id, sizeof(id), "%s", abox_sandbox_id(sb));
@@ -295,7 +295,6 @@ static void undo_create(abox_ctx *ctx, abox_sandbox *sb)
 		fprintf(stderr, "aboxd: undoing the create of %s: %s\n", id, err.msg);
 	abox_sandbox_free(sb);
 	note_remove("network", id);
-	(void)ctx;
 }
 
 static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
@@ -398,7 +397,7 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 		goto out;
 	}
 	if (*netnote && note_write("network", abox_sandbox_id(sb), netnote) < 0) {
-		undo_create(ctx, sb);
+		undo_create(sb);
 		q = reply_error(rq, 500, "cannot store the sandbox's network settings");
 		goto out;
 	}
@@ -406,7 +405,7 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	if (sandbox_visible(rq, ctx, abox_sandbox_id(sb), &in) < 0) {
 		/* made but not readable as this key's: a sandbox the client
 		 * would never hear of, running until its timeout */
-		undo_create(ctx, sb);
+		undo_create(sb);
 		q = reply_error(rq, 500, "the new sandbox could not be read back; it was removed");
 		goto out;
 	}
