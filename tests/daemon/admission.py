@@ -162,4 +162,14 @@ except Exception:
     broke()
 finally:
     bad.stop()
+bad = Daemon(build, "admission-bad-file", extra_config={"limits": {"keySandboxez": 3}})
+try:
+    bad.proc.wait(timeout=10)
+    log = open(os.path.join(build, "aboxd-admission-bad-file.log")).read()
+    check("an unknown limit in the config file: aboxd refuses to start, naming it",
+          bad.proc.returncode not in (0, None) and "limits.keySandboxez" in log, (bad.proc.returncode, log))
+except Exception:
+    broke()
+finally:
+    bad.stop()
 finish()
