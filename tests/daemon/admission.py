@@ -3,8 +3,10 @@
 host's size when unset, the "limits" of the config or the ABOXD_LIMIT_*
 environment when set) answer 400 naming the limit; per-key quotas
 (concurrent sandboxes in E2B's 429 shape, memory, disk, snapshot
-storage) answer 429 naming the limit and leave other keys alone; no
-refused request leaves a sandbox or a snapshot behind.
+storage) and the host's capacity (overcommit, reserve) answer 429
+naming the limit, and a key's quotas leave other keys alone; a resume
+over the cap stays paused; no refused request leaves a sandbox or a
+snapshot behind.
 
 usage: admission.py BUILD_DIR"""
 import os
@@ -151,7 +153,37 @@ except Exception:
 finally:
     d.stop()
 
-# 4. a bad limit is a startup error naming it
+# 4. the host's capacity: memory limits within hostOvercommit times the host's memory, a reserve kept free
+d = Daemon(build, "admission-capacity", extra_config={"limits": {"hostOvercommit": 1}})
+try:
+    A, B = d.key(0), d.key(1)
+    before = d.sandboxes()
+    big = mem_total_mb() - 256
+    h1, got = create(d, A, memoryMB=big)
+    check(f"a sandbox of {big} MiB fits the host once", h1, got)
+    expect(d, "another 512 MiB (another key) is over the host's capacity", "/v2/sandboxes",
+           {"templateID": "base", "memoryMB": 512}, B, 429, ["host capacity", "limits.hostOvercommit"])
+    if h1:
+        d.req("DELETE", f"/sandboxes/{h1}", headers=A)
+    h2, got = create(d, B, memoryMB=512)
+    check("room again once it is gone", h2, got)
+    if h2:
+        d.req("DELETE", f"/sandboxes/{h2}", headers=B)
+    check("the refused create left no sandbox", d.sandboxes() == before, (before, d.sandboxes()))
+except Exception:
+    broke()
+finally:
+    d.stop()
+d = Daemon(build, "admission-reserve", extra_config={"limits": {"hostReserveMB": 1 << 39}})
+try:
+    expect(d, "a reserve larger than the host: every create is refused", "/v2/sandboxes", {"templateID": "base"},
+           d.key(0), 429, ["host capacity", "limits.hostReserveMB"])
+except Exception:
+    broke()
+finally:
+    d.stop()
+
+# 5. a bad limit is a startup error naming it
 bad = Daemon(build, "admission-bad", env={"ABOXD_LIMIT_KEY_SANDBOXES": "lots"})
 try:
     bad.proc.wait(timeout=10)
