@@ -5,6 +5,7 @@
  * owner tag as a hidden metadata entry, and every call on a sandbox of
  * another key answers 404, as if it did not exist. Metadata entries whose
  * names start with "_abox" are abox's own: never shown, never accepted. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "auth.h"
+#include "admission.h"
 #include "daemon.h"
 #include "wire.h"
 #include "../unpack/sha256.h"
@@ -159,14 +161,6 @@ static bool split_id(const char *path, char id[21], const char **rest)
 	return true;
 }
 
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
 static bool jint(json_object *o, const char *k, int64_t *out)
 {
 	json_object *v;
@@ -174,36 +168,6 @@ static bool jint(json_object *o, const char *k, int64_t *out)
 		return false;
 	*out = json_object_get_int64(v);
 	return true;
-}
-
-static bool jbool(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
-}
-
-/* "k=v" entries from a JSON object of strings; NULL-terminated. */
-static char **pairs(json_object *o, const char *what, char *bad, size_t badn)
-{
-	size_t n = o ? (size_t)json_object_object_length(o) : 0, k = 0;
-	char **v = calloc(n + 3, sizeof(char *));
-	if (!v)
-		return NULL;
-	if (o) {
-		json_object_object_foreach(o, key, val) {
-			if (!json_object_is_type(val, json_type_string) || !*key || strchr(key, '=') ||
-			    (!strcmp(what, "metadata") && !strncmp(key, "_abox", 5))) {
-				snprintf(bad, badn, "%s entry '%s' is not a string (or its name is reserved)", what, key);
-				abox_strv_free(v);
-				return NULL;
-			}
-			if (asprintf(&v[k++], "%s=%s", key, json_object_get_string(val)) < 0) {
-				abox_strv_free(v);
-				return NULL;
-			}
-		}
-	}
-	return v;
 }
 
 /* Network settings as E2B takes them ({allowOut, denyOut, ...} and
@@ -326,30 +290,63 @@ static unsigned create_status(int r, const abox_error *err)
 	return s >= 500 ? s : 500;
 }
 
+/* Metadata as E2B bounds a secret's (the closest it documents): it is
+ * stored in the sandbox's record, which every list reads, so it must stay
+ * small; a record too big to read back would be a sandbox nobody can
+ * see or kill. Environment variables go to every command: bounded too. */
+static const struct wire_map_bounds metadata_bounds = {
+	.what = "metadata", .reserved = "_abox",
+	.entries = 32, .name_bytes = 128, .value_bytes = 1024, .total_bytes = 8192,
+};
+static const struct wire_map_bounds env_bounds = {
+	.what = "envVars",
+	.entries = 1024, .name_bytes = 256, .value_bytes = 32768, .total_bytes = 131072,
+};
+
+/* A sandbox this request made, undone because the create cannot be
+ * answered with it: nothing a client was told failed may keep running. */
+static void undo_create(abox_sandbox *sb)
+{
+	char id[21];
+	snprintf(id, sizeof(id), "%s", abox_sandbox_id(sb));
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_sandbox_kill(sb, &err) < 0)
+		fprintf(stderr, "aboxd: undoing the create of %s: %s\n", id, err.msg);
+	abox_sandbox_free(sb);
+	note_remove("network", id);
+}
+
 static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 {
 	enum MHD_Result sent;
 	json_object *b = body_json(rq, &sent);
 	if (!b)
 		return sent;
-	const char *tmpl = jstr(b, "templateID");
 	char bad[512] = "";
-	json_object *mo = NULL, *eo = NULL;
-	json_object_object_get_ex(b, "metadata", &mo);
-	json_object_object_get_ex(b, "envVars", &eo);
-	char **meta = pairs(mo && json_object_is_type(mo, json_type_object) ? mo : NULL, "metadata", bad, sizeof(bad));
-	char **env = meta ? pairs(eo && json_object_is_type(eo, json_type_object) ? eo : NULL, "envVars", bad,
-				  sizeof(bad))
-			  : NULL;
+	const char *tmpl = NULL;
+	int64_t timeout = 0, mem = 0, disk = 0, cpus = 0;
+	bool secure = false, auto_pause = false;
+	char **meta = NULL, **env = NULL;
+	char *netnote = NULL;
 	enum MHD_Result q;
-	if (!meta || !env) {
-		q = reply_error(rq, 400, "%s", bad[0] ? bad : "out of memory");
+	if (json_get_string(b, "templateID", &tmpl, bad, sizeof(bad)) < 0 ||
+	    json_get_int(b, "timeout", 0, 86400 * 30, &timeout, bad, sizeof(bad)) < 0 ||
+	    json_get_int(b, "memoryMB", 1, INT32_MAX, &mem, bad, sizeof(bad)) < 0 ||
+	    json_get_int(b, "diskSizeMB", 0, INT32_MAX, &disk, bad, sizeof(bad)) < 0 ||
+	    json_get_int(b, "cpuCount", 1, 4096, &cpus, bad, sizeof(bad)) < 0 ||
+	    json_get_bool(b, "secure", &secure, bad, sizeof(bad)) < 0 ||
+	    json_get_bool(b, "autoPause", &auto_pause, bad, sizeof(bad)) < 0 ||
+	    /* one more: the owner tag */
+	    !(meta = json_string_map(b, &metadata_bounds, 1, bad, sizeof(bad))) ||
+	    !(env = json_string_map(b, &env_bounds, 0, bad, sizeof(bad)))) {
+		q = reply_error(rq, 400, "%s", bad);
 		goto out;
 	}
 	size_t nm = 0;
 	while (meta[nm])
 		nm++;
 	if (asprintf(&meta[nm++], "%s=%s", DAEMON_OWNER_KEY, rq->owner) < 0) {
+		meta[--nm] = NULL;
 		q = reply_error(rq, 500, "out of memory");
 		goto out;
 	}
@@ -358,20 +355,19 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	json_object *net = NULL, *allow = NULL;
 	json_object_object_get_ex(b, "network", &net);
 	json_object_object_get_ex(b, "allow_internet_access", &allow);
-	char *netnote = network_note(net, allow, bad, sizeof(bad));
+	netnote = network_note(net, allow, bad, sizeof(bad));
 	if (!netnote) {
 		q = reply_error(rq, 400, "%s", bad);
 		goto out;
 	}
 	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
-	int64_t v;
-	o.timeout_ms = (uint32_t)(jint(b, "timeout", &v) && v > 0 && v < 86400 * 30 ? v : DEFAULT_TIMEOUT_S) * 1000;
-	o.memory_bytes = jint(b, "memoryMB", &v) && v > 0 ? (uint64_t)v << 20 : daemon_cfg.memory_bytes;
-	o.disk_bytes = jint(b, "diskSizeMB", &v) && v > 0 ? (uint64_t)v << 20 : daemon_cfg.disk_bytes;
-	o.cpu_millis = jint(b, "cpuCount", &v) && v > 0 && v <= 256 ? (uint32_t)v * 1000 : daemon_cfg.cpu_millis;
+	o.timeout_ms = (uint32_t)(timeout > 0 ? timeout : DEFAULT_TIMEOUT_S) * 1000;
+	o.memory_bytes = mem > 0 ? (uint64_t)mem << 20 : daemon_cfg.memory_bytes;
+	o.disk_bytes = disk > 0 ? (uint64_t)disk << 20 : daemon_cfg.disk_bytes;
+	o.cpu_millis = cpus > 0 ? (uint32_t)cpus * 1000 : daemon_cfg.cpu_millis;
 	o.metadata = (const char *const *)meta;
 	o.env = (const char *const *)env;
-	if (jbool(b, "autoPause"))
+	if (auto_pause)
 		o.flags |= ABOX_SANDBOX_AUTO_PAUSE;
 	/* E2B's default templates ("base", the code interpreter's): here the
 	 * host template, which has python3 and node when the host has them */
@@ -386,32 +382,40 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	} else {
 		o.template_name = tmpl;
 	}
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = o.memory_bytes, .disk_bytes = o.disk_bytes,
+				     .cpu_millis = o.cpu_millis, .timeout_s = o.timeout_ms / 1000, .count = 1 };
+	struct admission_ticket ticket;
+	unsigned st = admission_admit(ctx, &ask, &ticket, bad, sizeof(bad));
+	if (st) {
+		q = reply_error(rq, st, "%s", bad);
+		goto out;
+	}
 	abox_error err = ABOX_ERROR_INIT;
 	abox_sandbox *sb = NULL;
 	int r = abox_sandbox_create(ctx, &o, &sb, &err);
+	admission_release(&ticket);
 	if (r < 0) {
-		free(netnote);
 		q = reply_error(rq, create_status(r, &err), "%s", err.msg);
 		goto out;
 	}
 	if (*netnote && note_write("network", abox_sandbox_id(sb), netnote) < 0) {
-		(void)abox_sandbox_kill(sb, NULL);
-		abox_sandbox_free(sb);
-		free(netnote);
+		undo_create(sb);
 		q = reply_error(rq, 500, "cannot store the sandbox's network settings");
 		goto out;
 	}
-	free(netnote);
 	abox_sandbox_info in;
 	if (sandbox_visible(rq, ctx, abox_sandbox_id(sb), &in) < 0) {
-		abox_sandbox_free(sb);
-		q = reply_error(rq, 500, "the new sandbox vanished");
+		/* made but not readable as this key's: a sandbox the client
+		 * would never hear of, running until its timeout */
+		undo_create(sb);
+		q = reply_error(rq, 500, "the new sandbox could not be read back; it was removed");
 		goto out;
 	}
 	abox_sandbox_free(sb);
 	q = reply_json(rq, 201, sandbox_json(&in));
 	abox_sandbox_info_clear(&in);
 out:
+	free(netnote);
 	abox_strv_free(meta);
 	abox_strv_free(env);
 	json_object_put(b);
@@ -432,8 +436,10 @@ static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
 	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
 	lo.metadata = (const char *const *)mf;
 	const char *lim = query(rq, "limit");
-	lo.limit = lim ? (uint32_t)strtoul(lim, NULL, 10) : 0;
-	if (lo.limit > 100 || (lim && !lo.limit)) {
+	char *lend = NULL;
+	unsigned long lv = lim ? strtoul(lim, &lend, 10) : 0;
+	lo.limit = lv <= 100 ? (uint32_t)lv : 0;
+	if (lim && (!lo.limit || *lend || !isdigit((unsigned char)*lim))) {
 		abox_strv_free(mf);
 		return reply_error(rq, 400, "limit must be 1-100");
 	}
@@ -543,17 +549,58 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	return q;
 }
 
+/* A resume makes a paused sandbox running again: it takes a running slot
+ * and its memory (its disk it holds already), so it is admitted like a
+ * create, around connect_sb. */
+static enum MHD_Result connect_admitted(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
+{
+	/* the body is checked here, strictly, before connect_sb reads it:
+	 * "timeout": "60" or -5 is a 400, not the default */
+	if (rq->len) {
+		enum MHD_Result sent;
+		json_object *b = body_json(rq, &sent);
+		if (!b)
+			return sent;
+		char why[128];
+		int64_t t = 0;
+		int r = json_get_int(b, "timeout", 0, 86400 * 30, &t, why, sizeof(why));
+		json_object_put(b);
+		if (r < 0)
+			return reply_error(rq, 400, "%s (seconds)", why);
+		if (admission_cfg.sandbox_timeout_s && t > admission_cfg.sandbox_timeout_s)
+			return reply_error(rq, 400, "timeout %lld is over the maximum of %u seconds (limits.sandboxTimeoutSeconds)",
+					   (long long)t, admission_cfg.sandbox_timeout_s);
+	}
+	abox_sandbox_info in;
+	if (sandbox_visible(rq, ctx, id, &in) < 0 || in.state != ABOX_STATE_PAUSED) {
+		abox_sandbox_info_clear(&in); /* safe on a cleared or failed one */
+		return connect_sb(rq, ctx, id, legacy_resume);
+	}
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = in.memory_bytes, .count = 1, .resume = true };
+	abox_sandbox_info_clear(&in);
+	struct admission_ticket ticket;
+	char why[512];
+	unsigned st = admission_admit(ctx, &ask, &ticket, why, sizeof(why));
+	if (st)
+		return reply_error(rq, st, "%s", why);
+	enum MHD_Result q = connect_sb(rq, ctx, id, legacy_resume);
+	admission_release(&ticket);
+	return q;
+}
+
 static enum MHD_Result pause_sb(struct request *rq, abox_ctx *ctx, const char *id)
 {
 	enum MHD_Result sent;
 	bool memory = true;
 	if (rq->len) {
-		json_object *b = body_json(rq, &sent), *v;
+		json_object *b = body_json(rq, &sent);
 		if (!b)
 			return sent;
-		if (json_object_object_get_ex(b, "memory", &v))
-			memory = json_object_get_boolean(v);
+		char why[128];
+		int r = json_get_bool(b, "memory", &memory, why, sizeof(why));
 		json_object_put(b);
+		if (r < 0)
+			return reply_error(rq, 400, "%s", why);
 	}
 	abox_sandbox_info in;
 	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
@@ -593,11 +640,15 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 		q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
 	} else if (!strcmp(what, "timeout")) {
 		json_object *b = body_json(rq, &sent);
-		int64_t t;
+		int64_t t = -1;
+		char why[128] = "timeout is required";
 		if (!b) {
 			q = sent;
-		} else if (!jint(b, "timeout", &t) || t < 0 || t > 86400 * 30) {
-			q = reply_error(rq, 400, "timeout must be 0-2592000 seconds");
+		} else if (json_get_int(b, "timeout", 0, 86400 * 30, &t, why, sizeof(why)) <= 0) {
+			q = reply_error(rq, 400, "%s (seconds)", why);
+		} else if (admission_cfg.sandbox_timeout_s && t > admission_cfg.sandbox_timeout_s) {
+			q = reply_error(rq, 400, "timeout %lld is over the maximum of %u seconds (limits.sandboxTimeoutSeconds)",
+					(long long)t, admission_cfg.sandbox_timeout_s);
 		} else {
 			r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
 			q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
@@ -663,7 +714,11 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	json_object *b = rq->len ? body_json(rq, &sent) : json_object_new_object();
 	if (!b)
 		return sent;
-	name = jstr(b, "name");
+	char why[128];
+	if (json_get_string(b, "name", &name, why, sizeof(why)) < 0 || (name && strlen(name) > 127)) {
+		json_object_put(b);
+		return reply_error(rq, 400, "%s", name ? "name: at most 127 bytes" : why);
+	}
 	abox_sandbox_info in;
 	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
 	if (!sb) {
@@ -671,6 +726,13 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 		return sent;
 	}
 	abox_sandbox_info_clear(&in);
+	/* a key with no room left makes no snapshot at all */
+	unsigned st = admission_snapshot(ctx, rq->owner, 1, why, sizeof(why));
+	if (st) {
+		abox_sandbox_free(sb);
+		json_object_put(b);
+		return reply_error(rq, st, "%s", why);
+	}
 	abox_snapshot_info s = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	abox_error err = ABOX_ERROR_INIT;
 	uint32_t flags = checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0;
@@ -682,6 +744,13 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 		(void)abox_snapshot_remove(ctx, s.id, NULL);
 		return reply_error(rq, 500, "snapshot %s: cannot record its owner", s.id);
 	}
+	/* its size is known once it exists: one that took the key over
+	 * its storage is undone */
+	if (r >= 0 && (st = admission_snapshot(ctx, rq->owner, 0, why, sizeof(why))) != 0) {
+		(void)abox_snapshot_remove(ctx, s.id, NULL);
+		note_remove("snapshots", s.id);
+		return reply_error(rq, st, "%s", why);
+	}
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_json(rq, 201, snap_json(&s));
 }
 
@@ -692,21 +761,32 @@ static enum MHD_Result fork_sb(struct request *rq, abox_ctx *ctx, const char *id
 	if (!b)
 		return sent;
 	int64_t count = 1, t = 0;
-	(void)jint(b, "count", &count);
-	(void)jint(b, "timeout", &t);
+	char why[128];
+	int bad = json_get_int(b, "count", 1, 64, &count, why, sizeof(why)) < 0 ||
+		  json_get_int(b, "timeout", 0, 86400 * 30, &t, why, sizeof(why)) < 0;
 	json_object_put(b);
-	if (count < 1 || count > 64)
-		return reply_error(rq, 400, "count must be 1-64");
+	if (bad)
+		return reply_error(rq, 400, "%s", why);
 	abox_sandbox_info in;
 	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
 	if (!sb)
 		return sent;
+	/* forks are sandboxes of their source's size: admitted as creates */
+	struct admission_ask ask = { .owner = rq->owner, .memory_bytes = in.memory_bytes, .disk_bytes = in.disk_bytes,
+				     .cpu_millis = in.cpu_millis, .timeout_s = (uint32_t)t, .count = (unsigned)count };
 	abox_sandbox_info_clear(&in);
+	struct admission_ticket ticket;
+	unsigned st = admission_admit(ctx, &ask, &ticket, why, sizeof(why));
+	if (st) {
+		abox_sandbox_free(sb);
+		return reply_error(rq, st, "%s", why);
+	}
 	abox_sandbox *forks[64] = { 0 };
 	abox_error errs[64], err = ABOX_ERROR_INIT;
 	uint32_t flags = checkpointer_works(ctx) ? ABOX_FORK_MEMORY : 0;
 	int made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, flags, forks, errs,
 					   &err);
+	admission_release(&ticket);
 	abox_sandbox_free(sb);
 	if (made < 0)
 		return reply_abox_error(rq, &err, made);
@@ -774,9 +854,9 @@ enum MHD_Result control_route(struct request *rq)
 		else if (!*rest && del)
 			q = simple(rq, ctx, id, "kill");
 		else if (!strcmp(rest, "/connect") && post)
-			q = connect_sb(rq, ctx, id, false);
+			q = connect_admitted(rq, ctx, id, false);
 		else if (!strcmp(rest, "/resume") && post && !v2)
-			q = connect_sb(rq, ctx, id, true);
+			q = connect_admitted(rq, ctx, id, true);
 		else if (!strcmp(rest, "/pause") && post)
 			q = pause_sb(rq, ctx, id);
 		else if (!strcmp(rest, "/timeout") && post)

@@ -13,6 +13,7 @@
 
 #include "base/base64.h"
 #include "envd.h"
+#include "wire.h"
 #include "remote/stream.h"
 
 struct instream {
@@ -104,11 +105,23 @@ static void on_message(struct instream *s, json_object *o)
 			return;
 		}
 		if (json_object_object_get_ex(ev, "process", &v) && json_object_is_type(v, json_type_object)) {
-			json_object *x;
-			if (json_object_object_get_ex(v, "pid", &x))
-				s->pid = json_object_get_int(x);
-			if (json_object_object_get_ex(v, "tag", &x) && json_object_is_type(x, json_type_string))
-				s->tag = strdup(json_object_get_string(x));
+			/* read strictly: "pid": "12" or 1.5 must not become some
+			 * other process (or none) without a word */
+			char why[128];
+			int64_t pid = 0;
+			const char *tag = NULL;
+			if (json_get_int(v, "pid", 1, INT32_MAX, &pid, why, sizeof(why)) < 0 ||
+			    json_get_string(v, "tag", &tag, why, sizeof(why)) < 0) {
+				char msg[160];
+				snprintf(msg, sizeof(msg), "StreamInput: start.process.%s", why);
+				fail(s, EINVAL, msg);
+				return;
+			}
+			s->pid = (int)pid;
+			if (tag && !(s->tag = strdup(tag))) {
+				fail(s, ENOMEM, "StreamInput: out of memory");
+				return;
+			}
 		}
 		if (s->pid <= 0 && !s->tag) {
 			fail(s, EINVAL, "StreamInput: start.process.pid or .tag is required");

@@ -8,7 +8,8 @@
  * "unixSocket" (also serve on that path),
  * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
  * for none), "maxConnections" (1000), "maxConnectionsPerClient" (64),
- * "headerTimeoutSeconds" (10; see conns.c) and "defaults" {"memoryMB", "diskMB", "cpus"}. With no key configured, the
+ * "headerTimeoutSeconds" (10; see conns.c), "defaults" {"memoryMB", "diskMB", "cpus"} and "limits"
+ * (admission.h; the ABOXD_LIMIT_* environment wins). With no key configured, the
  * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once. */
 #include <arpa/inet.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "admission.h"
 #include "daemon.h"
 #include "conns.h"
 
@@ -101,6 +103,12 @@ static int load_config(const char *path, bool explicit)
 			daemon_cfg.keys = calloc(c + 1, sizeof(char *));
 			for (size_t i = 0; daemon_cfg.keys && i < c; i++)
 				daemon_cfg.keys[i] = strdup(json_object_get_string(json_object_array_get_idx(val, i)));
+		} else if (!strcmp(k, "limits")) {
+			char why[256];
+			if (admission_configure(val, why, sizeof(why)) < 0) {
+				fprintf(stderr, "aboxd: config '%s': %s\n", path, why);
+				r = -1;
+			}
 		} else if (!strcmp(k, "defaults") && json_object_is_type(val, json_type_object)) {
 			if (json_object_object_get_ex(val, "memoryMB", &v))
 				daemon_cfg.memory_bytes = (uint64_t)json_object_get_int64(v) << 20;
@@ -216,6 +224,11 @@ int main(int argc, char **argv)
 	}
 	if (load_config(config, explicit) < 0)
 		return 1;
+	char lwhy[256];
+	if (admission_from_env(lwhy, sizeof(lwhy)) < 0) {
+		fprintf(stderr, "aboxd: %s\n", lwhy);
+		return 1;
+	}
 	if (listen_addr)
 		daemon_cfg.listen = strdup(listen_addr);
 	if (port > 0 && port < 65536)

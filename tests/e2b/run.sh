@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs tests/e2b/flows.mjs, and every other .mjs file beside it, with one
-# version of the official E2B JS SDK against a fresh aboxd on a free port,
-# with a key made for the run.
+# Runs tests/e2b/flows.mjs, and every other .mjs file beside it (or only
+# the FLOW named, a path below tests/e2b/), with one version of the
+# official E2B JS SDK against a fresh aboxd on a free port, with a key made
+# for the run; aboxd inherits the environment (ABOXD_LIMIT_*).
 # Output is TAP (meson reads it). The SDK is installed from the npm
 # registry into the build folder once per version.
-#   usage: run.sh BUILD_DIR SDK_VERSION
+#   usage: run.sh BUILD_DIR SDK_VERSION [FLOW]
 set -euo pipefail
 build=$(cd "$1" && pwd)
 ver=$2
@@ -15,14 +16,20 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   (cd "$dir" && npm init -y >/dev/null &&
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
-# flows.mjs and every other scripted flow file beside it
-cp "$src"/*.mjs "$dir/"
+# flows.mjs and every other scripted flow file beside it, or the one named
+# (flows that need a daemon set up their own way live in folders below)
+if [ -n "${3:-}" ]; then
+  flows=("$src/$3")
+else
+  flows=("$src"/*.mjs)
+fi
+cp "${flows[@]}" "$dir/"
 
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
 printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
-"$build/aboxd" --config "$conf" 2>"$dir/aboxd.log" &
+"$build/aboxd" --config "$conf" 2>"$dir/aboxd-${flow%.mjs}.log" &
 daemon=$!
 # the expiry flow leaves a dead sandbox's record (and its automatic pause
 # layer) for the daemon's gc, which runs every 10 s: collect it now
@@ -42,7 +49,7 @@ status=0
 n=0
 out=$dir/all.tap
 : > "$out"
-for f in "$src"/*.mjs; do
+for f in "${flows[@]}"; do
   f=$(basename "$f")
   (cd "$dir" && node "$f") > "$dir/${f%.mjs}.tap" || status=1
   k=$(head -n1 "$dir/${f%.mjs}.tap" | sed 's/^1\.\.//')

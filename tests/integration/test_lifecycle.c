@@ -655,3 +655,44 @@ Test(lifecycle, exec_json_result_for_agents)
 	kill_ok(id);
 	free(id);
 }
+
+/* The record has room for 64 metadata entries and 256 KiB: more was cut
+ * (the last entries silently dropped) or written as a record nobody could
+ * read back, list or kill. Either is refused now, and nothing is left. */
+Test(lifecycle, oversized_metadata_is_refused_and_leaves_nothing)
+{
+	struct run_result r;
+	ABOX(&r, "ls", "--json");
+	char *before = r.out;
+	free(r.err);
+	const char *args[2 + 2 * 65 + 1] = { "create" };
+	char kv[65][16];
+	size_t n = 1;
+	for (int i = 0; i < 65; i++) {
+		snprintf(kv[i], sizeof(kv[i]), "k%d=v", i);
+		args[n++] = "--metadata";
+		args[n++] = kv[i];
+	}
+	args[n] = NULL;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_neq(r.status, 0, "65 metadata entries were accepted: %s", r.out);
+	cr_assert(strstr(r.err, "65 metadata entries, at most 64"), "%s", r.err);
+	run_result_free(&r);
+
+	/* three values of 100 KiB (one argument may not pass 128 KiB) */
+	static char big[3][100 << 10];
+	for (int i = 0; i < 3; i++) {
+		memset(big[i], 'v', sizeof(big[i]) - 1);
+		snprintf(big[i], 4, "k%d", i);
+		big[i][2] = '=';
+	}
+	ABOX(&r, "create", "--metadata", big[0], "--metadata", big[1], "--metadata", big[2]);
+	cr_assert_neq(r.status, 0, "300 KiB of metadata were accepted: %s", r.out);
+	cr_assert(strstr(r.err, "over the limit"), "%s", r.err);
+	run_result_free(&r);
+
+	ABOX(&r, "ls", "--json");
+	cr_assert_str_eq(r.out, before, "a refused create left a sandbox");
+	run_result_free(&r);
+	free(before);
+}

@@ -327,6 +327,13 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	for (size_t i = 0; o.env && o.env[i]; i++)
 		if (!strchr(o.env[i], '=') || o.env[i][0] == '=')
 			return abox_error_setx(err, EINVAL, "create: environment entry '%s' is not K=V", o.env[i]);
+	size_t nmeta = 0;
+	while (o.metadata && o.metadata[nmeta])
+		nmeta++;
+	/* the record holds this many: cutting the rest would silently drop
+	 * what a caller put last (aboxd puts its owner tag there) */
+	if (nmeta > STATE_MAX_META)
+		return abox_error_setx(err, E2BIG, "create: %zu metadata entries, at most %d", nmeta, STATE_MAX_META);
 	if (o.snapshot) {
 		/* a snapshot with processes: those come back instead of a fresh init */
 		struct snap_record sr;

@@ -179,6 +179,14 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
 	json_object_object_add(o, "metadata", meta);
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	/* a record state_read refuses would be a sandbox nobody can list,
+	 * kill or collect: never write one */
+	size_t len = strlen(text);
+	if (len >= STATE_MAX_BYTES) {
+		json_object_put(o);
+		return abox_error_setx(err, EFBIG, "the record of %s would be %zu bytes, over the limit of %u "
+				       "(metadata and environment too large)", s->id, len, STATE_MAX_BYTES);
+	}
 
 	safe_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, STATE_FILE);
 	safe_snprintf(final, sizeof(final), "%s/%s", dir, STATE_FILE);
@@ -190,7 +198,7 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	/* temp + fsync + rename: a reader sees the old record or the new
 	 * one, never half of one, even across a crash or a power loss (a
 	 * sandbox paused without memory lives on in its record alone) */
-	r = write_full(fd, text, strlen(text));
+	r = write_full(fd, text, len);
 	json_object_put(o);
 	if (r == 0 && durable && fsync(fd) < 0)
 		r = -errno;
