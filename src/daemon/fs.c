@@ -71,6 +71,36 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 	return reply_json(rq, 200, o);
 }
 
+/* ListDir's depth: proto3 JSON gives a uint32 as a number or a string;
+ * 0 or absent is 1. Anything else, or more than the limit, is refused
+ * with the reason rather than turned into some depth. */
+static int list_depth(json_object *b, unsigned *out, char *why, size_t n)
+{
+	json_object *d;
+	if (!json_object_object_get_ex(b, "depth", &d) || json_object_is_type(d, json_type_null))
+		return 0;
+	int64_t v = -1;
+	if (json_object_is_type(d, json_type_int)) {
+		v = json_object_get_int64(d);
+	} else if (json_object_is_type(d, json_type_string)) {
+		const char *s = json_object_get_string(d);
+		char *end;
+		v = *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : -1;
+		if (v >= 0 && *end)
+			v = -1;
+	}
+	if (v < 0 || v > UINT32_MAX) {
+		snprintf(why, n, "depth: a whole number from 0 to %u is expected", (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+		return -EINVAL;
+	}
+	if (v > ABOX_FILE_LIST_MAX_DEPTH) {
+		snprintf(why, n, "depth %lld is over the limit of %u", (long long)v, (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+		return -EINVAL;
+	}
+	*out = v ? (unsigned)v : 1;
+	return 0;
+}
+
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 {
 	if (!strcmp(method, "WatchDir"))
@@ -105,21 +135,13 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 		r = abox_file_remove(h.sb, path, rq->user, &err);
 		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : reply_json(rq, 200, json_object_new_object());
 	} else if (!strcmp(method, "ListDir") && path) {
-		json_object *d;
-		int depth = json_object_object_get_ex(b, "depth", &d) ? json_object_get_int(d) : 1;
-		abox_file_info *v = NULL;
-		size_t n = 0;
-		r = abox_file_list(h.sb, path, rq->user, (unsigned)(depth > 0 ? depth : 1), &v, &n, &err);
-		if (r < 0) {
-			q = envd_error(rq, -r, "%s", err.msg);
+		unsigned depth = 1;
+		char why[160];
+		if (list_depth(b, &depth, why, sizeof(why)) < 0) {
+			q = envd_error(rq, EINVAL, "%s", why);
 		} else {
-			json_object *a = json_object_new_array();
-			for (size_t i = 0; i < n; i++)
-				json_object_array_add(a, entry_json(&v[i]));
-			free(v);
-			json_object *o = json_object_new_object();
-			json_object_object_add(o, "entries", a);
-			q = reply_json(rq, 200, o);
+			q = list_dir_stream(rq, h, path, depth); /* streamed; it owns h now */
+			h = (sandbox_handle_t){ 0 };
 		}
 	} else if (strcmp(method, "Stat") && strcmp(method, "MakeDir") && strcmp(method, "Move") &&
 		   strcmp(method, "Remove") && strcmp(method, "ListDir")) {

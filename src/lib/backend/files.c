@@ -311,19 +311,34 @@ static int list_entry(const struct proto_frame *f, void *ud)
 	return 0;
 }
 
+/* Sends a listing request: depth checked here so that the caller learns
+ * the limit's name, not init's clamp. */
+static int list_begin(abox_sandbox *sb, const char *path, const char *user, unsigned depth, uint32_t *id,
+		      abox_error *err)
+{
+	if (depth > ABOX_FILE_LIST_MAX_DEPTH)
+		return abox_error_setx(err, EINVAL, "depth %u is over the limit of %u", depth,
+				       (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
+	if (r < 0)
+		return r;
+	*id = m.id;
+	proto_put_u64(&m, F_DEPTH, depth ? depth : 1);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "list: send");
+	return 0;
+}
+
 int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
 		   size_t *n, abox_error *err)
 {
 	if (REMOTE_SB(sb))
 		return sb->ctx->remote_ops->file_list(sb, path, user, depth, out, n, err);
-	struct proto_msg m;
-	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
+	uint32_t id;
+	int r = list_begin(sb, path, user, depth, &id, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	proto_put_u64(&m, F_DEPTH, depth ? depth : 1);
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "list: send");
 	struct list_acc a = { 0 };
 	r = wait_answer(sb, id, list_entry, NULL, &a, err);
 	if (r < 0 || a.oom) {
@@ -333,6 +348,52 @@ int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigne
 	*out = a.v;
 	*n = a.n;
 	return 0;
+}
+
+struct list_each {
+	abox_file_entry_fn fn;
+	void *ud;
+	abox_file_info e; /* one entry at a time: 8 KiB whatever the tree */
+};
+
+static int each_entry(const struct proto_frame *f, void *ud)
+{
+	struct list_each *c = ud;
+	if (f->type != MSG_EV_ENTRY)
+		return 0;
+	parse_entry(f, &c->e);
+	return c->fn(&c->e, c->ud);
+}
+
+int abox_file_list_each(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
+			abox_file_entry_fn fn, void *userdata, abox_error *err)
+{
+	if (REMOTE_SB(sb)) {
+		/* the remote daemon answers a listing whole: handed on in order */
+		abox_file_info *v = NULL;
+		size_t n = 0;
+		int r = sb->ctx->remote_ops->file_list(sb, path, user, depth, &v, &n, err);
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			if (fn(&v[i], userdata) != 0)
+				r = abox_error_setx(err, ECANCELED, "stopped by the caller");
+		free(v);
+		return r;
+	}
+	uint32_t id;
+	int r = list_begin(sb, path, user, depth, &id, err);
+	if (r < 0)
+		return r;
+	struct list_each *c = calloc(1, sizeof(*c));
+	if (!c) {
+		/* the request is out: its answer must still be read away */
+		(void)wait_answer(sb, id, NULL, NULL, NULL, NULL);
+		return abox_error_set(err, ENOMEM, "list");
+	}
+	c->fn = fn;
+	c->ud = userdata;
+	r = wait_answer(sb, id, each_entry, NULL, c, err);
+	free(c);
+	return r;
 }
 
 static void made_flag(const struct proto_frame *f, void *ud)
