@@ -15,6 +15,7 @@
 
 #include "envd.h"
 #include "gzip.h"
+#include "multipart.h"
 
 static void perms(uint32_t mode, abox_file_type t, char out[11])
 {
@@ -176,170 +177,93 @@ static json_object *written(sandbox_handle_t *h, struct request *rq, const char 
 	return o;
 }
 
-/* One part of a multipart body: [start, end) with its filename. */
-static const char *memmem_s(const char *h, size_t n, const char *needle)
-{
-	return memmem(h, n, needle, strlen(needle));
-}
-
+/* Reached only for what the streamed path does not take (it takes every
+ * POST /files): nothing is buffered for an upload. */
 enum MHD_Result files_post(struct request *rq)
 {
-	enum MHD_Result sent;
-	const char *enc = header(rq, "Content-Encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0)
-		/* compressed bytes must not land in a file as its content */
-		return reply_error(rq, 400, "Content-Encoding '%s' works with application/octet-stream and ?path= only",
-				   enc);
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb)
-		return sent;
-	username(rq);
-	const char *path = query(rq, "path");
-	const char *ct = header(rq, "Content-Type");
-	abox_error err = ABOX_ERROR_INIT;
-	json_object *a = json_object_new_array();
-	int r = 0;
-	if (ct && !strncmp(ct, "multipart/form-data", 19)) {
-		const char *bd = strstr(ct, "boundary=");
-		char delim[300];
-		if (!bd) {
-			r = set_err(&err, EINVAL, "multipart without a boundary");
-		} else {
-			bd += 9;
-			size_t bl = strcspn(bd, ";");
-			if (*bd == '"') {
-				bd++;
-				bl = strcspn(bd, "\"");
-			}
-			snprintf(delim, sizeof(delim), "--%.*s", (int)bl, bd);
-		}
-		const char *p = rq->body, *end = rq->body + rq->len;
-		while (r >= 0 && p && (p = memmem_s(p, (size_t)(end - p), delim))) {
-			p += strlen(delim);
-			if (end - p >= 2 && p[0] == '-' && p[1] == '-')
-				break; /* the closing delimiter */
-			const char *hdr_end = memmem_s(p, (size_t)(end - p), "\r\n\r\n");
-			if (!hdr_end)
-				break;
-			char hdrs[2048];
-			snprintf(hdrs, sizeof(hdrs), "%.*s", (int)(hdr_end - p), p);
-			const char *data = hdr_end + 4;
-			const char *next = memmem_s(data, (size_t)(end - data), delim);
-			if (!next) {
-				r = set_err(&err, EINVAL, "a multipart part is not closed");
-				break;
-			}
-			size_t dlen = (size_t)(next - data);
-			if (dlen >= 2 && data[dlen - 2] == '\r' && data[dlen - 1] == '\n')
-				dlen -= 2;
-			char target[4096] = "";
-			const char *fn = strstr(hdrs, "filename=\"");
-			if (path && !target[0])
-				snprintf(target, sizeof(target), "%s", path);
-			else if (fn)
-				snprintf(target, sizeof(target), "%.*s", (int)strcspn(fn + 10, "\""), fn + 10);
-			if (!target[0]) {
-				r = set_err(&err, EINVAL, "a part names no file (filename) and there is no ?path=");
-				break;
-			}
-			if ((r = abox_file_write(h.sb, target, rq->user, data, dlen, 1, &err)) >= 0)
-				json_object_array_add(a, written(&h, rq, target));
-			p = next;
-		}
-	} else {
-		if (!path) {
-			r = set_err(&err, EINVAL, "?path= is required for an octet-stream upload");
-		} else if ((r = abox_file_write(h.sb, path, rq->user, rq->body ? rq->body : "", rq->len, 1, &err)) >= 0) {
-			json_object_array_add(a, written(&h, rq, path));
-		}
-	}
-	envd_close(&h);
-	if (r < 0) {
-		json_object_put(a);
-		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
-	}
-	return reply_json(rq, 200, a);
+	return reply_error(rq, 400, "POST /files takes multipart/form-data or application/octet-stream with ?path=");
 }
 
-/* ---- streamed /files: large files never sit in memory ------------------ */
+/* ---- streamed /files: large files never sit in memory ------------------
+ *
+ * Every POST /files streams: an octet-stream body goes to one writer, a
+ * multipart body is parsed as it arrives (multipart.c) and each file part
+ * gets a writer of its own, one after the other. A writer is a thread
+ * that feeds abox_file_write_fd from a pipe, so the bytes flow from the
+ * socket to the sandbox's disk in 64 KiB steps: an upload is bounded by
+ * the sandbox's disk (ENOSPC: 507), never by the daemon's memory. */
 
 struct upload {
+	struct request *rq;
 	sandbox_handle_t h;
 	int pipe_w;
 	pthread_t thread;
 	bool running;
 	char path[4096];
 	char user[16];
-	int result;
+	int result;             /* the upload's outcome (the request's thread only) */
 	abox_error err;
+	int wresult;            /* the writer thread's, read once it is joined */
+	abox_error werr;
 	uint64_t size;
 	int pipe_r;
 	enum MHD_Result early;  /* set when the sandbox could not be opened */
 	bool failed_early;
 	struct gz gz;           /* Content-Encoding: gzip, inflated on the way */
 	bool gzip, bad_gzip;
+	struct mp *mp;          /* multipart/form-data: the parser */
+	const char *query_path; /* ?path=: the target of every file part */
+	bool skip;              /* the current part is not a file */
+	json_object *done;      /* the files written so far */
 };
 
 static void *upload_thread(void *arg)
 {
 	struct upload *u = arg;
-	u->result = abox_file_write_fd(u->h.sb, u->path, u->user, u->pipe_r, 1, &u->size, &u->err);
+	u->wresult = abox_file_write_fd(u->h.sb, u->path, u->user, u->pipe_r, 1, &u->size, &u->werr);
 	close(u->pipe_r);
 	return NULL;
 }
 
-bool files_stream_begin(struct request *rq)
+/* A writer for u->path: -errno in u->result when there is none. */
+static int writer_start(struct upload *u)
 {
-	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
-	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/files") != 0 || !ct ||
-	    strncmp(ct, "application/octet-stream", 24) != 0 || !path || !*path)
-		return false;
-	struct upload *u = calloc(1, sizeof(*u));
-	if (!u)
-		return false;
-	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
-	rq->upload = u;
-	snprintf(u->path, sizeof(u->path), "%s", path);
-	u->h = envd_open(rq, &u->early);
-	if (!u->h.sb) {
-		u->failed_early = true; /* its reply is queued; the body is read and dropped */
-		return true;
-	}
-	username(rq);
-	snprintf(u->user, sizeof(u->user), "%s", rq->user);
-	const char *enc = header(rq, "Content-Encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
-		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
-			char why[160];
-			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
-			u->result = set_err(&u->err, EINVAL, why);
-			return true;
-		}
-		u->gzip = true;
-	}
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		u->result = set_err(&u->err, errno, "pipe");
-		return true;
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return u->result = set_err(&u->err, errno, "pipe");
 	u->pipe_r = p[0];
 	u->pipe_w = p[1];
-	/* the write runs as the request's user: user_of() set rq->user */
+	/* the write runs as the request's user: username() set u->user */
 	u->running = pthread_create(&u->thread, NULL, upload_thread, u) == 0;
 	if (!u->running) {
 		close(p[0]);
 		close(p[1]);
-		u->pipe_w = -1;
-		u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
+		u->pipe_r = u->pipe_w = -1;
+		return u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
 	}
-	return true;
+	return 0;
+}
+
+static void upload_finish(struct upload *u)
+{
+	if (u->pipe_w >= 0)
+		close(u->pipe_w);
+	u->pipe_w = -1;
+	if (u->running) {
+		pthread_join(u->thread, NULL);
+		if (u->wresult < 0 && u->result >= 0) {
+			u->result = u->wresult;
+			u->err = u->werr;
+		}
+	}
+	u->running = false;
 }
 
 static int to_writer(const void *data, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	const char *p = data;
-	while (n) {
+	while (n && u->pipe_w >= 0) {
 		ssize_t w = write(u->pipe_w, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -354,10 +278,123 @@ static int to_writer(const void *data, size_t n, void *ud)
 	return 0;
 }
 
+/* multipart: a part begins, carries data, ends */
+static int part_begin(void *ud, const char *headers)
+{
+	struct upload *u = ud;
+	char name[64] = "", file[4096] = "";
+	(void)mp_disposition(headers, "name", name, sizeof(name));
+	int k = mp_disposition(headers, "filename", file, sizeof(file));
+	if (k == -ENAMETOOLONG) {
+		u->result = set_err(&u->err, ENAMETOOLONG, "a part's filename is too long");
+		return 1;
+	}
+	/* like envd: a form field that is not a file is passed over */
+	u->skip = k < 0 && strcmp(name, "file") != 0;
+	if (u->skip)
+		return 0;
+	const char *target = u->query_path ? u->query_path : file;
+	if (!*target) {
+		u->result = set_err(&u->err, EINVAL, "a part names no file (filename) and there is no ?path=");
+		return 1;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", target);
+	return writer_start(u) < 0;
+}
+
+static int part_data(void *ud, const char *p, size_t n)
+{
+	struct upload *u = ud;
+	if (!u->skip)
+		(void)to_writer(p, n, u); /* a writer that gave up says why at the part's end */
+	return 0;
+}
+
+static int part_end(void *ud)
+{
+	struct upload *u = ud;
+	if (u->skip) {
+		u->skip = false;
+		return 0;
+	}
+	upload_finish(u);
+	if (u->result < 0)
+		return 1;
+	json_object_array_add(u->done, written(&u->h, u->rq, u->path));
+	return 0;
+}
+
+static const struct mp_ops part_ops = { part_begin, part_data, part_end };
+
+bool files_stream_begin(struct request *rq)
+{
+	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/files") != 0)
+		return false;
+	struct upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return false;
+	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
+	u->rq = rq;
+	rq->upload = u;
+	u->h = envd_open(rq, &u->early);
+	if (!u->h.sb) {
+		u->failed_early = true; /* its reply is queued; the body is read and dropped */
+		return true;
+	}
+	username(rq);
+	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
+	const char *enc = header(rq, "Content-Encoding");
+	bool encoded = enc && *enc && strcasecmp(enc, "identity") != 0;
+	u->query_path = path && *path ? path : NULL;
+	if (ct && !strncasecmp(ct, "multipart/", 10)) {
+		char why[160];
+		if (encoded) {
+			/* compressed bytes must not land in a file as its content */
+			snprintf(why, sizeof(why), "Content-Encoding '%.64s' works with application/octet-stream and ?path= only",
+				 enc);
+			u->result = set_err(&u->err, EINVAL, why);
+		} else if (!(u->mp = malloc(sizeof(*u->mp))) || !(u->done = json_object_new_array())) {
+			u->result = set_err(&u->err, ENOMEM, "no memory for the upload");
+		} else if (mp_init(u->mp, ct, why, sizeof(why)) < 0) {
+			u->result = set_err(&u->err, EINVAL, why);
+		}
+		return true;
+	}
+	if (!u->query_path) {
+		u->result = set_err(&u->err, EINVAL, "?path= is required for an octet-stream upload");
+		return true;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	if (encoded) {
+		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
+			u->result = set_err(&u->err, EINVAL, why);
+			return true;
+		}
+		u->gzip = true;
+	}
+	(void)writer_start(u);
+	return true;
+}
+
 void files_stream_chunk(struct request *rq, const char *data, size_t n)
 {
 	struct upload *u = rq->upload;
-	if (u->failed_early || !u->running || u->pipe_w < 0 || u->bad_gzip)
+	if (u->failed_early || u->bad_gzip)
+		return;
+	if (u->mp) {
+		/* multipart: result is written on this thread only (a part's
+		 * writer is joined before its result is read) */
+		char why[160];
+		if (u->result < 0)
+			return;
+		if (mp_feed(u->mp, data, n, &part_ops, u, why, sizeof(why)) < 0 && u->result >= 0)
+			u->result = set_err(&u->err, EINVAL, why);
+		return;
+	}
+	if (!u->running || u->pipe_w < 0)
 		return;
 	if (!u->gzip) {
 		(void)to_writer(data, n, u);
@@ -373,14 +410,22 @@ void files_stream_chunk(struct request *rq, const char *data, size_t n)
 	}
 }
 
-static void upload_finish(struct upload *u)
+static enum MHD_Result multipart_end(struct request *rq, struct upload *u)
 {
-	if (u->pipe_w >= 0)
-		close(u->pipe_w);
-	u->pipe_w = -1;
-	if (u->running)
-		pthread_join(u->thread, NULL);
-	u->running = false;
+	bool mid_part = u->running;
+	upload_finish(u);
+	if (mid_part)
+		/* a part cut short (a malformed body, or one that ended) is not
+		 * the file that was sent */
+		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
+	if (u->result < 0)
+		return reply_error(rq, status_of_errno(-u->result), "%s%s%s", u->path[0] ? u->path : "",
+				   u->path[0] ? ": " : "", u->err.msg);
+	if (mid_part || !mp_complete(u->mp))
+		return reply_error(rq, 400, "the multipart body ends before its closing delimiter");
+	json_object *a = u->done;
+	u->done = NULL;
+	return reply_json(rq, 200, a);
 }
 
 enum MHD_Result files_stream_end(struct request *rq)
@@ -388,6 +433,8 @@ enum MHD_Result files_stream_end(struct request *rq)
 	struct upload *u = rq->upload;
 	if (u->failed_early)
 		return u->early;
+	if (u->mp)
+		return multipart_end(rq, u);
 	bool writer_gave_up = u->pipe_w < 0 && !u->bad_gzip;
 	bool truncated_gzip = u->gzip && !u->bad_gzip && !writer_gave_up && !gz_complete(&u->gz);
 	upload_finish(u);
@@ -414,6 +461,8 @@ void files_stream_free(struct request *rq)
 	upload_finish(u);
 	gz_end(&u->gz);
 	envd_close(&u->h);
+	free(u->mp);
+	json_object_put(u->done);
 	free(u);
 	rq->upload = NULL;
 }
