@@ -537,6 +537,38 @@ static void download_free(void *cls)
 	free(d);
 }
 
+/* stat() of path, symlinks followed (abox_file_stat does not follow the
+ * last one): a download's Content-Length is its target's size, and a
+ * dangling link is a 404 like envd's, not a 200 that ends short. The
+ * links are read through init, so they resolve inside the sandbox's own
+ * tree; real gets the path reached. */
+static int stat_followed(sandbox_handle_t *h, const char *path, const char *user, abox_file_info *f,
+			 char real[4096], abox_error *err)
+{
+	snprintf(real, 4096, "%s", path);
+	for (int hops = 0; hops <= 40; hops++) {
+		abox_error e = ABOX_ERROR_INIT;
+		int r = abox_file_stat(h->sb, real, user, f, &e);
+		if (r == -ENOENT && hops)
+			return set_err(err, ENOENT, "a dangling symlink (its target does not exist)");
+		if (r < 0) {
+			*err = e;
+			return r;
+		}
+		if (f->type != ABOX_FILE_SYMLINK)
+			return 0;
+		char next[4096];
+		const char *slash = strrchr(real, '/');
+		int n = f->target[0] == '/' || !slash
+				? snprintf(next, sizeof(next), "%s", f->target)
+				: snprintf(next, sizeof(next), "%.*s/%s", (int)(slash - real), real, f->target);
+		if (n < 0 || (size_t)n >= sizeof(next))
+			return set_err(err, ENAMETOOLONG, "a symlink's target path is too long");
+		memcpy(real, next, (size_t)n + 1);
+	}
+	return set_err(err, ELOOP, "too many levels of symlinks (a cycle?)");
+}
+
 /* GET /files, streamed: stat first (a missing file is a 404, not an empty
  * 200), then the bytes as they are read. */
 enum MHD_Result files_get_stream(struct request *rq)
@@ -554,9 +586,12 @@ enum MHD_Result files_get_stream(struct request *rq)
 	const char *path = query(rq, "path");
 	abox_file_info f;
 	abox_error err = ABOX_ERROR_INIT;
-	int r = path ? abox_file_stat(d->h.sb, path, rq->user, &f, &err) : set_err(&err, EINVAL, "?path= is required");
+	char real[4096];
+	int r = path ? stat_followed(&d->h, path, rq->user, &f, real, &err) : set_err(&err, EINVAL, "?path= is required");
 	if (r >= 0 && f.type == ABOX_FILE_DIR)
 		r = set_err(&err, EISDIR, "it is a folder");
+	else if (r >= 0 && f.type != ABOX_FILE_REGULAR)
+		r = set_err(&err, EINVAL, "not a regular file (a device, FIFO or socket is not read)");
 	int p[2] = { -1, -1 };
 	if (r >= 0 && pipe2(p, O_CLOEXEC) < 0)
 		r = set_err(&err, errno, "pipe");
@@ -565,7 +600,7 @@ enum MHD_Result files_get_stream(struct request *rq)
 		free(d);
 		return reply_error(rq, status_of_errno(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
 	}
-	snprintf(d->path, sizeof(d->path), "%s", path);
+	snprintf(d->path, sizeof(d->path), "%s", real); /* the file that was measured is the one read */
 	snprintf(d->user, sizeof(d->user), "%s", rq->user);
 	d->pipe_r = p[0];
 	d->pipe_w = p[1];

@@ -266,6 +266,23 @@ try:
     st = raw_body("/v2/sandboxes", {"X-API-Key": key, "Content-Type": "application/json"}, 65 * MiB, chunked=True)
     check("the JSON body cap holds for JSON routes (chunked, so read until it is over): 413", st == 413, st)
 
+    # ---- the file plane's answers -----------------------------------------
+    sh("ln -sf /home/user/nowhere /home/user/dangling && printf 'target bytes' > /home/user/t.txt && "
+       "ln -sf t.txt /home/user/link && ln -sf loop1 /home/user/loop2 && ln -sf loop2 /home/user/loop1 && "
+       "echo x > /dev/shm/x")
+    st, out, _ = request("GET", "/files?path=/home/user/dangling", headers=plane)
+    check("GET of a dangling symlink: 404 naming it", st == 404 and b"dangling" in out, (st, out[:200]))
+    st, out, _ = request("GET", "/files?path=/home/user/link", headers=plane)
+    check("GET of a symlink: its target's bytes, whole", st == 200 and out == b"target bytes", (st, out[:200]))
+    st, out, _ = request("GET", "/files?path=/home/user/loop1", headers=plane)
+    check("GET of a symlink cycle: 400", st == 400, (st, out[:200]))
+    st, out, _ = request("POST", "/files?path=/sys/abox-test", b"x",
+                         dict(plane, **{"Content-Type": "application/octet-stream"}))
+    check("a write on a read-only mount (EROFS): 403 naming the cause",
+          st == 403 and b"Read-only file system" in out, (st, out[:200]))
+    st, body = rpc("Move", {"source": "/dev/shm/x", "destination": "/home/user/x"})
+    check("a move across filesystems (EXDEV): 400 naming the cause",
+          st == 400 and "cross-device" in str(body), (st, body))
 except Exception:
     check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
           traceback.format_exc()[-1200:])
