@@ -240,12 +240,16 @@ try:
     del body
 
     def upload70(i):
-        ct, b = multipart([("file", f"/tmp/u{i}.bin", data80[: 70 * MiB])])
+        # each its own bytes: concurrent writers must not mix them
+        ct, b = multipart([("file", f"/tmp/u{i}.bin", data80[i * MiB: i * MiB + 70 * MiB])])
         return request("POST", f"/files?path=/tmp/u{i}.bin", b, dict(plane, **{"Content-Type": ct}))[0]
 
     out, grew = peak_growth(lambda: parallel([lambda i=i: upload70(i) for i in range(8)]))
     check("8 multipart uploads of 70 MB at once: 200 each", all(o == 200 for o in out), out)
     check(f"... and aboxd's peak memory rose by less than 48 MiB ({grew // MiB} MiB)", grew < 48 * MiB, grew)
+    sums = sh("cd /tmp && sha256sum u0.bin u1.bin u2.bin u3.bin u4.bin u5.bin u6.bin u7.bin").stdout.split()[::2]
+    want = [hashlib.sha256(data80[i * MiB: i * MiB + 70 * MiB]).hexdigest() for i in range(8)]
+    check("... each file holds its own upload's bytes", sums == want, (sums, want))
     sh("rm -f /tmp/u*.bin /home/user/big.bin /home/user/big2.bin")
 
     # several files in one body, the delimiters falling across reads

@@ -154,6 +154,8 @@ int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_da
 	return r;
 }
 
+#define WRITE_CHUNK 65536
+
 /* Writes from a source: either memory or an fd, chunk by chunk. */
 static int write_from(abox_sandbox *sb, const char *path, const char *user, const uint8_t *mem, size_t len,
 		      int fd, int parents, uint64_t *size, abox_error *err)
@@ -166,13 +168,17 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 	proto_put_u64(&m, F_FLAGS, parents ? FS_PARENTS : 0);
 	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "write: send");
-	static uint8_t buf[65536];
+	/* one buffer per call: the daemon runs several writes at once, each
+	 * on its own thread (a shared static buffer mixed their bytes) */
+	_cleanup_free_ uint8_t *buf = fd >= 0 ? malloc(WRITE_CHUNK) : NULL;
+	if (fd >= 0 && !buf)
+		r = abox_error_set(err, ENOMEM, "write");
 	size_t off = 0;
-	for (;;) {
+	while (r >= 0) {
 		const uint8_t *chunk;
 		size_t n;
 		if (fd >= 0) {
-			ssize_t k = read(fd, buf, sizeof(buf));
+			ssize_t k = read(fd, buf, WRITE_CHUNK);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k < 0) {
@@ -183,7 +189,7 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 			n = (size_t)k;
 		} else {
 			chunk = mem + off;
-			n = len - off > sizeof(buf) ? sizeof(buf) : len - off;
+			n = len - off > WRITE_CHUNK ? WRITE_CHUNK : len - off;
 			off += n;
 		}
 		if (n == 0)
