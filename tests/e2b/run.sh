@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs tests/e2b/flows.mjs with one version of the official E2B JS SDK
+# Runs tests/e2b/flows.mjs (or the script named third) with one version of the official E2B JS SDK
 # against a fresh aboxd on a free port, with a key made for the run.
 # Output is TAP (meson reads it). The SDK is installed from the npm
 # registry into the build folder once per version.
-#   usage: run.sh BUILD_DIR SDK_VERSION
+#   usage: run.sh BUILD_DIR SDK_VERSION [SCRIPT.mjs]
 set -euo pipefail
 build=$(cd "$1" && pwd)
 ver=$2
+script=${3:-flows.mjs}
 src=$(cd "$(dirname "$0")" && pwd)
 dir=$build/e2b-sdk-$ver
 if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
@@ -14,7 +15,7 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   (cd "$dir" && npm init -y >/dev/null &&
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
-cp "$src/flows.mjs" "$dir/flows.mjs"
+cp "$src/$script" "$dir/$script"
 
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -36,10 +37,11 @@ done
 
 export E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 status=0
-(cd "$dir" && node flows.mjs) > "$dir/flows.tap" || status=1
-n=$(head -n1 "$dir/flows.tap" | sed 's/^1\.\.//')
+tap=$dir/${script%.mjs}.tap
+(cd "$dir" && node "$script") > "$tap" || status=1
+n=$(head -n1 "$tap" | sed 's/^1\.\.//')
 echo "1..$((n + 1))"
-tail -n +2 "$dir/flows.tap"
+tail -n +2 "$tap"
 # nothing of the run may stay: every sandbox it made is gone
 left=$(curl -s -H "X-API-Key: $key" "http://127.0.0.1:$port/v2/sandboxes?state=running,paused")
 if [ "$left" = "[]" ]; then
