@@ -49,6 +49,7 @@ static const char *connect_code(int e, unsigned *status)
 		return "already_exists";
 	case ENOSPC:
 	case EDQUOT:
+	case EMFILE: /* a count limit (watchers) */
 		*status = 429;
 		return "resource_exhausted";
 	case EAGAIN:

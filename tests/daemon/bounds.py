@@ -197,6 +197,19 @@ try:
           (st, str(body)[:200]))
     sh("rm -rf /tmp/big")
 
+    # each polling watcher is a thread, an init connection and its queue
+    made = [rpc("CreateWatcher", {"path": "/tmp"}) for _ in range(9)]
+    check("a 9th watcher of one sandbox: 429 naming the limit of 8",
+          all(m[0] == 200 for m in made[:8]) and made[8][0] == 429 and "8 per sandbox" in str(made[8][1]),
+          [m[0] for m in made] + [made[8][1]])
+    for st, body in made:
+        if st == 200:
+            rpc("RemoveWatcher", {"watcherId": body["watcherId"]})
+    st, body = rpc("CreateWatcher", {"path": "/tmp"})
+    check("... and removing them frees their places", st == 200, st)
+    if st == 200:
+        rpc("RemoveWatcher", {"watcherId": body["watcherId"]})
+
     # ---- bodies ----------------------------------------------------------
     big = 70 * MiB
     out, grew = peak_growth(lambda: parallel(
