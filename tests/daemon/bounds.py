@@ -187,6 +187,11 @@ try:
     check("a listing over 100,000 entries: 400 naming the limit",
           st == 400 and isinstance(body, dict) and "100000" in body.get("message", ""), (st, body))
     check(f"... without holding the tree ({grew // MiB} MiB)", grew < 48 * MiB, grew)
+    # the report's case: / at the greatest depth, 4 at once
+    out, grew = peak_growth(lambda: parallel([lambda: rpc("ListDir", {"path": "/", "depth": 16})[0]] * 4))
+    check("4 listings of / at depth 16 at once: each answered (200, or 400 over the entry limit)",
+          all(o in (200, 400) for o in out), out)
+    check(f"... and aboxd's peak memory rose by less than 48 MiB ({grew // MiB} MiB)", grew < 48 * MiB, grew)
     st, body = rpc("ListDir", {"path": "/", "depth": 17})
     check("depth 17: 400 naming the limit of 16",
           st == 400 and isinstance(body, dict) and "16" in body.get("message", ""), (st, body))
