@@ -157,6 +157,29 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 
 /* ---- /files ---------------------------------------------------------- */
 
+/* The status of an error of the sandbox's filesystem, as init reported
+ * it. Only here: on the control plane the same codes come from the
+ * host's own filesystems, and a host failure is a 5xx. */
+static unsigned file_status(int e)
+{
+	switch (e) {
+	case EXDEV: /* a move across filesystems */
+	case E2BIG: /* a listing over its entry limit */
+	case ELOOP: /* a symlink cycle */
+		return 400;
+	case EROFS: /* a read-only mount inside the sandbox */
+		return 403;
+	case ENOTEMPTY:
+		return 409;
+	case EFBIG:
+		return 413;
+	case EDQUOT:
+		return 507;
+	default:
+		return status_of_errno(e);
+	}
+}
+
 static void username(struct request *rq)
 {
 	const char *u = query(rq, "username");
@@ -419,7 +442,7 @@ static enum MHD_Result multipart_end(struct request *rq, struct upload *u)
 		 * the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
 	if (u->result < 0)
-		return reply_error(rq, status_of_errno(-u->result), "%s%s%s", u->path[0] ? u->path : "",
+		return reply_error(rq, file_status(-u->result), "%s%s%s", u->path[0] ? u->path : "",
 				   u->path[0] ? ": " : "", u->err.msg);
 	if (mid_part || !mp_complete(u->mp))
 		return reply_error(rq, 400, "the multipart body ends before its closing delimiter");
@@ -441,7 +464,7 @@ enum MHD_Result files_stream_end(struct request *rq)
 	/* the writer's own failure first (permission, no space): then the
 	 * file was not touched by us beyond what it reports */
 	if (u->result < 0)
-		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
+		return reply_error(rq, file_status(-u->result), "%s", u->err.msg);
 	if (u->bad_gzip || truncated_gzip) {
 		/* what was written is not the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
@@ -598,7 +621,7 @@ enum MHD_Result files_get_stream(struct request *rq)
 	if (r < 0) {
 		envd_close(&d->h);
 		free(d);
-		return reply_error(rq, status_of_errno(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
+		return reply_error(rq, file_status(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
 	}
 	snprintf(d->path, sizeof(d->path), "%s", real); /* the file that was measured is the one read */
 	snprintf(d->user, sizeof(d->user), "%s", rq->user);

@@ -111,20 +111,11 @@ unsigned status_of_errno(int e)
 	case ENAMETOOLONG:
 	case ENOTDIR:
 	case EISDIR:
-	case EXDEV:  /* a move across filesystems */
-	case E2BIG:  /* a listing over its entry limit */
-	case ELOOP:  /* a symlink cycle */
 		return 400;
 	case EACCES:
 	case EPERM:
-	case EROFS:  /* a read-only mount inside the sandbox */
 		return 403;
-	case ENOTEMPTY:
-		return 409;
-	case EFBIG:
-		return 413;
 	case ENOSPC:
-	case EDQUOT:
 		return 507;
 	case EAGAIN:
 		return 409;
