@@ -54,7 +54,8 @@ static int on_entry(const abox_file_info *e, void *ud)
 {
 	struct listing *l = ud;
 	json_object *o = entry_json(e);
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s =
+	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	bool first = false;
 	pthread_mutex_lock(&l->lock);
 	if (!l->started) {
@@ -101,7 +102,7 @@ static ssize_t list_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (n > 0)
 		return n;
 	return n == 0 && !atomic_load(&l->failed) ? MHD_CONTENT_READER_END_OF_STREAM
-						   : MHD_CONTENT_READER_END_WITH_ERROR;
+	                                          : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static void list_free(void *cls)

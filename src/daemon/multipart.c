@@ -121,7 +121,8 @@ int mp_feed(struct mp *m, const char *p, size_t n, const struct mp_ops *ops, voi
 			break;
 		case S_HEADERS:
 			if (m->hlen + 1 >= sizeof(m->hdr)) {
-				snprintf(why, wn, "a multipart part's headers are over %d bytes", MP_MAX_HEADERS);
+				snprintf(why, wn, "a multipart part's headers are over %d bytes",
+				         MP_MAX_HEADERS);
 				return -EINVAL;
 			}
 			m->hdr[m->hlen++] = c;

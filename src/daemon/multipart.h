@@ -27,7 +27,7 @@ struct mp {
 	int state;
 	char hdr[MP_MAX_HEADERS];
 	size_t hlen;
-	bool stopped; /* a callback said stop: the rest is ignored */
+	bool stopped;      /* a callback said stop: the rest is ignored */
 	struct mp_out out; /* data gathered for the next data() call */
 };
 

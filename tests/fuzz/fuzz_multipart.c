@@ -52,7 +52,7 @@ static int on_end(void *ud)
 	return 0;
 }
 
-static const struct mp_ops ops = { on_begin, on_data, on_end };
+static const struct mp_ops ops = {on_begin, on_data, on_end};
 
 static int feed(const uint8_t *d, size_t n, size_t step, struct acc *a)
 {
@@ -62,7 +62,8 @@ static int feed(const uint8_t *d, size_t n, size_t step, struct acc *a)
 		abort();
 	int worst = 0;
 	for (size_t off = 0; off < n; off += step) {
-		int r = mp_feed(&m, (const char *)d + off, n - off < step ? n - off : step, &ops, a, why, sizeof(why));
+		int r = mp_feed(&m, (const char *)d + off, n - off < step ? n - off : step, &ops, a, why,
+		                sizeof(why));
 		if (r < 0) {
 			worst = r;
 			break;
@@ -76,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	size_t step = (size_t)data[0] + 1;
-	struct acc whole = { 0 }, split = { 0 };
+	struct acc whole = {0}, split = {0};
 	int a = feed(data + 1, size - 1, size, &whole);
 	int b = feed(data + 1, size - 1, step, &split);
 	if (a != b || (a == 0 && (whole.hash != split.hash || whole.bytes != split.bytes)))

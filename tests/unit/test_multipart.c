@@ -43,7 +43,7 @@ static int on_end(void *ud)
 	return 0;
 }
 
-static const struct mp_ops ops = { on_begin, on_data, on_end };
+static const struct mp_ops ops = {on_begin, on_data, on_end};
 
 /* Feeds body in pieces of step bytes; returns mp_feed's worst result. */
 static int run(const char *ct, const char *body, size_t len, size_t step, struct seen *s, bool *complete)
@@ -54,7 +54,8 @@ static int run(const char *ct, const char *body, size_t len, size_t step, struct
 	memset(s, 0, sizeof(*s));
 	int worst = 0;
 	for (size_t off = 0; off < len; off += step) {
-		int r = mp_feed(&m, body + off, len - off < step ? len - off : step, &ops, s, why, sizeof(why));
+		int r =
+		    mp_feed(&m, body + off, len - off < step ? len - off : step, &ops, s, why, sizeof(why));
 		if (r < 0)
 			worst = r;
 	}
@@ -63,12 +64,13 @@ static int run(const char *ct, const char *body, size_t len, size_t step, struct
 }
 
 #define CT "multipart/form-data; boundary=XyZ"
-static const char body[] = "preamble\r\n"
-			   "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/a;b.txt\"\r\n\r\n"
-			   "one\r\n--XyY\r\n-\r\r\n--X\r\n"
-			   "\r\n--XyZ  \r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nfield"
-			   "\r\n--XyZ\r\ncontent-disposition: form-data; name=file; filename=\"/b\"\r\n\r\n"
-			   "\r\n--XyZ--\r\nepilogue --XyZ\r\n";
+static const char body[] =
+    "preamble\r\n"
+    "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/a;b.txt\"\r\n\r\n"
+    "one\r\n--XyY\r\n-\r\r\n--X\r\n"
+    "\r\n--XyZ  \r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nfield"
+    "\r\n--XyZ\r\ncontent-disposition: form-data; name=file; filename=\"/b\"\r\n\r\n"
+    "\r\n--XyZ--\r\nepilogue --XyZ\r\n";
 static const char want[] = "B/a;b.txt|one\r\n--XyY\r\n-\r\r\n--X\r\nE|B-|fieldE|B/b|E|";
 
 Test(multipart, same_parts_whatever_the_split)
@@ -84,7 +86,8 @@ Test(multipart, same_parts_whatever_the_split)
 
 Test(multipart, a_body_opening_with_crlf_and_a_quoted_boundary)
 {
-	const char b[] = "\r\n--q q\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nx\r\n--q q--";
+	const char b[] =
+	    "\r\n--q q\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nx\r\n--q q--";
 	struct seen s;
 	bool complete;
 	cr_assert_eq(run("multipart/form-data; boundary=\"q q\"", b, sizeof(b) - 1, 3, &s, &complete), 0);
@@ -97,15 +100,18 @@ Test(multipart, malformed_bodies)
 	struct mp m;
 	char why[160];
 	cr_assert_eq(mp_init(&m, "multipart/form-data", why, sizeof(why)), -EINVAL, "no boundary");
-	cr_assert_eq(mp_init(&m, "multipart/form-data; boundary=", why, sizeof(why)), -EINVAL, "empty boundary");
+	cr_assert_eq(mp_init(&m, "multipart/form-data; boundary=", why, sizeof(why)), -EINVAL,
+	             "empty boundary");
 	char longb[120];
 	snprintf(longb, sizeof(longb), "multipart/form-data; boundary=%071d", 0);
 	cr_assert_eq(mp_init(&m, longb, why, sizeof(why)), -EINVAL, "71 characters");
 	const char bad[] = "--XyZ\r\n\r\ndata\r\n--XyZjunk";
 	struct seen s;
 	bool complete;
-	cr_assert_eq(run(CT, bad, sizeof(bad) - 1, 4, &s, &complete), -EINVAL, "a delimiter followed by junk");
-	const char cut[] = "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nhalf";
+	cr_assert_eq(run(CT, bad, sizeof(bad) - 1, 4, &s, &complete), -EINVAL,
+	             "a delimiter followed by junk");
+	const char cut[] =
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nhalf";
 	cr_assert_eq(run(CT, cut, sizeof(cut) - 1, 5, &s, &complete), 0);
 	cr_assert(!complete, "a body without its closing delimiter is not complete");
 	cr_assert_str_eq(s.log, "Bf|half");
