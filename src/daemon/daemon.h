@@ -53,6 +53,7 @@ struct request {
 	bool too_big;
 	bool no_room;             /* the bodies' budget was full: dropped, answered 503 */
 	size_t expect;            /* its Content-Length, when it has one */
+	bool answered;            /* answered before its body came (Expect: 100-continue) */
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
 	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "daemon.h"
 #include "stream.h"
@@ -277,6 +278,10 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 	struct request *rq = *con_cls;
 	if (!rq)
 		return MHD_NO; /* out of memory in daemon_uri */
+	if (rq->answered) {
+		*upload_size = 0; /* answered before its body: what still comes is dropped */
+		return MHD_YES;
+	}
 	if (!rq->conn) {
 		rq->conn = conn;
 		rq->method = method;
@@ -294,9 +299,18 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 			unsigned long long v = strtoull(cl, NULL, 10);
 			/* refused before any of it is kept: it is read and
 			 * dropped (a client that is still sending would not see
-			 * an answer given now, only a reset connection) */
-			if (v > DAEMON_MAX_BODY)
+			 * an answer given now, only a reset connection) — or,
+			 * when the client waits for a go before it sends
+			 * (Expect: 100-continue), answered now, and the body
+			 * never comes */
+			if (v > DAEMON_MAX_BODY) {
 				rq->too_big = true;
+				const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+				if (ex && !strcasecmp(ex, "100-continue")) {
+					rq->answered = true;
+					return route(rq);
+				}
+			}
 			rq->expect = (size_t)v;
 		}
 		return MHD_YES;

@@ -222,6 +222,19 @@ try:
     check("8 JSON bodies of 70 MB at once: 413 each", all(o == 413 for o in out), out)
     check(f"... and aboxd's peak memory rose by less than 32 MiB ({grew // MiB} MiB)", grew < 32 * MiB, grew)
 
+    # a client that asks before it sends (curl does for big bodies) is
+    # told at once, and sends nothing
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(f"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {big}\r\nExpect: 100-continue\r\n\r\n".encode())
+    try:
+        first = s.recv(4096)
+    except socket.timeout:
+        first = b"(nothing in 10 s)"
+    s.close()
+    check("a 70 MB body announced with Expect: 100-continue: 413 before any of it is sent",
+          first.startswith(b"HTTP/1.1 413"), first[:120])
+
     out, grew = peak_growth(lambda: parallel(
         [lambda: raw_body("/v2/sandboxes", {"X-API-Key": key, "Content-Type": "application/json"}, 60 * MiB,
                           chunked=True)] * 8))
