@@ -539,6 +539,18 @@ ABOX_EXPORT int abox_file_exists(abox_sandbox *sb, const char *path, const char 
  * *out is a malloc'd array of *n entries (free()). */
 ABOX_EXPORT int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
 			       abox_file_info **out, size_t *n, abox_error *err);
+/* Limits of a listing: a depth above ABOX_FILE_LIST_MAX_DEPTH is refused
+ * (-EINVAL), and a tree with more than ABOX_FILE_LIST_MAX_ENTRIES entries
+ * fails with -E2BIG before any entry is given. */
+#define ABOX_FILE_LIST_MAX_DEPTH 16
+#define ABOX_FILE_LIST_MAX_ENTRIES 100000
+/* One entry of a listing, valid during the call. Non-zero stops the
+ * listing (it then fails with -ECANCELED). */
+typedef int (*abox_file_entry_fn)(const abox_file_info *entry, void *userdata);
+/* The same entries as abox_file_list, handed to fn one by one as they
+ * arrive: memory stays constant whatever the tree's size. */
+ABOX_EXPORT int abox_file_list_each(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
+				    abox_file_entry_fn fn, void *userdata, abox_error *err);
 /* mkdir -p; *made (may be NULL) is 1 when it did not exist. */
 ABOX_EXPORT int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made,
 				abox_error *err);

@@ -26,7 +26,8 @@
 /* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
  * closeStdin (0.5.2), octet-stream uploads (0.5.7) are all served */
 #define DAEMON_ENVD_VERSION "0.5.7"
-#define DAEMON_MAX_BODY (64u << 20)     /* JSON and small uploads */
+#define DAEMON_MAX_BODY (64u << 20)     /* one buffered body (JSON, proxied); uploads stream */
+#define DAEMON_BODY_BUDGET (128u << 20) /* all buffered bodies together */
 #define DAEMON_MAX_JSON_DEPTH 32
 #define DAEMON_OWNER_KEY "_aboxOwner"   /* metadata entry naming the API key's owner */
 
@@ -50,6 +51,9 @@ struct request {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool no_room;             /* the bodies' budget was full: dropped, answered 503 */
+	size_t expect;            /* its Content-Length, when it has one */
+	bool answered;            /* answered before its body came (Expect: 100-continue) */
 	bool smuggled;            /* Content-Length and Transfer-Encoding both */
 	char raw_uri[8192];       /* the request target as sent (path and query), for the proxy */
 	/* the target in libmicrohttpd's buffer, its length as a C string and

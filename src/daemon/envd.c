@@ -33,15 +33,24 @@ static const char *connect_code(int e, unsigned *status)
 		return "already_exists";
 	case EACCES:
 	case EPERM:
+	case EROFS:
 		*status = 403;
 		return "permission_denied";
 	case EINVAL:
 	case ENOTDIR:
 	case EISDIR:
 	case ENAMETOOLONG:
+	case EXDEV:
+	case E2BIG:
+	case ELOOP:
 		*status = 400;
 		return "invalid_argument";
+	case ENOTEMPTY:
+		*status = 409;
+		return "already_exists";
 	case ENOSPC:
+	case EDQUOT:
+	case EMFILE: /* a count limit (watchers) */
 		*status = 429;
 		return "resource_exhausted";
 	case EAGAIN:

@@ -43,6 +43,9 @@ void input_stream_chunk(struct request *rq, const char *data, size_t n);
 enum MHD_Result input_stream_end(struct request *rq);
 void input_stream_free(struct request *rq);
 
+/* ListDir's answer, streamed as init sends the entries (listdir.c); h is
+ * taken over. */
+enum MHD_Result list_dir_stream(struct request *rq, sandbox_handle_t h, const char *path, unsigned depth);
 /* EntryInfo of proto3 JSON. */
 json_object *entry_json(const abox_file_info *f);
 

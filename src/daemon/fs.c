@@ -15,6 +15,7 @@
 
 #include "envd.h"
 #include "gzip.h"
+#include "multipart.h"
 
 static void perms(uint32_t mode, abox_file_type t, char out[11])
 {
@@ -71,6 +72,36 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 	return reply_json(rq, 200, o);
 }
 
+/* ListDir's depth: proto3 JSON gives a uint32 as a number or a string;
+ * 0 or absent is 1. Anything else, or more than the limit, is refused
+ * with the reason rather than turned into some depth. */
+static int list_depth(json_object *b, unsigned *out, char *why, size_t n)
+{
+	json_object *d;
+	if (!json_object_object_get_ex(b, "depth", &d) || json_object_is_type(d, json_type_null))
+		return 0;
+	int64_t v = -1;
+	if (json_object_is_type(d, json_type_int)) {
+		v = json_object_get_int64(d);
+	} else if (json_object_is_type(d, json_type_string)) {
+		const char *s = json_object_get_string(d);
+		char *end;
+		v = *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : -1;
+		if (v >= 0 && *end)
+			v = -1;
+	}
+	if (v < 0 || v > UINT32_MAX) {
+		snprintf(why, n, "depth: a whole number from 0 to %u is expected", (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+		return -EINVAL;
+	}
+	if (v > ABOX_FILE_LIST_MAX_DEPTH) {
+		snprintf(why, n, "depth %lld is over the limit of %u", (long long)v, (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+		return -EINVAL;
+	}
+	*out = v ? (unsigned)v : 1;
+	return 0;
+}
+
 enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 {
 	if (!strcmp(method, "WatchDir"))
@@ -105,21 +136,13 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 		r = abox_file_remove(h.sb, path, rq->user, &err);
 		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : reply_json(rq, 200, json_object_new_object());
 	} else if (!strcmp(method, "ListDir") && path) {
-		json_object *d;
-		int depth = json_object_object_get_ex(b, "depth", &d) ? json_object_get_int(d) : 1;
-		abox_file_info *v = NULL;
-		size_t n = 0;
-		r = abox_file_list(h.sb, path, rq->user, (unsigned)(depth > 0 ? depth : 1), &v, &n, &err);
-		if (r < 0) {
-			q = envd_error(rq, -r, "%s", err.msg);
+		unsigned depth = 1;
+		char why[160];
+		if (list_depth(b, &depth, why, sizeof(why)) < 0) {
+			q = envd_error(rq, EINVAL, "%s", why);
 		} else {
-			json_object *a = json_object_new_array();
-			for (size_t i = 0; i < n; i++)
-				json_object_array_add(a, entry_json(&v[i]));
-			free(v);
-			json_object *o = json_object_new_object();
-			json_object_object_add(o, "entries", a);
-			q = reply_json(rq, 200, o);
+			q = list_dir_stream(rq, h, path, depth); /* streamed; it owns h now */
+			h = (sandbox_handle_t){ 0 };
 		}
 	} else if (strcmp(method, "Stat") && strcmp(method, "MakeDir") && strcmp(method, "Move") &&
 		   strcmp(method, "Remove") && strcmp(method, "ListDir")) {
@@ -133,6 +156,29 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 }
 
 /* ---- /files ---------------------------------------------------------- */
+
+/* The status of an error of the sandbox's filesystem, as init reported
+ * it. Only here: on the control plane the same codes come from the
+ * host's own filesystems, and a host failure is a 5xx. */
+static unsigned file_status(int e)
+{
+	switch (e) {
+	case EXDEV: /* a move across filesystems */
+	case E2BIG: /* a listing over its entry limit */
+	case ELOOP: /* a symlink cycle */
+		return 400;
+	case EROFS: /* a read-only mount inside the sandbox */
+		return 403;
+	case ENOTEMPTY:
+		return 409;
+	case EFBIG:
+		return 413;
+	case EDQUOT:
+		return 507;
+	default:
+		return status_of_errno(e);
+	}
+}
 
 static void username(struct request *rq)
 {
@@ -154,170 +200,93 @@ static json_object *written(sandbox_handle_t *h, struct request *rq, const char 
 	return o;
 }
 
-/* One part of a multipart body: [start, end) with its filename. */
-static const char *memmem_s(const char *h, size_t n, const char *needle)
-{
-	return memmem(h, n, needle, strlen(needle));
-}
-
+/* Reached only for what the streamed path does not take (it takes every
+ * POST /files): nothing is buffered for an upload. */
 enum MHD_Result files_post(struct request *rq)
 {
-	enum MHD_Result sent;
-	const char *enc = header(rq, "Content-Encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0)
-		/* compressed bytes must not land in a file as its content */
-		return reply_error(rq, 400, "Content-Encoding '%s' works with application/octet-stream and ?path= only",
-				   enc);
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb)
-		return sent;
-	username(rq);
-	const char *path = query(rq, "path");
-	const char *ct = header(rq, "Content-Type");
-	abox_error err = ABOX_ERROR_INIT;
-	json_object *a = json_object_new_array();
-	int r = 0;
-	if (ct && !strncmp(ct, "multipart/form-data", 19)) {
-		const char *bd = strstr(ct, "boundary=");
-		char delim[300];
-		if (!bd) {
-			r = set_err(&err, EINVAL, "multipart without a boundary");
-		} else {
-			bd += 9;
-			size_t bl = strcspn(bd, ";");
-			if (*bd == '"') {
-				bd++;
-				bl = strcspn(bd, "\"");
-			}
-			snprintf(delim, sizeof(delim), "--%.*s", (int)bl, bd);
-		}
-		const char *p = rq->body, *end = rq->body + rq->len;
-		while (r >= 0 && p && (p = memmem_s(p, (size_t)(end - p), delim))) {
-			p += strlen(delim);
-			if (end - p >= 2 && p[0] == '-' && p[1] == '-')
-				break; /* the closing delimiter */
-			const char *hdr_end = memmem_s(p, (size_t)(end - p), "\r\n\r\n");
-			if (!hdr_end)
-				break;
-			char hdrs[2048];
-			snprintf(hdrs, sizeof(hdrs), "%.*s", (int)(hdr_end - p), p);
-			const char *data = hdr_end + 4;
-			const char *next = memmem_s(data, (size_t)(end - data), delim);
-			if (!next) {
-				r = set_err(&err, EINVAL, "a multipart part is not closed");
-				break;
-			}
-			size_t dlen = (size_t)(next - data);
-			if (dlen >= 2 && data[dlen - 2] == '\r' && data[dlen - 1] == '\n')
-				dlen -= 2;
-			char target[4096] = "";
-			const char *fn = strstr(hdrs, "filename=\"");
-			if (path && !target[0])
-				snprintf(target, sizeof(target), "%s", path);
-			else if (fn)
-				snprintf(target, sizeof(target), "%.*s", (int)strcspn(fn + 10, "\""), fn + 10);
-			if (!target[0]) {
-				r = set_err(&err, EINVAL, "a part names no file (filename) and there is no ?path=");
-				break;
-			}
-			if ((r = abox_file_write(h.sb, target, rq->user, data, dlen, 1, &err)) >= 0)
-				json_object_array_add(a, written(&h, rq, target));
-			p = next;
-		}
-	} else {
-		if (!path) {
-			r = set_err(&err, EINVAL, "?path= is required for an octet-stream upload");
-		} else if ((r = abox_file_write(h.sb, path, rq->user, rq->body ? rq->body : "", rq->len, 1, &err)) >= 0) {
-			json_object_array_add(a, written(&h, rq, path));
-		}
-	}
-	envd_close(&h);
-	if (r < 0) {
-		json_object_put(a);
-		return reply_error(rq, status_of_errno(-r), "%s", err.msg);
-	}
-	return reply_json(rq, 200, a);
+	return reply_error(rq, 400, "POST /files takes multipart/form-data or application/octet-stream with ?path=");
 }
 
-/* ---- streamed /files: large files never sit in memory ------------------ */
+/* ---- streamed /files: large files never sit in memory ------------------
+ *
+ * Every POST /files streams: an octet-stream body goes to one writer, a
+ * multipart body is parsed as it arrives (multipart.c) and each file part
+ * gets a writer of its own, one after the other. A writer is a thread
+ * that feeds abox_file_write_fd from a pipe, so the bytes flow from the
+ * socket to the sandbox's disk in 64 KiB steps: an upload is bounded by
+ * the sandbox's disk (ENOSPC: 507), never by the daemon's memory. */
 
 struct upload {
+	struct request *rq;
 	sandbox_handle_t h;
 	int pipe_w;
 	pthread_t thread;
 	bool running;
 	char path[4096];
 	char user[16];
-	int result;
+	int result;             /* the upload's outcome (the request's thread only) */
 	abox_error err;
+	int wresult;            /* the writer thread's, read once it is joined */
+	abox_error werr;
 	uint64_t size;
 	int pipe_r;
 	enum MHD_Result early;  /* set when the sandbox could not be opened */
 	bool failed_early;
 	struct gz gz;           /* Content-Encoding: gzip, inflated on the way */
 	bool gzip, bad_gzip;
+	struct mp *mp;          /* multipart/form-data: the parser */
+	const char *query_path; /* ?path=: the target of every file part */
+	bool skip;              /* the current part is not a file */
+	json_object *done;      /* the files written so far */
 };
 
 static void *upload_thread(void *arg)
 {
 	struct upload *u = arg;
-	u->result = abox_file_write_fd(u->h.sb, u->path, u->user, u->pipe_r, 1, &u->size, &u->err);
+	u->wresult = abox_file_write_fd(u->h.sb, u->path, u->user, u->pipe_r, 1, &u->size, &u->werr);
 	close(u->pipe_r);
 	return NULL;
 }
 
-bool files_stream_begin(struct request *rq)
+/* A writer for u->path: -errno in u->result when there is none. */
+static int writer_start(struct upload *u)
 {
-	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
-	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/files") != 0 || !ct ||
-	    strncmp(ct, "application/octet-stream", 24) != 0 || !path || !*path)
-		return false;
-	struct upload *u = calloc(1, sizeof(*u));
-	if (!u)
-		return false;
-	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
-	rq->upload = u;
-	snprintf(u->path, sizeof(u->path), "%s", path);
-	u->h = envd_open(rq, &u->early);
-	if (!u->h.sb) {
-		u->failed_early = true; /* its reply is queued; the body is read and dropped */
-		return true;
-	}
-	username(rq);
-	snprintf(u->user, sizeof(u->user), "%s", rq->user);
-	const char *enc = header(rq, "Content-Encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
-		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
-			char why[160];
-			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
-			u->result = set_err(&u->err, EINVAL, why);
-			return true;
-		}
-		u->gzip = true;
-	}
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		u->result = set_err(&u->err, errno, "pipe");
-		return true;
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return u->result = set_err(&u->err, errno, "pipe");
 	u->pipe_r = p[0];
 	u->pipe_w = p[1];
-	/* the write runs as the request's user: user_of() set rq->user */
+	/* the write runs as the request's user: username() set u->user */
 	u->running = pthread_create(&u->thread, NULL, upload_thread, u) == 0;
 	if (!u->running) {
 		close(p[0]);
 		close(p[1]);
-		u->pipe_w = -1;
-		u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
+		u->pipe_r = u->pipe_w = -1;
+		return u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
 	}
-	return true;
+	return 0;
+}
+
+static void upload_finish(struct upload *u)
+{
+	if (u->pipe_w >= 0)
+		close(u->pipe_w);
+	u->pipe_w = -1;
+	if (u->running) {
+		pthread_join(u->thread, NULL);
+		if (u->wresult < 0 && u->result >= 0) {
+			u->result = u->wresult;
+			u->err = u->werr;
+		}
+	}
+	u->running = false;
 }
 
 static int to_writer(const void *data, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	const char *p = data;
-	while (n) {
+	while (n && u->pipe_w >= 0) {
 		ssize_t w = write(u->pipe_w, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -332,10 +301,123 @@ static int to_writer(const void *data, size_t n, void *ud)
 	return 0;
 }
 
+/* multipart: a part begins, carries data, ends */
+static int part_begin(void *ud, const char *headers)
+{
+	struct upload *u = ud;
+	char name[64] = "", file[4096] = "";
+	(void)mp_disposition(headers, "name", name, sizeof(name));
+	int k = mp_disposition(headers, "filename", file, sizeof(file));
+	if (k == -ENAMETOOLONG) {
+		u->result = set_err(&u->err, ENAMETOOLONG, "a part's filename is too long");
+		return 1;
+	}
+	/* like envd: a form field that is not a file is passed over */
+	u->skip = k < 0 && strcmp(name, "file") != 0;
+	if (u->skip)
+		return 0;
+	const char *target = u->query_path ? u->query_path : file;
+	if (!*target) {
+		u->result = set_err(&u->err, EINVAL, "a part names no file (filename) and there is no ?path=");
+		return 1;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", target);
+	return writer_start(u) < 0;
+}
+
+static int part_data(void *ud, const char *p, size_t n)
+{
+	struct upload *u = ud;
+	if (!u->skip)
+		(void)to_writer(p, n, u); /* a writer that gave up says why at the part's end */
+	return 0;
+}
+
+static int part_end(void *ud)
+{
+	struct upload *u = ud;
+	if (u->skip) {
+		u->skip = false;
+		return 0;
+	}
+	upload_finish(u);
+	if (u->result < 0)
+		return 1;
+	json_object_array_add(u->done, written(&u->h, u->rq, u->path));
+	return 0;
+}
+
+static const struct mp_ops part_ops = { part_begin, part_data, part_end };
+
+bool files_stream_begin(struct request *rq)
+{
+	if (strcmp(rq->method, "POST") != 0 || strcmp(rq->url, "/files") != 0)
+		return false;
+	struct upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return false;
+	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
+	u->rq = rq;
+	rq->upload = u;
+	u->h = envd_open(rq, &u->early);
+	if (!u->h.sb) {
+		u->failed_early = true; /* its reply is queued; the body is read and dropped */
+		return true;
+	}
+	username(rq);
+	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
+	const char *enc = header(rq, "Content-Encoding");
+	bool encoded = enc && *enc && strcasecmp(enc, "identity") != 0;
+	u->query_path = path && *path ? path : NULL;
+	if (ct && !strncasecmp(ct, "multipart/", 10)) {
+		char why[160];
+		if (encoded) {
+			/* compressed bytes must not land in a file as its content */
+			snprintf(why, sizeof(why), "Content-Encoding '%.64s' works with application/octet-stream and ?path= only",
+				 enc);
+			u->result = set_err(&u->err, EINVAL, why);
+		} else if (!(u->mp = malloc(sizeof(*u->mp))) || !(u->done = json_object_new_array())) {
+			u->result = set_err(&u->err, ENOMEM, "no memory for the upload");
+		} else if (mp_init(u->mp, ct, why, sizeof(why)) < 0) {
+			u->result = set_err(&u->err, EINVAL, why);
+		}
+		return true;
+	}
+	if (!u->query_path) {
+		u->result = set_err(&u->err, EINVAL, "?path= is required for an octet-stream upload");
+		return true;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	if (encoded) {
+		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
+			u->result = set_err(&u->err, EINVAL, why);
+			return true;
+		}
+		u->gzip = true;
+	}
+	(void)writer_start(u);
+	return true;
+}
+
 void files_stream_chunk(struct request *rq, const char *data, size_t n)
 {
 	struct upload *u = rq->upload;
-	if (u->failed_early || !u->running || u->pipe_w < 0 || u->bad_gzip)
+	if (u->failed_early || u->bad_gzip)
+		return;
+	if (u->mp) {
+		/* multipart: result is written on this thread only (a part's
+		 * writer is joined before its result is read) */
+		char why[160];
+		if (u->result < 0)
+			return;
+		if (mp_feed(u->mp, data, n, &part_ops, u, why, sizeof(why)) < 0 && u->result >= 0)
+			u->result = set_err(&u->err, EINVAL, why);
+		return;
+	}
+	if (!u->running || u->pipe_w < 0)
 		return;
 	if (!u->gzip) {
 		(void)to_writer(data, n, u);
@@ -351,14 +433,22 @@ void files_stream_chunk(struct request *rq, const char *data, size_t n)
 	}
 }
 
-static void upload_finish(struct upload *u)
+static enum MHD_Result multipart_end(struct request *rq, struct upload *u)
 {
-	if (u->pipe_w >= 0)
-		close(u->pipe_w);
-	u->pipe_w = -1;
-	if (u->running)
-		pthread_join(u->thread, NULL);
-	u->running = false;
+	bool mid_part = u->running;
+	upload_finish(u);
+	if (mid_part)
+		/* a part cut short (a malformed body, or one that ended) is not
+		 * the file that was sent */
+		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
+	if (u->result < 0)
+		return reply_error(rq, file_status(-u->result), "%s%s%s", u->path[0] ? u->path : "",
+				   u->path[0] ? ": " : "", u->err.msg);
+	if (mid_part || !mp_complete(u->mp))
+		return reply_error(rq, 400, "the multipart body ends before its closing delimiter");
+	json_object *a = u->done;
+	u->done = NULL;
+	return reply_json(rq, 200, a);
 }
 
 enum MHD_Result files_stream_end(struct request *rq)
@@ -366,13 +456,15 @@ enum MHD_Result files_stream_end(struct request *rq)
 	struct upload *u = rq->upload;
 	if (u->failed_early)
 		return u->early;
+	if (u->mp)
+		return multipart_end(rq, u);
 	bool writer_gave_up = u->pipe_w < 0 && !u->bad_gzip;
 	bool truncated_gzip = u->gzip && !u->bad_gzip && !writer_gave_up && !gz_complete(&u->gz);
 	upload_finish(u);
 	/* the writer's own failure first (permission, no space): then the
 	 * file was not touched by us beyond what it reports */
 	if (u->result < 0)
-		return reply_error(rq, status_of_errno(-u->result), "%s", u->err.msg);
+		return reply_error(rq, file_status(-u->result), "%s", u->err.msg);
 	if (u->bad_gzip || truncated_gzip) {
 		/* what was written is not the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
@@ -392,6 +484,8 @@ void files_stream_free(struct request *rq)
 	upload_finish(u);
 	gz_end(&u->gz);
 	envd_close(&u->h);
+	free(u->mp);
+	json_object_put(u->done);
 	free(u);
 	rq->upload = NULL;
 }
@@ -466,6 +560,38 @@ static void download_free(void *cls)
 	free(d);
 }
 
+/* stat() of path, symlinks followed (abox_file_stat does not follow the
+ * last one): a download's Content-Length is its target's size, and a
+ * dangling link is a 404 like envd's, not a 200 that ends short. The
+ * links are read through init, so they resolve inside the sandbox's own
+ * tree; real gets the path reached. */
+static int stat_followed(sandbox_handle_t *h, const char *path, const char *user, abox_file_info *f,
+			 char real[4096], abox_error *err)
+{
+	snprintf(real, 4096, "%s", path);
+	for (int hops = 0; hops <= 40; hops++) {
+		abox_error e = ABOX_ERROR_INIT;
+		int r = abox_file_stat(h->sb, real, user, f, &e);
+		if (r == -ENOENT && hops)
+			return set_err(err, ENOENT, "a dangling symlink (its target does not exist)");
+		if (r < 0) {
+			*err = e;
+			return r;
+		}
+		if (f->type != ABOX_FILE_SYMLINK)
+			return 0;
+		char next[4096];
+		const char *slash = strrchr(real, '/');
+		int n = f->target[0] == '/' || !slash
+				? snprintf(next, sizeof(next), "%s", f->target)
+				: snprintf(next, sizeof(next), "%.*s/%s", (int)(slash - real), real, f->target);
+		if (n < 0 || (size_t)n >= sizeof(next))
+			return set_err(err, ENAMETOOLONG, "a symlink's target path is too long");
+		memcpy(real, next, (size_t)n + 1);
+	}
+	return set_err(err, ELOOP, "too many levels of symlinks (a cycle?)");
+}
+
 /* GET /files, streamed: stat first (a missing file is a 404, not an empty
  * 200), then the bytes as they are read. */
 enum MHD_Result files_get_stream(struct request *rq)
@@ -483,18 +609,21 @@ enum MHD_Result files_get_stream(struct request *rq)
 	const char *path = query(rq, "path");
 	abox_file_info f;
 	abox_error err = ABOX_ERROR_INIT;
-	int r = path ? abox_file_stat(d->h.sb, path, rq->user, &f, &err) : set_err(&err, EINVAL, "?path= is required");
+	char real[4096];
+	int r = path ? stat_followed(&d->h, path, rq->user, &f, real, &err) : set_err(&err, EINVAL, "?path= is required");
 	if (r >= 0 && f.type == ABOX_FILE_DIR)
 		r = set_err(&err, EISDIR, "it is a folder");
+	else if (r >= 0 && f.type != ABOX_FILE_REGULAR)
+		r = set_err(&err, EINVAL, "not a regular file (a device, FIFO or socket is not read)");
 	int p[2] = { -1, -1 };
 	if (r >= 0 && pipe2(p, O_CLOEXEC) < 0)
 		r = set_err(&err, errno, "pipe");
 	if (r < 0) {
 		envd_close(&d->h);
 		free(d);
-		return reply_error(rq, status_of_errno(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
+		return reply_error(rq, file_status(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
 	}
-	snprintf(d->path, sizeof(d->path), "%s", path);
+	snprintf(d->path, sizeof(d->path), "%s", real); /* the file that was measured is the one read */
 	snprintf(d->user, sizeof(d->user), "%s", rq->user);
 	d->pipe_r = p[0];
 	d->pipe_w = p[1];

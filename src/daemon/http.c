@@ -1,14 +1,16 @@
 /* http.c — libmicrohttpd glue: bodies, routing to the planes, replies.
  *
- * Bodies are collected up to DAEMON_MAX_BODY (a larger one is answered
- * 413 once it is all read, never buffered). JSON is parsed with a depth
- * limit. The envd/code planes are chosen by E2b-Sandbox-Id and
+ * Bodies that are not streamed (uploads and stdin are, see fs.c and
+ * input.c) are collected up to DAEMON_MAX_BODY each and DAEMON_BODY_BUDGET
+ * together (below). JSON is parsed with a depth limit. The envd/code planes are chosen by E2b-Sandbox-Id and
  * E2b-Sandbox-Port, or by a Host of the form <port>-<id>.<domain>;
  * everything else is the control plane. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "auth.h"
 #include "daemon.h"
@@ -29,6 +31,9 @@ const char *query(struct request *rq, const char *name)
 }
 
 #define SMUGGLE_MSG "{\"code\":400,\"message\":\"Content-Length and Transfer-Encoding together are refused\"}"
+
+#define NO_ROOM_MSG                                                                                            \
+	"{\"code\":503,\"message\":\"the daemon's memory for request bodies (DAEMON_BODY_BUDGET, 128 MiB) is in use: try again\"}"
 
 static enum MHD_Result queue(struct request *rq, unsigned status, const char *ctype, char *data, size_t len)
 {
@@ -185,7 +190,20 @@ static enum MHD_Result route(struct request *rq)
 		return q;
 	}
 	if (rq->too_big)
-		return reply_error(rq, 413, "the body is larger than %u bytes", DAEMON_MAX_BODY);
+		return reply_error(rq, 413, "the body is larger than %u bytes (the limit of a JSON body; files go to POST /files, streamed)",
+				   DAEMON_MAX_BODY);
+	if (rq->no_room) {
+		/* not this request's fault: the others' bodies fill the budget */
+		struct MHD_Response *r = MHD_create_response_from_buffer(strlen(NO_ROOM_MSG), (void *)NO_ROOM_MSG,
+									 MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		MHD_add_response_header(r, "Retry-After", "1");
+		enum MHD_Result q = daemon_queue(rq, 503, r);
+		MHD_destroy_response(r);
+		return q;
+	}
 	if (sandbox_plane(rq)) {
 		if (rq->port == DAEMON_ENVD_PORT)
 			return envd_route(rq);
@@ -194,6 +212,67 @@ static enum MHD_Result route(struct request *rq)
 		return proxy_route(rq);
 	}
 	return control_route(rq);
+}
+
+/* ---- buffered bodies ---------------------------------------------------
+ *
+ * A body that is not streamed (JSON, a proxied request) is kept whole,
+ * up to DAEMON_MAX_BODY each and DAEMON_BODY_BUDGET for all requests
+ * together: eight clients sending 70 MB each once held 464 MB. A body
+ * announced larger than the cap is read and dropped, none of it kept,
+ * then answered 413; one that would take the budget past its end is
+ * dropped from there on (its memory given back at once) and answered 503
+ * (try again). */
+
+static atomic_size_t body_bytes; /* what the buffered bodies hold */
+
+static bool budget_take(size_t more)
+{
+	size_t cur = atomic_load(&body_bytes);
+	do
+		if (cur + more > DAEMON_BODY_BUDGET)
+			return false;
+	while (!atomic_compare_exchange_weak(&body_bytes, &cur, cur + more));
+	return true;
+}
+
+static void body_release(struct request *rq)
+{
+	if (rq->cap)
+		body_bytes -= rq->cap;
+	free(rq->body);
+	rq->body = NULL;
+	rq->len = rq->cap = 0;
+}
+
+/* Room for need bytes: the buffer doubles, never past the body's
+ * Content-Length or the cap. */
+static int body_grow(struct request *rq, size_t need)
+{
+	/* a Content-Length is a claim: memory follows the bytes that came,
+	 * so a client that announces 60 MB and sends one byte holds 1 MiB */
+	size_t limit = rq->expect ? rq->expect + 1 : DAEMON_MAX_BODY + 1;
+	size_t cap = rq->cap ? rq->cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	if (cap > limit)
+		cap = need > limit ? need : limit;
+	size_t more = cap - rq->cap;
+	if (!budget_take(more)) {
+		rq->no_room = true;
+		body_release(rq);
+		return -ENOMEM;
+	}
+	char *nb = realloc(rq->body, cap);
+	if (!nb) {
+		body_bytes -= more;
+		rq->no_room = true;
+		body_release(rq);
+		return -ENOMEM;
+	}
+	rq->body = nb;
+	rq->cap = cap;
+	return 0;
 }
 
 enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -205,6 +284,10 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 	struct request *rq = *con_cls;
 	if (!rq)
 		return MHD_NO; /* out of memory in daemon_uri */
+	if (rq->answered) {
+		*upload_size = 0; /* answered before its body: what still comes is dropped */
+		return MHD_YES;
+	}
 	if (!rq->conn) {
 		rq->conn = conn;
 		rq->method = method;
@@ -233,6 +316,25 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		/* a file upload goes into the sandbox as it arrives */
 		if (!rq->smuggled && sandbox_plane(rq) && rq->port == DAEMON_ENVD_PORT && !files_stream_begin(rq))
 			(void)input_stream_begin(rq); /* and stdin goes to the process as it arrives */
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+		if (cl && !rq->upload && !rq->input) {
+			unsigned long long v = strtoull(cl, NULL, 10);
+			/* refused before any of it is kept: it is read and
+			 * dropped (a client that is still sending would not see
+			 * an answer given now, only a reset connection) — or,
+			 * when the client waits for a go before it sends
+			 * (Expect: 100-continue), answered now, and the body
+			 * never comes */
+			if (v > DAEMON_MAX_BODY) {
+				rq->too_big = true;
+				const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+				if (ex && !strcasecmp(ex, "100-continue")) {
+					rq->answered = true;
+					return route(rq);
+				}
+			}
+			rq->expect = (size_t)v;
+		}
 		return MHD_YES;
 	}
 	if (rq->input) {
@@ -254,20 +356,15 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->too_big || rq->len + n > DAEMON_MAX_BODY) {
-			rq->too_big = true; /* read and dropped, answered at the end */
+		if (rq->too_big || rq->no_room)
+			return MHD_YES; /* read and dropped, answered at the end */
+		if (rq->len + n > DAEMON_MAX_BODY) {
+			rq->too_big = true;
+			body_release(rq);
 			return MHD_YES;
 		}
-		if (rq->len + n + 1 > rq->cap) {
-			size_t cap = rq->cap ? rq->cap : 4096;
-			while (cap < rq->len + n + 1)
-				cap *= 2;
-			char *nb = realloc(rq->body, cap);
-			if (!nb)
-				return MHD_NO;
-			rq->body = nb;
-			rq->cap = cap;
-		}
+		if (rq->len + n + 1 > rq->cap && body_grow(rq, rq->len + n + 1) < 0)
+			return MHD_YES;
 		memcpy(rq->body + rq->len, upload, n);
 		rq->len += n;
 		rq->body[rq->len] = '\0';
@@ -306,7 +403,7 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 			ops_request_done(rq);
 		files_stream_free(rq);
 		input_stream_free(rq);
-		free(rq->body);
+		body_release(rq);
 		free(rq);
 	}
 	*con_cls = NULL;

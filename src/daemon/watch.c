@@ -18,6 +18,10 @@
 
 #define WATCHER_EVENTS_MAX 10000
 #define WATCHER_IDLE_MS (10 * 60 * 1000)
+/* each watcher is a thread, a connection to init and up to
+ * WATCHER_EVENTS_MAX queued events: their number bounds the daemon's
+ * memory for them (init allows 8 watches per sandbox, streams included) */
+#define WATCHERS_MAX 256
 
 static const char *event_name(abox_fs_event_type t)
 {
@@ -238,11 +242,21 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 	enum MHD_Result q;
 	if (!strcmp(method, "CreateWatcher")) {
 		const char *path = json_object_object_get_ex(b, "path", &v) ? json_object_get_string(v) : NULL;
-		sandbox_handle_t h = path ? envd_open(rq, &sent) : (sandbox_handle_t){ 0 };
 		if (!path) {
 			json_object_put(b);
 			return envd_error(rq, EINVAL, "path is required");
 		}
+		unsigned all = 0;
+		pthread_mutex_lock(&lock);
+		for (struct watcher *o = watchers; o; o = o->next)
+			all++;
+		pthread_mutex_unlock(&lock);
+		if (all >= WATCHERS_MAX) {
+			json_object_put(b);
+			return envd_error(rq, EMFILE, "too many watchers: the daemon's limit is %u (RemoveWatcher frees one)",
+					  WATCHERS_MAX);
+		}
+		sandbox_handle_t h = envd_open(rq, &sent);
 		if (!h.sb) {
 			json_object_put(b);
 			return sent;

@@ -25,6 +25,8 @@
 #include "proto/messages.h"
 
 #define FS_CHUNK 65536
+/* the same limits as ABOX_FILE_LIST_MAX_DEPTH/_ENTRIES of the public
+ * header: a listing is bounded for whoever asks */
 #define LIST_MAX_DEPTH 16
 #define LIST_MAX_ENTRIES 100000
 
@@ -300,6 +302,9 @@ static void fs_write_close(int ci, const struct proto_frame *f)
 	memset(&writes[ci], 0, sizeof(writes[ci]));
 }
 
+/* Walks a folder down to max_depth: with f, each entry is sent (and the
+ * queue flushed as it grows, so a big tree never piles up in init); with
+ * f NULL, entries are only counted. More than LIST_MAX_ENTRIES: -E2BIG. */
 static int list_dir(int ci, const struct proto_frame *f, int dfd, const char *path, unsigned depth,
 		    unsigned max_depth, unsigned *count)
 {
@@ -311,30 +316,82 @@ static int list_dir(int ci, const struct proto_frame *f, int dfd, const char *pa
 	}
 	struct dirent *de;
 	int r = 0;
-	while ((de = readdir(d)) && r == 0) {
+	while (r == 0 && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (++*count > LIST_MAX_ENTRIES) {
 			r = -E2BIG;
 			break;
 		}
-		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue; /* gone meanwhile */
+		bool is_dir = de->d_type == DT_DIR;
 		char child[4096];
 		safe_snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/", de->d_name);
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_ENTRY, f->id);
-		put_entry(&m, child, de->d_name, &st, dirfd(d), de->d_name);
-		init_queue(ci, &m);
-		if (S_ISDIR(st.st_mode) && depth + 1 < max_depth) {
+		if (f || de->d_type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* gone meanwhile */
+			is_dir = S_ISDIR(st.st_mode);
+			if (f) {
+				struct proto_msg m;
+				proto_msg_init(&m, MSG_EV_ENTRY, f->id);
+				put_entry(&m, child, de->d_name, &st, dirfd(d), de->d_name);
+				init_queue(ci, &m);
+				if (init_flush_blocking(ci) < 0) {
+					r = -EPIPE; /* the host stopped reading */
+					break;
+				}
+			}
+		}
+		if (is_dir && depth + 1 < max_depth) {
 			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-			if (sub >= 0)
-				(void)list_dir(ci, f, sub, child, depth + 1, max_depth, count);
+			if (sub >= 0) {
+				int k = list_dir(ci, f, sub, child, depth + 1, max_depth, count);
+				if (k == -E2BIG || k == -EPIPE)
+					r = k;
+			}
 		}
 	}
 	closedir(d);
 	return r;
+}
+
+/* A listing: counted first, so that a tree over the limit is refused
+ * before any entry goes out (the host can then answer a clean error
+ * instead of cutting a reply it already started), then sent. */
+static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
+{
+	if (r->depth > LIST_MAX_DEPTH) {
+		char msg[160];
+		safe_snprintf(msg, sizeof(msg), "list: depth %llu is over the limit of %u",
+			      (unsigned long long)r->depth, LIST_MAX_DEPTH);
+		init_send_error(ci, f->id, EINVAL, msg);
+		return;
+	}
+	unsigned depth = r->depth == 0 ? 1 : (unsigned)r->depth;
+	for (int pass = 0; pass < 2; pass++) {
+		int fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			fs_error(ci, f, errno, r->path);
+			return;
+		}
+		unsigned count = 0;
+		int e = list_dir(ci, pass ? f : NULL, fd, r->path, 0, depth, &count);
+		if (e == -E2BIG) {
+			char msg[600];
+			safe_snprintf(msg, sizeof(msg),
+				      "list '%s': more than %u entries (the limit of a listing): ask for less depth",
+				      r->path, LIST_MAX_ENTRIES);
+			init_send_error(ci, f->id, E2BIG, msg);
+			return;
+		}
+		if (e < 0) {
+			fs_error(ci, f, -e, r->path);
+			return;
+		}
+	}
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	init_queue(ci, &m);
 }
 
 static int remove_tree(int dfd, const char *name, unsigned depth)
@@ -406,23 +463,9 @@ void files_handle(int ci, const struct proto_frame *f)
 		}
 		init_queue(ci, &m);
 		break;
-	case MSG_REQ_FS_LIST: {
-		int fd = open(r.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0) {
-			fs_error(ci, f, errno, r.path);
-			break;
-		}
-		unsigned count = 0;
-		unsigned depth = r.depth == 0 ? 1 : r.depth > LIST_MAX_DEPTH ? LIST_MAX_DEPTH : (unsigned)r.depth;
-		int e = list_dir(ci, f, fd, r.path, 0, depth, &count);
-		if (e < 0) {
-			fs_error(ci, f, -e, r.path);
-			break;
-		}
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		init_queue(ci, &m);
+	case MSG_REQ_FS_LIST:
+		fs_list(ci, f, &r);
 		break;
-	}
 	case MSG_REQ_FS_MKDIR: {
 		bool made = mkdir(r.path, 0755) == 0;
 		int e = made ? 0 : errno;

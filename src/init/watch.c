@@ -16,6 +16,8 @@
 #include "proto/messages.h"
 
 #define WATCHES_MAX 8
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define DIRS_MAX 4096
 #define MASK (IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_DELETE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB)
 
@@ -76,7 +78,7 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t ui
 		if (!watches[i].fd)
 			w = &watches[i];
 	if (!w) {
-		init_send_error(ci, f->id, EMFILE, "watch: too many watches");
+		init_send_error(ci, f->id, EMFILE, "watch: too many watches (the limit is " STR(WATCHES_MAX) " per sandbox)");
 		return;
 	}
 	setfsgid(gid);

@@ -9,6 +9,7 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 ver=$2
+script=${3:-flows.mjs}
 src=$(cd "$(dirname "$0")" && pwd)
 dir=$build/e2b-sdk-$ver
 if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then

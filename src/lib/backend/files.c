@@ -154,6 +154,8 @@ int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_da
 	return r;
 }
 
+#define WRITE_CHUNK 65536
+
 /* Writes from a source: either memory or an fd, chunk by chunk. */
 static int write_from(abox_sandbox *sb, const char *path, const char *user, const uint8_t *mem, size_t len,
 		      int fd, int parents, uint64_t *size, abox_error *err)
@@ -166,13 +168,17 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 	proto_put_u64(&m, F_FLAGS, parents ? FS_PARENTS : 0);
 	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "write: send");
-	static uint8_t buf[65536];
+	/* one buffer per call: the daemon runs several writes at once, each
+	 * on its own thread (a shared static buffer mixed their bytes) */
+	_cleanup_free_ uint8_t *buf = fd >= 0 ? malloc(WRITE_CHUNK) : NULL;
+	if (fd >= 0 && !buf)
+		r = abox_error_set(err, ENOMEM, "write");
 	size_t off = 0;
-	for (;;) {
+	while (r >= 0) {
 		const uint8_t *chunk;
 		size_t n;
 		if (fd >= 0) {
-			ssize_t k = read(fd, buf, sizeof(buf));
+			ssize_t k = read(fd, buf, WRITE_CHUNK);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k < 0) {
@@ -183,7 +189,7 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 			n = (size_t)k;
 		} else {
 			chunk = mem + off;
-			n = len - off > sizeof(buf) ? sizeof(buf) : len - off;
+			n = len - off > WRITE_CHUNK ? WRITE_CHUNK : len - off;
 			off += n;
 		}
 		if (n == 0)
@@ -311,19 +317,34 @@ static int list_entry(const struct proto_frame *f, void *ud)
 	return 0;
 }
 
+/* Sends a listing request: depth checked here so that the caller learns
+ * the limit's name, not init's clamp. */
+static int list_begin(abox_sandbox *sb, const char *path, const char *user, unsigned depth, uint32_t *id,
+		      abox_error *err)
+{
+	if (depth > ABOX_FILE_LIST_MAX_DEPTH)
+		return abox_error_setx(err, EINVAL, "depth %u is over the limit of %u", depth,
+				       (unsigned)ABOX_FILE_LIST_MAX_DEPTH);
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
+	if (r < 0)
+		return r;
+	*id = m.id;
+	proto_put_u64(&m, F_DEPTH, depth ? depth : 1);
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "list: send");
+	return 0;
+}
+
 int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
 		   size_t *n, abox_error *err)
 {
 	if (REMOTE_SB(sb))
 		return sb->ctx->remote_ops->file_list(sb, path, user, depth, out, n, err);
-	struct proto_msg m;
-	int r = begin(sb, MSG_REQ_FS_LIST, &m, path, user, err);
+	uint32_t id;
+	int r = list_begin(sb, path, user, depth, &id, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	proto_put_u64(&m, F_DEPTH, depth ? depth : 1);
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "list: send");
 	struct list_acc a = { 0 };
 	r = wait_answer(sb, id, list_entry, NULL, &a, err);
 	if (r < 0 || a.oom) {
@@ -333,6 +354,52 @@ int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigne
 	*out = a.v;
 	*n = a.n;
 	return 0;
+}
+
+struct list_each {
+	abox_file_entry_fn fn;
+	void *ud;
+	abox_file_info e; /* one entry at a time: 8 KiB whatever the tree */
+};
+
+static int each_entry(const struct proto_frame *f, void *ud)
+{
+	struct list_each *c = ud;
+	if (f->type != MSG_EV_ENTRY)
+		return 0;
+	parse_entry(f, &c->e);
+	return c->fn(&c->e, c->ud);
+}
+
+int abox_file_list_each(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
+			abox_file_entry_fn fn, void *userdata, abox_error *err)
+{
+	if (REMOTE_SB(sb)) {
+		/* the remote daemon answers a listing whole: handed on in order */
+		abox_file_info *v = NULL;
+		size_t n = 0;
+		int r = sb->ctx->remote_ops->file_list(sb, path, user, depth, &v, &n, err);
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			if (fn(&v[i], userdata) != 0)
+				r = abox_error_setx(err, ECANCELED, "stopped by the caller");
+		free(v);
+		return r;
+	}
+	uint32_t id;
+	int r = list_begin(sb, path, user, depth, &id, err);
+	if (r < 0)
+		return r;
+	struct list_each *c = calloc(1, sizeof(*c));
+	if (!c) {
+		/* the request is out: its answer must still be read away */
+		(void)wait_answer(sb, id, NULL, NULL, NULL, NULL);
+		return abox_error_set(err, ENOMEM, "list");
+	}
+	c->fn = fn;
+	c->ud = userdata;
+	r = wait_answer(sb, id, each_entry, NULL, c, err);
+	free(c);
+	return r;
 }
 
 static void made_flag(const struct proto_frame *f, void *ud)
