@@ -63,6 +63,14 @@ struct request {
 	bool target_pct00;
 	int64_t start_ms;         /* when it came in (CLOCK_MONOTONIC) */
 	struct upload *upload;    /* a streamed POST /files (fs.c) */
+	/* an answer given before the body was read is kept until its end
+	 * (defer_reply): answered early, a client still sending sees only a
+	 * reset connection, never the 401 or 404 */
+	bool defer_reply;
+	char *deferred;
+	size_t deferred_len;
+	unsigned deferred_status;
+	const char *deferred_ctype;
 	struct instream *input;   /* a StreamInput client stream (input.c) */
 	unsigned status;          /* what it was answered */
 	/* set by routing */
@@ -98,6 +106,8 @@ extern FILE *access_log;
 
 /* Responses. Each returns MHD_YES/MHD_NO from queueing. */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);
+/* Queues the answer kept by defer_reply (MHD_NO when there is none). */
+enum MHD_Result reply_deferred(struct request *rq);
 enum MHD_Result reply_empty(struct request *rq, unsigned status);
 /* E2B-style control plane error: {"code": status, "message": ...} */
 enum MHD_Result reply_error(struct request *rq, unsigned status, const char *fmt, ...)

@@ -359,11 +359,17 @@ bool files_stream_begin(struct request *rq)
 	u->pipe_r = u->pipe_w = -1; /* not 0: an early failure must not close the daemon's stdin */
 	u->rq = rq;
 	rq->upload = u;
+	rq->defer_reply = true;
 	u->h = envd_open(rq, &u->early);
+	rq->defer_reply = false;
 	if (!u->h.sb) {
-		u->failed_early = true; /* its reply is queued; the body is read and dropped */
+		/* its reply is kept; the body is read and dropped, then it is
+		 * answered */
+		u->failed_early = true;
 		return true;
 	}
+	free(rq->deferred); /* none is kept on success; to be sure */
+	rq->deferred = NULL;
 	username(rq);
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
 	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
@@ -455,7 +461,7 @@ enum MHD_Result files_stream_end(struct request *rq)
 {
 	struct upload *u = rq->upload;
 	if (u->failed_early)
-		return u->early;
+		return reply_deferred(rq);
 	if (u->mp)
 		return multipart_end(rq, u);
 	bool writer_gave_up = u->pipe_w < 0 && !u->bad_gzip;

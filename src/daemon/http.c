@@ -37,6 +37,14 @@ const char *query(struct request *rq, const char *name)
 
 static enum MHD_Result queue(struct request *rq, unsigned status, const char *ctype, char *data, size_t len)
 {
+	if (rq->defer_reply) {
+		free(rq->deferred);
+		rq->deferred = data;
+		rq->deferred_len = len;
+		rq->deferred_status = status;
+		rq->deferred_ctype = ctype;
+		return MHD_YES;
+	}
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(data);
@@ -47,6 +55,14 @@ static enum MHD_Result queue(struct request *rq, unsigned status, const char *ct
 	enum MHD_Result q = daemon_queue(rq, status, r);
 	MHD_destroy_response(r);
 	return q;
+}
+
+enum MHD_Result reply_deferred(struct request *rq)
+{
+	char *d = rq->deferred;
+	rq->deferred = NULL;
+	rq->defer_reply = false;
+	return d ? queue(rq, rq->deferred_status, rq->deferred_ctype, d, rq->deferred_len) : MHD_NO;
 }
 
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body)
@@ -402,6 +418,7 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 		if (rq->conn)
 			ops_request_done(rq);
 		files_stream_free(rq);
+		free(rq->deferred);
 		input_stream_free(rq);
 		body_release(rq);
 		free(rq);
