@@ -274,7 +274,7 @@ static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
 	ring_put(type == MSG_EV_STDERR ? &p->rerr : &p->rout, buf, n);
 	int *tee = type == MSG_EV_STDERR ? &p->tee_err : &p->tee_out;
-	if (*tee >= 0 && write_full(*tee, buf, n) < 0)
+	if (*tee >= 0 && (memguard_room(n) < 0 || write_full(*tee, buf, n) < 0))
 		close_fd(tee); /* the layer is full: keep what fitted */
 	bool any = false;
 	for (unsigned ci = 0; ci < nclients && !any; ci++)
@@ -834,6 +834,9 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 	close(listen_fd);
 	listen_fd = -1;
 	close(INIT_LAYER_FD);
+	/* a cgroup file is not the checkpointer's to dump (and names the
+	 * old sandbox's cgroup): the re-arm brings the new one */
+	child_cgroup_drop();
 	checkpointing = true;
 	clocks_run(false);
 	for (unsigned i = nclients; i-- > 0;)
@@ -871,7 +874,7 @@ static void rearm(void)
 	char byte;
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 	} c;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
@@ -879,10 +882,22 @@ static void rearm(void)
 	close(s);
 	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	    (cm->cmsg_len != CMSG_LEN(2 * sizeof(int)) && cm->cmsg_len != CMSG_LEN(3 * sizeof(int))))
 		return;
-	int got[2], fds[2];
-	memcpy(got, CMSG_DATA(cm), sizeof(got));
+	int got[3] = { -1, -1, -1 }, fds[2];
+	memcpy(got, CMSG_DATA(cm), cm->cmsg_len - CMSG_LEN(0));
+	/* the commands' cgroup, when the host sent one: to its place at once
+	 * (it is no socket and no folder, so it cannot be mistaken below) */
+	if (got[2] >= 0) {
+		int hi = fcntl(got[2], F_DUPFD_CLOEXEC, 10);
+		close(got[2]);
+		if (hi >= 0 && got[0] != INIT_CMDS_FD && got[1] != INIT_CMDS_FD) {
+			dup3(hi, INIT_CMDS_FD, O_CLOEXEC);
+			child_cgroup_probe();
+		}
+		if (hi >= 0)
+			close(hi);
+	}
 	/* the kernel gave the lowest free numbers, which may be 3 and 4
 	 * themselves: move them out of the way before placing them */
 	fds[0] = fcntl(got[0], F_DUPFD_CLOEXEC, 10);
@@ -1174,6 +1189,8 @@ int main(int argc, char **argv)
 			child_always_fork();
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
+		else if (strncmp(argv[i], "memory=", 7) == 0)
+			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
 	}
 	/* procs[] is not touched here: its fds are set when a slot is taken
 	 * (an idle sandbox keeps those pages unallocated) */
@@ -1193,6 +1210,7 @@ int main(int argc, char **argv)
 		return 125;
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
+	child_cgroup_probe();
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 	/* An ephemeral sandbox's creator may hand over one end of a
 	 * connected pair instead of a listening socket: it is the only
