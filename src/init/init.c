@@ -884,26 +884,21 @@ static void rearm(void)
 	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
 	    (cm->cmsg_len != CMSG_LEN(2 * sizeof(int)) && cm->cmsg_len != CMSG_LEN(3 * sizeof(int))))
 		return;
-	int got[3] = { -1, -1, -1 }, fds[2];
-	memcpy(got, CMSG_DATA(cm), cm->cmsg_len - CMSG_LEN(0));
-	/* the commands' cgroup, when the host sent one: to its place at once
-	 * (it is no socket and no folder, so it cannot be mistaken below) */
-	if (got[2] >= 0) {
-		int hi = fcntl(got[2], F_DUPFD_CLOEXEC, 10);
-		close(got[2]);
-		if (hi >= 0 && got[0] != INIT_CMDS_FD && got[1] != INIT_CMDS_FD) {
-			dup3(hi, INIT_CMDS_FD, O_CLOEXEC);
-			child_cgroup_probe();
-		}
-		if (hi >= 0)
-			close(hi);
+	int got[3] = { -1, -1, -1 }, fds[3] = { -1, -1, -1 };
+	size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	memcpy(got, CMSG_DATA(cm), nfd * sizeof(int));
+	/* the kernel gave the lowest free numbers, which may be 3, 4 and 5
+	 * themselves: move them all out of the way before placing them */
+	for (size_t i = 0; i < nfd; i++) {
+		fds[i] = fcntl(got[i], F_DUPFD_CLOEXEC, 10);
+		close(got[i]);
 	}
-	/* the kernel gave the lowest free numbers, which may be 3 and 4
-	 * themselves: move them out of the way before placing them */
-	fds[0] = fcntl(got[0], F_DUPFD_CLOEXEC, 10);
-	fds[1] = fcntl(got[1], F_DUPFD_CLOEXEC, 10);
-	close(got[0]);
-	close(got[1]);
+	/* the commands' cgroup, when the host sent one */
+	if (fds[2] >= 0) {
+		if (dup3(fds[2], INIT_CMDS_FD, O_CLOEXEC) >= 0)
+			child_cgroup_probe();
+		close(fds[2]);
+	}
 	struct stat a, b;
 	bool ok = fds[0] >= 0 && fds[1] >= 0 && fstat(fds[0], &a) == 0 && S_ISSOCK(a.st_mode) &&
 		  fstat(fds[1], &b) == 0 && S_ISDIR(b.st_mode) && dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) >= 0 &&
