@@ -14,7 +14,7 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   (cd "$dir" && npm init -y >/dev/null &&
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
-cp "$src/flows.mjs" "$dir/flows.mjs"
+cp "$src"/*.mjs "$dir/"
 
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -36,10 +36,21 @@ done
 
 export E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 status=0
-(cd "$dir" && node flows.mjs) > "$dir/flows.tap" || status=1
-n=$(head -n1 "$dir/flows.tap" | sed 's/^1\.\.//')
+# flows.mjs, then every other tests/e2b/*.mjs, as one TAP stream (each
+# file's cases renumbered after the ones before it)
+n=0
+: > "$dir/all.tap"
+for f in flows.mjs $(cd "$src" && ls *.mjs | grep -vx flows.mjs); do
+  (cd "$dir" && node "$f") > "$dir/${f%.mjs}.tap" || status=1
+  k=$(head -n1 "$dir/${f%.mjs}.tap" | sed 's/^1\.\.//')
+  tail -n +2 "$dir/${f%.mjs}.tap" |
+    awk -v off="$n" '/^(not )?ok [0-9]+/ { m = $0; sub(/^(not )?ok /, "", m); sub(/[^0-9].*$/, "", m)
+      pre = ($1 == "not") ? "not ok " : "ok "; rest = $0; sub(/^(not )?ok [0-9]+/, "", rest)
+      print pre (m + off) rest; next } { print }' >> "$dir/all.tap"
+  n=$((n + ${k:-0}))
+done
 echo "1..$((n + 1))"
-tail -n +2 "$dir/flows.tap"
+cat "$dir/all.tap"
 # nothing of the run may stay: every sandbox it made is gone
 left=$(curl -s -H "X-API-Key: $key" "http://127.0.0.1:$port/v2/sandboxes?state=running,paused")
 if [ "$left" = "[]" ]; then

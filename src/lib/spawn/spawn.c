@@ -245,7 +245,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		close(hi_leaf);
 	}
 	/* init must survive the sandbox's own OOM kills; commands reset
-	 * this to 0 before they exec. Through the legacy oom_adj (-17 is
+	 * this to 0 before they exec. Hosts that withhold CAP_SYS_RESOURCE
+	 * refuse it: there the commands' own cgroup (cgroup.h) is what keeps
+	 * init out of the OOM killer's choice. Through the legacy oom_adj (-17 is
 	 * -1000): a write to oom_score_adj by a holder of CAP_SYS_RESOURCE
 	 * also lowers oom_score_adj_min, which every command would inherit,
 	 * and a command of any user could then write -1000 back and make a
