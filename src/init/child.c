@@ -29,7 +29,9 @@
  * user's limit there and an OOM picks its victims among the commands,
  * never init. v1: the child writes "0" to the cgroup's "tasks" file (that
  * thread only: no global lock). v2: the child is made there by clone3
- * (CLONE_INTO_CGROUP), forked rather than sharing init's memory. */
+ * (CLONE_INTO_CGROUP), forked rather than sharing init's memory; where
+ * the seccomp policy refuses clone3, the forked child writes itself into
+ * the cgroup's cgroup.procs instead (see CMDS_PROCS). */
 #include <fcntl.h>
 #include <sched.h>
 #include <termios.h>
@@ -63,8 +65,12 @@ struct clone3_args {
 		set_tid_size, cgroup;
 };
 
-/* How commands reach their cgroup (INIT_CMDS_FD). */
-static enum { CMDS_NONE, CMDS_TASKS, CMDS_CLONE_INTO } cmds_mode;
+/* How commands reach their cgroup (INIT_CMDS_FD). CMDS_PROCS: v2 when
+ * clone3 is refused (the default seccomp policy answers it ENOSYS, since
+ * it cannot read clone3's flags): the forked child writes itself into the
+ * cgroup's cgroup.procs, which costs it a few ms (the kernel's
+ * threadgroup lock) but leaves init free meanwhile. */
+static enum { CMDS_NONE, CMDS_TASKS, CMDS_CLONE_INTO, CMDS_PROCS } cmds_mode;
 
 void child_cgroup_probe(void)
 {
@@ -258,6 +264,13 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	 * (it would share init's cgroup and could take init down with it) */
 	if (cmds_mode == CMDS_TASKS && (r = RS3(SYS_write, INIT_CMDS_FD, "0", 1)) != 1)
 		child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+	if (cmds_mode == CMDS_PROCS) {
+		long pfd = RS4(SYS_openat, INIT_CMDS_FD, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
+		r = pfd < 0 ? pfd : RS3(SYS_write, pfd, "0", 1);
+		if (r != 1)
+			child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+		(void)RS1(SYS_close, pfd);
+	}
 	/* init is shielded from the OOM killer (-1000); commands must not
 	 * inherit that, or a memory hog could never be stopped */
 	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
@@ -325,7 +338,7 @@ static bool sandbox_empty(void)
 static bool shared_vm_ok(void)
 {
 	static int dumpable_fd = -2;
-	if (always_fork || cmds_mode == CMDS_CLONE_INTO)
+	if (always_fork || cmds_mode == CMDS_CLONE_INTO || cmds_mode == CMDS_PROCS)
 		return false;
 	if (dumpable_fd == -2) {
 		/* opened before the first command runs; /proc/sys is read-only
@@ -471,6 +484,10 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 			struct clone3_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 						 .cgroup = (uint64_t)INIT_CMDS_FD };
 			c = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+			if (c < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL)) {
+				cmds_mode = CMDS_PROCS; /* from now on, for every command */
+				c = fork();
+			}
 		} else {
 			c = fork();
 		}
