@@ -99,6 +99,16 @@ try:
     st, end = run(sid, token, "cat /tmp/keep; cat /proc/1/comm")
     check("the sandbox answers after the OOM kill, files and init intact",
           st == 200 and end is not None and end.get("exitCode") == 0, (st, end))
+    # the C API's remote backend, through the CLI: the same words, once,
+    # and the end flagged as an OOM kill (the CLI would add its own words
+    # for a flagged end without them)
+    p = subprocess.run([os.path.join(build, "abox"), "--remote", f"http://127.0.0.1:{port}", "--api-key", key,
+                        "exec", sid, "--", "python3", "-c", "a = bytearray(400 << 20)"],
+                       capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k not in ("ABOX_REMOTE", "ABOX_API_KEY")})
+    check("abox --remote exec: the OOM kill and the limit, said once",
+          p.returncode == 137 and p.stderr.count("killed: out of memory (limit 64M)") == 1, (p.returncode, p.stderr))
+
     st, end = run(sid, token, "true")
     check("a clean command afterwards carries no OOM error",
           end is not None and end.get("exitCode") == 0 and "out of memory" not in end.get("error", ""), end)

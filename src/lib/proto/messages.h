@@ -115,6 +115,12 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 #define CLOCKS_RUN (1u << 1)
 /* F_FLAGS of MSG_EV_END */
 #define END_TIMED_OUT (1u << 0) /* init killed it at its F_TIMEOUT_MS */
+/* the OOM killer struck during it: never from init (the host counts OOM
+ * kills itself), set by the remote backend from aboxd's end error */
+#define END_OOM_KILLED (1u << 1)
+/* The words of an OOM end's error (backend/proc.c writes them, aboxd
+ * passes them on, the remote backend reads them back). */
+#define END_OOM_WORDS ": out of memory"
 
 /* abox-init command line: abox-init [flags]; fd 3 is the listening socket.
  * Flags: "ephemeral" = the sandbox ends when its first host connection
