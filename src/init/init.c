@@ -64,6 +64,12 @@ struct client {
  * stream, with a count of what was dropped before them. Grows on demand,
  * so a quiet process costs nothing. */
 #define RING_MAX (1u << 20)
+/* All rings together: init lives on a bounded headroom above the
+ * commands' memory limit (cgroup.h, CG_INIT_HEADROOM), and 256 chatty
+ * processes at 2 MiB each would take 512 MiB of it. Past the budget a
+ * ring keeps what it has (older output is dropped, and counted). */
+#define RING_BUDGET (16u << 20)
+static size_t ring_total;
 struct ring {
 	uint8_t *buf;
 	size_t cap, start, len;
@@ -220,8 +226,9 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 		size_t ncap = r->cap ? r->cap : 65536;
 		while (ncap < r->len + n && ncap < RING_MAX)
 			ncap *= 2;
-		uint8_t *nb = malloc(ncap);
+		uint8_t *nb = ring_total - r->cap + ncap <= RING_BUDGET ? malloc(ncap) : NULL;
 		if (nb) {
+			ring_total = ring_total - r->cap + ncap;
 			/* linearize into the bigger buffer */
 			for (size_t i = 0; i < r->len; i++)
 				nb[i] = r->buf[(r->start + i) % r->cap];
@@ -234,6 +241,13 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 	if (!r->cap) {
 		r->dropped += n;
 		return;
+	}
+	if (n > r->cap) {
+		/* a ring that could not grow: only the newest bytes fit */
+		r->dropped += r->len + (n - r->cap);
+		d += n - r->cap;
+		n = r->cap;
+		r->start = r->len = 0;
 	}
 	if (r->len + n > r->cap) {
 		size_t drop = r->len + n - r->cap;
@@ -252,6 +266,7 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 
 static void ring_free(struct ring *r)
 {
+	ring_total -= r->cap;
 	free(r->buf);
 	memset(r, 0, sizeof(*r));
 }

@@ -172,3 +172,26 @@ Test(oom, a_hog_and_an_upload_together_spare_init)
 	expect_alive(id);
 	kill_sandbox(id);
 }
+
+/* init keeps the output of processes for clients that attach later; all of
+ * that together is bounded, or 32 chatty commands (1 MiB kept per stream
+ * each) would grow init past its headroom and make it the OOM killer's
+ * choice. */
+Test(oom, kept_output_of_many_commands_stays_within_init_headroom)
+{
+	char *id = create("64M");
+	keep_a_file(id);
+	for (int i = 0; i < 40; i++) {
+		struct run_result r;
+		ABOX(&r, "exec", "-d", id, "--", "sh", "-c",
+		     "head -c 1200000 /dev/zero | tr '\\0' o; head -c 1200000 /dev/zero | tr '\\0' e >&2");
+		cr_assert_eq(r.status, 0, "exec -d %d: %s", i, r.err);
+		run_result_free(&r);
+	}
+	/* all of them have ended (each writes 2.4 MB) */
+	struct run_result r;
+	ABOX(&r, "exec", id, "--", "sh", "-c", "sleep 2");
+	run_result_free(&r);
+	expect_alive(id);
+	kill_sandbox(id);
+}
