@@ -414,7 +414,7 @@ typedef struct abox_event {
 	 * or with ABOX_END_OOM that the OOM killer struck and the limit
 	 * ("killed: out of memory (limit 512M)"), or NULL */
 	const char *error;
-	uint64_t dropped;   /* STDOUT/STDERR replayed on attach: bytes lost before this (only the last 1 MiB per stream is kept) */
+	uint64_t dropped;   /* STDOUT/STDERR replayed on attach: bytes lost before this (only the last 1 MiB per stream is kept, 16 MiB for all processes of the sandbox together) */
 } abox_event;
 
 typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);
