@@ -268,7 +268,7 @@ static void fs_write_data(int ci, const struct proto_frame *f)
 			continue;
 		/* a layer in memory: an upload must not push init past the
 		 * sandbox's memory limit (see memguard.c) */
-		if (memguard_room(fl.len) < 0) {
+		if (memguard_room(writes[ci].fd, fl.len) < 0) {
 			writes[ci].error = ENOSPC;
 			return;
 		}

@@ -289,7 +289,7 @@ static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
 	ring_put(type == MSG_EV_STDERR ? &p->rerr : &p->rout, buf, n);
 	int *tee = type == MSG_EV_STDERR ? &p->tee_err : &p->tee_out;
-	if (*tee >= 0 && (memguard_room(n) < 0 || write_full(*tee, buf, n) < 0))
+	if (*tee >= 0 && (memguard_room(*tee, n) < 0 || write_full(*tee, buf, n) < 0))
 		close_fd(tee); /* the layer is full: keep what fitted */
 	bool any = false;
 	for (unsigned ci = 0; ci < nclients && !any; ci++)

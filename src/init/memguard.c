@@ -11,10 +11,11 @@
  * 512 MB sandbox would take init, the sandbox and all its files with it.
  * So before each piece init writes, the layer's use plus that piece must
  * stay within the limit, or the write fails with ENOSPC, as a full disk
- * would. A layer on a real filesystem is not checked: its page cache can
+ * would. Files on a real filesystem are not checked: their page cache can
  * be written back and reclaimed.
  *
  * Runs in abox-init. The limit comes from init's "memory=N" argument. */
+#include <sys/stat.h>
 #include <sys/statfs.h>
 
 #include "base/base.h"
@@ -30,11 +31,29 @@ void memguard_set_limit(uint64_t bytes)
 	limit_bytes = bytes;
 }
 
-int memguard_room(size_t n)
+/* Bytes in use on the tmpfs fd is on, 0 for other filesystems. */
+static uint64_t tmpfs_used(int fd, dev_t *dev)
 {
 	struct statfs sf;
-	if (!limit_bytes || fstatfs(INIT_LAYER_FD, &sf) < 0 || (unsigned long)sf.f_type != TMPFS_MAGIC_)
+	struct stat st;
+	if (fstatfs(fd, &sf) < 0 || (unsigned long)sf.f_type != TMPFS_MAGIC_ || fstat(fd, &st) < 0)
 		return 0;
-	uint64_t used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	*dev = st.st_dev;
+	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+}
+
+int memguard_room(int fd, size_t n)
+{
+	if (!limit_bytes)
+		return 0;
+	dev_t layer = 0, target = 0;
+	uint64_t used = tmpfs_used(INIT_LAYER_FD, &layer);
+	/* a file on another tmpfs (/dev/shm) is charged to init just the
+	 * same: both count */
+	uint64_t other = tmpfs_used(fd, &target);
+	if (other && target != layer)
+		used += other;
+	else if (!other && !used)
+		return 0; /* nothing in memory is being written */
 	return used + n > limit_bytes ? -ENOSPC : 0;
 }
