@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "abox/abox.h"
 #include "harness.h"
 
 TestSuite(oom, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 240);
@@ -194,4 +195,70 @@ Test(oom, kept_output_of_many_commands_stays_within_init_headroom)
 	run_result_free(&r);
 	expect_alive(id);
 	kill_sandbox(id);
+}
+
+struct end_seen {
+	bool ended;
+	uint32_t flags;
+	int signal;
+	char error[256];
+};
+
+static void on_end(const abox_event *ev, void *ud)
+{
+	struct end_seen *e = ud;
+	if (ev->type != ABOX_EVENT_END)
+		return;
+	e->ended = true;
+	e->flags = ev->end_flags;
+	e->signal = ev->signal;
+	snprintf(e->error, sizeof(e->error), "%s", ev->error ? ev->error : "");
+}
+
+static struct end_seen run_api(abox_sandbox *sb, const char *script)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	const char *argv[] = { "sh", "-c", script, NULL };
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	po.argv = argv;
+	abox_proc *p = NULL;
+	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	struct end_seen e = { 0 };
+	cr_assert_eq(abox_proc_wait(p, 60000, on_end, &e, &err), 1, "%s", err.msg);
+	abox_proc_free(p);
+	return e;
+}
+
+/* The C API: the END of a command the OOM killer ended carries
+ * ABOX_END_OOM and an error naming the kill and the limit; a command that
+ * went on after one of its processes was killed says that; a clean one
+ * afterwards says nothing of it. */
+Test(oom, the_c_api_end_names_the_oom_kill_and_the_limit)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	abox_ctx *ctx = NULL;
+	cr_assert_eq(abox_ctx_new(NULL, &ctx, &err), 0, "%s", err.msg);
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	so.memory_bytes = 64ull << 20;
+	so.timeout_ms = 120000;
+	abox_sandbox *sb = NULL;
+	cr_assert_eq(abox_sandbox_create(ctx, &so, &sb, &err), 0, "%s", err.msg);
+
+	struct end_seen e = run_api(sb, "exec python3 -c 'a = bytearray(400 << 20)'");
+	cr_assert(e.flags & ABOX_END_OOM, "flags 0x%x", e.flags);
+	cr_assert_eq(e.signal, 9);
+	cr_assert_str_eq(e.error, "killed: out of memory (limit 64M)");
+
+	e = run_api(sb, "python3 -c 'a = bytearray(400 << 20)'; echo went on");
+	cr_assert(e.flags & ABOX_END_OOM, "flags 0x%x", e.flags);
+	cr_assert_eq(e.signal, 0);
+	cr_assert_str_eq(e.error, "a process of the sandbox was killed: out of memory (limit 64M)");
+
+	e = run_api(sb, "true");
+	cr_assert_not(e.flags & ABOX_END_OOM, "flags 0x%x", e.flags);
+	cr_assert_str_eq(e.error, "");
+
+	cr_assert_eq(abox_sandbox_kill(sb, &err), 0, "%s", err.msg);
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
 }
