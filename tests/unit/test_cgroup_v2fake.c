@@ -139,6 +139,11 @@ Test(cgroup_v2fake, limits_written_and_removed)
 	close(leaf);
 	cr_assert_eq(cgroup_nest_finish(cg, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(get(SELF "/abox-fake1/cgroup.subtree_control"), "+memory");
+	char plan[8192];
+	cr_assert_eq(cgroup_planned_dirs(&L, "fake1", plan, sizeof(plan), &err), 0, "%s", err.msg);
+	char *pc = strstr(plan, "/abox-fake1/cmds\n"), *pi = strstr(plan, "/abox-fake1/init\n"),
+	     *pp = strstr(plan, "/abox-fake1\n");
+	cr_assert(pc && pi && pp && pc < pp && pi < pp, "%s", plan);
 	cr_assert_str_eq(get(SELF "/abox-fake1/cmds/memory.max"), "536870912");
 	/* init starts commands there with clone3(CLONE_INTO_CGROUP) */
 	int cfd = cgroup_cmds_fd(cg, &err);
@@ -441,6 +446,14 @@ Test(cgroup_v2fake, hybrid_v1_limits_and_freezer_fallback)
 	cr_assert_not(exists("sys/fs/cgroup/pids/abox-hy/cmds"));
 	cr_assert_eq(cgroup_init_leaf_fd(cg, NULL), -ENOENT);
 	cr_assert_eq(cgroup_nest_finish(cg, &err), 0, "%s", err.msg);
+	/* the plan gc removes from lists the commands' cgroup before its
+	 * parent (rmdir of a parent with a child fails) */
+	char plan[8192];
+	cr_assert_eq(cgroup_planned_dirs(&L, "hy", plan, sizeof(plan), &err), 0, "%s", err.msg);
+	char *c = strstr(plan, "/memory/api/18b/abox-hy/cmds\n"), *m = strstr(plan, "/memory/api/18b/abox-hy\n");
+	cr_assert(c && m && c < m, "%s", plan);
+	cr_assert_null(strstr(plan, "/init\n"), "%s", plan);
+	cr_assert_null(strstr(plan, "pids/abox-hy/cmds"), "%s", plan);
 	cr_assert_str_eq(get("sys/fs/cgroup/memory/api/18b/abox-hy/memory.memsw.limit_in_bytes"),
 			 "<absent>");
 	cr_assert_str_eq(get("sys/fs/cgroup/pids/abox-hy/pids.max"), "32");
