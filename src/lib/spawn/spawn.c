@@ -206,7 +206,16 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	}
 	close(got[0]);
 	int sysfs_fd = has_sysfs ? got[1] : -1;
-	int cmds_fd = has_cmds ? got[1 + has_sysfs] : -1;
+	/* above the numbers the dup2 calls below write (as the others are):
+	 * received fds take the lowest free ones, which may be 0-5 */
+	int cmds_fd = has_cmds ? fcntl(got[1 + has_sysfs], F_DUPFD_CLOEXEC, 10) : -1;
+	if (has_cmds) {
+		if (cmds_fd < 0) {
+			abox_error_set(&e, errno, "move fds");
+			child_fail(err_fd, &e);
+		}
+		close(got[1 + has_sysfs]);
+	}
 	for (ssize_t i = first_task; i < ngot; i++) {
 		if (write(got[i], "0", 1) != 1) {
 			abox_error_set(&e, errno, "join cgroup");
