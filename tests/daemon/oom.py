@@ -90,6 +90,19 @@ try:
     check("a sandbox with a 64 MB memory limit", st == 201 and json.loads(info).get("memoryMB") == 64,
           (st, st2, info[:300]))
 
+    # metrics with the commands' cgroup nested in the sandbox's: the
+    # memory used counts the commands' (a command holding 40 MB right
+    # now), the total is the limit the user set
+    st, end = run(sid, token, "python3 -c 'import time; a = bytearray(40 << 20); a[::4096] = b\"x\" * len(a[::4096]); "
+                               "time.sleep(4)' >/dev/null 2>&1 & sleep 1.5; echo started")
+    st, data = call("GET", f"/sandboxes/{sid}/metrics", headers={"X-API-Key": key})
+    try:
+        m = json.loads(data)[-1]
+    except (ValueError, IndexError):
+        m = {}
+    check("metrics: memTotal is the limit, memUsed counts the commands",
+          m.get("memTotal") == 64 << 20 and m.get("memUsed", 0) >= 40 << 20, (st, data[:300]))
+
     st, end = run(sid, token, "echo kept > /tmp/keep; python3 -c 'a = bytearray(400 << 20)'")
     err = (end or {}).get("error", "")
     check("the hog's end is not a clean exit", st == 200 and end is not None and end.get("exitCode") != 0, (st, end))
