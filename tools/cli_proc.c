@@ -143,7 +143,11 @@ static void on_event(const abox_event *ev, void *ud)
 		if (ev->error && ev->exit_code == 127 && st->o->argv0 && st->o->argv0[0] == '-')
 			cli_err("(options go before the sandbox id, or close them with '--': "
 				"abox exec [OPTIONS] ID -- CMD)");
-		if ((ev->end_flags & ABOX_END_OOM) && ev->signal == SIGKILL)
+		/* the library says an OOM kill in ev->error; these are for
+		 * backends that flag it only */
+		if ((ev->end_flags & ABOX_END_OOM) && ev->error)
+			;
+		else if ((ev->end_flags & ABOX_END_OOM) && ev->signal == SIGKILL)
 			cli_err("killed: out of memory (limit %s)", st->o->memory_text);
 		else if (ev->end_flags & ABOX_END_OOM)
 			cli_err("warning: a process in the sandbox was killed: out of memory (limit %s)",

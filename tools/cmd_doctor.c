@@ -273,12 +273,15 @@ int cmd_doctor(int argc, char **argv)
 	uname(&u);
 	line(true, false, "kernel", "%s %s", u.release, u.machine);
 	line(geteuid() == 0, true, "privileges", geteuid() == 0 ? "running as root" : "abox needs root for now (rootless mode is planned)");
-	/* a sandbox's init asks for oom_score_adj -1000, which needs
-	 * CAP_SYS_RESOURCE: without it init is as killable as the commands */
+	/* commands run in a memory cgroup of their own that init is not in
+	 * (lib/cgroup/cgroup.h), so the OOM killer never picks init; the
+	 * oom_score_adj -1000 init also asks for needs CAP_SYS_RESOURCE and
+	 * is only a second line */
 	bool res = have_cap(24 /* CAP_SYS_RESOURCE */);
-	line(res, false, "OOM shield of init", res ? "available (CAP_SYS_RESOURCE)"
-						  : "unavailable: no CAP_SYS_RESOURCE here, so the OOM killer may pick a "
-						    "sandbox's init (and end the sandbox) instead of its memory hog");
+	line(true, false, "OOM shield of init", res ? "commands in their own memory cgroup; oom_score_adj -1000 too "
+						    "(CAP_SYS_RESOURCE)"
+						  : "commands in their own memory cgroup (no CAP_SYS_RESOURCE here for "
+						    "oom_score_adj -1000: not needed)");
 
 	/* how abox-init starts commands (src/init/child.c): sharing its
 	 * memory until the exec, unless that could let a command's user

@@ -410,8 +410,11 @@ typedef struct abox_event {
 	int exit_code;      /* END: the code, or 128+signal */
 	int signal;         /* END: the signal that ended it, or 0 */
 	uint32_t end_flags; /* END: ABOX_END_* */
-	const char *error;  /* END: why it could not run (e.g. "exec 'x': No such file or directory"), or NULL */
-	uint64_t dropped;   /* STDOUT/STDERR replayed on attach: bytes lost before this (only the last 1 MiB per stream is kept) */
+	/* END: why it could not run (e.g. "exec 'x': No such file or directory"),
+	 * or with ABOX_END_OOM that the OOM killer struck and the limit
+	 * ("killed: out of memory (limit 512M)"), or NULL */
+	const char *error;
+	uint64_t dropped;   /* STDOUT/STDERR replayed on attach: bytes lost before this (only the last 1 MiB per stream is kept, 16 MiB for all processes of the sandbox together) */
 } abox_event;
 
 typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);

@@ -22,7 +22,16 @@
  *  - the child writes oom_score_adj 0: a vfork child's write applies to
  *    itself only (a plain CLONE_VM child's would reach init too);
  *  - the child only makes raw system calls and writes only its own stack:
- *    libc state (errno, locks) stays init's. */
+ *    libc state (errno, locks) stays init's.
+ *
+ * Every command goes into the commands' cgroup (INIT_CMDS_FD, see
+ * cgroup_cmds_fd) before its exec, so that its memory counts against the
+ * user's limit there and an OOM picks its victims among the commands,
+ * never init. v1: the child writes "0" to the cgroup's "tasks" file (that
+ * thread only: no global lock). v2: the child is made there by clone3
+ * (CLONE_INTO_CGROUP), forked rather than sharing init's memory; where
+ * the seccomp policy refuses clone3, the forked child writes itself into
+ * the cgroup's cgroup.procs instead (see CMDS_PROCS). */
 #include <fcntl.h>
 #include <sched.h>
 #include <termios.h>
@@ -32,11 +41,57 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "base/base.h"
 #include "init.h"
+#include "proto/messages.h"
+
+/* init is built against libc headers only (no kernel headers): the few
+ * kernel constants and clone3's argument block it needs */
+#define CG1_MAGIC 0x27e0ebu
+#define CG2_MAGIC 0x63677270u
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		set_tid_size, cgroup;
+};
+
+/* How commands reach their cgroup (INIT_CMDS_FD). CMDS_PROCS: v2 when
+ * clone3 is refused (the default seccomp policy answers it ENOSYS, since
+ * it cannot read clone3's flags): the forked child writes itself into the
+ * cgroup's cgroup.procs, which costs it a few ms (the kernel's
+ * threadgroup lock) but leaves init free meanwhile. */
+static enum { CMDS_NONE, CMDS_TASKS, CMDS_CLONE_INTO, CMDS_PROCS } cmds_mode;
+
+void child_cgroup_probe(void)
+{
+	struct statfs sf;
+	struct stat st;
+	cmds_mode = CMDS_NONE;
+	if (fstatfs(INIT_CMDS_FD, &sf) < 0 || fstat(INIT_CMDS_FD, &st) < 0)
+		return;
+	fcntl(INIT_CMDS_FD, F_SETFD, FD_CLOEXEC);
+	if ((unsigned long)sf.f_type == CG1_MAGIC && S_ISREG(st.st_mode))
+		cmds_mode = CMDS_TASKS;
+	else if ((unsigned long)sf.f_type == CG2_MAGIC && S_ISDIR(st.st_mode))
+		cmds_mode = CMDS_CLONE_INTO;
+}
+
+void child_cgroup_drop(void)
+{
+	if (cmds_mode != CMDS_NONE)
+		close(INIT_CMDS_FD);
+	cmds_mode = CMDS_NONE;
+}
 
 void exec_req_free(struct exec_req *req)
 {
@@ -203,6 +258,19 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	} dfl = { 0 }; /* SIG_DFL */
 	(void)RS4(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(uint64_t));
 	(void)RS0(SYS_setsid);
+	long r;
+	/* v1: into the commands' cgroup before anything of the command's
+	 * own can allocate; a command that cannot get there does not run
+	 * (it would share init's cgroup and could take init down with it) */
+	if (cmds_mode == CMDS_TASKS && (r = RS3(SYS_write, INIT_CMDS_FD, "0", 1)) != 1)
+		child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+	if (cmds_mode == CMDS_PROCS) {
+		long pfd = RS4(SYS_openat, INIT_CMDS_FD, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
+		r = pfd < 0 ? pfd : RS3(SYS_write, pfd, "0", 1);
+		if (r != 1)
+			child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+		(void)RS1(SYS_close, pfd);
+	}
 	/* init is shielded from the OOM killer (-1000); commands must not
 	 * inherit that, or a memory hog could never be stopped */
 	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
@@ -210,7 +278,6 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 		(void)RS3(SYS_write, oom, "0", 1);
 		(void)RS1(SYS_close, oom);
 	}
-	long r;
 	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
 		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
 	if ((r = child_dup(a->in, 0)) < 0 || (r = child_dup(a->out, 1)) < 0 || (r = child_dup(a->err, 2)) < 0)
@@ -271,7 +338,7 @@ static bool sandbox_empty(void)
 static bool shared_vm_ok(void)
 {
 	static int dumpable_fd = -2;
-	if (always_fork)
+	if (always_fork || cmds_mode == CMDS_CLONE_INTO || cmds_mode == CMDS_PROCS)
 		return false;
 	if (dumpable_fd == -2) {
 		/* opened before the first command runs; /proc/sys is read-only
@@ -410,7 +477,20 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		fds->stalled = false;
 		/* its own memory: a tracer or a stop before its exec reaches
 		 * only the child */
-		c = fork();
+		if (cmds_mode == CMDS_CLONE_INTO) {
+			/* a fork made in the commands' cgroup: a raw clone3,
+			 * so no fork handlers of libc run (the child makes
+			 * raw system calls only) */
+			struct clone3_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+						 .cgroup = (uint64_t)INIT_CMDS_FD };
+			c = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+			if (c < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL)) {
+				cmds_mode = CMDS_PROCS; /* from now on, for every command */
+				c = fork();
+			}
+		} else {
+			c = fork();
+		}
 		if (c == 0)
 			child_exec(&a);
 	}

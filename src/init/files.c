@@ -268,6 +268,12 @@ static void fs_write_data(int ci, const struct proto_frame *f)
 	while (proto_field_next(f, &off, &fl) > 0) {
 		if (fl.tag != F_DATA)
 			continue;
+		/* a layer in memory: an upload must not push init past the
+		 * sandbox's memory limit (see memguard.c) */
+		if (memguard_room(writes[ci].fd, fl.len) < 0) {
+			writes[ci].error = ENOSPC;
+			return;
+		}
 		if (write_full(writes[ci].fd, fl.val, fl.len) < 0) {
 			writes[ci].error = errno ? errno : EIO;
 			return;

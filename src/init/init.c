@@ -64,6 +64,12 @@ struct client {
  * stream, with a count of what was dropped before them. Grows on demand,
  * so a quiet process costs nothing. */
 #define RING_MAX (1u << 20)
+/* All rings together: init lives on a bounded headroom above the
+ * commands' memory limit (cgroup.h, CG_INIT_HEADROOM), and 256 chatty
+ * processes at 2 MiB each would take 512 MiB of it. Past the budget a
+ * ring keeps what it has (older output is dropped, and counted). */
+#define RING_BUDGET (16u << 20)
+static size_t ring_total;
 struct ring {
 	uint8_t *buf;
 	size_t cap, start, len;
@@ -220,8 +226,9 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 		size_t ncap = r->cap ? r->cap : 65536;
 		while (ncap < r->len + n && ncap < RING_MAX)
 			ncap *= 2;
-		uint8_t *nb = malloc(ncap);
+		uint8_t *nb = ring_total - r->cap + ncap <= RING_BUDGET ? malloc(ncap) : NULL;
 		if (nb) {
+			ring_total = ring_total - r->cap + ncap;
 			/* linearize into the bigger buffer */
 			for (size_t i = 0; i < r->len; i++)
 				nb[i] = r->buf[(r->start + i) % r->cap];
@@ -234,6 +241,13 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 	if (!r->cap) {
 		r->dropped += n;
 		return;
+	}
+	if (n > r->cap) {
+		/* a ring that could not grow: only the newest bytes fit */
+		r->dropped += r->len + (n - r->cap);
+		d += n - r->cap;
+		n = r->cap;
+		r->start = r->len = 0;
 	}
 	if (r->len + n > r->cap) {
 		size_t drop = r->len + n - r->cap;
@@ -252,6 +266,7 @@ static void ring_put(struct ring *r, const uint8_t *d, size_t n)
 
 static void ring_free(struct ring *r)
 {
+	ring_total -= r->cap;
 	free(r->buf);
 	memset(r, 0, sizeof(*r));
 }
@@ -274,7 +289,7 @@ static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
 {
 	ring_put(type == MSG_EV_STDERR ? &p->rerr : &p->rout, buf, n);
 	int *tee = type == MSG_EV_STDERR ? &p->tee_err : &p->tee_out;
-	if (*tee >= 0 && write_full(*tee, buf, n) < 0)
+	if (*tee >= 0 && (memguard_room(*tee, n) < 0 || write_full(*tee, buf, n) < 0))
 		close_fd(tee); /* the layer is full: keep what fitted */
 	bool any = false;
 	for (unsigned ci = 0; ci < nclients && !any; ci++)
@@ -834,6 +849,9 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 	close(listen_fd);
 	listen_fd = -1;
 	close(INIT_LAYER_FD);
+	/* a cgroup file is not the checkpointer's to dump (and names the
+	 * old sandbox's cgroup): the re-arm brings the new one */
+	child_cgroup_drop();
 	checkpointing = true;
 	clocks_run(false);
 	for (unsigned i = nclients; i-- > 0;)
@@ -871,7 +889,7 @@ static void rearm(void)
 	char byte;
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 	} c;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
@@ -879,16 +897,23 @@ static void rearm(void)
 	close(s);
 	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	    (cm->cmsg_len != CMSG_LEN(2 * sizeof(int)) && cm->cmsg_len != CMSG_LEN(3 * sizeof(int))))
 		return;
-	int got[2], fds[2];
-	memcpy(got, CMSG_DATA(cm), sizeof(got));
-	/* the kernel gave the lowest free numbers, which may be 3 and 4
-	 * themselves: move them out of the way before placing them */
-	fds[0] = fcntl(got[0], F_DUPFD_CLOEXEC, 10);
-	fds[1] = fcntl(got[1], F_DUPFD_CLOEXEC, 10);
-	close(got[0]);
-	close(got[1]);
+	int got[3] = { -1, -1, -1 }, fds[3] = { -1, -1, -1 };
+	size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	memcpy(got, CMSG_DATA(cm), nfd * sizeof(int));
+	/* the kernel gave the lowest free numbers, which may be 3, 4 and 5
+	 * themselves: move them all out of the way before placing them */
+	for (size_t i = 0; i < nfd; i++) {
+		fds[i] = fcntl(got[i], F_DUPFD_CLOEXEC, 10);
+		close(got[i]);
+	}
+	/* the commands' cgroup, when the host sent one */
+	if (fds[2] >= 0) {
+		if (dup3(fds[2], INIT_CMDS_FD, O_CLOEXEC) >= 0)
+			child_cgroup_probe();
+		close(fds[2]);
+	}
 	struct stat a, b;
 	bool ok = fds[0] >= 0 && fds[1] >= 0 && fstat(fds[0], &a) == 0 && S_ISSOCK(a.st_mode) &&
 		  fstat(fds[1], &b) == 0 && S_ISDIR(b.st_mode) && dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) >= 0 &&
@@ -1174,6 +1199,8 @@ int main(int argc, char **argv)
 			child_always_fork();
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
 			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
+		else if (strncmp(argv[i], "memory=", 7) == 0)
+			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
 	}
 	/* procs[] is not touched here: its fds are set when a slot is taken
 	 * (an idle sandbox keeps those pages unallocated) */
@@ -1193,6 +1220,7 @@ int main(int argc, char **argv)
 		return 125;
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
+	child_cgroup_probe();
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 	/* An ephemeral sandbox's creator may hand over one end of a
 	 * connected pair instead of a listening socket: it is the only

@@ -77,8 +77,17 @@ void init_creds_changed(void);
  * already unless the child had to be forked).
  * < 0 (-errno) when no child could be made at all. */
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
+/* memguard.c: whether n more bytes written by init itself to fd fit the
+ * sandbox's memory limit ("memory=N") when they land in memory (a tmpfs):
+ * 0 or -ENOSPC. */
+void memguard_set_limit(uint64_t bytes);
+int memguard_room(int fd, size_t n);
 /* From now on commands are forked (init's "spawn=fork" argument). */
 void child_always_fork(void);
+/* Looks at INIT_CMDS_FD (the commands' cgroup, see child.c): at the start
+ * and after a re-arm. child_cgroup_drop closes it (before a checkpoint). */
+void child_cgroup_probe(void);
+void child_cgroup_drop(void);
 /* Makes <dir>/{command.txt,stdout.txt,stderr.txt} as uid/gid (see tee.c)
  * and returns the two output files open for writing. 0 or -errno. */
 int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *out_fd, int *err_fd);

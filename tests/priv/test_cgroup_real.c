@@ -358,14 +358,18 @@ Test(cgroup_real, limits_read_back)
 	for (int c = CG_MEMORY; c <= CG_CPU; c++)
 		any_v1 |= L.use[c] == CG_V1;
 	if (L.use[CG_MEMORY] == CG_V1) {
+		/* the sandbox: the limit plus init's headroom; its commands'
+		 * cgroup: the limit */
 		const char *d = v1_path(CG_MEMORY);
-		expect_line(d, "memory.limit_in_bytes", "67108864\n");
-		char p[4200];
+		expect_line(d, "memory.limit_in_bytes", "134217728\n");
+		char p[4200], c[4200];
+		snprintf(c, sizeof(c), "%s/cmds", d);
+		expect_line(c, "memory.limit_in_bytes", "67108864\n");
 		snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", d);
 		if (exists(p))
-			expect_line(d, "memory.memsw.limit_in_bytes", "67108864\n");
+			expect_line(c, "memory.memsw.limit_in_bytes", "67108864\n");
 	} else if (L.use[CG_MEMORY] == CG_V2) {
-		expect_line(v2_path(), "memory.max", "67108864\n");
+		expect_line(v2_path(), "memory.max", "134217728\n");
 	}
 	if (L.use[CG_PIDS] != CG_NONE)
 		expect_line(L.use[CG_PIDS] == CG_V1 ? v1_path(CG_PIDS) : v2_path(), "pids.max",

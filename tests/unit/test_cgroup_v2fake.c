@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup/cgroup.h"
 
@@ -126,7 +127,32 @@ Test(cgroup_v2fake, limits_written_and_removed)
 	create_ok("fake1", (struct cg_limits){ .memory_bytes = 512ull << 20, .pids = 100,
 					       .cpu_millis = 1000 });
 	cr_assert_str_eq(get(SELF "/cgroup.subtree_control"), "+memory +pids +cpu");
-	cr_assert_str_eq(get(SELF "/abox-fake1/memory.max"), "536870912");
+	/* the sandbox's own bound: the limit plus init's headroom; the
+	 * commands' cgroup gets the limit once init is in its own leaf */
+	cr_assert_str_eq(get(SELF "/abox-fake1/memory.max"), "603979776");
+	cr_assert(exists(SELF "/abox-fake1/init"));
+	cr_assert(exists(SELF "/abox-fake1/cmds"));
+	cr_assert_str_eq(get(SELF "/abox-fake1/cmds/memory.max"), "<absent>");
+	abox_error err = ABOX_ERROR_INIT;
+	int leaf = cgroup_init_leaf_fd(cg, &err);
+	cr_assert_geq(leaf, 0, "%s", err.msg);
+	close(leaf);
+	cr_assert_eq(cgroup_nest_finish(cg, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(get(SELF "/abox-fake1/cgroup.subtree_control"), "+memory");
+	char plan[8192];
+	cr_assert_eq(cgroup_planned_dirs(&L, "fake1", plan, sizeof(plan), &err), 0, "%s", err.msg);
+	char *pc = strstr(plan, "/abox-fake1/cmds\n"), *pi = strstr(plan, "/abox-fake1/init\n"),
+	     *pp = strstr(plan, "/abox-fake1\n");
+	cr_assert(pc && pi && pp && pc < pp && pi < pp, "%s", plan);
+	cr_assert_str_eq(get(SELF "/abox-fake1/cmds/memory.max"), "536870912");
+	/* init starts commands there with clone3(CLONE_INTO_CGROUP) */
+	int cfd = cgroup_cmds_fd(cg, &err);
+	struct stat cs, cd;
+	cr_assert_geq(cfd, 0, "%s", err.msg);
+	cr_assert_eq(fstat(cfd, &cs), 0);
+	cr_assert_eq(stat(P(SELF "/abox-fake1/cmds"), &cd), 0);
+	cr_assert(cs.st_ino == cd.st_ino);
+	close(cfd);
 	cr_assert_str_eq(get(SELF "/abox-fake1/pids.max"), "100");
 	cr_assert_str_eq(get(SELF "/abox-fake1/cpu.max"), "100000 100000");
 	/* optional knob: absent on a fake tree, so not created */
@@ -161,14 +187,14 @@ Test(cgroup_v2fake, cpu_limit_deferred)
 	struct cg_limits want = { .memory_bytes = 64ull << 20, .pids = 10, .cpu_millis = 500 };
 	cr_assert_eq(cgroup_create_begin(&L, "late", &want, &cg, &err), 0, "%s", err.msg);
 	cr_assert_eq(cgroup_create_finish(&L, cg, true, &err), 0, "%s", err.msg);
-	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "67108864");
+	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "134217728");
 	cr_assert_str_eq(get(SELF "/abox-late/pids.max"), "10");
 	cr_assert_str_eq(get(SELF "/abox-late/cpu.max"), "<absent>");
 	cr_assert_eq(cgroup_limits(cg)->cpu_millis, 500);
 	cr_assert_eq(cgroup_limits(cg)->memory_bytes, 64ull << 20);
 	cr_assert_eq(cgroup_create_cpu(cg, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(get(SELF "/abox-late/cpu.max"), "50000 100000");
-	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "67108864");
+	cr_assert_str_eq(get(SELF "/abox-late/memory.max"), "134217728");
 	/* once only: a second call writes nothing */
 	cr_assert_eq(unlink(P(SELF "/abox-late/cpu.max")), 0);
 	cr_assert_eq(cgroup_create_cpu(cg, &err), 0, "%s", err.msg);
@@ -296,7 +322,7 @@ Test(cgroup_v2fake, same_name_twice_is_eexist)
 	cr_assert_null(second);
 	cr_assert_not_null(strstr(err.msg, "abox-dup"), "%s", err.msg);
 	/* the failed create must not remove the first sandbox's directory */
-	cr_assert_str_eq(get(SELF "/abox-dup/memory.max"), "4096");
+	cr_assert_str_eq(get(SELF "/abox-dup/memory.max"), "67112960");
 	destroy_ok();
 }
 
@@ -410,8 +436,24 @@ Test(cgroup_v2fake, hybrid_v1_limits_and_freezer_fallback)
 	hybrid_host(true);
 	create_ok("hy", (struct cg_limits){ .memory_bytes = 64 << 20, .pids = 32,
 					    .cpu_millis = 1500 });
+	/* v1: init stays in the sandbox's directory (limit + headroom), the
+	 * commands' cgroup below it has the limit; no init leaf */
 	cr_assert_str_eq(get("sys/fs/cgroup/memory/api/18b/abox-hy/memory.limit_in_bytes"),
+			 "134217728");
+	cr_assert_str_eq(get("sys/fs/cgroup/memory/api/18b/abox-hy/cmds/memory.limit_in_bytes"),
 			 "67108864");
+	cr_assert_not(exists("sys/fs/cgroup/memory/api/18b/abox-hy/init"));
+	cr_assert_not(exists("sys/fs/cgroup/pids/abox-hy/cmds"));
+	cr_assert_eq(cgroup_init_leaf_fd(cg, NULL), -ENOENT);
+	cr_assert_eq(cgroup_nest_finish(cg, &err), 0, "%s", err.msg);
+	/* the plan gc removes from lists the commands' cgroup before its
+	 * parent (rmdir of a parent with a child fails) */
+	char plan[8192];
+	cr_assert_eq(cgroup_planned_dirs(&L, "hy", plan, sizeof(plan), &err), 0, "%s", err.msg);
+	char *c = strstr(plan, "/memory/api/18b/abox-hy/cmds\n"), *m = strstr(plan, "/memory/api/18b/abox-hy\n");
+	cr_assert(c && m && c < m, "%s", plan);
+	cr_assert_null(strstr(plan, "/init\n"), "%s", plan);
+	cr_assert_null(strstr(plan, "pids/abox-hy/cmds"), "%s", plan);
 	cr_assert_str_eq(get("sys/fs/cgroup/memory/api/18b/abox-hy/memory.memsw.limit_in_bytes"),
 			 "<absent>");
 	cr_assert_str_eq(get("sys/fs/cgroup/pids/abox-hy/pids.max"), "32");
@@ -430,8 +472,11 @@ Test(cgroup_v2fake, hybrid_v1_limits_and_freezer_fallback)
 
 	put("sys/fs/cgroup/memory/api/18b/abox-hy/memory.oom_control",
 	    "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+	put("sys/fs/cgroup/memory/api/18b/abox-hy/cmds/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+	/* v1 counts per cgroup: the commands' kills are added */
 	cr_assert_eq(cgroup_oom_kills(cg, &n, &err), 0, "%s", err.msg);
-	cr_assert_eq(n, 4);
+	cr_assert_eq(n, 7);
 
 	destroy_ok();
 	cr_assert_not(exists("sys/fs/cgroup/memory/api/18b/abox-hy"));
@@ -464,7 +509,8 @@ Test(cgroup_v2fake, comounted_v1_controllers_share_a_directory)
 					 "3:cpu,cpuacct,memory:/\n", root, &L, &err),
 		     0, "%s", err.msg);
 	create_ok("co", (struct cg_limits){ .memory_bytes = 8192, .cpu_millis = 100 });
-	cr_assert_str_eq(get("sys/fs/cgroup/cpu,memory/abox-co/memory.limit_in_bytes"), "8192");
+	cr_assert_str_eq(get("sys/fs/cgroup/cpu,memory/abox-co/memory.limit_in_bytes"), "67117056");
+	cr_assert_str_eq(get("sys/fs/cgroup/cpu,memory/abox-co/cmds/memory.limit_in_bytes"), "8192");
 	cr_assert_str_eq(get("sys/fs/cgroup/cpu,memory/abox-co/cpu.cfs_quota_us"), "10000");
 	destroy_ok();
 	cr_assert_not(exists("sys/fs/cgroup/cpu,memory/abox-co"));

@@ -100,6 +100,7 @@ struct abox_proc {
 	char t_dir[128];
 	struct trunc_stream t_out, t_err;
 	int exit_code;
+	char oom_msg[96]; /* the END's error after an OOM kill (see deliver_end) */
 };
 
 /* The remote backend (src/lib/remote/), linked into libabox but not into

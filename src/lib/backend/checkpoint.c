@@ -177,7 +177,8 @@ int abox_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox
  * the writable layer's fd: from a child in the sandbox's network
  * namespace only, through an abstract socket named with the checkpoint's
  * token, to a peer that must be init itself. */
-int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, abox_error *err)
+int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, int cmds_fd,
+		     abox_error *err)
 {
 	pid_t c = fork();
 	if (c < 0)
@@ -207,7 +208,8 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 					close(a);
 					continue;
 				}
-				int fds[2] = { listen_fd, layer_fd };
+				int fds[3] = { listen_fd, layer_fd, cmds_fd };
+				size_t nfds = cmds_fd >= 0 ? 3 : 2;
 				union {
 					struct cmsghdr h;
 					char buf[CMSG_SPACE(sizeof(fds))];
@@ -216,12 +218,12 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 				char byte = 'A';
 				struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 				struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-						     .msg_controllen = sizeof(u.buf) };
+						     .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
 				struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 				cm->cmsg_level = SOL_SOCKET;
 				cm->cmsg_type = SCM_RIGHTS;
-				cm->cmsg_len = CMSG_LEN(sizeof(fds));
-				memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+				cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+				memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 				_exit(sendmsg(a, &mh, MSG_NOSIGNAL) == 1 ? 0 : 13);
 			}
 		}
@@ -321,8 +323,9 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 	int l = -1, c = -1;
 	char rd[4200];
 	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
+	int cmds = cgroup_cmds_fd(sb->cg, NULL);
 	if (store_rundir_relisten(rd, &l, &c, &e2) == 0 &&
-	    checkpoint_rearm(sb->pid, sb->pidfd, token, l, sb->layer_fd, &e2) == 0) {
+	    checkpoint_rearm(sb->pid, sb->pidfd, token, l, sb->layer_fd, cmds, &e2) == 0) {
 		sb->conn = c;
 		sb->rd.sock = c;
 		sb->conn_errno = 0;
@@ -336,6 +339,8 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 		close(l);
 	if (c >= 0)
 		close(c);
+	if (cmds >= 0)
+		close(cmds);
 }
 
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,

@@ -39,7 +39,9 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 /* For checkpoint.c and checkpoint_restore.c */
 void checkpoint_log_tail(const char *log, char *out, size_t n);
 int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err);
-int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, abox_error *err);
+/* cmds_fd: the commands' cgroup for init (cgroup_cmds_fd), or -1 */
+int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, int cmds_fd,
+		     abox_error *err);
 void checkpoint_tree_args(const struct template_info *t, bool restore, const char *rundir, char ext[][600],
 			  const char **argv, int *k);
 

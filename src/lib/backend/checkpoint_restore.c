@@ -222,11 +222,23 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 				    log);
 		goto out;
 	}
-	if ((r = checkpoint_rearm(out->pid, pidfd, token, listen_fd, layer, err)) < 0) {
+	/* v2 memory: the restored tree sits in init's leaf now; then the
+	 * commands' cgroup gets its limit, and init the fd to start commands
+	 * there (the restored ones stay where the restore put them, within
+	 * the sandbox's total) */
+	int cmds = -1;
+	if ((r = cgroup_nest_finish(cg, err)) < 0 ||
+	    ((cmds = cgroup_cmds_fd(cg, err)) < 0 && cmds != -ENOENT) ||
+	    (r = checkpoint_rearm(out->pid, pidfd, token, listen_fd, layer, cmds, err)) < 0) {
+		if (cmds >= 0)
+			close(cmds);
+		r = r < 0 ? r : cmds;
 		abox_error_prefix(err, "restore");
 		(void)cgroup_kill(cg, NULL);
 		goto out;
 	}
+	if (cmds >= 0)
+		close(cmds);
 	out->cgroups = strdup(planned);
 	r = 0;
 out:

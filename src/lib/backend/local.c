@@ -466,10 +466,13 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		goto fail;
 	}
 
-	char hosts[256], timeout_arg[64];
+	char hosts[256], timeout_arg[64], memory_arg[48];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
-	char *init_argv[5] = { (char *)"abox-init", NULL, NULL, NULL, NULL };
+	char *init_argv[6] = { (char *)"abox-init", NULL, NULL, NULL, NULL, NULL };
 	int ai = 1;
+	/* init keeps its own writes into a layer in memory within this */
+	snprintf(memory_arg, sizeof(memory_arg), "memory=%llu", (unsigned long long)lim.memory_bytes);
+	init_argv[ai++] = memory_arg;
 	if (o.flags & ABOX_SANDBOX_EPHEMERAL)
 		init_argv[ai++] = (char *)"ephemeral";
 	/* commands forked, never started in init's memory (see

@@ -137,6 +137,18 @@ static void deliver_end(abox_proc *p, abox_event *ev, abox_event_fn fn, void *ud
 			ev->end_flags |= ABOX_END_OOM;
 		sb->oom_base = ooms;
 	}
+	/* said in words too, for callers that pass the error on as it is
+	 * (aboxd's end event, and from there the SDKs' CommandExitError):
+	 * the OOM kill and the limit that was hit */
+	if ((ev->end_flags & ABOX_END_OOM) && !ev->error) {
+		char lim[32] = "";
+		if (sb->memory_limit)
+			format_size(sb->memory_limit, lim, sizeof(lim));
+		safe_snprintf(p->oom_msg, sizeof(p->oom_msg), "%s" END_OOM_WORDS "%s%s%s",
+			      ev->signal == SIGKILL ? "killed" : "a process of the sandbox was killed",
+			      lim[0] ? " (limit " : "", lim, lim[0] ? ")" : "");
+		ev->error = p->oom_msg;
+	}
 	p->ended = true;
 	p->exit_code = ev->exit_code;
 	p->sb->active = NULL;
@@ -199,6 +211,8 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 		case F_FLAGS:
 			if (f->type == MSG_EV_END && proto_field_u64(&fl, &v) == 0 && (v & END_TIMED_OUT))
 				ev.end_flags |= ABOX_END_CMD_TIMEOUT;
+			if (f->type == MSG_EV_END && proto_field_u64(&fl, &v) == 0 && (v & END_OOM_KILLED))
+				ev.end_flags |= ABOX_END_OOM;
 			break;
 		case F_MESSAGE:
 			free(msg);

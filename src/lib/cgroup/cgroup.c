@@ -29,7 +29,9 @@
 
 #include "cgroup/cgroup.h"
 
-#define DIRS_MAX (CG_CONTROLLER_MAX + 1) /* the v2 dir + one per v1 controller */
+/* the v2 dir + one per v1 controller + the commands' and init's own
+ * memory cgroups below the sandbox's (see cgroup_cmds_fd) */
+#define DIRS_MAX (CG_CONTROLLER_MAX + 3)
 #define NAME_LEN_MAX 128
 #define CPU_PERIOD_US 100000u
 #define CPU_MILLIS_MIN 10u /* the kernel's minimum quota: 1 ms per period */
@@ -57,6 +59,9 @@ struct cg_sandbox {
 	bool finished; /* cgroup_create_finish ran */
 	bool cpu_pending; /* the CPU limit is still to be written (cgroup_create_cpu) */
 	int oom_fd;    /* the OOM kill counter's file, kept open (read after each command), or -1 */
+	int oom_cmds_fd; /* the same for the commands' cgroup (v1), or -1 */
+	int cmds;      /* index of "<memory dir>/cmds" (the commands' memory limit), or -1 */
+	int init_leaf; /* v2 memory only: index of "<v2 dir>/init" (init's own), or -1 */
 	struct cg_limits lim;
 	char leaf[sizeof("abox-") + NAME_LEN_MAX];
 };
@@ -155,6 +160,7 @@ void cgroup_sandbox_free(struct cg_sandbox *cg)
 		free(cg->dir[i].path);
 	}
 	closep(&cg->oom_fd);
+	closep(&cg->oom_cmds_fd);
 	free(cg);
 }
 
@@ -232,6 +238,30 @@ static int add_dir(struct cg_sandbox *cg, const char *mount, const char *self, c
 	return (int)(cg->n - 1);
 }
 
+/* mkdir <dir[parent]>/<name> (or open it when existing) and keep an fd on
+ * it. Returns its index. */
+static int add_child(struct cg_sandbox *cg, int parent, const char *name, bool existing, abox_error *err)
+{
+	const struct cg_dir *p = &cg->dir[parent];
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&path, "%s/%s", p->path, name) < 0)
+		return abox_error_set(err, ENOMEM, "cgroup: create");
+	if (cg->n == DIRS_MAX)
+		return abox_error_setx(err, EINVAL, "cgroup: too many directories");
+	if (existing) {
+		if (faccessat(p->fd, name, F_OK, 0) < 0)
+			return -errno;
+	} else if (mkdirat(p->fd, name, 0755) < 0) {
+		return abox_error_set(err, errno, "cgroup: mkdir '%s'", path);
+	}
+	struct cg_dir *d = &cg->dir[cg->n++];
+	*d = (struct cg_dir){ .path = TAKE_PTR(path), .fd = -EBADF, .version = p->version, .fake = p->fake };
+	d->fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s'", d->path);
+	return (int)(cg->n - 1);
+}
+
 /* v2 hands a controller to children only when their parent lists it in
  * cgroup.subtree_control. Read first and write only what is missing: a
  * write, even of controllers already on, makes the kernel walk every
@@ -284,6 +314,19 @@ static int enable_v2(const struct cg_layout *l, abox_error *err)
 	return 0;
 }
 
+/* The user's memory limit on the commands' cgroup, without swap past it. */
+static int cmds_limit(struct cg_sandbox *cg, uint64_t bytes, abox_error *err)
+{
+	const struct cg_dir *d = &cg->dir[cg->cmds];
+	bool v1 = d->version == CG_V1;
+	char mem[24];
+	snprintf(mem, sizeof(mem), "%" PRIu64, bytes);
+	int r = knob_write(d, v1 ? "memory.limit_in_bytes" : "memory.max", mem, false, err);
+	if (r >= 0)
+		r = knob_write(d, v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", v1 ? mem : "0", true, err);
+	return r;
+}
+
 /* Writes the limits in lim that are set. Any failure fails the whole
  * create, so on success cg->lim (the request, from _begin) holds. */
 static int write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err)
@@ -295,7 +338,10 @@ static int write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
 	char mem[24], pids[24], cpu[48];
 
-	snprintf(mem, sizeof(mem), "%" PRIu64, lim->memory_bytes);
+	/* with a commands' cgroup below, the sandbox's own bound is the
+	 * commands' limit plus init's headroom (see CG_INIT_HEADROOM) */
+	uint64_t total = lim->memory_bytes + (cg->cmds >= 0 ? CG_INIT_HEADROOM : 0);
+	snprintf(mem, sizeof(mem), "%" PRIu64, total);
 	snprintf(pids, sizeof(pids), "%" PRIu64, lim->pids);
 	if (c1)
 		snprintf(cpu, sizeof(cpu), "%" PRIu64, quota);
@@ -322,6 +368,10 @@ static int write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		if (r < 0)
 			return r;
 	}
+	/* v1: the commands' limit now; v2 needs the controller handed down
+	 * first, once init has left the sandbox's directory (cgroup_nest_finish) */
+	if (m1 && cg->cmds >= 0)
+		return cmds_limit(cg, lim->memory_bytes, err);
 	return 0;
 }
 
@@ -358,8 +408,10 @@ int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, 
 	if (!name_ok(name))
 		return abox_error_setx(err, EINVAL, "cgroup: invalid sandbox name");
 	const char *mounts[1 + CG_CONTROLLER_MAX], *selfs[1 + CG_CONTROLLER_MAX];
+	bool mem[1 + CG_CONTROLLER_MAX] = { false };
 	size_t n = 0;
 	if (l->v2_mount && l->v2_self) {
+		mem[n] = l->use[CG_MEMORY] == CG_V2;
 		mounts[n] = l->v2_mount;
 		selfs[n++] = l->v2_self;
 	}
@@ -367,22 +419,29 @@ int cgroup_planned_dirs(const struct cg_layout *l, const char *name, char *buf, 
 		/* the freezer may fall back to v1 when the v2 directory lacks
 		 * cgroup.freeze: list it whenever it is mounted */
 		if ((l->use[c] == CG_V1 || c == CG_FREEZER) && l->v1_mount[c] && l->v1_self[c]) {
+			mem[n] = c == CG_MEMORY;
 			mounts[n] = l->v1_mount[c];
 			selfs[n++] = l->v1_self[c];
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		char line[4096];
-		const char *self = strcmp(selfs[i], "/") == 0 ? "" : selfs[i];
-		int k = snprintf(line, sizeof(line), "%s%s/abox-%s\n", mounts[i], self, name);
-		if (k < 0 || (size_t)k >= sizeof(line))
-			return abox_error_setx(err, ENAMETOOLONG, "cgroup: path too long");
-		if (strstr(buf, line))
-			continue; /* co-mounted controllers share a directory */
-		if (used + (size_t)k + 1 > len)
-			return abox_error_setx(err, ENOBUFS, "cgroup: too many directories");
-		memcpy(buf + used, line, (size_t)k + 1);
-		used += (size_t)k;
+		/* nested ones first: they go before their parent can */
+		static const char *const subs[] = { "/cmds", "/init", "" };
+		for (size_t s = mem[i] ? 0 : 2; s < ELEMENTSOF(subs); s++) {
+			char line[4096];
+			const char *self = strcmp(selfs[i], "/") == 0 ? "" : selfs[i];
+			if (s == 1 && l->use[CG_MEMORY] != CG_V2)
+				continue; /* init has a leaf of its own on v2 only */
+			int k = snprintf(line, sizeof(line), "%s%s/abox-%s%s\n", mounts[i], self, name, subs[s]);
+			if (k < 0 || (size_t)k >= sizeof(line))
+				return abox_error_setx(err, ENAMETOOLONG, "cgroup: path too long");
+			if (strstr(buf, line))
+				continue; /* co-mounted controllers share a directory */
+			if (used + (size_t)k + 1 > len)
+				return abox_error_setx(err, ENOBUFS, "cgroup: too many directories");
+			memcpy(buf + used, line, (size_t)k + 1);
+			used += (size_t)k;
+		}
 	}
 	return 0;
 }
@@ -399,6 +458,7 @@ int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_
 	snprintf(cg->leaf, sizeof(cg->leaf), "abox-%s", name);
 	cg->v2 = -1;
 	cg->oom_fd = -1;
+	cg->cmds = cg->init_leaf = cg->oom_cmds_fd = -1;
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cg->ctl[c] = -1;
 	if (l->v2_mount && l->v2_self) {
@@ -420,6 +480,16 @@ int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_
 	}
 	if (cg->ctl[CG_FREEZER] < 0 && cg->v2 >= 0 && cg->v2_freeze)
 		cg->ctl[CG_FREEZER] = cg->v2;
+	/* the nested ones, when the sandbox was made with them */
+	if (cg->ctl[CG_MEMORY] >= 0) {
+		int m = cg->ctl[CG_MEMORY];
+		if (cg->dir[m].version == CG_V2) {
+			int r = add_child(cg, m, "init", true, NULL);
+			cg->init_leaf = r >= 0 ? r : -1;
+		}
+		int r = add_child(cg, m, "cmds", true, NULL);
+		cg->cmds = r >= 0 ? r : -1;
+	}
 	cg->finished = true;
 	*out = TAKE_PTR(cg);
 	return 0;
@@ -450,6 +520,7 @@ int cgroup_create_begin(const struct cg_layout *l, const char *name, const struc
 	cg->lim = *lim;
 	cg->v2 = -1;
 	cg->oom_fd = -1;
+	cg->cmds = cg->init_leaf = cg->oom_cmds_fd = -1;
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cg->ctl[c] = -1;
 
@@ -467,6 +538,16 @@ int cgroup_create_begin(const struct cg_layout *l, const char *name, const struc
 		 * in the common case */
 		cg->v2_kill = faccessat(cg->dir[r].fd, "cgroup.kill", F_OK, 0) == 0;
 		cg->v2_freeze = cg->v2_kill || faccessat(cg->dir[r].fd, "cgroup.freeze", F_OK, 0) == 0;
+		/* v2 lets no process sit in a cgroup that hands a controller to
+		 * children: init gets a leaf of its own next to the commands' */
+		if (l->use[CG_MEMORY] == CG_V2 && lim->memory_bytes) {
+			if ((r = add_child(cg, cg->v2, "init", false, err)) < 0)
+				return r;
+			cg->init_leaf = r;
+			if ((r = add_child(cg, cg->v2, "cmds", false, err)) < 0)
+				return r;
+			cg->cmds = r;
+		}
 	}
 	*out = TAKE_PTR(cg);
 	return 0;
@@ -490,6 +571,11 @@ int cgroup_create_finish(const struct cg_layout *l, struct cg_sandbox *cg, bool 
 			if (r < 0)
 				return r;
 			cg->ctl[c] = r;
+			if (c == CG_MEMORY && cg->lim.memory_bytes) {
+				if ((r = add_child(cg, r, "cmds", false, err)) < 0)
+					return r;
+				cg->cmds = r;
+			}
 		}
 	}
 	struct cg_limits lim = cg->lim;
@@ -535,6 +621,41 @@ int cgroup_v2_fd(const struct cg_sandbox *cg)
 	return cg && cg->v2 >= 0 ? cg->dir[cg->v2].fd : -1;
 }
 
+int cgroup_cmds_fd(const struct cg_sandbox *cg, abox_error *err)
+{
+	if (!cg || cg->cmds < 0)
+		return -ENOENT;
+	const struct cg_dir *d = &cg->dir[cg->cmds];
+	int fd = d->version == CG_V1 ? openat(d->fd, "tasks", O_WRONLY | O_CLOEXEC | O_NOCTTY)
+				     : openat(d->fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s'", d->path);
+	return fd;
+}
+
+int cgroup_init_leaf_fd(const struct cg_sandbox *cg, abox_error *err)
+{
+	if (!cg || cg->init_leaf < 0)
+		return -ENOENT;
+	const struct cg_dir *d = &cg->dir[cg->init_leaf];
+	int fd = openat(d->fd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY | (d->fake ? O_CREAT : 0), 0644);
+	if (fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s/cgroup.procs'", d->path);
+	return fd;
+}
+
+int cgroup_nest_finish(struct cg_sandbox *cg, abox_error *err)
+{
+	if (!cg || cg->init_leaf < 0 || cg->cmds < 0)
+		return 0;
+	/* init is in its leaf now: the sandbox's directory is empty of
+	 * processes, so it may hand the memory controller down */
+	int r = knob_write(&cg->dir[cg->v2], "cgroup.subtree_control", "+memory", false, err);
+	if (r < 0)
+		return r;
+	return cmds_limit(cg, cg->lim.memory_bytes, err);
+}
+
 const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg)
 {
 	return cg ? &cg->lim : NULL;
@@ -550,7 +671,11 @@ int cgroup_attach(struct cg_sandbox *cg, pid_t pid, bool include_v2, abox_error 
 	for (size_t i = 0; i < cg->n; i++) {
 		if (cg->dir[i].version == CG_V2 && !include_v2)
 			continue;
-		int r = knob_write(&cg->dir[i], "cgroup.procs", v, false, err);
+		/* init's place: the sandbox's own directories, or its v2 leaf */
+		if ((int)i == cg->cmds || (int)i == cg->init_leaf)
+			continue;
+		const struct cg_dir *d = (int)i == cg->v2 && cg->init_leaf >= 0 ? &cg->dir[cg->init_leaf] : &cg->dir[i];
+		int r = knob_write(d, "cgroup.procs", v, false, err);
 		if (r < 0)
 			return r;
 	}
@@ -570,7 +695,7 @@ int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t 
 {
 	size_t k = 0;
 	for (size_t i = 0; i < cg->n; i++) {
-		if (cg->dir[i].version != CG_V1)
+		if (cg->dir[i].version != CG_V1 || (int)i == cg->cmds)
 			continue;
 		if (k == max) {
 			for (size_t j = 0; j < k; j++)
@@ -590,6 +715,26 @@ int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t 
 	return 0;
 }
 
+/* The "oom_kill N" count of one memory cgroup, through a kept fd: read
+ * after every command that ends, one pread instead of open, read, close. */
+static int oom_read(const struct cg_dir *d, int *fd, uint64_t *n, abox_error *err)
+{
+	const char *file = d->version == CG_V1 ? "memory.oom_control" : "memory.events";
+	if (*fd < 0)
+		*fd = openat(d->fd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (*fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s/%s'", d->path, file);
+	char text[1024];
+	ssize_t got = pread(*fd, text, sizeof(text) - 1, 0);
+	if (got < 0)
+		return abox_error_set(err, errno, "cgroup: read '%s/%s'", d->path, file);
+	text[got] = '\0';
+	if (kv_get(text, "oom_kill", n) < 0)
+		return abox_error_setx(err, EPROTO, "cgroup: no 'oom_kill N' line in '%s/%s'",
+				       d->path, file);
+	return 0;
+}
+
 int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err)
 {
 	uint64_t n;
@@ -600,21 +745,16 @@ int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "cgroup: no memory controller, OOM kills are not counted");
 	const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
-	const char *file = d->version == CG_V1 ? "memory.oom_control" : "memory.events";
-	/* read after every command that ends: one pread on a kept fd instead
-	 * of open, read, close */
-	if (cg->oom_fd < 0)
-		cg->oom_fd = openat(d->fd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (cg->oom_fd < 0)
-		return abox_error_set(err, errno, "cgroup: open '%s/%s'", d->path, file);
-	char text[1024];
-	ssize_t got = pread(cg->oom_fd, text, sizeof(text) - 1, 0);
-	if (got < 0)
-		return abox_error_set(err, errno, "cgroup: read '%s/%s'", d->path, file);
-	text[got] = '\0';
-	if (kv_get(text, "oom_kill", &n) < 0)
-		return abox_error_setx(err, EPROTO, "cgroup: no 'oom_kill N' line in '%s/%s'",
-				       d->path, file);
+	int r = oom_read(d, &cg->oom_fd, &n, err);
+	/* v1 counts kills in the cgroup itself only, v2 in its whole
+	 * subtree: on v1 the commands' own count is added */
+	if (r >= 0 && cg->cmds >= 0 && d->version == CG_V1) {
+		uint64_t k;
+		r = oom_read(&cg->dir[cg->cmds], &cg->oom_cmds_fd, &k, err);
+		n += k;
+	}
+	if (r < 0)
+		return r;
 	*out = n;
 	return 0;
 }
@@ -791,7 +931,8 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err)
 		left[i] = i < cg->n;
 	for (;; backoff(&delay)) {
 		busy = NULL;
-		for (size_t i = 0; i < cg->n; i++) {
+		/* backwards: nested directories come after their parents */
+		for (size_t i = cg->n; i-- > 0;) {
 			if (!left[i])
 				continue;
 			if (cg->dir[i].fake)
@@ -868,7 +1009,10 @@ int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 		const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
 		bool v1 = d->version == CG_V1;
 		(void)read_u64(d, v1 ? "memory.usage_in_bytes" : "memory.current", &st.mem_current);
-		(void)read_u64(d, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
+		/* the user's limit is the commands' (the sandbox's own adds
+		 * init's headroom) */
+		const struct cg_dir *ld = cg->cmds >= 0 ? &cg->dir[cg->cmds] : d;
+		(void)read_u64(ld, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
 	}
 	if (cg->ctl[CG_PIDS] >= 0)
 		(void)read_u64(&cg->dir[cg->ctl[CG_PIDS]], "pids.current", &st.pids_current);

@@ -108,6 +108,28 @@ int cgroup_attach_v2(struct cg_sandbox *cg, pid_t pid, abox_error *err);
  * milliseconds), writing "0" (this thread) to "tasks" does not. The caller
  * owns the fds. */
 int cgroup_open_self_attach(struct cg_sandbox *cg, int *fds, size_t max, size_t *n, abox_error *err);
+/* Commands live one level below the sandbox in the memory hierarchy,
+ * "<sandbox>/cmds", which carries the user's memory limit; the sandbox's
+ * own directory carries that plus CG_INIT_HEADROOM, and init stays out of
+ * the commands' cgroup. An OOM of the commands then picks its victims
+ * among the commands only: init (PID 1, whose OOM score cannot be lowered
+ * on hosts that withhold CAP_SYS_RESOURCE) and with it the sandbox
+ * survive. v1 keeps init in the sandbox's directory; v2 lets no process
+ * sit in a cgroup that hands a controller down, so init gets its own leaf,
+ * "<sandbox>/init", which the sandbox child moves into (cgroup_init_leaf_fd)
+ * once its cgroup namespace is made at the sandbox's directory. */
+#define CG_INIT_HEADROOM (64ull << 20)
+/* A new fd init places commands with: v1, the commands' "tasks" file
+ * (a child writes "0" to it before its exec); v2, their directory (for
+ * clone3 CLONE_INTO_CGROUP). -ENOENT when the sandbox has none (no memory
+ * limit, or made before commands had a cgroup of their own). */
+int cgroup_cmds_fd(const struct cg_sandbox *cg, abox_error *err);
+/* v2 memory only: a new fd of "<sandbox>/init/cgroup.procs" for the sandbox
+ * child to write "0" to; -ENOENT elsewhere. */
+int cgroup_init_leaf_fd(const struct cg_sandbox *cg, abox_error *err);
+/* v2 memory only, once init is in its leaf: hands the memory controller to
+ * the sandbox's children and writes the commands' limit. 0 elsewhere. */
+int cgroup_nest_finish(struct cg_sandbox *cg, abox_error *err);
 /* Number of OOM kills inside the sandbox's memory cgroup so far. */
 int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
 /* What the sandbox uses now; UINT64_MAX where the host cannot tell (no

@@ -115,6 +115,12 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 #define CLOCKS_RUN (1u << 1)
 /* F_FLAGS of MSG_EV_END */
 #define END_TIMED_OUT (1u << 0) /* init killed it at its F_TIMEOUT_MS */
+/* the OOM killer struck during it: never from init (the host counts OOM
+ * kills itself), set by the remote backend from aboxd's end error */
+#define END_OOM_KILLED (1u << 1)
+/* The words of an OOM end's error (backend/proc.c writes them, aboxd
+ * passes them on, the remote backend reads them back). */
+#define END_OOM_WORDS ": out of memory"
 
 /* abox-init command line: abox-init [flags]; fd 3 is the listening socket.
  * Flags: "ephemeral" = the sandbox ends when its first host connection
@@ -124,12 +130,17 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 #define INIT_LISTEN_FD 3
 /* O_PATH fd on the writable layer's tmpfs (for disk use). */
 #define INIT_LAYER_FD 4
+/* Where init places its commands (see cgroup_cmds_fd), when the sandbox
+ * has a commands' cgroup: the v1 "tasks" file or the v2 directory. Absent
+ * (closed) otherwise. */
+#define INIT_CMDS_FD 5
 
 /* Re-arming init after a checkpoint (restored, or the dump failed): the
  * host listens on the abstract unix socket "\0" INIT_REARM_NAME TOKEN in
  * the sandbox's network namespace and sends init SIGUSR2; init connects
- * and receives one byte with two fds (SCM_RIGHTS): its new listening
- * socket and the writable layer's folder. The host checks the peer's pid
+ * and receives one byte with two or three fds (SCM_RIGHTS): its new
+ * listening socket, the writable layer's folder and, when the sandbox has
+ * one, the commands' cgroup (INIT_CMDS_FD). The host checks the peer's pid
  * (SO_PEERCRED), so a process of the sandbox that races for the name gets
  * nothing. */
 #define INIT_REARM_NAME "abox-rearm-"

@@ -116,6 +116,16 @@ static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
 	return ms >= (int64_t)rp->timeout_ms;
 }
 
+/* Whether aboxd's end event says the OOM killer struck (its error, as
+ * backend/proc.c words it), so that the end carries ABOX_END_OOM here too. */
+static bool oom_killed(json_object *o)
+{
+	json_object *e, *end, *er;
+	return json_object_object_get_ex(o, "event", &e) && json_object_object_get_ex(e, "end", &end) &&
+	       json_object_object_get_ex(end, "error", &er) && json_object_is_type(er, json_type_string) &&
+	       strstr(json_object_get_string(er), END_OOM_WORDS) != NULL;
+}
+
 static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
 	if (flags & 0x02) {
@@ -145,6 +155,8 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 		return 0;
 	if (end && killed_after_timeout(rp, o))
 		proto_put_u64(&m, F_FLAGS, END_TIMED_OUT);
+	else if (end && oom_killed(o))
+		proto_put_u64(&m, F_FLAGS, END_OOM_KILLED);
 	if (rp->spool[0] >= 0 && !rp->watch_root)
 		spool(rp, o);
 	if (send_frame(rp, &m) < 0) {

@@ -138,7 +138,7 @@ static int send_fds(int sock, char byte, const int *fds, size_t n)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-_Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, int err_fd)
+_Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, int err_fd, int leaf_fd)
 {
 	abox_error e = ABOX_ERROR_INIT;
 	int r;
@@ -170,10 +170,11 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	int init_fd = fcntl(cfg->init_memfd, F_DUPFD_CLOEXEC, 10);
 	int hi_sync = fcntl(sync_fd, F_DUPFD_CLOEXEC, 10);
 	int hi_err = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+	int hi_leaf = leaf_fd >= 0 ? fcntl(leaf_fd, F_DUPFD_CLOEXEC, 10) : -1;
 	if (hi_err < 0)
 		_exit(125);
 	err_fd = hi_err;
-	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0) {
+	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0 || (leaf_fd >= 0 && hi_leaf < 0)) {
 		abox_error_set(&e, errno, "move fds");
 		child_fail(err_fd, &e);
 	}
@@ -193,15 +194,29 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	int got[CG_CONTROLLER_MAX + 4];
 	char tag = 0;
 	ssize_t ngot = recv_fds(sync_fd, &tag, got, ELEMENTSOF(got));
-	if (ngot < 1 || (tag == 's' && ngot < 2))
+	/* 's'/'n': with or without a sysfs; upper case: the commands'
+	 * cgroup (for init) follows */
+	bool has_sysfs = tag == 's' || tag == 'S', has_cmds = tag == 'S' || tag == 'N';
+	ssize_t first_task = 1 + has_sysfs + has_cmds;
+	if (ngot < first_task)
 		_exit(125); /* the parent gave up: it reports its own error */
 	if (setns(got[0], CLONE_NEWNET) < 0) {
 		abox_error_set(&e, errno, "join the network namespace");
 		child_fail(err_fd, &e);
 	}
 	close(got[0]);
-	int sysfs_fd = tag == 's' ? got[1] : -1;
-	for (ssize_t i = tag == 's' ? 2 : 1; i < ngot; i++) {
+	int sysfs_fd = has_sysfs ? got[1] : -1;
+	/* above the numbers the dup2 calls below write (as the others are):
+	 * received fds take the lowest free ones, which may be 0-5 */
+	int cmds_fd = has_cmds ? fcntl(got[1 + has_sysfs], F_DUPFD_CLOEXEC, 10) : -1;
+	if (has_cmds) {
+		if (cmds_fd < 0) {
+			abox_error_set(&e, errno, "move fds");
+			child_fail(err_fd, &e);
+		}
+		close(got[1 + has_sysfs]);
+	}
+	for (ssize_t i = first_task; i < ngot; i++) {
 		if (write(got[i], "0", 1) != 1) {
 			abox_error_set(&e, errno, "join cgroup");
 			child_fail(err_fd, &e);
@@ -226,8 +241,22 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "unshare cgroup namespace");
 		child_fail(err_fd, &e);
 	}
+	/* v2 memory: init's own leaf, below the namespace's root so that
+	 * the commands' cgroup next to it stays in view (a cgroup2 mounted
+	 * with nsdelegate refuses moves into cgroups outside it). This write
+	 * to cgroup.procs is the one that takes the kernel's threadgroup
+	 * lock (a few ms); v1 hosts do not pay it. */
+	if (hi_leaf >= 0) {
+		if (write(hi_leaf, "0", 1) != 1) {
+			abox_error_set(&e, errno, "join init's cgroup");
+			child_fail(err_fd, &e);
+		}
+		close(hi_leaf);
+	}
 	/* init must survive the sandbox's own OOM kills; commands reset
-	 * this to 0 before they exec. Through the legacy oom_adj (-17 is
+	 * this to 0 before they exec. Hosts that withhold CAP_SYS_RESOURCE
+	 * refuse it: there the commands' own cgroup (cgroup.h) is what keeps
+	 * init out of the OOM killer's choice. Through the legacy oom_adj (-17 is
 	 * -1000): a write to oom_score_adj by a holder of CAP_SYS_RESOURCE
 	 * also lowers oom_score_adj_min, which every command would inherit,
 	 * and a command of any user could then write -1000 back and make a
@@ -244,12 +273,13 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "open /dev/null");
 		child_fail(err_fd, &e);
 	}
-	if (dup2(listen_fd, INIT_LISTEN_FD) < 0 || dup2(layer_fd, INIT_LAYER_FD) < 0) {
+	if (dup2(listen_fd, INIT_LISTEN_FD) < 0 || dup2(layer_fd, INIT_LAYER_FD) < 0 ||
+	    (cmds_fd >= 0 && dup2(cmds_fd, INIT_CMDS_FD) < 0)) {
 		abox_error_set(&e, errno, "dup2 agent socket");
 		child_fail(err_fd, &e);
 	}
 	/* every other inherited fd closes at exec */
-	if (syscall(SYS_close_range, INIT_LAYER_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+	if (syscall(SYS_close_range, (cmds_fd >= 0 ? INIT_CMDS_FD : INIT_LAYER_FD) + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
 		abox_error_set(&e, errno, "close_range");
 		child_fail(err_fd, &e);
 	}
@@ -342,6 +372,13 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 	}
+	/* v2 memory: the child moves itself into init's leaf (see child_main) */
+	int leaf_fd = cfg->cg ? cgroup_init_leaf_fd(cfg->cg, err) : -ENOENT;
+	if (leaf_fd < 0 && leaf_fd != -ENOENT) {
+		close_all(sync, 2);
+		close_all(ep, 2);
+		return leaf_fd;
+	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && into_v2) {
 		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
@@ -354,9 +391,11 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	if (pid == 0) {
 		close(sync[0]);
 		close(ep[0]);
-		child_main(cfg, sync[1], ep[1]);
+		child_main(cfg, sync[1], ep[1], leaf_fd);
 	}
 	int saved = errno;
+	if (leaf_fd >= 0)
+		close(leaf_fd);
 	close(sync[1]);
 	close(ep[1]);
 	if (pid < 0) {
@@ -379,17 +418,28 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 			give[ngive++] = sysfs_fd;
 		r = 0;
 	}
+	bool with_cmds = false;
 	if (r >= 0 && cfg->cg) {
 		size_t nattach = 0;
 		r = cgroup_create_finish(cfg->cg_layout, cfg->cg, true, err);
 		if (r >= 0 && !into_v2)
 			r = cgroup_attach_v2(cfg->cg, (pid_t)pid, err);
+		if (r >= 0) {
+			int cfd = cgroup_cmds_fd(cfg->cg, err);
+			if (cfd >= 0) {
+				give[ngive++] = cfd;
+				with_cmds = true;
+			} else if (cfd != -ENOENT) {
+				r = cfd;
+			}
+		}
 		if (r >= 0)
 			r = cgroup_open_self_attach(cfg->cg, give + ngive, ELEMENTSOF(give) - ngive, &nattach, err);
 		ngive += nattach;
 		spawn_mark(cfg->rootfs.marks, MARK_P_CGROUPS);
 	}
-	if (r >= 0 && (r = send_fds(sync[0], sysfs_fd >= 0 ? 's' : 'n', give, ngive)) < 0)
+	char tag = sysfs_fd >= 0 ? (with_cmds ? 'S' : 's') : (with_cmds ? 'N' : 'n');
+	if (r >= 0 && (r = send_fds(sync[0], tag, give, ngive)) < 0)
 		abox_error_set(err, -r, "hand the network namespace and cgroups to the sandbox child");
 	close_all(give, ngive);
 	close(sync[0]);
@@ -412,6 +462,10 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	} else if (r >= 0 && n != 0) {
 		r = abox_error_setx(err, EIO, "sandbox child died during setup");
 	}
+	/* init runs (exec'd) and sits in its v2 leaf: the commands' limit
+	 * can be written now, before anything of the sandbox's own runs */
+	if (r >= 0 && cfg->cg)
+		r = cgroup_nest_finish(cfg->cg, err);
 	if (r < 0) {
 		kill((pid_t)pid, SIGKILL);
 		while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)

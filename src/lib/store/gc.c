@@ -50,7 +50,11 @@ static bool path_ok(const char *path, const char *id, const struct cg_layout *l)
 	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || strstr(path, "//"))
 		return false;
 	const char *base = strrchr(path, '/');
-	if (!base || strncmp(base + 1, "abox-", 5) != 0 || strcmp(base + 6, id) != 0)
+	/* the commands' and init's cgroups nested in the sandbox's */
+	if (base && (strcmp(base, "/cmds") == 0 || strcmp(base, "/init") == 0))
+		base = memrchr(path, '/', (size_t)(base - path));
+	if (!base || strncmp(base + 1, "abox-", 5) != 0 || strncmp(base + 6, id, 20) != 0 ||
+	    (base[26] != '\0' && strcmp(base + 26, "/cmds") != 0 && strcmp(base + 26, "/init") != 0))
 		return false;
 	if (l) {
 		if (under(path, l->v2_mount))
