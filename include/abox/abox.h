@@ -75,6 +75,13 @@ typedef struct abox_sandbox abox_sandbox;
  * autoPause). abox_reap does it: aboxd calls it every second, and every
  * abox_gc too. Long-lived sandboxes only. */
 #define ABOX_SANDBOX_AUTO_PAUSE (1u << 1)
+/* Where the writable layer (the sandbox's files) lives. On disk (an ext4
+ * of disk_bytes on a loop device: its files never count against the
+ * sandbox's memory) is the default of long-lived sandboxes; in memory (a
+ * tmpfs of disk_bytes, faster to make, its files counted as the sandbox's
+ * memory) the default of ephemeral ones. At most one of the two. */
+#define ABOX_SANDBOX_LAYER_DISK (1u << 2)
+#define ABOX_SANDBOX_LAYER_TMPFS (1u << 3)
 
 #define ABOX_SANDBOX_OPTS_VERSION 2
 typedef struct abox_sandbox_opts {

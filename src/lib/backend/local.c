@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "layer/snapshot.h"
 #include "caps/caps.h"
+#include "disk/disk.h"
 #include "layer/layer.h"
 #include "proto/messages.h"
 #include "seccomp/policy.h"
@@ -55,7 +56,10 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 				       (unsigned long long)o->pids);
 	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
 		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE))
+	if ((o->flags & ABOX_SANDBOX_LAYER_DISK) && (o->flags & ABOX_SANDBOX_LAYER_TMPFS))
+		return abox_error_setx(err, EINVAL, "the writable layer cannot be both on disk and in memory");
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_LAYER_DISK |
+			 ABOX_SANDBOX_LAYER_TMPFS))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }
@@ -370,7 +374,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	struct template_info tmpl = { .lock_fd = -1 };
 	struct policy_bpf bpf = { 0 };
 	char **merged_env = NULL;
-	int listen_fd = -1, memfd = -1;
+	int listen_fd = -1, memfd = -1, disk_fd = -1;
 
 	if (fixed_id)
 		safe_snprintf(sb->id, sizeof(sb->id), "%s", fixed_id);
@@ -459,6 +463,15 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		goto fail;
 	}
 
+	uint64_t disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK;
+	bool on_disk = backend_layer_on_disk(o.flags);
+	if (on_disk && (disk_fd = backend_disk_new(ctx, disk_bytes, err)) < 0) {
+		r = disk_fd;
+		abox_error_prefix(err, "create");
+		goto fail;
+	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: writable layer %s", sb->id, on_disk ? "on a disk" : "in memory");
+
 	char hosts[256], timeout_arg[64];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
 	char *init_argv[5] = { (char *)"abox-init", NULL, NULL, NULL, NULL };
@@ -485,7 +498,9 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.scratch = (o.flags & ABOX_SANDBOX_EPHEMERAL) ? ctx->runtime_dir : sb->rundir,
 			.lower = o.snapshot ? stk.root_lower : tmpl.root,
 			.ntrees = tmpl.ntrees,
-			.disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK,
+			.disk_bytes = disk_bytes,
+			.on_disk = on_disk,
+			.disk_fd = disk_fd,
 			.hostname = sb->id,
 			.hosts = hosts,
 			.user_uid = tmpl.user_uid,
@@ -523,6 +538,11 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		log_marks(ctx, sb->id, marks, cloned);
 		munmap(marks, sizeof(*marks));
 	}
+	/* attached in the child's namespace, or never (then this close
+	 * releases the disk) */
+	if (disk_fd >= 0)
+		close(disk_fd);
+	disk_fd = -1;
 	if (r < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -550,6 +570,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.user = tmpl.meta.user,
 			.workdir = tmpl.meta.workdir,
 			.auto_pause = (o.flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
+			.tmpfs_layer = !on_disk,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */
@@ -615,6 +636,8 @@ fail:
 		close(listen_fd);
 	if (memfd >= 0)
 		close(memfd);
+	if (disk_fd >= 0)
+		close(disk_fd);
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
 	stack_free(&stk);
@@ -782,7 +805,11 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	if ((r = backend_call(sb, &req, "metrics", disk_fields, &m, err)) < 0)
 		return r;
 	m.cpu_used_usec = cs.cpu_usec;
-	m.mem_used = cs.mem_current;
+	/* what a machine reports as used: its files' page cache does not
+	 * count (the kernel drops it when memory runs short), its tmpfs
+	 * files do */
+	m.mem_used = cs.mem_current != UINT64_MAX && cs.mem_current > cs.mem_file ? cs.mem_current - cs.mem_file
+										     : cs.mem_current;
 	m.mem_limit = cs.mem_limit;
 	m.pids = cs.pids_current;
 	/* CPU share since the previous call on this handle, or on its first
