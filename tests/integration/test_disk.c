@@ -1,0 +1,184 @@
+/* Disks: a long-lived sandbox's files live on a disk of its own (a loop
+ * device over a file of the state folder), never in its memory; the
+ * disk's size is enforced (ENOSPC inside); tmpfs only on request;
+ * snapshots and forks keep the files; every disk is released when its
+ * sandbox ends (the suite's leftover check lists bound loop devices). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+TestSuite(disk, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 240);
+
+static char *ok(const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	cr_assert_eq(r.status, 0, "abox %s %s failed: %s", args[0], args[1] ? args[1] : "", r.err);
+	char *nl = strchr(r.out, '\n');
+	if (nl)
+		*nl = '\0';
+	free(r.err);
+	return r.out;
+}
+
+#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
+
+static char *sh_out(const char *id, const char *script)
+{
+	struct run_result r;
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", script);
+	cr_assert_eq(r.status, 0, "%s: %s", script, r.err);
+	free(r.err);
+	return r.out;
+}
+
+/* Loop devices bound to a file of this test's state folder. */
+static int disks(void)
+{
+	char real[4096];
+	if (!realpath(state_root(), real))
+		return -1;
+	size_t n = strlen(real);
+	int k = 0;
+	DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[512];
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		char *f = strncmp(de->d_name, "loop", 4) == 0 ? read_whole(p, NULL) : NULL;
+		if (f && strncmp(f, real, n) == 0 && f[n] == '/')
+			k++;
+		free(f);
+	}
+	if (d)
+		closedir(d);
+	return k;
+}
+
+static unsigned long long metric(const char *id, const char *key)
+{
+	struct run_result r;
+	ABOX(&r, "metrics", "--json", id);
+	cr_assert_eq(r.status, 0, "metrics: %s", r.err);
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(r.out, pat);
+	cr_assert_not_null(p, "no %s in %s", key, r.out);
+	unsigned long long v = strtoull(p + strlen(pat), NULL, 10);
+	run_result_free(&r);
+	return v;
+}
+
+Test(disk, a_full_disk_gives_enospc_inside)
+{
+	char *id = OK("create", "--timeout", "120", "--disk", "64M");
+	cr_assert_eq(disks(), 1, "the sandbox's layer is not on a disk of its own");
+	char *out = sh_out(id, "dd if=/dev/zero of=/home/user/fill bs=1M count=200 2>&1 | grep -c 'No space left';"
+			       "stat -c %s /home/user/fill; df -k / | tail -1 | awk '{print $2}'");
+	unsigned long long hits = 0, size = 0, total = 0;
+	cr_assert_eq(sscanf(out, "%llu\n%llu\n%llu", &hits, &size, &total), 3, "%s", out);
+	cr_assert_eq(hits, 1, "writing past the disk's size must fail with ENOSPC: %s", out);
+	cr_assert_lt(size, 64ULL << 20, "%s", out);
+	cr_assert_gt(size, 48ULL << 20, "most of the disk is usable: %s", out);
+	cr_assert(total > 48 * 1024 && total <= 64 * 1024, "df shows the disk's size: %s", out);
+	free(out);
+	/* the sandbox goes on: removing the file frees the room */
+	out = sh_out(id, "rm /home/user/fill; echo again > /home/user/again; cat /home/user/again");
+	cr_assert_str_eq(out, "again\n");
+	free(out);
+	free(OK("kill", id));
+	free(id);
+}
+
+Test(disk, files_never_count_as_memory)
+{
+	/* 300 MB of files in a sandbox of 64 MB of memory: in memory, the
+	 * writer (or init) is OOM-killed; on a disk it is just a file */
+	char *id = OK("create", "--timeout", "120", "--memory", "64M", "--disk", "512M");
+	char *out = sh_out(id, "dd if=/dev/zero of=/home/user/big bs=1M count=300 2>/dev/null; echo rc=$?;"
+			       "stat -c %s /home/user/big");
+	cr_assert_str_eq(out, "rc=0\n314572800\n");
+	free(out);
+	unsigned long long used = metric(id, "memUsed");
+	cr_assert_lt(used, 32ULL << 20, "memUsed %llu counts the files", used);
+	cr_assert_gt(metric(id, "diskUsed"), 300ULL << 20);
+	/* tmpfs the sandbox makes itself (/dev/shm) is memory, and says so */
+	free(sh_out(id, "dd if=/dev/zero of=/dev/shm/x bs=1M count=24 2>/dev/null"));
+	used = metric(id, "memUsed");
+	cr_assert_gt(used, 24ULL << 20, "memUsed %llu misses the tmpfs files", used);
+	free(OK("kill", id));
+	free(id);
+}
+
+Test(disk, tmpfs_only_on_request)
+{
+	char *id = OK("create", "--timeout", "120", "--layer", "tmpfs", "--memory", "256M", "--disk", "128M");
+	cr_assert_eq(disks(), 0, "a tmpfs layer has no disk");
+	free(sh_out(id, "dd if=/dev/zero of=/home/user/f bs=1M count=48 2>/dev/null"));
+	unsigned long long used = metric(id, "memUsed");
+	cr_assert_gt(used, 48ULL << 20, "a tmpfs layer's files are memory: memUsed %llu", used);
+	/* forks keep the kind */
+	struct run_result r;
+	ABOX(&r, "fork", id);
+	cr_assert_eq(r.status, 0, "fork: %s", r.err);
+	char *nl = strchr(r.out, '\n');
+	if (nl)
+		*nl = '\0';
+	cr_assert_eq(disks(), 0, "the fork of a tmpfs sandbox got a disk");
+	free(OK("kill", id, r.out));
+	run_result_free(&r);
+	free(id);
+
+	ABOX(&r, "create", "--layer", "floppy");
+	cr_assert_neq(r.status, 0, "an unknown kind is refused: %d %s", r.status, r.err);
+	cr_assert(strstr(r.err, "--layer 'floppy'"), "%s", r.err);
+	run_result_free(&r);
+}
+
+Test(disk, snapshots_and_forks_keep_the_files_on_disks_of_their_own)
+{
+	char *src = OK("create", "--timeout", "120", "--memory", "64M");
+	free(sh_out(src, "echo kept > /srv/f; dd if=/dev/zero of=/srv/big bs=1M count=100 2>/dev/null"));
+	char *snap = OK("snapshot", src);
+	char *from = OK("create", "--from", snap, "--timeout", "120", "--memory", "64M");
+	char *out = sh_out(from, "cat /srv/f; stat -c %s /srv/big");
+	cr_assert_str_eq(out, "kept\n104857600\n");
+	free(out);
+
+	struct run_result r;
+	ABOX(&r, "fork", "--count", "2", src);
+	cr_assert_eq(r.status, 0, "fork: %s", r.err);
+	char *save = NULL, *a = strtok_r(r.out, "\n", &save), *b = strtok_r(NULL, "\n", &save);
+	cr_assert(a && b, "two forks: %s", r.out);
+	cr_assert_eq(disks(), 4, "source, sandbox from the snapshot and two forks: a disk each");
+	/* a fork writes more files than its memory holds, on its own disk */
+	out = sh_out(a, "cat /srv/f; dd if=/dev/zero of=/srv/more bs=1M count=150 2>/dev/null; echo rc=$?");
+	cr_assert_str_eq(out, "kept\nrc=0\n");
+	free(out);
+	out = sh_out(b, "cat /srv/f; test -e /srv/more || echo isolated");
+	cr_assert_str_eq(out, "kept\nisolated\n");
+	free(out);
+	free(OK("kill", src, from, a, b));
+	run_result_free(&r);
+	free(OK("snapshots", "rm", snap));
+	cr_assert_eq(disks(), 0, "kill releases every disk");
+	free(snap);
+	free(from);
+	free(src);
+}
+
+Test(disk, an_ephemeral_sandbox_on_a_disk_on_request)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--layer", "disk", "--memory", "64M", "--", "sh", "-c",
+	     "dd if=/dev/zero of=/tmp/x bs=1M count=200 2>/dev/null && stat -c %s /tmp/x");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "209715200\n");
+	run_result_free(&r);
+	cr_assert_eq(disks(), 0, "the run's disk is released when it ends");
+}
