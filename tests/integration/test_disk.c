@@ -183,3 +183,17 @@ Test(disk, an_ephemeral_sandbox_on_a_disk_on_request)
 	run_result_free(&r);
 	cr_assert_eq(disks(), 0, "the run's disk is released when it ends");
 }
+
+Test(disk, doctor_says_which_layer_this_host_gets)
+{
+	struct run_result r;
+	ABOX(&r, "doctor");
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	const char *l = strstr(r.out, "sandbox disks");
+	cr_assert_not_null(l, "no disk line: %s", r.out);
+	/* this host has loop devices and ext4: the line says ok and how */
+	cr_assert(strncmp(l - 6, "ok    ", 6) == 0 && strstr(l, "loop devices"), "%s", r.out);
+	run_result_free(&r);
+	/* the probe's disk is gone again */
+	cr_assert_eq(disks(), 0);
+}

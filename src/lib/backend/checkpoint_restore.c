@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "backend/checkpoint.h"
+#include "disk/disk.h"
 #include "mount/rootfs.h"
 #include "store/store.h"
 

@@ -467,8 +467,19 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	bool on_disk = backend_layer_on_disk(o.flags);
 	if (on_disk && (disk_fd = backend_disk_new(ctx, disk_bytes, err)) < 0) {
 		r = disk_fd;
-		abox_error_prefix(err, "create");
-		goto fail;
+		if (!(o.flags & ABOX_SANDBOX_LAYER_DISK) && disk_unsupported(r)) {
+			/* a host without disks (`abox doctor` says so): the
+			 * layer in memory, as before there were disks */
+			backend_log(ctx, ABOX_LOG_WARNING, "create %s: no disk (%s), the writable layer is a tmpfs",
+				    sb->id, err ? err->msg : "");
+			if (err)
+				*err = (abox_error)ABOX_ERROR_INIT;
+			on_disk = false;
+			disk_fd = -1;
+		} else {
+			abox_error_prefix(err, "create");
+			goto fail;
+		}
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: writable layer %s", sb->id, on_disk ? "on a disk" : "in memory");
 

@@ -280,3 +280,9 @@ int disk_probe(const char *state_dir, abox_error *err)
 	close(m);
 	return 0;
 }
+
+bool disk_unsupported(int r)
+{
+	return r == -ENOENT || r == -ENODEV || r == -ENXIO || r == -ENOSYS || r == -EOPNOTSUPP || r == -EPERM ||
+	       r == -EACCES;
+}

@@ -26,8 +26,12 @@
  * folders (upper/root, work/root, root) and is mode 0700. */
 int disk_new(const char *state_dir, uint64_t bytes, abox_error *err);
 
-/* Whether disks work on this host for state_dir; on failure *why says
- * what is missing (for `abox doctor` and the create error). */
+/* Whether disks work on this host for state_dir (makes one of 1 MiB and
+ * drops it); err says what is missing. For `abox doctor`. */
 int disk_probe(const char *state_dir, abox_error *err);
+/* Whether disk_new's error r means this host has no disks at all (no
+ * loop devices, no ext4 or mkfs.ext4, no new mount API, not allowed),
+ * rather than that this one disk failed. */
+bool disk_unsupported(int r);
 
 #endif
