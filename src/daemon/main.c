@@ -223,6 +223,14 @@ int main(int argc, char **argv)
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+	/* disks made ahead for creates (a helper process, forked before any
+	 * thread exists); ABOX_SPARE_DISKS sets how many, 0 none */
+	const char *spares = getenv("ABOX_SPARE_DISKS");
+	abox_ctx *sctx = request_ctx();
+	abox_error serr = ABOX_ERROR_INIT;
+	if (sctx && abox_spare_disks(sctx, spares ? (unsigned)strtoul(spares, NULL, 10) : 4, &serr) < 0)
+		fprintf(stderr, "aboxd: no spare disks (creates make their own): %s\n", serr.msg);
+	abox_ctx_free(sctx);
 	struct MHD_Daemon *d = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE, 0,
 		NULL, NULL,

@@ -17,5 +17,19 @@ bool backend_layer_on_disk(uint32_t flags)
 
 int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 {
+	int fd = disk_spare_take(ctx->state_dir, bytes);
+	if (fd >= 0) {
+		backend_log(ctx, ABOX_LOG_DEBUG, "disk: a spare taken");
+		return fd;
+	}
+	if (fd != -ENOENT)
+		backend_log(ctx, ABOX_LOG_DEBUG, "disk: no spare ready (%s), making one", abox_strerror(-fd));
 	return disk_new(ctx->state_dir, bytes, err);
+}
+
+int abox_spare_disks(abox_ctx *ctx, unsigned count, abox_error *err)
+{
+	if (REMOTE_CTX(ctx))
+		return 0; /* the daemon keeps its own */
+	return disk_spares_start(ctx->state_dir, DEFAULT_DISK, count, err);
 }

@@ -34,4 +34,12 @@ int disk_probe(const char *state_dir, abox_error *err);
  * rather than that this one disk failed. */
 bool disk_unsupported(int r);
 
+/* Spares: a helper process (forked now: call before the process starts
+ * threads) keeps count disks of bytes ready for state_dir. Once per
+ * process. */
+int disk_spares_start(const char *state_dir, uint64_t bytes, unsigned count, abox_error *err);
+/* A ready spare (its mount fd), or -errno: -ENOENT when none are made for
+ * this size and folder, -EAGAIN when none is ready now. Thread-safe. */
+int disk_spare_take(const char *state_dir, uint64_t bytes);
+
 #endif
