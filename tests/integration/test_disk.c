@@ -3,8 +3,10 @@
  * disk's size is enforced (ENOSPC inside); tmpfs only on request;
  * snapshots and forks keep the files; every disk is released when its
  * sandbox ends (the suite's leftover check lists bound loop devices). */
+#include <abox/abox.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,4 +198,73 @@ Test(disk, doctor_says_which_layer_this_host_gets)
 	run_result_free(&r);
 	/* the probe's disk is gone again */
 	cr_assert_eq(disks(), 0);
+}
+
+static int spare_taken;
+
+static void count_spares(abox_log_level level, const char *msg, void *ud)
+{
+	(void)level;
+	(void)ud;
+	if (strstr(msg, "disk: a spare taken"))
+		spare_taken++;
+}
+
+/* In a process of its own: spares go with their process. */
+static int spares_child(void)
+{
+	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
+	co.log = count_spares;
+	abox_ctx *ctx;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_ctx_new(&co, &ctx, &err) < 0 || abox_spare_disks(ctx, 2, &err) < 0) {
+		fprintf(stderr, "spares: %s\n", err.msg);
+		return 1;
+	}
+	for (int i = 0; i < 200 && disks() < 2; i++)
+		usleep(50 * 1000);
+	if (disks() != 2) {
+		fprintf(stderr, "spares: %d disks made ahead, not 2\n", disks());
+		return 2;
+	}
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	so.timeout_ms = 60000;
+	abox_sandbox *sb;
+	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
+		fprintf(stderr, "spares: %s\n", err.msg);
+		return 3;
+	}
+	int taken = spare_taken;
+	/* the one taken is replaced: two spares and the sandbox's disk */
+	for (int i = 0; i < 200 && disks() < 3; i++)
+		usleep(50 * 1000);
+	int n = disks();
+	abox_metrics m = { .version = ABOX_METRICS_VERSION };
+	int mr = abox_sandbox_metrics(sb, &m, &err);
+	(void)abox_sandbox_kill(sb, NULL);
+	abox_sandbox_free(sb);
+	abox_ctx_free(ctx);
+	if (taken != 1 || n != 3 || mr < 0 || m.disk_limit != 1ULL << 30) {
+		fprintf(stderr, "spares: taken %d, %d disks, disk total %llu (%s)\n", taken, n,
+			(unsigned long long)m.disk_limit, err.msg);
+		return 4;
+	}
+	return 0;
+}
+
+Test(disk, spares_are_taken_and_go_with_their_process)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0)
+		_exit(spares_child());
+	int st;
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the spares' process failed (%d)", st);
+	/* its helper ends with it, and the spares in flight with both */
+	int n = -1;
+	for (int i = 0; i < 100 && (n = disks()) != 0; i++)
+		usleep(50 * 1000);
+	cr_assert_eq(n, 0, "spare disks outlived their process");
 }
