@@ -1,9 +1,11 @@
 /* lib_create — library-level cost of one sandbox: create, run `true`,
  * wait for its end, kill and clean up; repeated N times. Prints the median
  * and p90 in milliseconds, and the same for exec alone.
- *   lib_create [N] [tmpfs|disk|long]: the ephemeral sandbox's writable
- *   layer in memory (its default) or on a disk; "long": long-lived
- *   sandboxes (a disk, their default), killed after the command.
+ *   lib_create [N] [tmpfs|disk|long|long-tmpfs]: the ephemeral sandbox's
+ *   writable layer in memory (its default) or on a disk; "long":
+ *   long-lived sandboxes (a disk, their default), "long-tmpfs" the same
+ *   with the layer in memory (what they had before disks), killed after
+ *   the command.
  *   A third argument "spares": disks made ahead (abox_spare_disks), as
  *   aboxd does; a pause of [gap ms] (fourth argument, default 0) after
  *   each round gives the helper its time between creates. */
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lib_create: %s\n", err.msg);
 		return 1;
 	}
-	if (argc > 3 && strcmp(argv[3], "spares") == 0 && abox_spare_disks(ctx, 4, &err) < 0) {
+	if (argc > 3 && strcmp(argv[3], "spares") == 0 && abox_spare_disks(ctx, 0, 4, &err) < 0) {
 		fprintf(stderr, "lib_create: %s\n", err.msg);
 		return 1;
 	}
@@ -59,9 +61,10 @@ int main(int argc, char **argv)
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
-		so.flags = strcmp(kind, "long") == 0   ? 0
-			   : strcmp(kind, "disk") == 0 ? ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_LAYER_DISK
-						       : ABOX_SANDBOX_EPHEMERAL;
+		so.flags = strcmp(kind, "long") == 0	   ? 0
+			   : strcmp(kind, "long-tmpfs") == 0 ? ABOX_SANDBOX_LAYER_TMPFS
+			   : strcmp(kind, "disk") == 0	   ? ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_LAYER_DISK
+							   : ABOX_SANDBOX_EPHEMERAL;
 		abox_sandbox *sb;
 		if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
 			fprintf(stderr, "lib_create: %s\n", err.msg);

@@ -348,13 +348,14 @@ ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
  * the process) left behind: runtime folders, sockets, empty cgroups.
  * Never touches a live sandbox. *removed (may be NULL) counts them. */
 ABOX_EXPORT int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err);
-/* Keeps count disks of the default size (1 GiB) ready for the sandboxes
- * this process creates in ctx's state folder (with any context), made by
- * a helper process forked now: call it before the process starts
- * threads, once. A create takes a ready one instead of making its own
- * (ABOX_SANDBOX_LAYER_DISK). Spares need no cleanup: they go with the
- * process. For long-lived processes such as aboxd. */
-ABOX_EXPORT int abox_spare_disks(abox_ctx *ctx, unsigned count, abox_error *err);
+/* Keeps count disks of disk_bytes (0: the default, 1 GiB) ready for the
+ * sandboxes this process creates in ctx's state folder (with any
+ * context), made by a helper process forked now: call it once, before
+ * the process starts threads, from the thread that lives as long as the
+ * process. A create of that disk size takes a ready one instead of
+ * making its own. Spares need no cleanup: they go with the process. For
+ * long-lived processes such as aboxd. */
+ABOX_EXPORT int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err);
 /* Pauses the ABOX_SANDBOX_AUTO_PAUSE sandboxes whose deadline has come
  * (cheap when there are none: one read of each record). *paused (may be
  * NULL) counts them. */

@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 	const char *spares = getenv("ABOX_SPARE_DISKS");
 	abox_ctx *sctx = request_ctx();
 	abox_error serr = ABOX_ERROR_INIT;
-	if (sctx && abox_spare_disks(sctx, spares ? (unsigned)strtoul(spares, NULL, 10) : 4, &serr) < 0)
+	if (sctx && abox_spare_disks(sctx, daemon_cfg.disk_bytes, spares ? (unsigned)strtoul(spares, NULL, 10) : 4, &serr) < 0)
 		fprintf(stderr, "aboxd: no spare disks (creates make their own): %s\n", serr.msg);
 	abox_ctx_free(sctx);
 	struct MHD_Daemon *d = MHD_start_daemon(

@@ -217,7 +217,7 @@ static int spares_child(void)
 	co.log = count_spares;
 	abox_ctx *ctx;
 	abox_error err = ABOX_ERROR_INIT;
-	if (abox_ctx_new(&co, &ctx, &err) < 0 || abox_spare_disks(ctx, 2, &err) < 0) {
+	if (abox_ctx_new(&co, &ctx, &err) < 0 || abox_spare_disks(ctx, 0, 2, &err) < 0) {
 		fprintf(stderr, "spares: %s\n", err.msg);
 		return 1;
 	}

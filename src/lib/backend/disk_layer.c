@@ -27,9 +27,9 @@ int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 	return disk_new(ctx->state_dir, bytes, err);
 }
 
-int abox_spare_disks(abox_ctx *ctx, unsigned count, abox_error *err)
+int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err)
 {
 	if (REMOTE_CTX(ctx))
 		return 0; /* the daemon keeps its own */
-	return disk_spares_start(ctx->state_dir, DEFAULT_DISK, count, err);
+	return disk_spares_start(ctx->state_dir, disk_bytes ? disk_bytes : DEFAULT_DISK, count, err);
 }

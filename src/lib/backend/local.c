@@ -697,6 +697,30 @@ int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
 	return backend_kill(sb, false, err);
 }
 
+/* A disk about to go is not written back: its filesystem is shut down
+ * first, so the unmount when init's namespace ends takes no writeback of
+ * what the sandbox wrote. Reached through init's fd on its layer; the
+ * pidfd check after the open proves the pid still named our init. */
+static void discard_layer(abox_sandbox *sb)
+{
+	int fd = -1;
+	if (sb->has_layer_fd) {
+		fd = fcntl(sb->layer_fd, F_DUPFD_CLOEXEC, 3);
+	} else if (sb->pidfd >= 0) {
+		char p[64];
+		safe_snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)sb->pid, INIT_LAYER_FD);
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return;
+	(void)disk_discard(sb->ctx->state_dir, fd);
+	close(fd);
+}
+
 int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 {
 	int r = 0;
@@ -711,6 +735,7 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 			(void)cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, NULL);
 	}
 	if (!sb->dead && sb->pid > 0) {
+		discard_layer(sb);
 		/* cgroup.kill (or the v1 freeze-and-kill walk) reaches every
 		 * task, including ones a frozen tree holds back; killing init
 		 * alone would also end the pid namespace */

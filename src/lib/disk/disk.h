@@ -34,6 +34,14 @@ int disk_probe(const char *state_dir, abox_error *err);
  * rather than that this one disk failed. */
 bool disk_unsupported(int r);
 
+/* Drops the disk whose layer fd is given without writing it back: its
+ * filesystem is shut down (dirty data discarded, every later write
+ * fails), so the unmount when the sandbox ends is quick. Only for a
+ * layer about to go; only on our own disks (an ext4 on a loop device
+ * whose file lies in state_dir/disks): anything else is left alone, and
+ * 0 returned. */
+int disk_discard(const char *state_dir, int layer_fd);
+
 /* Spares: a helper process (forked now: call before the process starts
  * threads) keeps count disks of bytes ready for state_dir. Once per
  * process. */
