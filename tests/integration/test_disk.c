@@ -6,6 +6,7 @@
 #include <abox/abox.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,4 +268,60 @@ Test(disk, spares_are_taken_and_go_with_their_process)
 	for (int i = 0; i < 100 && (n = disks()) != 0; i++)
 		usleep(50 * 1000);
 	cr_assert_eq(n, 0, "spare disks outlived their process");
+}
+
+Test(disk, a_create_that_fails_after_its_disk_releases_it)
+{
+	/* init that cannot be exec'd: the child fails after it attached the
+	 * disk in its namespace */
+	const char *init = getenv("ABOX_INIT");
+	char *saved = init ? strdup(init) : NULL;
+	setenv("ABOX_INIT", "/etc/hostname", 1);
+	struct run_result r;
+	ABOX(&r, "create", "--layer", "disk");
+	if (saved)
+		setenv("ABOX_INIT", saved, 1);
+	else
+		unsetenv("ABOX_INIT");
+	free(saved);
+	cr_assert_neq(r.status, 0, "a create with a broken init succeeded: %s", r.out);
+	run_result_free(&r);
+	cr_assert_eq(disks(), 0, "the failed create's disk is still bound");
+}
+
+Test(disk, creates_killed_at_any_point_leave_no_disk)
+{
+	/* SIGKILL of `abox create` at spread-out moments (before, during and
+	 * after the disk is made); gc removes the rest, the kernel the disks */
+	for (int i = 0; i < 16; i++) {
+		int out, errfd;
+		pid_t p = start_abox(&out, &errfd, (const char *const[]){ "create", "--timeout", "60", NULL });
+		usleep((useconds_t)(i * 1500));
+		kill(p, SIGKILL);
+		wait_exit(p);
+		char *id = slurp(out);
+		free(slurp(errfd));
+		char *nl = strchr(id, '\n');
+		if (nl) {
+			*nl = '\0';
+			free(OK("kill", id)); /* it got as far as printing its id */
+		}
+		free(id);
+	}
+	/* one killed after its sandbox was recorded, before it printed the
+	 * id, made a sandbox that runs on (as it should): those go by kill */
+	struct run_result r;
+	ABOX(&r, "ls");
+	char *save = NULL;
+	for (char *l = strtok_r(r.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char id[32];
+		if (sscanf(l, "%31s", id) == 1 && strlen(id) == 20)
+			free(OK("kill", id));
+	}
+	run_result_free(&r);
+	free(OK("gc"));
+	int n = -1;
+	for (int i = 0; i < 40 && (n = disks()) != 0; i++)
+		usleep(50 * 1000);
+	cr_assert_eq(n, 0, "killed creates left %d disks bound", n);
 }
