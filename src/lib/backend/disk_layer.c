@@ -17,14 +17,20 @@ bool backend_layer_on_disk(uint32_t flags)
 
 int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 {
+	uint64_t t0 = ctx->log ? backend_now_ns() : 0;
 	int fd = disk_spare_take(ctx->state_dir, bytes);
 	if (fd >= 0) {
-		backend_log(ctx, ABOX_LOG_DEBUG, "disk: a spare taken");
+		backend_log(ctx, ABOX_LOG_DEBUG, "disk: a spare taken (%.1f us)",
+			    ctx->log ? (double)(backend_now_ns() - t0) / 1e3 : 0.0);
 		return fd;
 	}
 	if (fd != -ENOENT)
 		backend_log(ctx, ABOX_LOG_DEBUG, "disk: no spare ready (%s), making one", abox_strerror(-fd));
-	return disk_new(ctx->state_dir, bytes, err);
+	fd = disk_new(ctx->state_dir, bytes, err);
+	if (fd >= 0)
+		backend_log(ctx, ABOX_LOG_DEBUG, "disk: made (%.1f us)",
+			    ctx->log ? (double)(backend_now_ns() - t0) / 1e3 : 0.0);
+	return fd;
 }
 
 int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err)
