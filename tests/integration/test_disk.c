@@ -7,12 +7,17 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "disk/disk.h"
 #include "harness.h"
 
 TestSuite(disk, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 240);
@@ -324,4 +329,64 @@ Test(disk, creates_killed_at_any_point_leave_no_disk)
 	for (int i = 0; i < 40 && (n = disks()) != 0; i++)
 		usleep(50 * 1000);
 	cr_assert_eq(n, 0, "killed creates left %d disks bound", n);
+}
+
+/* In a mount namespace of its own: disk_discard shuts down our disks and
+ * nothing else, not even an ext4 on a loop device whose file lies next to
+ * the disks folder (a shutdown of the wrong filesystem takes it from the
+ * host until it is mounted again). */
+static int discard_child(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 10;
+	char img[2048], dir[2048], cmd[16384];
+	snprintf(img, sizeof(img), "%s/disks.img", state_root());
+	snprintf(dir, sizeof(dir), "%s/disks.mnt", state_root());
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; truncate -s 8M '%s'; mkfs.ext4 -q -F -O ^has_journal '%s'; mkdir -p '%s';"
+		 "mount -o loop '%s' '%s'",
+		 img, img, dir, img, dir);
+	int rc = system(cmd) == 0 ? 0 : 11;
+	int fd = rc ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!rc && (fd < 0 || disk_discard(state_root(), fd) != 0))
+		rc = 12;
+	/* still writable: not shut down */
+	if (!rc && mkdirat(fd, "still-here", 0755) < 0)
+		rc = 13;
+	if (fd >= 0)
+		close(fd);
+	umount2(dir, 0);
+	rmdir(dir);
+	unlink(img);
+	if (rc)
+		return rc;
+	/* one of ours: shut down, every later write fails */
+	abox_error e = ABOX_ERROR_INIT;
+	int m = disk_new(state_root(), 1 << 20, &e);
+	if (m < 0)
+		return 14;
+	if (mkdirat(m, "before", 0755) < 0 || disk_discard(state_root(), m) != 0)
+		rc = 15;
+	else if (mkdirat(m, "after", 0755) == 0 || errno != EIO)
+		rc = 16;
+	close(m);
+	return rc;
+}
+
+Test(disk, discard_shuts_down_our_disks_only)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0)
+		_exit(discard_child());
+	int st;
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st), "status %d", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "step %d failed (12-13: a foreign ext4 was shut down; 15-16: ours was not)",
+		     WEXITSTATUS(st));
+	int n = -1;
+	for (int i = 0; i < 40 && (n = disks()) != 0; i++)
+		usleep(50 * 1000);
+	cr_assert_eq(n, 0);
 }

@@ -315,6 +315,10 @@ int disk_discard(const char *state_dir, int layer_fd)
 	safe_snprintf(want, sizeof(want), "%s/disks/", real);
 	if (strncmp(back, want, strlen(want)) != 0)
 		return 0;
+	/* layer fds are often O_PATH, which takes no ioctl */
+	_cleanup_close_ int fd = openat(layer_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	uint32_t how = EXT4_GOING_FLAGS_NOLOGFLUSH;
-	return ioctl(layer_fd, EXT4_IOC_SHUTDOWN, &how) < 0 ? -errno : 0;
+	if (fd < 0 || ioctl(fd, EXT4_IOC_SHUTDOWN, &how) < 0)
+		return -errno;
+	return 0;
 }
