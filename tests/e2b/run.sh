@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/e2b/flows.mjs with one version of the official E2B JS SDK
+# Runs tests/e2b/flows.mjs (then every other *.mjs there) with one version of the official E2B JS SDK
 # against a fresh aboxd on a free port, with a key made for the run.
 # Output is TAP (meson reads it). The SDK is installed from the npm
 # registry into the build folder once per version.
@@ -14,7 +14,8 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
   (cd "$dir" && npm init -y >/dev/null &&
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
-cp "$src/flows.mjs" "$dir/flows.mjs"
+# flows.mjs first, then every other flow file (one per topic)
+cp "$src"/*.mjs "$dir/"
 
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -36,10 +37,17 @@ done
 
 export E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 status=0
-(cd "$dir" && node flows.mjs) > "$dir/flows.tap" || status=1
-n=$(head -n1 "$dir/flows.tap" | sed 's/^1\.\.//')
+n=0
+: > "$dir/all.tap"
+for f in flows.mjs $(cd "$src" && ls *.mjs | grep -vx flows.mjs); do
+  (cd "$dir" && node "$f") > "$dir/${f%.mjs}.tap" || status=1
+  # one plan for all: each file's test numbers go on from the last
+  awk -v off="$n" 'NR > 1 { if (match($0, /^(not )?ok [0-9]+/)) { k = $0; sub(/^(not )?ok /, "", k); num = k + 0;
+    sub(/ok [0-9]+/, "ok " (num + off)) } print }' "$dir/${f%.mjs}.tap" >> "$dir/all.tap"
+  n=$((n + $(head -n1 "$dir/${f%.mjs}.tap" | sed 's/^1\.\.//')))
+done
 echo "1..$((n + 1))"
-tail -n +2 "$dir/flows.tap"
+cat "$dir/all.tap"
 # nothing of the run may stay: every sandbox it made is gone
 left=$(curl -s -H "X-API-Key: $key" "http://127.0.0.1:$port/v2/sandboxes?state=running,paused")
 if [ "$left" = "[]" ]; then
