@@ -138,8 +138,16 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	/* a disk as the sandbox had, or the tmpfs it asked for */
 	if (!st->tmpfs_layer && (disk_fd = backend_disk_new(ctx, st->disk_bytes, err)) < 0) {
 		r = disk_fd;
-		abox_error_prefix(err, "restore");
-		goto out;
+		disk_fd = -1;
+		if (!disk_unsupported(r)) {
+			abox_error_prefix(err, "restore");
+			goto out;
+		}
+		/* this host has no disks (any more): as a create would */
+		backend_log(ctx, ABOX_LOG_WARNING, "restore %s: no disk (%s), the writable layer is a tmpfs", id,
+			    err ? err->msg : "");
+		if (err)
+			*err = (abox_error)ABOX_ERROR_INIT;
 	}
 
 	char hosts[256], log[4200], pidfile[4200], root[4200];
