@@ -47,6 +47,8 @@ int cli_follow(abox_proc *p, bool with_stdin, const struct cli_proc_opts *o);
 
 /* Option values; each prints "VERB: OPT 'VAL': expected ..." on error. */
 int cli_opt_size(const char *verb, const char *opt, const char *val, uint64_t *out);
+/* --layer disk|tmpfs: sets the ABOX_SANDBOX_LAYER_* flag in *flags. */
+int cli_opt_layer(const char *verb, const char *val, uint32_t *flags);
 int cli_opt_count(const char *verb, const char *opt, const char *val, uint64_t *out);
 int cli_opt_cpus(const char *verb, const char *val, uint32_t *out);
 int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *ms);

@@ -34,6 +34,20 @@ int cli_opt_count(const char *verb, const char *opt, const char *val, uint64_t *
 	return 0;
 }
 
+int cli_opt_layer(const char *verb, const char *val, uint32_t *flags)
+{
+	*flags &= ~(ABOX_SANDBOX_LAYER_DISK | ABOX_SANDBOX_LAYER_TMPFS);
+	if (strcmp(val, "disk") == 0)
+		*flags |= ABOX_SANDBOX_LAYER_DISK;
+	else if (strcmp(val, "tmpfs") == 0)
+		*flags |= ABOX_SANDBOX_LAYER_TMPFS;
+	else {
+		cli_err("%s: --layer '%s' is neither 'disk' nor 'tmpfs'", verb, val);
+		return -1;
+	}
+	return 0;
+}
+
 int cli_opt_cpus(const char *verb, const char *val, uint32_t *out)
 {
 	char *end;

@@ -17,6 +17,7 @@
 #include "caps/caps.h"
 #include "cgroup/cgroup.h"
 #include "cli.h"
+#include "disk/disk.h"
 #include "seccomp/policy.h"
 
 static bool fatal;
@@ -319,6 +320,18 @@ int cmd_doctor(int argc, char **argv)
 		line(false, true, "abox-init", "%s", err.msg);
 	} else {
 		line(true, true, "abox-init", "%s", ctx->init_path);
+		/* which writable layer long-lived sandboxes get here: made
+		 * for real, as a create would */
+		abox_error derr = ABOX_ERROR_INIT;
+		int dr = disk_probe(ctx->state_dir, &derr);
+		if (dr >= 0)
+			line(true, false, "sandbox disks",
+			     "ext4 images on loop devices in %s/disks: files on disk, never in memory; --disk "
+			     "enforced (ENOSPC); tmpfs only with --layer tmpfs", ctx->state_dir);
+		else
+			line(false, false, "sandbox disks",
+			     "%s: writable layers are tmpfs here (files count as memory)%s", derr.msg,
+			     disk_unsupported(dr) ? "" : "; creates fail until this is fixed");
 		if (ctx->default_policy) {
 			struct policy_bpf bpf = { 0 };
 			struct policy_env env = { .caps = caps_default(), .kernel = 6000 };

@@ -21,6 +21,8 @@ static void usage(FILE *f)
 		"  -i, --interactive     pass standard input to the command\n"
 		"      --memory SIZE     memory limit (default 512M)\n"
 		"      --disk SIZE       size of the writable layer (default 1G)\n"
+		"      --layer KIND      the writable layer in memory ('tmpfs', the default here)\n"
+		"                        or on a disk of its own ('disk': files never count as memory)\n"
 		"      --pids N          process limit (default 512)\n"
 		"      --cpus N          CPU limit, e.g. 0.5 or 2 (default 1)\n"
 		"      --timeout SECS    kill the sandbox after SECS seconds\n"
@@ -41,6 +43,7 @@ int cmd_run(int argc, char **argv)
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "memory", required_argument, NULL, 'M' },
 		{ "disk", required_argument, NULL, 'D' },
+		{ "layer", required_argument, NULL, 'L' },
 		{ "pids", required_argument, NULL, 'P' },
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -79,6 +82,10 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'D':
 			if (cli_opt_size("run", "--disk", optarg, &so.disk_bytes) < 0)
+				return EXIT_ABOX;
+			break;
+		case 'L':
+			if (cli_opt_layer("run", optarg, &so.flags) < 0)
 				return EXIT_ABOX;
 			break;
 		case 'P':

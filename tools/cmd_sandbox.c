@@ -19,6 +19,7 @@ int cmd_create(int argc, char **argv)
 		{ "env", required_argument, NULL, 'e' },
 		{ "memory", required_argument, NULL, 'M' },
 		{ "disk", required_argument, NULL, 'D' },
+		{ "layer", required_argument, NULL, 'L' },
 		{ "pids", required_argument, NULL, 'P' },
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -57,6 +58,10 @@ int cmd_create(int argc, char **argv)
 			if (cli_opt_size("create", "--disk", optarg, &so.disk_bytes) < 0)
 				return EXIT_ABOX;
 			break;
+		case 'L':
+			if (cli_opt_layer("create", optarg, &so.flags) < 0)
+				return EXIT_ABOX;
+			break;
 		case 'P':
 			if (cli_opt_count("create", "--pids", optarg, &so.pids) < 0)
 				return EXIT_ABOX;
@@ -75,12 +80,14 @@ int cmd_create(int argc, char **argv)
 		case 'h':
 			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... [-e K=V]...\n"
 			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] [--timeout SECS]\n"
-			       "                   [--auto-pause] [--seccomp FILE]\n\n"
+			       "                   [--auto-pause] [--seccomp FILE] [--layer disk|tmpfs]\n\n"
 			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
 			       "or its timeout, whether or not any abox process is running. --from starts it\n"
 			       "with the files of a snapshot (id or name) on that snapshot's template.\n"
 			       "--auto-pause: at its timeout it is paused with its memory (to disk when the\n"
-			       "checkpointer works), not killed; aboxd or any `abox gc` does it.\n");
+			       "checkpointer works), not killed; aboxd or any `abox gc` does it.\n"
+			       "--layer: its files on a disk of its own of --disk's size (the default: they\n"
+			       "never count as its memory), or in memory ('tmpfs').\n");
 			return 0;
 		default:
 			return EXIT_ABOX;

@@ -75,6 +75,13 @@ typedef struct abox_sandbox abox_sandbox;
  * autoPause). abox_reap does it: aboxd calls it every second, and every
  * abox_gc too. Long-lived sandboxes only. */
 #define ABOX_SANDBOX_AUTO_PAUSE (1u << 1)
+/* Where the writable layer (the sandbox's files) lives. On disk (an ext4
+ * of disk_bytes on a loop device: its files never count against the
+ * sandbox's memory) is the default of long-lived sandboxes; in memory (a
+ * tmpfs of disk_bytes, faster to make, its files counted as the sandbox's
+ * memory) the default of ephemeral ones. At most one of the two. */
+#define ABOX_SANDBOX_LAYER_DISK (1u << 2)
+#define ABOX_SANDBOX_LAYER_TMPFS (1u << 3)
 
 #define ABOX_SANDBOX_OPTS_VERSION 2
 typedef struct abox_sandbox_opts {
@@ -341,6 +348,14 @@ ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
  * the process) left behind: runtime folders, sockets, empty cgroups.
  * Never touches a live sandbox. *removed (may be NULL) counts them. */
 ABOX_EXPORT int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err);
+/* Keeps count disks of disk_bytes (0: the default, 1 GiB) ready for the
+ * sandboxes this process creates in ctx's state folder (with any
+ * context), made by a helper process forked now: call it once, before
+ * the process starts threads, from the thread that lives as long as the
+ * process. A create of that disk size takes a ready one instead of
+ * making its own. Spares need no cleanup: they go with the process. For
+ * long-lived processes such as aboxd. */
+ABOX_EXPORT int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err);
 /* Pauses the ABOX_SANDBOX_AUTO_PAUSE sandboxes whose deadline has come
  * (cheap when there are none: one read of each record). *paused (may be
  * NULL) counts them. */

@@ -252,6 +252,14 @@ int main(int argc, char **argv)
 	sigaddset(&stopset, SIGTERM);
 	sigaddset(&stopset, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+	/* disks made ahead for creates (a helper process, forked before any
+	 * thread exists); ABOX_SPARE_DISKS sets how many, 0 none */
+	const char *spares = getenv("ABOX_SPARE_DISKS");
+	abox_ctx *sctx = request_ctx();
+	abox_error serr = ABOX_ERROR_INIT;
+	if (sctx && abox_spare_disks(sctx, daemon_cfg.disk_bytes, spares ? (unsigned)strtoul(spares, NULL, 10) : 4, &serr) < 0)
+		fprintf(stderr, "aboxd: no spare disks (creates make their own): %s\n", serr.msg);
+	abox_ctx_free(sctx);
 	/* one table per listener: the unix socket's clients are all one
 	 * local source, so it has no per-client cap. libmicrohttpd's own
 	 * limit sits a little above ours, for connections cut and not yet

@@ -302,6 +302,35 @@ static int add_mount_point(const struct mountinfo_entry *e, void *ud)
 	return 0;
 }
 
+/* Loop devices bound to a file of this test's state folder (a sandbox's
+ * disk): one left bound is a leaked disk. Other runs' devices name other
+ * folders. */
+static void loop_devices(struct buf *b, const char *root)
+{
+	char real[4096];
+	if (!realpath(root, real))
+		return;
+	size_t n = strlen(real);
+	DIR *d = opendir("/sys/block");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		char p[512];
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		char *f = read_whole(p, NULL);
+		if (f && strncmp(f, real, n) == 0 && f[n] == '/') {
+			buf_add(b, "loop ", 5);
+			buf_add(b, f, strcspn(f, "\n"));
+			buf_add(b, "\n", 1);
+		}
+		free(f);
+	}
+	closedir(d);
+}
+
 char *leak_snapshot(void)
 {
 	struct buf b = { 0 };
@@ -351,6 +380,7 @@ char *leak_snapshot(void)
 		}
 		closedir(sd);
 	}
+	loop_devices(&b, root && *root ? root : "/var/lib/abox");
 	const char *rt = getenv("ABOX_RUNTIME_DIR");
 	DIR *d = opendir(rt && *rt ? rt : "/run/abox");
 	if (d) {

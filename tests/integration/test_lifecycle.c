@@ -254,7 +254,9 @@ Test(lifecycle, set_timeout_moves_the_deadline_both_ways)
 
 Test(lifecycle, metrics_report_cpu_memory_disk_pids)
 {
-	char *id = create((const char *const[]){ "--cpus", "0.5", "--memory", "256M", "--disk", "64M", NULL });
+	/* a tmpfs layer: its files are memory (test_disk: a disk's are not) */
+	char *id = create((const char *const[]){ "--cpus", "0.5", "--memory", "256M", "--disk", "64M", "--layer", "tmpfs",
+						 NULL });
 	struct run_result r;
 	ABOX(&r, "exec", id, "--", "sh", "-c", "head -c 8M /dev/zero > /tmp/f; (while :; do :; done) > /dev/null 2>&1 & echo started");
 	cr_assert_str_eq(r.out, "started\n", "%s", r.err);

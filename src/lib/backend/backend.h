@@ -177,6 +177,12 @@ int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox
 int64_t backend_wall_ms(void);
 /* Detects the cgroup layout once per context. */
 int backend_layout(abox_ctx *ctx, abox_error *err);
+/* Whether a sandbox made with flags (ABOX_SANDBOX_*) has its writable
+ * layer on a disk of its own (disk/) rather than a tmpfs. */
+bool backend_layer_on_disk(uint32_t flags);
+/* A new disk of bytes for a writable layer: a detached mount fd for
+ * rootfs_plan.disk_fd (disk_new). */
+int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err);
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
 /* Reaps init if it has exited (non-blocking unless wait is true). */
 void backend_reap_init(abox_sandbox *sb, bool wait);

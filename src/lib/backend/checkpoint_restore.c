@@ -3,7 +3,8 @@
  *
  * What the dump did not take is made again exactly as at create: the
  * cgroups with the recorded limits, the runtime folder with a new
- * listening socket, the writable layer (a new tmpfs) and the root overlay
+ * listening socket, the writable layer (a new disk, or a tmpfs where the
+ * sandbox asked for one) and the root overlay
  * on the recorded template version and snapshot layers. The hook runs in
  * a child that joined those cgroups and has a mount namespace of its own
  * holding the new root and the host trees' overlays (the hook binds them
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "backend/checkpoint.h"
+#include "disk/disk.h"
 #include "mount/rootfs.h"
 #include "store/store.h"
 
@@ -106,7 +108,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	struct stack stk = { .lock = -1 };
 	struct cg_sandbox *cg = NULL;
 	char *rundir = NULL;
-	int rundir_fd = -1, listen_fd = -1, conn = -1, layer = -1, pidfd = -1;
+	int rundir_fd = -1, listen_fd = -1, conn = -1, layer = -1, pidfd = -1, disk_fd = -1;
 	int sp[2] = { -1, -1 };
 	char planned[8192];
 
@@ -133,6 +135,21 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		goto out;
 	}
 
+	/* a disk as the sandbox had, or the tmpfs it asked for */
+	if (!st->tmpfs_layer && (disk_fd = backend_disk_new(ctx, st->disk_bytes, err)) < 0) {
+		r = disk_fd;
+		disk_fd = -1;
+		if (!disk_unsupported(r)) {
+			abox_error_prefix(err, "restore");
+			goto out;
+		}
+		/* this host has no disks (any more): as a create would */
+		backend_log(ctx, ABOX_LOG_WARNING, "restore %s: no disk (%s), the writable layer is a tmpfs", id,
+			    err ? err->msg : "");
+		if (err)
+			*err = (abox_error)ABOX_ERROR_INIT;
+	}
+
 	char hosts[256], log[4200], pidfile[4200], root[4200];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", id);
 	struct rootfs_plan plan = {
@@ -140,6 +157,8 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		.lower = st->snapshots && st->snapshots[0] ? stk.root_lower : tmpl.root,
 		.ntrees = tmpl.ntrees,
 		.disk_bytes = st->disk_bytes,
+		.on_disk = disk_fd >= 0,
+		.disk_fd = disk_fd,
 		.hostname = id,
 		.hosts = hosts,
 		.user_uid = tmpl.user_uid,
@@ -190,6 +209,9 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		restorer_child(&rs);
 	close(sp[1]);
 	sp[1] = -1;
+	if (disk_fd >= 0)
+		close(disk_fd); /* the restorer's namespace has it now */
+	disk_fd = -1;
 	char msg[1024];
 	layer = recv_fd_or_msg(sp[0], msg, sizeof(msg));
 	int wst;
@@ -255,6 +277,8 @@ out:
 			close(sp[i]);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (disk_fd >= 0)
+		close(disk_fd);
 	if (layer >= 0)
 		close(layer);
 	if (listen_fd >= 0)

@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "layer/snapshot.h"
 #include "caps/caps.h"
+#include "disk/disk.h"
 #include "layer/layer.h"
 #include "proto/messages.h"
 #include "seccomp/policy.h"
@@ -55,7 +56,10 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 				       (unsigned long long)o->pids);
 	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
 		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE))
+	if ((o->flags & ABOX_SANDBOX_LAYER_DISK) && (o->flags & ABOX_SANDBOX_LAYER_TMPFS))
+		return abox_error_setx(err, EINVAL, "the writable layer cannot be both on disk and in memory");
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_LAYER_DISK |
+			 ABOX_SANDBOX_LAYER_TMPFS))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }
@@ -377,7 +381,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	struct template_info tmpl = { .lock_fd = -1 };
 	struct policy_bpf bpf = { 0 };
 	char **merged_env = NULL;
-	int listen_fd = -1, memfd = -1;
+	int listen_fd = -1, memfd = -1, disk_fd = -1;
 
 	if (fixed_id)
 		safe_snprintf(sb->id, sizeof(sb->id), "%s", fixed_id);
@@ -466,6 +470,26 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		goto fail;
 	}
 
+	uint64_t disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK;
+	bool on_disk = backend_layer_on_disk(o.flags);
+	if (on_disk && (disk_fd = backend_disk_new(ctx, disk_bytes, err)) < 0) {
+		r = disk_fd;
+		if (!(o.flags & ABOX_SANDBOX_LAYER_DISK) && disk_unsupported(r)) {
+			/* a host without disks (`abox doctor` says so): the
+			 * layer in memory, as before there were disks */
+			backend_log(ctx, ABOX_LOG_WARNING, "create %s: no disk (%s), the writable layer is a tmpfs",
+				    sb->id, err ? err->msg : "");
+			if (err)
+				*err = (abox_error)ABOX_ERROR_INIT;
+			on_disk = false;
+			disk_fd = -1;
+		} else {
+			abox_error_prefix(err, "create");
+			goto fail;
+		}
+	}
+	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: writable layer %s", sb->id, on_disk ? "on a disk" : "in memory");
+
 	char hosts[256], timeout_arg[64], memory_arg[48];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
 	char *init_argv[6] = { (char *)"abox-init", NULL, NULL, NULL, NULL, NULL };
@@ -495,7 +519,9 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.scratch = (o.flags & ABOX_SANDBOX_EPHEMERAL) ? ctx->runtime_dir : sb->rundir,
 			.lower = o.snapshot ? stk.root_lower : tmpl.root,
 			.ntrees = tmpl.ntrees,
-			.disk_bytes = o.disk_bytes ? o.disk_bytes : DEFAULT_DISK,
+			.disk_bytes = disk_bytes,
+			.on_disk = on_disk,
+			.disk_fd = disk_fd,
 			.hostname = sb->id,
 			.hosts = hosts,
 			.user_uid = tmpl.user_uid,
@@ -533,6 +559,11 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		log_marks(ctx, sb->id, marks, cloned);
 		munmap(marks, sizeof(*marks));
 	}
+	/* attached in the child's namespace, or never (then this close
+	 * releases the disk) */
+	if (disk_fd >= 0)
+		close(disk_fd);
+	disk_fd = -1;
 	if (r < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -560,6 +591,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.user = tmpl.meta.user,
 			.workdir = tmpl.meta.workdir,
 			.auto_pause = (o.flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
+			.tmpfs_layer = !on_disk,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */
@@ -625,6 +657,8 @@ fail:
 		close(listen_fd);
 	if (memfd >= 0)
 		close(memfd);
+	if (disk_fd >= 0)
+		close(disk_fd);
 	template_info_free(&tmpl);
 	policy_bpf_free(&bpf);
 	stack_free(&stk);
@@ -693,6 +727,30 @@ static int remove_recorded_cgroups(abox_sandbox *sb, abox_error *err)
 	return r;
 }
 
+/* A disk about to go is not written back: its filesystem is shut down
+ * first, so the unmount when init's namespace ends takes no writeback of
+ * what the sandbox wrote. Reached through init's fd on its layer; the
+ * pidfd check after the open proves the pid still named our init. */
+static void discard_layer(abox_sandbox *sb)
+{
+	int fd = -1;
+	if (sb->has_layer_fd) {
+		fd = fcntl(sb->layer_fd, F_DUPFD_CLOEXEC, 3);
+	} else if (sb->pidfd >= 0) {
+		char p[64];
+		safe_snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)sb->pid, INIT_LAYER_FD);
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return;
+	(void)disk_discard(sb->ctx->state_dir, fd);
+	close(fd);
+}
+
 int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 {
 	int r = 0;
@@ -707,6 +765,7 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 			(void)cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, NULL);
 	}
 	if (!sb->dead && sb->pid > 0) {
+		discard_layer(sb);
 		/* cgroup.kill (or the v1 freeze-and-kill walk) reaches every
 		 * task, including ones a frozen tree holds back; killing init
 		 * alone would also end the pid namespace */
@@ -821,7 +880,11 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	if ((r = backend_call(sb, &req, "metrics", disk_fields, &m, err)) < 0)
 		return r;
 	m.cpu_used_usec = cs.cpu_usec;
-	m.mem_used = cs.mem_current;
+	/* what a machine reports as used: its files' page cache does not
+	 * count (the kernel drops it when memory runs short), its tmpfs
+	 * files do */
+	m.mem_used = cs.mem_current != UINT64_MAX && cs.mem_current > cs.mem_file ? cs.mem_current - cs.mem_file
+										     : cs.mem_current;
 	m.mem_limit = cs.mem_limit;
 	m.pids = cs.pids_current;
 	/* CPU share since the previous call on this handle, or on its first

@@ -156,6 +156,7 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 		.disk_bytes = o->disk_bytes ? o->disk_bytes : DEFAULT_DISK,
 		.pids = o->pids ? o->pids : DEFAULT_PIDS,
 		.cpu_millis = o->cpu_millis ? o->cpu_millis : DEFAULT_CPU,
+		.tmpfs_layer = !backend_layer_on_disk(o->flags),
 	};
 	memcpy(st.id, id, sizeof(st.id));
 	struct restored rs = { 0 };

@@ -1013,6 +1013,14 @@ int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 		 * init's headroom) */
 		const struct cg_dir *ld = cg->cmds >= 0 ? &cg->dir[cg->cmds] : d;
 		(void)read_u64(ld, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
+		/* "file" (v2) and "total_cache" (v1) count tmpfs and shared
+		 * memory too: those are "shmem", and stay memory use */
+		_cleanup_free_ char *ms = NULL;
+		uint64_t file = 0, shmem = 0;
+		if (read_file_at(d->fd, "memory.stat", 16384, &ms, NULL) == 0 &&
+		    kv_get(ms, v1 ? "total_cache" : "file", &file) == 0 &&
+		    kv_get(ms, v1 ? "total_shmem" : "shmem", &shmem) == 0 && file > shmem)
+			st.mem_file = file - shmem;
 	}
 	if (cg->ctl[CG_PIDS] >= 0)
 		(void)read_u64(&cg->dir[cg->ctl[CG_PIDS]], "pids.current", &st.pids_current);

@@ -136,7 +136,10 @@ int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
  * CPU accounting on a v1-only host without cpuacct, no controller). */
 struct cg_stats {
 	uint64_t cpu_usec;     /* CPU time used since create */
-	uint64_t mem_current;  /* bytes charged now (includes its tmpfs layer) */
+	uint64_t mem_current;  /* bytes charged now (includes a tmpfs layer, and the cache of a disk's files) */
+	uint64_t mem_file;     /* of those, the page cache of files on disks (not tmpfs): the
+				* kernel reclaims it under pressure, so it is not the sandbox's
+				* memory use (0 when unknown) */
 	uint64_t mem_limit;
 	uint64_t pids_current; /* processes and threads */
 };

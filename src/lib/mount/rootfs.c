@@ -293,13 +293,21 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	spawn_mark(plan->marks, MARK_PRIVATE);
 
 	/* The writable layer: its size is the sandbox's disk limit. */
-	uint64_t inodes = plan->disk_bytes / 8192;
-	if (inodes < 16384)
-		inodes = 16384;
-	safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
-		      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
-	if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
-		return r;
+	if (plan->on_disk) {
+		/* made by the creator (a disk of its own, see disk/): only
+		 * attached here, in this namespace, so the host never has it
+		 * mounted and it ends with the namespace */
+		if (syscall(SYS_move_mount, plan->disk_fd, "", AT_FDCWD, s, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return abox_error_set(err, errno, "attach the writable layer on '%s'", s);
+	} else {
+		uint64_t inodes = plan->disk_bytes / 8192;
+		if (inodes < 16384)
+			inodes = 16384;
+		safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
+			      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
+		if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
+			return r;
+	}
 	int lfd = open(s, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (lfd < 0 || (*layer_fd = fcntl(lfd, F_DUPFD_CLOEXEC, 10)) < 0)
 		return abox_error_set(err, errno, "open the writable layer");

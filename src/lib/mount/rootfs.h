@@ -1,7 +1,8 @@
 /* mount — builds the sandbox's root filesystem inside its new mount
  * namespace and switches to it.
  *
- * What it does: a size-limited tmpfs for the writable layer, the overlay
+ * What it does: the writable layer (a disk made by disk/ and attached
+ * here, or a size-limited tmpfs), the overlay
  * root (template lower + upper), overlays over the host trees the template
  * borrows (/usr, ...), /proc with masks, a minimal /dev, read-only /sys,
  * pivot_root with the old root detached.
@@ -28,6 +29,10 @@ struct rootfs_plan {
 	const char *trees[ROOTFS_MAX_TREES]; /* host trees overlaid read-write, e.g. "usr" (relative to /) */
 	unsigned ntrees;
 	uint64_t disk_bytes;   /* tmpfs size: the writable layer's limit */
+	/* the writable layer on a disk: a detached mount (disk_new) the
+	 * child attaches on scratch instead of mounting a tmpfs */
+	bool on_disk;
+	int disk_fd;
 	const char *hostname;
 	const char *hosts;     /* content of /etc/hosts */
 	uid_t user_uid;
