@@ -29,9 +29,16 @@ json_object *entry_json(const abox_file_info *f)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(f->name));
-	json_object_object_add(o, "type", json_object_new_string(f->type == ABOX_FILE_DIR	? "FILE_TYPE_DIRECTORY"
-									  : f->type == ABOX_FILE_SYMLINK ? "FILE_TYPE_SYMLINK"
-													 : "FILE_TYPE_FILE"));
+	/* A symlink's type goes as its number (FILE_TYPE_SYMLINK = 3), not its
+	 * name: proto3 JSON allows both, and SDKs generated before symlinks
+	 * existed, parsed by older protobuf runtimes (Debian 12's), reject the
+	 * unknown name for the whole listing but keep an unknown number. Newer
+	 * SDKs read 3 as a symlink either way. */
+	if (f->type == ABOX_FILE_SYMLINK)
+		json_object_object_add(o, "type", json_object_new_int(3));
+	else
+		json_object_object_add(o, "type", json_object_new_string(f->type == ABOX_FILE_DIR ? "FILE_TYPE_DIRECTORY"
+												  : "FILE_TYPE_FILE"));
 	json_object_object_add(o, "path", json_object_new_string(f->path));
 	char size[32], p[11], t[40];
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)f->size); /* int64: a string in proto3 JSON */
