@@ -23,7 +23,12 @@ if [ -z "$sdk" ]; then
   bases=()
   origin=$(git -C "$src" remote get-url origin 2>/dev/null || true)
   origin=${origin#file://}
-  [ -n "$origin" ] && [ -d "$origin" ] && bases+=("$origin")
+  if [ -n "$origin" ] && [ -d "$origin" ]; then
+    bases+=("$origin")
+    # the origin may itself be a worktree: its main checkout too
+    oc=$(git -C "$origin" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+    [ -n "$oc" ] && bases+=("$(dirname "$oc")")
+  fi
   common=$(git -C "$src" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
   [ -n "$common" ] && bases+=("$(dirname "$common")")
   bases+=("$(git -C "$src" rev-parse --show-toplevel 2>/dev/null || echo "$src/../../..")")
