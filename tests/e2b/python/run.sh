@@ -53,7 +53,8 @@ export PYTHONPATH=$src:$sdk:$sdk/stub:$PYTHONPATH
 key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
-printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "domain": "abox.test"}\n' "$port" "$key" > "$conf"
+# no "domain": the flows see what getHost() gives by default
+printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"]}\n' "$port" "$key" > "$conf"
 log=$build/e2b-python-aboxd.log
 "$build/aboxd" --config "$conf" 2>"$log" &
 daemon=$!
