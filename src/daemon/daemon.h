@@ -25,7 +25,7 @@
 #define DAEMON_CODE_PORT 49999
 /* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
  * closeStdin (0.5.2), octet-stream uploads (0.5.7) are all served */
-#define DAEMON_ENVD_VERSION "0.5.7"
+#define DAEMON_ENVD_VERSION "0.6.2"
 #define DAEMON_MAX_BODY (64u << 20)     /* JSON and small uploads */
 #define DAEMON_MAX_JSON_DEPTH 32
 #define DAEMON_OWNER_KEY "_aboxOwner"   /* metadata entry naming the API key's owner */

@@ -15,6 +15,7 @@
 
 #include "envd.h"
 #include "gzip.h"
+#include "meta.h"
 
 static void perms(uint32_t mode, abox_file_type t, char out[11])
 {
@@ -73,8 +74,9 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 	int r = abox_file_stat(h->sb, path, rq->user, &f, &err);
 	if (r < 0)
 		return envd_error(rq, -r, "%s", err.msg);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "entry", entry_json(&f));
+	json_object *o = json_object_new_object(), *e = entry_json(&f);
+	meta_add_to_entry(h->sb, rq->user, e);
+	json_object_object_add(o, "entry", e);
 	return reply_json(rq, 200, o);
 }
 
@@ -124,6 +126,7 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 			for (size_t i = 0; i < n; i++)
 				json_object_array_add(a, entry_json(&v[i]));
 			free(v);
+			meta_add_to_entries(h.sb, rq->user, a);
 			json_object *o = json_object_new_object();
 			json_object_object_add(o, "entries", a);
 			q = reply_json(rq, 200, o);
@@ -158,6 +161,7 @@ static json_object *written(sandbox_handle_t *h, struct request *rq, const char 
 	json_object_object_add(o, "type", json_object_new_string("file"));
 	if (abox_file_stat(h->sb, path, rq->user, &f, NULL) == 0)
 		json_object_object_add(o, "path", json_object_new_string(f.path));
+	meta_add_written(rq, o);
 	return o;
 }
 
@@ -179,6 +183,11 @@ enum MHD_Result files_post(struct request *rq)
 	if (!h.sb)
 		return sent;
 	username(rq);
+	char why[200];
+	if (meta_check(rq, why, sizeof(why)) < 0) {
+		envd_close(&h);
+		return reply_error(rq, 400, "%s", why);
+	}
 	const char *path = query(rq, "path");
 	const char *ct = header(rq, "Content-Type");
 	abox_error err = ABOX_ERROR_INIT;
@@ -227,14 +236,16 @@ enum MHD_Result files_post(struct request *rq)
 				r = set_err(&err, EINVAL, "a part names no file (filename) and there is no ?path=");
 				break;
 			}
-			if ((r = abox_file_write(h.sb, target, rq->user, data, dlen, 1, &err)) >= 0)
+			if ((r = abox_file_write(h.sb, target, rq->user, data, dlen, 1, &err)) >= 0 &&
+			    (r = meta_apply(h.sb, rq, target, &err)) >= 0)
 				json_object_array_add(a, written(&h, rq, target));
 			p = next;
 		}
 	} else {
 		if (!path) {
 			r = set_err(&err, EINVAL, "?path= is required for an octet-stream upload");
-		} else if ((r = abox_file_write(h.sb, path, rq->user, rq->body ? rq->body : "", rq->len, 1, &err)) >= 0) {
+		} else if ((r = abox_file_write(h.sb, path, rq->user, rq->body ? rq->body : "", rq->len, 1, &err)) >= 0 &&
+			   (r = meta_apply(h.sb, rq, path, &err)) >= 0) {
 			json_object_array_add(a, written(&h, rq, path));
 		}
 	}
@@ -292,6 +303,11 @@ bool files_stream_begin(struct request *rq)
 	}
 	username(rq);
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	char bad_meta[200];
+	if (meta_check(rq, bad_meta, sizeof(bad_meta)) < 0) {
+		u->result = set_err(&u->err, EINVAL, bad_meta);
+		return true;
+	}
 	const char *enc = header(rq, "Content-Encoding");
 	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
 		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
@@ -386,6 +402,8 @@ enum MHD_Result files_stream_end(struct request *rq)
 		return reply_error(rq, 400, "%s: the body is not %s gzip (Content-Encoding: gzip)", u->path,
 				   u->bad_gzip ? "valid" : "complete");
 	}
+	if (meta_apply(u->h.sb, rq, u->path, &u->err) < 0)
+		return reply_error(rq, status_of_errno(u->err.code), "%s", u->err.msg);
 	json_object *a = json_object_new_array();
 	json_object_array_add(a, written(&u->h, rq, u->path));
 	return reply_json(rq, 200, a);
