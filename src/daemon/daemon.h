@@ -24,8 +24,10 @@
 #define DAEMON_ENVD_PORT 49983
 #define DAEMON_CODE_PORT 49999
 /* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
- * closeStdin (0.5.2), octet-stream uploads (0.5.7) are all served */
-#define DAEMON_ENVD_VERSION "0.6.2"
+ * closeStdin (0.5.2), octet-stream uploads (0.5.7), file metadata (0.6.2,
+ * meta.c), watch events with their entry (0.6.3) and watches allowed on
+ * network mounts (0.6.4, watch.c) are all served */
+#define DAEMON_ENVD_VERSION "0.6.4"
 #define DAEMON_MAX_BODY (64u << 20)     /* JSON and small uploads */
 #define DAEMON_MAX_JSON_DEPTH 32
 #define DAEMON_OWNER_KEY "_aboxOwner"   /* metadata entry naming the API key's owner */

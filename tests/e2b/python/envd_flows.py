@@ -7,7 +7,7 @@ import time
 
 import httpx
 from e2b import AsyncSandbox, FilesystemEventType, InvalidArgumentException, Sandbox
-from e2b.envd.versions import ENVD_FILE_METADATA
+from e2b.envd.versions import ENVD_VERSION_WATCH_NETWORK_MOUNTS
 from packaging.version import Version
 
 from tap import check, eq, made, run, test
@@ -22,7 +22,7 @@ def create():
 @test("the envd version reported is the newest whose gated features are served")
 def _():
     s = create()
-    check(s._envd_version >= ENVD_FILE_METADATA, f"envd {s._envd_version}")
+    check(s._envd_version >= ENVD_VERSION_WATCH_NETWORK_MOUNTS, f"envd {s._envd_version}")
 
 
 @test("file metadata: kept on upload, in the answer, in get_info and list, lower-cased keys")
@@ -72,6 +72,43 @@ async def _():
     info = await s.files.write("/home/user/a.txt", "x", metadata={"a": "1"})
     eq(info.metadata, {"a": "1"}, "the upload's answer")
     eq((await s.files.get_info("/home/user/a.txt")).metadata, {"a": "1"}, "get_info")
+
+
+@test("watch_dir include_entry: events carry their entry (polling watcher)")
+def _():
+    s = create()
+    s.files.make_dir("/home/user/we")
+    w = s.files.watch_dir("/home/user/we", include_entry=True, allow_network_mounts=True)
+    s.files.write("/home/user/we/a.txt", "abc", metadata={"m": "1"})
+    s.files.remove("/home/user/we/a.txt")
+    events = []
+    for _ in range(50):
+        events += w.get_new_events()
+        if any(e.type == FilesystemEventType.REMOVE for e in events):
+            break
+        time.sleep(0.1)
+    w.stop()
+    made_ev = [e for e in events if e.type != FilesystemEventType.REMOVE and e.entry]
+    check(made_ev, f"events with an entry: {events}")
+    eq(made_ev[-1].entry.path, "/home/user/we/a.txt", "the entry's path")
+    eq(made_ev[-1].entry.type.value, "file", "the entry's type")
+    check(all(e.entry is None for e in events if e.type == FilesystemEventType.REMOVE), "a removal has none")
+
+
+@test("watch_dir include_entry: events carry their entry (async stream)")
+async def _():
+    s = await AsyncSandbox.create(timeout=120)
+    made.append(s)
+    await s.files.make_dir("/home/user/wa")
+    events = []
+    w = await s.files.watch_dir("/home/user/wa", events.append, include_entry=True)
+    await s.files.write("/home/user/wa/b.txt", "abcd")
+    for _ in range(50):
+        if any(e.entry and e.entry.size == 4 for e in events):
+            break
+        await asyncio.sleep(0.1)
+    await w.stop()
+    check(any(e.name == "b.txt" and e.entry and e.entry.name == "b.txt" for e in events), f"the entry: {events}")
 
 
 run()
