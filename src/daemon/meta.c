@@ -105,9 +105,15 @@ json_object *meta_json(const struct file_meta *m)
 	return o;
 }
 
+struct batch {
+	json_object *entries;
+	size_t first; /* the batch's first entry */
+};
+
 static int add_pair(size_t index, const char *key, const char *value, void *ud)
 {
-	json_object *entry = json_object_array_get_idx(ud, index), *md;
+	struct batch *b = ud;
+	json_object *entry = json_object_array_get_idx(b->entries, b->first + index), *md;
 	if (!entry)
 		return 0;
 	if (!json_object_object_get_ex(entry, "metadata", &md)) {
@@ -118,6 +124,10 @@ static int add_pair(size_t index, const char *key, const char *value, void *ud)
 	return 0;
 }
 
+/* one request to init carries at most this many bytes of paths (its
+ * frames are bounded), so a long listing goes in batches */
+#define BATCH_BYTES (256u << 10)
+
 void meta_add_to_entries(abox_sandbox *sb, const char *user, json_object *entries)
 {
 	size_t n = json_object_array_length(entries);
@@ -126,13 +136,20 @@ void meta_add_to_entries(abox_sandbox *sb, const char *user, json_object *entrie
 	const char **paths = calloc(n, sizeof(*paths));
 	if (!paths)
 		return;
-	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(entries, i), *p;
-		paths[k++] = json_object_object_get_ex(e, "path", &p) ? json_object_get_string(p) : "";
+		paths[i] = json_object_object_get_ex(e, "path", &p) ? json_object_get_string(p) : "";
 	}
-	/* best effort: a sandbox whose init predates metadata has none */
-	(void)abox_file_meta_get(sb, paths, k, user, add_pair, entries, NULL);
+	for (size_t first = 0; first < n;) {
+		size_t k = 0, bytes = 0;
+		while (first + k < n && (k == 0 || bytes + strlen(paths[first + k]) < BATCH_BYTES))
+			bytes += strlen(paths[first + k++]) + 8;
+		struct batch b = { entries, first };
+		/* best effort: a sandbox whose init predates metadata has none */
+		if (abox_file_meta_get(sb, paths + first, k, user, add_pair, &b, NULL) == -ENOTSUP)
+			break;
+		first += k;
+	}
 	free(paths);
 }
 

@@ -44,6 +44,18 @@ def _():
     eq(s.files.get_info("/tmp/b").metadata, {"batch": "7"}, "multi-file kept")
 
 
+@test("file metadata in a long listing (its paths sent to init in batches)")
+def _():
+    s = create()
+    s.commands.run("mkdir -p /tmp/big && cd /tmp/big && for i in $(seq 2000); do : > $(printf 'f%0200d' $i); done")
+    last = "/tmp/big/" + "f%0200d" % 2000
+    s.files.write(last, "x", metadata={"last": "yes"})
+    entries = s.files.list("/tmp/big")
+    eq(len(entries), 2000, "all listed")
+    eq([e.name for e in entries if e.metadata], [last.rsplit("/", 1)[1]], "the one with metadata")
+    eq(next(e for e in entries if e.metadata).metadata, {"last": "yes"}, "its metadata")
+
+
 @test("file metadata: a bad key or value is a 400 naming it, and nothing is written")
 def _():
     s = create()

@@ -40,7 +40,7 @@ fi
 [ -n "$sdk" ] && [ -d "$sdk/e2b" ] ||
   fail "the E2B Python SDK is not found: set ABOX_E2B_PYTHON_SDK (tried beside the origin checkout)"
 tool=${ABOX_E2B_PYTHON_ENV_TOOL:-$sdk/../../tools/python-sdk-env.sh}
-envdir=${ABOX_E2B_PYTHON_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/abox-e2b-python}
+envdir=${ABOX_E2B_PYTHON_ENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/abox-e2b-python}
 if [ ! -f "$envdir/env.sh" ]; then
   [ -f "$tool" ] || fail "no dependency set-up tool at $tool (set ABOX_E2B_PYTHON_ENV_TOOL)"
   bash "$tool" "$envdir" >"$build/e2b-python-env.log" 2>&1 ||

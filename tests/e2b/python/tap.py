@@ -27,17 +27,6 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
-def _kill_made():
-    for s in made:
-        try:
-            r = s.kill()
-            if inspect.isawaitable(r):
-                asyncio.get_event_loop().run_until_complete(r)
-        except Exception:
-            pass
-    made.clear()
-
-
 async def _akill_made():
     for s in made:
         try:
