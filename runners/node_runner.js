@@ -9,7 +9,14 @@ const util = require('util')
 const readline = require('readline')
 
 let current = null
-const write = obj => process.stdout.write(JSON.stringify({ ...obj, id: current }) + '\n')
+// stdout/stderr messages carry a timestamp (Unix epoch in nanoseconds), as
+// the SDKs' OutputMessage has one
+const nowNs = () => Number(process.hrtime.bigint() - startNs) + startEpochNs
+const startNs = process.hrtime.bigint()
+const startEpochNs = Date.now() * 1e6
+const write = obj => process.stdout.write(JSON.stringify({
+  ...obj, ...(obj.type === 'stdout' || obj.type === 'stderr' ? { timestamp: nowNs() } : {}), id: current,
+}) + '\n')
 const text = args => args.map(a => (typeof a === 'string' ? a : util.inspect(a))).join(' ') + '\n'
 const console2 = {
   log: (...a) => write({ type: 'stdout', text: text(a) }),

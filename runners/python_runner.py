@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 
 real_out = sys.stdout
@@ -26,6 +27,9 @@ current = {"id": None}
 
 def emit(obj):
     obj["id"] = current["id"]
+    if obj.get("type") in ("stdout", "stderr"):
+        # the SDKs' OutputMessage carries it (Unix epoch in nanoseconds)
+        obj["timestamp"] = time.time_ns()
     line = json.dumps(obj, default=str)
     with out_lock:
         real_out.write(line + "\n")

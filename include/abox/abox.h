@@ -577,6 +577,20 @@ ABOX_EXPORT int abox_file_move(abox_sandbox *sb, const char *from, const char *t
 /* Removes a file or a whole folder. */
 ABOX_EXPORT int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err);
 
+/* File metadata (what E2B calls it): user-defined key/value pairs kept as
+ * the file's "user.e2b.<key>" extended attributes, done as user.
+ * abox_file_meta_set sets n pairs (kv[2i] the key, kv[2i+1] its value) on
+ * path, leaving its other pairs. abox_file_meta_get calls fn once per pair
+ * of every path of paths[] that has any (index: the path's position;
+ * strings valid during the call; return non-zero to stop); a path that
+ * cannot be read has none. Sandboxes started by an abox without metadata
+ * support, and remote ones, answer -ENOTSUP. */
+typedef int (*abox_meta_fn)(size_t index, const char *key, const char *value, void *userdata);
+ABOX_EXPORT int abox_file_meta_set(abox_sandbox *sb, const char *path, const char *user, const char *const *kv,
+				   size_t n, abox_error *err);
+ABOX_EXPORT int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, const char *user,
+				   abox_meta_fn fn, void *userdata, abox_error *err);
+
 typedef enum abox_fs_event_type {
 	ABOX_FS_CREATE = 1,
 	ABOX_FS_WRITE = 2,

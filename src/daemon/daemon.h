@@ -24,8 +24,10 @@
 #define DAEMON_ENVD_PORT 49983
 #define DAEMON_CODE_PORT 49999
 /* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
- * closeStdin (0.5.2), octet-stream uploads (0.5.7) are all served */
-#define DAEMON_ENVD_VERSION "0.5.7"
+ * closeStdin (0.5.2), octet-stream uploads (0.5.7), file metadata (0.6.2,
+ * meta.c), watch events with their entry (0.6.3) and watches allowed on
+ * network mounts (0.6.4, watch.c) are all served */
+#define DAEMON_ENVD_VERSION "0.6.4"
 #define DAEMON_MAX_BODY (64u << 20)     /* one buffered body (JSON, proxied); uploads stream */
 #define DAEMON_BODY_BUDGET (128u << 20) /* all buffered bodies together */
 #define DAEMON_MAX_JSON_DEPTH 32

@@ -16,6 +16,7 @@
 #include "envd.h"
 #include "gzip.h"
 #include "multipart.h"
+#include "meta.h"
 
 static void perms(uint32_t mode, abox_file_type t, char out[11])
 {
@@ -30,9 +31,16 @@ json_object *entry_json(const abox_file_info *f)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(f->name));
-	json_object_object_add(o, "type", json_object_new_string(f->type == ABOX_FILE_DIR	? "FILE_TYPE_DIRECTORY"
-									  : f->type == ABOX_FILE_SYMLINK ? "FILE_TYPE_SYMLINK"
-													 : "FILE_TYPE_FILE"));
+	/* A symlink's type goes as its number (FILE_TYPE_SYMLINK = 3), not its
+	 * name: proto3 JSON allows both, and SDKs generated before symlinks
+	 * existed, parsed by older protobuf runtimes (Debian 12's), reject the
+	 * unknown name for the whole listing but keep an unknown number. Newer
+	 * SDKs read 3 as a symlink either way. */
+	if (f->type == ABOX_FILE_SYMLINK)
+		json_object_object_add(o, "type", json_object_new_int(3));
+	else
+		json_object_object_add(o, "type", json_object_new_string(f->type == ABOX_FILE_DIR ? "FILE_TYPE_DIRECTORY"
+												  : "FILE_TYPE_FILE"));
 	json_object_object_add(o, "path", json_object_new_string(f->path));
 	char size[32], p[11], t[40];
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)f->size); /* int64: a string in proto3 JSON */
@@ -67,8 +75,9 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 	int r = abox_file_stat(h->sb, path, rq->user, &f, &err);
 	if (r < 0)
 		return envd_error(rq, -r, "%s", err.msg);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "entry", entry_json(&f));
+	json_object *o = json_object_new_object(), *e = entry_json(&f);
+	meta_add_to_entry(h->sb, rq->user, e);
+	json_object_object_add(o, "entry", e);
 	return reply_json(rq, 200, o);
 }
 
@@ -197,6 +206,7 @@ static json_object *written(sandbox_handle_t *h, struct request *rq, const char 
 	json_object_object_add(o, "type", json_object_new_string("file"));
 	if (abox_file_stat(h->sb, path, rq->user, &f, NULL) == 0)
 		json_object_object_add(o, "path", json_object_new_string(f.path));
+	meta_add_written(rq, o);
 	return o;
 }
 
@@ -343,6 +353,11 @@ static int part_end(void *ud)
 	upload_finish(u);
 	if (u->result < 0)
 		return 1;
+	int m = meta_apply(u->h.sb, u->rq, u->path, &u->err);
+	if (m < 0) {
+		u->result = m;
+		return 1;
+	}
 	json_object_array_add(u->done, written(&u->h, u->rq, u->path));
 	return 0;
 }
@@ -372,6 +387,12 @@ bool files_stream_begin(struct request *rq)
 	rq->deferred = NULL;
 	username(rq);
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
+	/* bad metadata headers are refused before anything is written */
+	char bad_meta[200];
+	if (meta_check(rq, bad_meta, sizeof(bad_meta)) < 0) {
+		u->result = set_err(&u->err, EINVAL, bad_meta);
+		return true;
+	}
 	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
 	const char *enc = header(rq, "Content-Encoding");
 	bool encoded = enc && *enc && strcasecmp(enc, "identity") != 0;
@@ -477,6 +498,8 @@ enum MHD_Result files_stream_end(struct request *rq)
 		return reply_error(rq, 400, "%s: the body is not %s gzip (Content-Encoding: gzip)", u->path,
 				   u->bad_gzip ? "valid" : "complete");
 	}
+	if (meta_apply(u->h.sb, rq, u->path, &u->err) < 0)
+		return reply_error(rq, status_of_errno(u->err.code), "%s", u->err.msg);
 	json_object *a = json_object_new_array();
 	json_object_array_add(a, written(&u->h, rq, u->path));
 	return reply_json(rq, 200, a);

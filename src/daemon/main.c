@@ -196,6 +196,26 @@ static void *reaper(void *arg)
 }
 
 
+/* No configured domain: the SDKs would fall back to the public cloud's
+ * (getHost(3000) = 3000-<id>.e2b.app), sending a sandbox's traffic, token
+ * and all, to hosts that are not this daemon. "localhost:<port>" makes
+ * getHost give 3000-<id>.localhost:<port>: the name is loopback by
+ * RFC 6761 (curl, browsers and nss-myhostname resolve it without DNS) and
+ * the port is this daemon's, whose Host routing sends it to the sandbox. */
+static void default_domain(struct MHD_Daemon *d, struct in_addr addr)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	unsigned port = i && i->port ? i->port : daemon_cfg.port;
+	char buf[32];
+	snprintf(buf, sizeof(buf), "localhost:%u", port);
+	daemon_cfg.domain = strdup(buf);
+	uint32_t a = ntohl(addr.s_addr);
+	if (a != INADDR_ANY && (a >> 24) != 127)
+		fprintf(stderr, "aboxd: no \"domain\" configured: getHost() names %s, which does not reach a daemon "
+				"listening on %s only; configure \"domain\"\n",
+			buf, inet_ntoa(addr));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -287,6 +307,8 @@ int main(int argc, char **argv)
 			daemon_cfg.port);
 		return 1;
 	}
+	if (!daemon_cfg.domain)
+		default_domain(d, sa.sin_addr);
 	/* the same API on a unix socket, for local clients that should not
 	 * need a TCP port (mode 0660: root and the socket's group) */
 	struct MHD_Daemon *ud = NULL;

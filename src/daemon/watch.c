@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "envd.h"
+#include "meta.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -49,6 +50,38 @@ static json_object *fs_event(const char *root, abox_fs_event_type t, const char 
 	return o;
 }
 
+/* includeEntry (envd 0.6.3): an event carries the entry it names, when it
+ * still exists, read through a second connection to the sandbox (the
+ * watch's own streams its events). allowNetworkMounts (0.6.4) changes
+ * nothing: abox watches every filesystem the same way. */
+struct entries {
+	sandbox_handle_t h; /* .sb NULL: events without entries */
+	char user[16];
+};
+
+static void entries_open(struct entries *e, struct request *rq, json_object *b)
+{
+	json_object *v;
+	memset(e, 0, sizeof(*e));
+	if (!json_object_object_get_ex(b, "includeEntry", &v) || !json_object_get_boolean(v))
+		return;
+	snprintf(e->user, sizeof(e->user), "%s", rq->user);
+	e->h.ctx = request_ctx();
+	if (e->h.ctx && abox_sandbox_connect(e->h.ctx, rq->sandbox, &e->h.sb, NULL) < 0)
+		e->h.sb = NULL;
+}
+
+static json_object *with_entry(struct entries *e, abox_fs_event_type t, const char *path, json_object *ev)
+{
+	abox_file_info f;
+	if (e->h.sb && t != ABOX_FS_REMOVE && abox_file_stat(e->h.sb, path, e->user, &f, NULL) == 0) {
+		json_object *en = entry_json(&f);
+		meta_add_to_entry(e->h.sb, e->user, en);
+		json_object_object_add(ev, "entry", en);
+	}
+	return ev;
+}
+
 /* ---- WatchDir -------------------------------------------------------- */
 
 struct wstream {
@@ -57,12 +90,13 @@ struct wstream {
 	char root[4096];
 	struct ebuf out;
 	int keepalive_ms;
+	struct entries entries;
 };
 
 static int on_stream_event(abox_fs_event_type t, const char *path, void *ud)
 {
 	struct wstream *s = ud;
-	ebuf_field(&s->out, "filesystem", fs_event(s->root, t, path));
+	ebuf_field(&s->out, "filesystem", with_entry(&s->entries, t, path, fs_event(s->root, t, path)));
 	return 0;
 }
 
@@ -96,6 +130,7 @@ static void wstream_free(void *cls)
 	struct wstream *s = cls;
 	abox_watch_free(s->w);
 	envd_close(&s->h);
+	envd_close(&s->entries.h);
 	ebuf_free(&s->out);
 	free(s);
 }
@@ -132,6 +167,7 @@ enum MHD_Result watch_dir(struct request *rq)
 		return envd_error(rq, -r, "%s", err.msg);
 	}
 	snprintf(s->root, sizeof(s->root), "%s", path);
+	entries_open(&s->entries, rq, b);
 	json_object_put(b);
 	s->h = h;
 	const char *ka = header(rq, "Keepalive-Ping-Interval");
@@ -152,6 +188,7 @@ struct watcher {
 	bool stop;
 	json_object *events; /* array, guarded by lock */
 	int64_t polled_ms;
+	struct entries entries;
 	struct watcher *next;
 };
 
@@ -161,9 +198,12 @@ static struct watcher *watchers;
 static int on_polled_event(abox_fs_event_type t, const char *path, void *ud)
 {
 	struct watcher *w = ud;
+	json_object *ev = with_entry(&w->entries, t, path, fs_event(w->root, t, path));
 	pthread_mutex_lock(&lock);
 	if (json_object_array_length(w->events) < WATCHER_EVENTS_MAX)
-		json_object_array_add(w->events, fs_event(w->root, t, path));
+		json_object_array_add(w->events, ev);
+	else
+		json_object_put(ev);
 	pthread_mutex_unlock(&lock);
 	return 0;
 }
@@ -193,6 +233,7 @@ static void watcher_free(struct watcher *w)
 	pthread_join(w->thread, NULL);
 	abox_watch_free(w->w);
 	envd_close(&w->h);
+	envd_close(&w->entries.h);
 	json_object_put(w->events);
 	free(w);
 }
@@ -282,6 +323,7 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
 		memcpy(w->sandbox, rq->sandbox, 21);
 		snprintf(w->root, sizeof(w->root), "%s", path);
+		entries_open(&w->entries, rq, b);
 		w->h = h;
 		w->events = json_object_new_array();
 		w->polled_ms = stream_now_ms();

@@ -1055,6 +1055,10 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_FS_WATCH:
 		files_handle(ci, f);
 		break;
+	case MSG_REQ_FS_META_GET:
+	case MSG_REQ_FS_META_SET:
+		meta_handle(ci, f);
+		break;
 	case MSG_REQ_FS_UNWATCH: {
 		watch_stop(ci, f->id);
 		struct proto_msg m;

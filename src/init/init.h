@@ -26,6 +26,9 @@ void watch_client_moved(int from, int to);
 unsigned watch_pollfds(struct pollfd *pfd); /* fills WATCHES_MAX entries */
 void watch_ready(const struct pollfd *pfd);
 
+/* meta.c: MSG_REQ_FS_META_GET and _SET */
+void meta_handle(int ci, const struct proto_frame *f);
+
 /* files.c */
 void files_handle(int ci, const struct proto_frame *f);
 void files_client_gone(int ci);

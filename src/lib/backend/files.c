@@ -624,3 +624,93 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 		return abox_error_set(err, -r, "watch: send");
 	return wait_answer(sb, id, NULL, NULL, NULL, err);
 }
+
+/* ---- file metadata (src/init/meta.c) ---------------------------------- */
+
+/* An init older than metadata support answers EOPNOTSUPP ("unknown
+ * request type"), as does a filesystem without user extended attributes. */
+static int meta_unsupported(int r, abox_error *err)
+{
+	if (r != -EOPNOTSUPP)
+		return r;
+	char why[sizeof(err->msg)] = "";
+	if (err)
+		snprintf(why, sizeof(why), "%s", err->msg);
+	return abox_error_setx(err, ENOTSUP, "file metadata: not kept here (%.400s)", why);
+}
+
+int abox_file_meta_set(abox_sandbox *sb, const char *path, const char *user, const char *const *kv, size_t n,
+		       abox_error *err)
+{
+	if (REMOTE_SB(sb))
+		return abox_error_setx(err, ENOTSUP, "file metadata: not over the remote backend");
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_META_SET, &m, path, user, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		proto_put_str(&m, F_META_KEY, kv[2 * i]);
+		proto_put_str(&m, F_META_VALUE, kv[2 * i + 1]);
+	}
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "metadata: send");
+	r = wait_answer(sb, id, NULL, NULL, NULL, err);
+	return r < 0 ? meta_unsupported(r, err) : r;
+}
+
+struct meta_ctx {
+	abox_meta_fn fn;
+	void *ud;
+};
+
+static int meta_entry(const struct proto_frame *f, void *ud)
+{
+	struct meta_ctx *c = ud;
+	if (f->type != MSG_EV_ENTRY)
+		return 0;
+	size_t off = 0;
+	struct proto_field fl;
+	uint64_t index = 0;
+	_cleanup_free_ char *key = NULL;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		if (fl.tag == F_COUNT) {
+			(void)proto_field_u64(&fl, &index);
+		} else if (fl.tag == F_META_KEY) {
+			free(key);
+			key = NULL;
+			(void)proto_field_strdup(&fl, &key);
+		} else if (fl.tag == F_META_VALUE && key) {
+			_cleanup_free_ char *value = NULL;
+			if (proto_field_strdup(&fl, &value) == 0 && c->fn((size_t)index, key, value, c->ud) != 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, const char *user, abox_meta_fn fn,
+		       void *userdata, abox_error *err)
+{
+	if (REMOTE_SB(sb))
+		return abox_error_setx(err, ENOTSUP, "file metadata: not over the remote backend");
+	if (n == 0)
+		return 0;
+	struct proto_msg m;
+	int r = begin(sb, MSG_REQ_FS_META_GET, &m, paths[0], user, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 1; i < n; i++) {
+		if (m.len + strlen(paths[i]) + 16 > PROTO_MAX_PAYLOAD) {
+			proto_msg_free(&m);
+			return abox_error_setx(err, E2BIG, "metadata: too many paths for one request");
+		}
+		proto_put_str(&m, F_PATH, paths[i]);
+	}
+	uint32_t id = m.id;
+	if ((r = backend_send(sb, &m)) < 0)
+		return abox_error_set(err, -r, "metadata: send");
+	struct meta_ctx c = { fn, userdata };
+	r = wait_answer(sb, id, meta_entry, NULL, &c, err);
+	return r < 0 ? meta_unsupported(r, err) : r;
+}

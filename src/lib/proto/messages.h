@@ -45,6 +45,10 @@ enum proto_type {
 	MSG_REQ_FS_REMOVE = 40, /* F_PATH (recursive) -> EV_OK */
 	MSG_REQ_FS_WATCH = 41, /* F_PATH, F_FLAGS (FS_RECURSIVE) -> EV_OK, then EV_FS_EVENT* until FS_UNWATCH or hang-up */
 	MSG_REQ_FS_UNWATCH = 42, /* the FS_WATCH's id -> EV_OK */
+	/* file metadata (E2B's X-Metadata-*): "user.e2b.<key>" extended
+	 * attributes, done by init as F_UID/F_GID (src/init/meta.c) */
+	MSG_REQ_FS_META_GET = 48, /* F_PATH* -> EV_ENTRY {F_COUNT (the path's index), (F_META_KEY F_META_VALUE)*} per path that has any, EV_OK */
+	MSG_REQ_FS_META_SET = 49, /* F_PATH, (F_META_KEY F_META_VALUE)* -> EV_OK */
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -94,6 +98,8 @@ enum proto_tag {
 	F_DEPTH = 30,
 	F_ROWS = 31,
 	F_COLS = 32,
+	F_META_KEY = 40,   /* a metadata key, lower case, without "user.e2b." */
+	F_META_VALUE = 41, /* its value (follows its key) */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
