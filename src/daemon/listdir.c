@@ -10,7 +10,14 @@
  * init counts the tree before it sends any of it. A failure after the
  * first entry (the tree grew past the limit meanwhile, the sandbox died)
  * cuts the response, so the client never takes half a listing for all
- * of it. Runs in aboxd. */
+ * of it.
+ *
+ * Entries carry their file metadata (envd 0.6.2). init cannot be asked
+ * for it while it is still sending the listing (it would wait on us and
+ * we on it), so the entries are first spooled to an unnamed file — disk,
+ * not the daemon's memory — and sent from there in batches of
+ * SPOOL_BATCH, each batch's metadata fetched in one request. Runs in
+ * aboxd. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +26,9 @@
 #include <unistd.h>
 
 #include "envd.h"
+#include "meta.h"
+
+#define SPOOL_BATCH 256
 
 struct listing {
 	sandbox_handle_t h;
@@ -34,6 +44,7 @@ struct listing {
 	int result;
 	abox_error err;
 	atomic_bool failed; /* ended badly after it started: cut the reply */
+	FILE *spool;        /* the entries as JSON lines, until init is done */
 };
 
 static int put(struct listing *l, const char *s, size_t n)
@@ -54,18 +65,37 @@ static int on_entry(const abox_file_info *e, void *ud)
 {
 	struct listing *l = ud;
 	json_object *o = entry_json(e);
-	const char *s =
+	const char *js =
 	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	bool first = false;
-	pthread_mutex_lock(&l->lock);
-	if (!l->started) {
-		l->started = first = true;
-		pthread_cond_signal(&l->cond);
-	}
-	pthread_mutex_unlock(&l->lock);
-	int stop = put(l, first ? "{\"entries\":[" : ",", first ? 12 : 1) || put(l, s, strlen(s));
+	int stop = fputs(js, l->spool) < 0 || fputc('\n', l->spool) == EOF;
 	json_object_put(o);
 	return stop;
+}
+
+static void announce(struct listing *l, bool started)
+{
+	pthread_mutex_lock(&l->lock);
+	if (started)
+		l->started = true;
+	else
+		l->over = true;
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Sends one batch with its metadata; non-zero when the client went away. */
+static int send_batch(struct listing *l, json_object *batch, bool *first)
+{
+	meta_add_to_entries(l->h.sb, l->user, batch);
+	size_t n = json_object_array_length(batch);
+	for (size_t i = 0; i < n; i++) {
+		const char *js = json_object_to_json_string_ext(json_object_array_get_idx(batch, i),
+								 JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		if (put(l, *first ? "{\"entries\":[" : ",", *first ? 12 : 1) || put(l, js, strlen(js)))
+			return 1;
+		*first = false;
+	}
+	return 0;
 }
 
 static void *list_thread(void *arg)
@@ -73,21 +103,39 @@ static void *list_thread(void *arg)
 	struct listing *l = arg;
 	abox_error err = ABOX_ERROR_INIT;
 	int r = abox_file_list_each(l->h.sb, l->path, l->user, l->depth, on_entry, l, &err);
-	pthread_mutex_lock(&l->lock);
-	bool started = l->started;
-	l->over = true;
+	if (r >= 0 && (fflush(l->spool) != 0 || fseek(l->spool, 0, SEEK_SET) != 0))
+		r = set_err(&err, EIO, "cannot spool the listing");
 	l->result = r;
 	l->err = err;
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-	if (started) {
-		if (r < 0)
-			atomic_store(&l->failed, true);
-		else
-			(void)put(l, "]}", 2);
-		close(l->pipe_w);
-		l->pipe_w = -1;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len = r >= 0 ? getline(&line, &cap, l->spool) : -1;
+	if (len < 0) {
+		/* an error, or an empty folder: answered by the handler */
+		free(line);
+		announce(l, false);
+		return NULL;
 	}
+	announce(l, true);
+	bool first = true, gone = false;
+	json_object *batch = json_object_new_array();
+	while (len >= 0 && !gone) {
+		json_object *e = json_tokener_parse(line);
+		if (e)
+			json_object_array_add(batch, e);
+		len = getline(&line, &cap, l->spool);
+		if (json_object_array_length(batch) == SPOOL_BATCH || len < 0) {
+			gone = send_batch(l, batch, &first) != 0;
+			json_object_put(batch);
+			batch = json_object_new_array();
+		}
+	}
+	json_object_put(batch);
+	free(line);
+	if (!gone)
+		(void)put(l, "]}", 2);
+	close(l->pipe_w);
+	l->pipe_w = -1;
 	return NULL;
 }
 
@@ -114,8 +162,23 @@ static void list_free(void *cls)
 		close(l->pipe_w);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->cond);
+	if (l->spool)
+		fclose(l->spool);
 	envd_close(&l->h);
 	free(l);
+}
+
+/* An unnamed file in the state folder (on disk), else in /tmp. */
+static FILE *spool_open(void)
+{
+	const char *dir = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
+	int fd = dir ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	if (fd < 0)
+		return tmpfile();
+	FILE *f = fdopen(fd, "w+");
+	if (!f)
+		close(fd);
+	return f;
 }
 
 /* h is taken over (closed here in every case). */
@@ -134,6 +197,14 @@ enum MHD_Result list_dir_stream(struct request *rq, sandbox_handle_t h, const ch
 	l->depth = depth;
 	l->pipe_r = p[0];
 	l->pipe_w = p[1];
+	l->spool = spool_open();
+	if (!l->spool) {
+		close(p[0]);
+		close(p[1]);
+		envd_close(&l->h);
+		free(l);
+		return envd_error(rq, EAGAIN, "no room to spool the listing");
+	}
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	if (pthread_create(&l->thread, NULL, list_thread, l) != 0) {
