@@ -210,6 +210,21 @@ void stack_free(struct stack *s);
 int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen,
 		     abox_snapshot_info *out, abox_error *err);
 
+/* Freezes recorded before they are made (freeze.c): backend_freeze_mark
+ * writes down that this process is about to change the tree's frozen
+ * state away from what the record says (the pid and its start time),
+ * backend_freeze marks and freezes (or thaws), backend_freeze_settled
+ * drops this process's mark once the record and the tree agree again.
+ * A mark whose maker died is undone by backend_lock (the sandbox's lock,
+ * bounded), backend_freeze_recover (connect, abox_reap) and so gc and a
+ * restarted aboxd: the tree is put back as the record says. */
+int backend_freeze_mark(abox_sandbox *sb, const char *what, abox_error *err);
+int backend_freeze(abox_sandbox *sb, bool frozen, const char *what, abox_error *err);
+void backend_freeze_settled(abox_sandbox *sb);
+int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);
+/* 1 when it undid a dead maker's freeze, 0 when there was none. */
+int backend_freeze_recover(abox_ctx *ctx, const char *id);
+
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 /* A snapshot with a checkpoint of the processes (memory_snap.c). */

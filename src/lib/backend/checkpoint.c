@@ -308,7 +308,7 @@ int checkpoint_begin(abox_sandbox *sb, char **token_out, abox_error *err)
 		return abox_error_set(err, ENOMEM, "checkpoint");
 	if ((r = checkpoint_prepare(sb, token, err)) < 0)
 		return r; /* init said no: it still has everything */
-	if ((r = cgroup_freeze(sb->cg, true, err)) < 0)
+	if ((r = backend_freeze(sb, true, "checkpoint", err)) < 0)
 		checkpoint_abort(sb, token);
 	return r;
 }

@@ -68,7 +68,7 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "%s: sandbox %s is ephemeral", what, sb->id);
-	*lock = state_lock(sb->ctx->state_dir, sb->id, err);
+	*lock = backend_lock(sb->ctx, sb->id, err);
 	if (*lock < 0)
 		return *lock;
 	int r = state_read(sb->ctx->state_dir, sb->id, st, err);
@@ -111,6 +111,10 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	}
 	int64_t now = backend_wall_ms();
 	uint64_t keep = st.auto_pause ? 0 : 1; /* whether init holds the deadline */
+	/* marked before the clocks stop: a pause cut short anywhere from
+	 * here is undone (clocks and all) by the next one to look */
+	if ((r = backend_freeze_mark(sb, "pause", err)) < 0)
+		goto out;
 	if ((r = pause_clocks(sb, &st, err)) < 0)
 		goto out;
 	if ((r = cgroup_freeze(sb->cg, true, err)) < 0) {
@@ -132,6 +136,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	sb->deadline_ms = 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "pause %s", sb->id);
 out:
+	backend_freeze_settled(sb);
 	sb_state_free(&st);
 	return r;
 }
@@ -170,7 +175,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	uint64_t left = backend_left_ms(&st, st.paused_ms);
-	if ((r = cgroup_freeze(sb->cg, false, err)) < 0) {
+	if ((r = backend_freeze(sb, false, "resume", err)) < 0) {
 		abox_error_prefix(err, "resume");
 		goto out;
 	}
@@ -189,6 +194,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	sb->deadline_ms = left ? backend_now_ms() + (int64_t)left : 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "resume %s", sb->id);
 out:
+	backend_freeze_settled(sb);
 	sb_state_free(&st);
 	return r;
 }
@@ -203,15 +209,18 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	/* left frozen after the copy: a write or a command accepted between
 	 * the copy and the kill would be lost without a word */
+	/* the snapshot's freeze mark stays until the kill: a cold pause cut
+	 * short before its record is thawed, one cut short after it ends */
 	int r = backend_snapshot(sb, NULL, true, true, &snap, err);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	struct sb_state st = { 0 };
 	{
-		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+		_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 		if (lock < 0 || (r = state_read(ctx->state_dir, sb->id, &st, err)) < 0) {
 			if (!st.paused_ms && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL); /* back as it was */
+			backend_freeze_settled(sb);
 			return lock < 0 ? lock : r;
 		}
 		/* recorded before the kill: from here on the record says
@@ -225,6 +234,7 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 			sb_state_free(&st);
 			if (!was_paused && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL);
+			backend_freeze_settled(sb);
 			return abox_error_set(err, ENOMEM, "pause");
 		}
 		for (size_t i = 0; i < n; i++)
@@ -239,11 +249,13 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 		if (r < 0) {
 			if (!was_paused && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL);
+			backend_freeze_settled(sb);
 			return r;
 		}
 	}
 	snap_settle(ctx->state_dir, snap.id);
 	r = backend_kill(sb, true, err);
+	backend_freeze_settled(sb);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	sb->paused = sb->cold = true;
@@ -279,7 +291,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 	/* held through the create: a concurrent kill waits until the new
 	 * init is recorded (then kills that), never tears down a half-made
 	 * one; the create's own failure path re-enters it */
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };

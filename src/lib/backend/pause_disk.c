@@ -42,7 +42,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	if (!hook)
 		return no_checkpointer("pause --to-disk", sb->id, err);
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -70,7 +70,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	int64_t now = backend_wall_ms();
 	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : now);
 	/* a warm-paused init must answer: thawed for that moment */
-	if (was_paused && (r = cgroup_freeze(sb->cg, false, err)) < 0)
+	if (was_paused && (r = backend_freeze(sb, false, "pause to disk", err)) < 0)
 		goto out;
 	sb->paused = false;
 	/* the timeout clock stops while on disk (and must not fire in the
@@ -158,6 +158,7 @@ refreeze:
 		sb->paused = true;
 	}
 out:
+	backend_freeze_settled(sb);
 	if (sb->has_layer_fd) {
 		close(sb->layer_fd);
 		sb->has_layer_fd = false;
@@ -170,7 +171,7 @@ out:
 int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -240,6 +241,9 @@ int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
 	int64_t now = backend_wall_ms();
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	for (size_t i = 0; ids[i]; i++) {
+		/* freezes whose makers died (a CLI or an aboxd SIGKILLed
+		 * mid-snapshot): gc and every aboxd tick undo them */
+		(void)backend_freeze_recover(ctx, ids[i]);
 		struct sb_state st = { 0 };
 		if (state_read(ctx->state_dir, ids[i], &st, NULL) < 0)
 			continue;

@@ -92,6 +92,9 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 {
 	if (REMOTE_CTX(ctx))
 		return ctx->remote_ops->connect(ctx, id, out, err);
+	/* a freeze whose maker died is undone before anyone talks to init */
+	if (id_ok(id))
+		(void)backend_freeze_recover(ctx, id);
 	struct sb_state st = { 0 };
 	int r = state_read(ctx->state_dir, id, &st, err);
 	if (r < 0)

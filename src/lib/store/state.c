@@ -322,6 +322,25 @@ int state_list(const char *state_dir, char ***ids, abox_error *err)
 	return list_ids(dir, ids, err);
 }
 
+/* A holder stuck on a sandbox that does not answer must not hang every
+ * later kill and pause behind it: the wait is bounded, and its error
+ * names the holder. */
+static int lock_bounded(int fd, const char *id, abox_error *err)
+{
+	int r = flock_timeout(fd, LOCK_EX, lock_timeout_ms());
+	if (r == 0)
+		return 0;
+	if (r != -ETIMEDOUT)
+		return abox_error_set(err, -r, "lock sandbox %s", id);
+	char who[24] = "";
+	ssize_t n = pread(fd, who, sizeof(who) - 1, 0);
+	who[n > 0 ? n : 0] = '\0';
+	who[strcspn(who, "\n")] = '\0';
+	return abox_error_setx(err, ETIMEDOUT,
+			       "sandbox %s is busy: another operation (pid %s) has held it for more than %lld ms",
+			       id, who[0] ? who : "unknown", (long long)lock_timeout_ms());
+}
+
 /* A lock this thread holds across calls that lock again (a cold resume
  * holds it through a create whose failure path kills). flock locks belong
  * to the open file: a dup of the holding fd re-enters, a second open of
@@ -351,10 +370,15 @@ int state_lock(const char *state_dir, const char *id, abox_error *err)
 	if (fd < 0)
 		return errno == ENOENT ? abox_error_setx(err, ENOENT, "sandbox %s not found", id)
 				       : abox_error_set(err, errno, "open '%s'", path);
-	if (flock(fd, LOCK_EX) < 0) {
-		int e = errno;
+	r = lock_bounded(fd, id, err);
+	if (r < 0) {
 		close(fd);
-		return abox_error_set(err, e, "lock '%s'", path);
+		return r;
 	}
+	/* who holds it, for the error of whoever waits too long */
+	char who[24];
+	int n = safe_snprintf(who, sizeof(who), "%d\n", (int)getpid());
+	if (pwrite(fd, who, (size_t)n, 0) == n)
+		(void)ftruncate(fd, n);
 	return fd;
 }

@@ -58,7 +58,8 @@ int proc_start_time(pid_t pid, uint64_t *out);
 enum sb_status state_status(const struct sb_state *s);
 /* Ids of every recorded sandbox (malloc'd NULL-terminated list). */
 int state_list(const char *state_dir, char ***ids, abox_error *err);
-/* Takes the sandbox's change lock (blocking). Returns the fd to close. */
+/* Takes the sandbox's change lock, waiting at most lock_timeout_ms()
+ * (then -ETIMEDOUT naming the holder's pid). Returns the fd to close. */
 int state_lock(const char *state_dir, const char *id, abox_error *err);
 /* Marks fd (from state_lock) as held by this thread until called with -1:
  * state_lock of the same sandbox then re-enters instead of waiting. */
