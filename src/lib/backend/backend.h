@@ -225,6 +225,10 @@ int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);
 /* 1 when it undid a dead maker's freeze, 0 when there was none. */
 int backend_freeze_recover(abox_ctx *ctx, const char *id);
 
+/* abox_sandbox_pause; pending: recorded as frozen at its deadline, the
+ * pause it asked for (to disk, without memory) still to come. */
+int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err);
+
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 /* A snapshot with a checkpoint of the processes (memory_snap.c). */
@@ -242,6 +246,11 @@ int backend_init_clocks(abox_sandbox *sb, uint64_t ms, uint32_t clocks, const ch
 struct sb_state;
 /* What is left of a recorded deadline at now (wall ms); 0: none, 1: due. */
 uint64_t backend_left_ms(const struct sb_state *st, int64_t now);
+/* What a resume gives an autoPause sandbox paused at its deadline: with
+ * nothing left it would be frozen again before its resumer could set a
+ * new timeout (aboxd's connect does, right after). */
+#define AUTO_RESUME_MIN_MS 10000
+uint64_t backend_resume_left_ms(const struct sb_state *st);
 /* The next frame from init (proto_recv), or -EAGAIN with a message when
  * init stays silent because the record says the sandbox is paused. */
 int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err);

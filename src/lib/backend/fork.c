@@ -34,6 +34,8 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 	o->metadata = (const char *const *)m;
 	if (st->auto_pause)
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE;
+	if (st->auto_pause && st->auto_no_memory)
+		o->flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	if (st->deadline_ms) {
 		/* what is left; the clock stood still while it was paused */
 		int64_t left = st->deadline_ms - (st->paused_ms ? st->paused_ms : backend_wall_ms());

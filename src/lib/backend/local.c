@@ -55,7 +55,9 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 				       (unsigned long long)o->pids);
 	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
 		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE))
+	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) && !(o->flags & ABOX_SANDBOX_AUTO_PAUSE))
+		return abox_error_setx(err, EINVAL, "auto-pause without memory needs auto-pause");
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }
@@ -557,6 +559,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.user = tmpl.meta.user,
 			.workdir = tmpl.meta.workdir,
 			.auto_pause = (o.flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
+			.auto_no_memory = (o.flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) != 0,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */

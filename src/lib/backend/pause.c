@@ -92,6 +92,12 @@ uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
 	return left > 0 ? (uint64_t)left : 1; /* due: init ends it at once */
 }
 
+uint64_t backend_resume_left_ms(const struct sb_state *st)
+{
+	uint64_t left = backend_left_ms(st, st->paused_ms ? st->paused_ms : backend_wall_ms());
+	return st->auto_pause && left && left < AUTO_RESUME_MIN_MS ? AUTO_RESUME_MIN_MS : left;
+}
+
 /* Warm pause and resume records are written without fsync: a frozen
  * sandbox's processes do not survive a power loss either, and the fsync
  * would be most of the latency. Cold pauses are durable. */
@@ -99,6 +105,11 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 {
 	if (REMOTE_SB(sb))
 		return sb->ctx->remote_ops->pause(sb, 0, err);
+	return backend_pause_warm(sb, false, err);
+}
+
+int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err)
+{
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "pause", &st, &lock, err);
@@ -125,6 +136,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	/* The record keeps the wall-clock deadline; what is left of it is
 	 * deadline - paused_ms, handed back to init on resume. */
 	st.paused_ms = now;
+	st.auto_pending = pending;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0) {
 		/* unrecorded, a pause would leave a frozen sandbox that every
 		 * tool reports as running: undo it */
@@ -174,7 +186,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		r = abox_error_setx(err, EALREADY, "resume: sandbox %s is not paused", sb->id);
 		goto out;
 	}
-	uint64_t left = backend_left_ms(&st, st.paused_ms);
+	uint64_t left = backend_resume_left_ms(&st);
 	if ((r = backend_freeze(sb, false, "resume", err)) < 0) {
 		abox_error_prefix(err, "resume");
 		goto out;
@@ -188,6 +200,7 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	st.paused_ms = 0;
+	st.auto_pending = false;
 	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0)
 		goto out;
@@ -244,6 +257,7 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 		if (!st.paused_ms)
 			st.paused_ms = backend_wall_ms();
 		st.cold = true;
+		st.auto_pending = false;
 		r = state_write(ctx->state_dir, &st, err);
 		sb_state_free(&st);
 		if (r < 0) {
@@ -308,6 +322,9 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 	if ((r = backend_opts_from_record(&st, &o, &meta, err)) < 0)
 		goto out;
 	o.snapshot = st.snapshots ? st.snapshots[0] : NULL;
+	if (st.deadline_ms)
+		o.timeout_ms = (uint32_t)(backend_resume_left_ms(&st) > UINT32_MAX ? UINT32_MAX
+										  : backend_resume_left_ms(&st));
 	abox_sandbox *fresh = NULL;
 	r = o.snapshot ? backend_create(ctx, &o, sb->id, &fresh, err)
 		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);

@@ -166,6 +166,10 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	put_str(o, "checkpoint", s->checkpoint);
 	if (s->auto_pause)
 		json_object_object_add(o, "autoPause", json_object_new_boolean(1));
+	if (s->auto_no_memory)
+		json_object_object_add(o, "autoPauseNoMemory", json_object_new_boolean(1));
+	if (s->auto_pending)
+		json_object_object_add(o, "autoPausePending", json_object_new_boolean(1));
 	put_str(o, "checkpointToken", s->checkpoint_token);
 	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
@@ -263,6 +267,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.checkpoint = get_str(o, "checkpoint");
 	json_object *ap;
 	t.auto_pause = json_object_object_get_ex(o, "autoPause", &ap) && json_object_get_boolean(ap);
+	t.auto_no_memory = json_object_object_get_ex(o, "autoPauseNoMemory", &ap) && json_object_get_boolean(ap);
+	t.auto_pending = json_object_object_get_ex(o, "autoPausePending", &ap) && json_object_get_boolean(ap);
 	t.checkpoint_token = get_str(o, "checkpointToken");
 	t.memory_bytes = get_u64(o, "memoryBytes");
 	t.disk_bytes = get_u64(o, "diskBytes");

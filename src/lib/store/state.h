@@ -25,6 +25,8 @@ struct sb_state {
 	int64_t paused_ms;    /* wall clock when paused; 0 = not paused */
 	bool cold;            /* paused without memory: no processes, files kept in snapshots[0] */
 	bool auto_pause;      /* the deadline pauses it (abox_reap), init does not enforce it */
+	bool auto_no_memory;  /* ... keeping its files only (autoPauseMemory false) */
+	bool auto_pending;    /* frozen at its deadline, the pause it asked for still to come */
 	char *template_name;
 	char *template_root;  /* the version in use */
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
