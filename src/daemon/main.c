@@ -217,7 +217,8 @@ static void *reaper(void *arg)
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
 		int64_t wait = next ? next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000) : 200;
-		usleep((useconds_t)(wait < 5 ? 5 : wait > 200 ? 200 : wait) * 1000);
+		/* 20 ms at least: deadlines a moment apart are taken together */
+		usleep((useconds_t)(wait < 20 ? 20 : wait > 200 ? 200 : wait) * 1000);
 	}
 	return NULL;
 }

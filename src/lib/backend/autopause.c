@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/backend.h"
 #include "backend/checkpoint.h"
@@ -23,6 +24,88 @@ struct due {
 	char *id;
 	int64_t deadline;
 };
+
+/* A record as the reaper last read it, known by its file's identity: every
+ * write of a record is a new file (rename), so an unchanged inode, size
+ * and mtime is an unchanged record, and a stat replaces a parse. */
+struct reap_seen {
+	char id[21];
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	bool armed;       /* autoPause, running (not paused), with a deadline */
+	int64_t deadline;
+};
+
+void backend_reap_seen_free(abox_ctx *ctx)
+{
+	free(ctx->reap_seen);
+	ctx->reap_seen = NULL;
+	ctx->reap_nseen = 0;
+}
+
+static struct reap_seen *seen_slot(abox_ctx *ctx, const char *id)
+{
+	for (size_t i = 0; i < ctx->reap_nseen; i++)
+		if (!strcmp(ctx->reap_seen[i].id, id))
+			return &ctx->reap_seen[i];
+	struct reap_seen *v = realloc(ctx->reap_seen, (ctx->reap_nseen + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	ctx->reap_seen = v;
+	struct reap_seen *s = &v[ctx->reap_nseen++];
+	memset(s, 0, sizeof(*s));
+	safe_snprintf(s->id, sizeof(s->id), "%s", id);
+	return s;
+}
+
+/* Whether the record is armed, and its deadline: from the cache when the
+ * file did not change, else read. -1 when there is no readable record. */
+static int armed_deadline(abox_ctx *ctx, const char *id, int64_t *deadline)
+{
+	char p[4200];
+	safe_snprintf(p, sizeof(p), "%s/sandboxes/%s/state.json", ctx->state_dir, id);
+	struct stat fs;
+	if (stat(p, &fs) < 0)
+		return -1;
+	struct reap_seen *s = seen_slot(ctx, id);
+	if (s && s->ino == fs.st_ino && s->dev == fs.st_dev && s->size == fs.st_size &&
+	    s->mtime.tv_sec == fs.st_mtim.tv_sec && s->mtime.tv_nsec == fs.st_mtim.tv_nsec) {
+		*deadline = s->deadline;
+		return s->armed;
+	}
+	struct sb_state st = { 0 };
+	if (state_read(ctx->state_dir, id, &st, NULL) < 0)
+		return -1;
+	bool armed = st.auto_pause && !st.paused_ms && st.deadline_ms;
+	*deadline = st.deadline_ms;
+	sb_state_free(&st);
+	if (s) {
+		s->dev = fs.st_dev;
+		s->ino = fs.st_ino;
+		s->size = fs.st_size;
+		s->mtime = fs.st_mtim;
+		s->armed = armed;
+		s->deadline = *deadline;
+	}
+	return armed;
+}
+
+/* Entries of sandboxes that are gone: the cache stays as large as the
+ * sandboxes are many. */
+static void seen_prune(abox_ctx *ctx, char **ids)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < ctx->reap_nseen; i++) {
+		bool live = false;
+		for (size_t j = 0; ids[j] && !live; j++)
+			live = !strcmp(ids[j], ctx->reap_seen[i].id);
+		if (live)
+			ctx->reap_seen[k++] = ctx->reap_seen[i];
+	}
+	ctx->reap_nseen = k;
+}
 
 static int by_deadline(const void *a, const void *b)
 {
@@ -63,17 +146,24 @@ static unsigned freeze_due(abox_ctx *ctx, char **ids, int64_t *next)
 		/* freezes whose makers died (a CLI or an aboxd SIGKILLed
 		 * mid-snapshot): gc and every aboxd tick undo them */
 		(void)backend_freeze_recover(ctx, ids[i]);
+		int64_t deadline = 0, now = backend_wall_ms();
+		if (armed_deadline(ctx, ids[i], &deadline) != 1)
+			continue;
+		if (now < deadline) {
+			if (!*next || deadline < *next)
+				*next = deadline;
+			continue;
+		}
+		/* due: now the full record, and whether its init lives */
 		struct sb_state st = { 0 };
 		if (state_read(ctx->state_dir, ids[i], &st, NULL) < 0)
 			continue;
-		int64_t now = backend_wall_ms();
-		bool armed = st.auto_pause && !st.paused_ms && st.deadline_ms;
-		if (armed && now < st.deadline_ms && (!*next || st.deadline_ms < *next))
-			*next = st.deadline_ms;
-		if (armed && now >= st.deadline_ms && state_status(&st) == SB_RUNNING)
+		if (st.auto_pause && !st.paused_ms && st.deadline_ms && now >= st.deadline_ms &&
+		    state_status(&st) == SB_RUNNING)
 			v[k++] = (struct due){ ids[i], st.deadline_ms };
 		sb_state_free(&st);
 	}
+	seen_prune(ctx, ids);
 	qsort(v, k, sizeof(*v), by_deadline);
 	for (size_t i = 0; i < k; i++)
 		freeze_one(ctx, &v[i], &n);

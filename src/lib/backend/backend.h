@@ -30,7 +30,12 @@ struct abox_ctx {
 	bool cg_ready;
 	uint32_t proc_masks;
 	int last_cap;
+	/* what the reaper last read of each record (autopause.c): a context
+	 * that reaps often reads only the records that changed */
+	struct reap_seen *reap_seen;
+	size_t reap_nseen;
 };
+void backend_reap_seen_free(abox_ctx *ctx);
 
 struct abox_sandbox {
 	abox_ctx *ctx;

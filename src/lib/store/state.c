@@ -354,6 +354,23 @@ static int lock_bounded(int fd, const char *id, abox_error *err)
 static __thread int held_fd = -1;
 static __thread char held_path[4200];
 
+int state_trylock(const char *state_dir, const char *id)
+{
+	char dir[4096], path[4200];
+	if (sandbox_dir(state_dir, id, dir, sizeof(dir), false, NULL) < 0)
+		return -EINVAL;
+	safe_snprintf(path, sizeof(path), "%s/lock", dir);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 void state_lock_hold(int fd, const char *state_dir, const char *id)
 {
 	held_fd = fd;

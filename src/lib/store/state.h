@@ -63,6 +63,9 @@ int state_list(const char *state_dir, char ***ids, abox_error *err);
 /* Takes the sandbox's change lock, waiting at most lock_timeout_ms()
  * (then -ETIMEDOUT naming the holder's pid). Returns the fd to close. */
 int state_lock(const char *state_dir, const char *id, abox_error *err);
+/* state_lock without waiting: -EWOULDBLOCK while someone holds it (gc
+ * leaves a sandbox alone while anyone works on it). */
+int state_trylock(const char *state_dir, const char *id);
 /* Marks fd (from state_lock) as held by this thread until called with -1:
  * state_lock of the same sandbox then re-enters instead of waiting. */
 void state_lock_hold(int fd, const char *state_dir, const char *id);
