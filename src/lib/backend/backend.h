@@ -74,6 +74,10 @@ struct abox_sandbox {
 	 * this copy of it serves snapshots (when has_layer_fd) */
 	bool has_layer_fd;
 	int layer_fd;
+	/* during a checkpoint: a child that re-arms init should we die
+	 * before we do (checkpoint.c); its pipe's write end, or -1 */
+	int keeper_fd;
+	pid_t keeper_pid;
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
@@ -229,6 +233,8 @@ void backend_freeze_settled(abox_sandbox *sb);
 int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);
 /* 1 when it undid a dead maker's freeze, 0 when there was none. */
 int backend_freeze_recover(abox_ctx *ctx, const char *id);
+/* The same whether or not a mark is left (a checkpoint's keeper). */
+int backend_freeze_recover_now(abox_ctx *ctx, const char *id);
 
 /* abox_sandbox_pause; pending: recorded as frozen at its deadline, the
  * pause it asked for (to disk, without memory) still to come. */

@@ -147,15 +147,18 @@ static int restart_clocks(abox_ctx *ctx, const struct sb_state *st, abox_error *
 	return r;
 }
 
-/* With the sandbox's lock held. */
-static int recover_locked(abox_ctx *ctx, const char *id)
+/* With the sandbox's lock held. force: put the tree back as the record
+ * says even without a dead maker's mark (a checkpoint's keeper, whose
+ * maker's mark someone else may have taken off before init could be
+ * reached). */
+static int recover_locked(abox_ctx *ctx, const char *id, bool force)
 {
-	char p[4200], what[64];
+	char p[4200], what[64] = "checkpoint";
 	marker_path(ctx, id, p, sizeof(p));
 	pid_t holder = 0;
 	int live = marker_live(p, what, sizeof(what), &holder);
-	if (live != 0)
-		return 0; /* none, or its maker is at work */
+	if (live == 1 || (live < 0 && !force))
+		return 0; /* its maker is at work, or there is none */
 	struct sb_state st = { 0 };
 	if (state_read(ctx->state_dir, id, &st, NULL) < 0) {
 		(void)unlink(p);
@@ -209,7 +212,7 @@ int backend_lock(abox_ctx *ctx, const char *id, abox_error *err)
 {
 	int fd = state_lock(ctx->state_dir, id, err);
 	if (fd >= 0)
-		(void)recover_locked(ctx, id);
+		(void)recover_locked(ctx, id, false);
 	return fd;
 }
 
@@ -225,5 +228,12 @@ int backend_freeze_recover(abox_ctx *ctx, const char *id)
 		backend_log(ctx, ABOX_LOG_WARNING, "sandbox %s: cannot undo a dead maker's freeze: %s", id, e.msg);
 		return fd;
 	}
-	return recover_locked(ctx, id);
+	return recover_locked(ctx, id, false);
+}
+
+int backend_freeze_recover_now(abox_ctx *ctx, const char *id)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	_cleanup_close_ int fd = state_lock(ctx->state_dir, id, &e);
+	return fd < 0 ? fd : recover_locked(ctx, id, true);
 }

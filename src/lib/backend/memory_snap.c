@@ -104,6 +104,7 @@ back:
 		sb->paused = true;
 	}
 out:
+	checkpoint_end(sb);
 	backend_freeze_settled(sb);
 	if (sb->has_layer_fd) {
 		close(sb->layer_fd);
