@@ -179,15 +179,14 @@ static abox_ctx *reaper_ctx(void)
 static void *housekeeper(void *arg)
 {
 	(void)arg;
+	abox_ctx *ctx = NULL; /* one for the thread's life: it reads only what changed */
 	for (unsigned tick = 0;; tick++) {
-		abox_ctx *ctx = reaper_ctx();
-		if (ctx) {
+		if (ctx || (ctx = reaper_ctx())) {
 			(void)abox_reap_steps(ctx, ABOX_REAP_MEMORY, NULL, NULL, NULL);
 			if (tick % 4 == 0)
 				(void)abox_gc_maybe(ctx, NULL, NULL);
 			if (tick % 240 == 0)
 				notes_sweep(ctx);
-			abox_ctx_free(ctx);
 		}
 		usleep(250 * 1000);
 	}

@@ -35,6 +35,7 @@ struct reap_seen {
 	off_t size;
 	struct timespec mtime;
 	bool armed;       /* autoPause, running (not paused), with a deadline */
+	bool pending;     /* frozen at its deadline, its pause still to come */
 	int64_t deadline;
 };
 
@@ -60,10 +61,14 @@ static struct reap_seen *seen_slot(abox_ctx *ctx, const char *id)
 	return s;
 }
 
-/* Whether the record is armed, and its deadline: from the cache when the
- * file did not change, else read. -1 when there is no readable record. */
-static int armed_deadline(abox_ctx *ctx, const char *id, int64_t *deadline)
+/* Whether the record is armed, and its deadline (and whether a pause is
+ * pending): from the cache when the file did not change, else read. -1
+ * when there is no readable record. */
+static int look(abox_ctx *ctx, const char *id, int64_t *deadline, bool *pending)
 {
+	bool ignored;
+	if (!pending)
+		pending = &ignored;
 	char p[4200];
 	safe_snprintf(p, sizeof(p), "%s/sandboxes/%s/state.json", ctx->state_dir, id);
 	struct stat fs;
@@ -73,6 +78,7 @@ static int armed_deadline(abox_ctx *ctx, const char *id, int64_t *deadline)
 	if (s && s->ino == fs.st_ino && s->dev == fs.st_dev && s->size == fs.st_size &&
 	    s->mtime.tv_sec == fs.st_mtim.tv_sec && s->mtime.tv_nsec == fs.st_mtim.tv_nsec) {
 		*deadline = s->deadline;
+		*pending = s->pending;
 		return s->armed;
 	}
 	struct sb_state st = { 0 };
@@ -80,6 +86,7 @@ static int armed_deadline(abox_ctx *ctx, const char *id, int64_t *deadline)
 		return -1;
 	bool armed = st.auto_pause && !st.paused_ms && st.deadline_ms;
 	*deadline = st.deadline_ms;
+	*pending = st.auto_pending && st.paused_ms && !st.cold;
 	sb_state_free(&st);
 	if (s) {
 		s->dev = fs.st_dev;
@@ -87,6 +94,7 @@ static int armed_deadline(abox_ctx *ctx, const char *id, int64_t *deadline)
 		s->size = fs.st_size;
 		s->mtime = fs.st_mtim;
 		s->armed = armed;
+		s->pending = *pending;
 		s->deadline = *deadline;
 	}
 	return armed;
@@ -147,7 +155,7 @@ static unsigned freeze_due(abox_ctx *ctx, char **ids, int64_t *next)
 		 * mid-snapshot): gc and every aboxd tick undo them */
 		(void)backend_freeze_recover(ctx, ids[i]);
 		int64_t deadline = 0, now = backend_wall_ms();
-		if (armed_deadline(ctx, ids[i], &deadline) != 1)
+		if (look(ctx, ids[i], &deadline, NULL) != 1)
 			continue;
 		if (now < deadline) {
 			if (!*next || deadline < *next)
@@ -163,7 +171,6 @@ static unsigned freeze_due(abox_ctx *ctx, char **ids, int64_t *next)
 			v[k++] = (struct due){ ids[i], st.deadline_ms };
 		sb_state_free(&st);
 	}
-	seen_prune(ctx, ids);
 	qsort(v, k, sizeof(*v), by_deadline);
 	for (size_t i = 0; i < k; i++)
 		freeze_one(ctx, &v[i], &n);
@@ -199,11 +206,10 @@ static unsigned settle_pending(abox_ctx *ctx, char **ids)
 	_cleanup_free_ char *hook = NULL;
 	bool looked = false;
 	for (size_t i = 0; ids[i]; i++) {
-		struct sb_state st = { 0 };
-		if (state_read(ctx->state_dir, ids[i], &st, NULL) < 0)
+		int64_t deadline;
+		bool pending = false;
+		if (look(ctx, ids[i], &deadline, &pending) < 0)
 			continue;
-		bool pending = st.auto_pending && st.paused_ms && !st.cold;
-		sb_state_free(&st);
 		bool no_memory = false;
 		if (!pending || take_pending(ctx, ids[i], &no_memory) != 1)
 			continue;
@@ -254,6 +260,7 @@ int abox_reap_steps(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *ne
 		*next_deadline_ms = next;
 	if (steps & ABOX_REAP_MEMORY)
 		ns = settle_pending(ctx, ids);
+	seen_prune(ctx, ids);
 	/* a sandbox both steps paused counts once */
 	unsigned n = steps & ABOX_REAP_FREEZE ? nf : ns;
 	strv_free(ids);
