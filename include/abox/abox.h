@@ -82,6 +82,10 @@ typedef struct abox_sandbox abox_sandbox;
  * memory) the default of ephemeral ones. At most one of the two. */
 #define ABOX_SANDBOX_LAYER_DISK (1u << 2)
 #define ABOX_SANDBOX_LAYER_TMPFS (1u << 3)
+/* With ABOX_SANDBOX_AUTO_PAUSE: the pause at the deadline keeps the files
+ * only and ends the processes (E2B's autoPauseMemory: false); a resume
+ * starts them afresh. */
+#define ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY (1u << 4)
 
 #define ABOX_SANDBOX_OPTS_VERSION 2
 typedef struct abox_sandbox_opts {
@@ -360,6 +364,21 @@ ABOX_EXPORT int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned co
  * (cheap when there are none: one read of each record). *paused (may be
  * NULL) counts them. */
 ABOX_EXPORT int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err);
+/* abox_reap in its two steps, for a caller that must not let the slow one
+ * delay the fast one (aboxd runs them in two threads). ABOX_REAP_FREEZE:
+ * every sandbox whose deadline has come is frozen at once (its clock
+ * stopped, recorded as paused), whatever the next step will do.
+ * ABOX_REAP_MEMORY: sandboxes frozen so are then paused as they asked —
+ * to disk with the checkpointer, or without memory (processes ended,
+ * files kept) for ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY; when that fails they
+ * stay frozen in place (the reason is logged), never killed. Both: as
+ * abox_reap. *paused counts what the steps paused; *next_deadline_ms (may
+ * be NULL) is the earliest autoPause deadline still ahead (wall clock ms,
+ * 0: none), for a caller that sleeps until then. */
+#define ABOX_REAP_FREEZE (1u << 0)
+#define ABOX_REAP_MEMORY (1u << 1)
+ABOX_EXPORT int abox_reap_steps(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *next_deadline_ms,
+				abox_error *err);
 /* abox_gc at most once every few seconds across all processes (a stamp in
  * the runtime folder): cheap to call on every operation, so its cost
  * stays flat however many sandboxes exist. */

@@ -369,6 +369,11 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	o.env = (const char *const *)env;
 	if (auto_pause)
 		o.flags |= ABOX_SANDBOX_AUTO_PAUSE;
+	/* SDK 2.51's lifecycle.onTimeout {action: 'pause', keepMemory: false} */
+	json_object *apm;
+	if ((o.flags & ABOX_SANDBOX_AUTO_PAUSE) && json_object_object_get_ex(b, "autoPauseMemory", &apm) &&
+	    json_object_is_type(apm, json_type_boolean) && !json_object_get_boolean(apm))
+		o.flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	/* E2B's default templates ("base", the code interpreter's): here the
 	 * host template, which has python3 and node when the host has them */
 	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0 || strcmp(tmpl, "code-interpreter-v1") == 0)

@@ -21,9 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -171,26 +173,73 @@ static int default_key(void)
 	return 0;
 }
 
-/* Housekeeping every second: autoPause sandboxes are paused at their
- * deadline (abox_reap), and the cheap gc of dead sandboxes' leftovers
- * runs (abox_gc_maybe rate-limits itself across processes). Other
- * deadlines are enforced by each sandbox's init, which needs no daemon. */
+/* What the library says while reaping (a sandbox frozen or paused at its
+ * deadline, a pause that failed and why, a dead maker's freeze undone)
+ * goes to stderr: these happen with no request to answer. */
+static void reaper_log(abox_log_level level, const char *msg, void *ud)
+{
+	(void)ud;
+	if (level <= ABOX_LOG_INFO)
+		fprintf(stderr, "aboxd: %s%s\n", level <= ABOX_LOG_WARNING ? "warning: " : "", msg);
+}
+
+static abox_ctx *reaper_ctx(void)
+{
+	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
+	o.state_dir = daemon_cfg.state_dir;
+	o.log = reaper_log;
+	abox_ctx *ctx = NULL;
+	return abox_ctx_new(&o, &ctx, NULL) < 0 ? NULL : ctx;
+}
+
+/* Housekeeping in the background, every quarter of a second: the pauses
+ * autoPause sandboxes asked for (to disk, without memory) once frozen at
+ * their deadline, the cheap gc of dead sandboxes' leftovers
+ * (abox_gc_maybe rate-limits itself across processes) and, once a minute,
+ * the daemon's notes on sandboxes and snapshots that are gone (expired,
+ * removed on the host). Slow work here never delays the deadlines. */
+static void *housekeeper(void *arg)
+{
+	(void)arg;
+	abox_ctx *ctx = NULL; /* one for the thread's life: it reads only what changed */
+	for (unsigned tick = 0;; tick++) {
+		if (ctx || (ctx = reaper_ctx())) {
+			(void)abox_reap_steps(ctx, ABOX_REAP_MEMORY, NULL, NULL, NULL);
+			if (tick % 4 == 0)
+				(void)abox_gc_maybe(ctx, NULL, NULL);
+			if (tick % 240 == 0)
+				notes_sweep(ctx);
+		}
+		usleep(250 * 1000);
+	}
+	return NULL;
+}
+
+/* The deadlines of autoPause sandboxes: each one whose time has come is
+ * frozen (a warm pause) at once — the thread wakes at the next deadline,
+ * at least every 200 ms, and runs ahead of the request threads (nice
+ * -10: a host busy with creates must not make it late) — so it is paused
+ * within a second of its deadline however many are due or how slow the
+ * pause it asked for is. The first tick, at start, also undoes the
+ * freezes of a daemon killed midway. Other deadlines are enforced by
+ * each sandbox's init, which needs no daemon. */
 static void *reaper(void *arg)
 {
 	(void)arg;
-	for (unsigned tick = 0;; tick++) {
-		abox_ctx *ctx = request_ctx();
-		if (ctx) {
-			/* autoPause sandboxes whose time has come, then leftovers */
-			(void)abox_reap(ctx, NULL, NULL);
-			(void)abox_gc_maybe(ctx, NULL, NULL);
-			/* and, once a minute, the daemon's notes on sandboxes and
-			 * snapshots that are gone (expired, removed on the host) */
-			if (tick % 60 == 0)
-				notes_sweep(ctx);
-			abox_ctx_free(ctx);
-		}
-		sleep(1);
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), -10);
+	pthread_t ht;
+	if (pthread_create(&ht, NULL, housekeeper, NULL) == 0)
+		pthread_detach(ht);
+	abox_ctx *ctx = NULL; /* one for the thread's life: it wakes often */
+	for (;;) {
+		int64_t next = 0;
+		if (ctx || (ctx = reaper_ctx()))
+			(void)abox_reap_steps(ctx, ABOX_REAP_FREEZE, NULL, &next, NULL);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		int64_t wait = next ? next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000) : 200;
+		/* 20 ms at least: deadlines a moment apart are taken together */
+		usleep((useconds_t)(wait < 20 ? 20 : wait > 200 ? 200 : wait) * 1000);
 	}
 	return NULL;
 }

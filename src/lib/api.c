@@ -173,6 +173,7 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->unpack_path);
 	free(ctx->default_policy);
 	cgroup_layout_free(&ctx->cg);
+	backend_reap_seen_free(ctx);
 	free(ctx);
 }
 

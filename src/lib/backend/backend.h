@@ -30,7 +30,12 @@ struct abox_ctx {
 	bool cg_ready;
 	uint32_t proc_masks;
 	int last_cap;
+	/* what the reaper last read of each record (autopause.c): a context
+	 * that reaps often reads only the records that changed */
+	struct reap_seen *reap_seen;
+	size_t reap_nseen;
 };
+void backend_reap_seen_free(abox_ctx *ctx);
 
 struct abox_sandbox {
 	abox_ctx *ctx;
@@ -69,6 +74,10 @@ struct abox_sandbox {
 	 * this copy of it serves snapshots (when has_layer_fd) */
 	bool has_layer_fd;
 	int layer_fd;
+	/* during a checkpoint: a child that re-arms init should we die
+	 * before we do (checkpoint.c); its pipe's write end, or -1 */
+	int keeper_fd;
+	pid_t keeper_pid;
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
@@ -217,6 +226,27 @@ void stack_free(struct stack *s);
 int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen,
 		     abox_snapshot_info *out, abox_error *err);
 
+/* Freezes recorded before they are made (freeze.c): backend_freeze_mark
+ * writes down that this process is about to change the tree's frozen
+ * state away from what the record says (the pid and its start time),
+ * backend_freeze marks and freezes (or thaws), backend_freeze_settled
+ * drops this process's mark once the record and the tree agree again.
+ * A mark whose maker died is undone by backend_lock (the sandbox's lock,
+ * bounded), backend_freeze_recover (connect, abox_reap) and so gc and a
+ * restarted aboxd: the tree is put back as the record says. */
+int backend_freeze_mark(abox_sandbox *sb, const char *what, abox_error *err);
+int backend_freeze(abox_sandbox *sb, bool frozen, const char *what, abox_error *err);
+void backend_freeze_settled(abox_sandbox *sb);
+int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);
+/* 1 when it undid a dead maker's freeze, 0 when there was none. */
+int backend_freeze_recover(abox_ctx *ctx, const char *id);
+/* The same whether or not a mark is left (a checkpoint's keeper). */
+int backend_freeze_recover_now(abox_ctx *ctx, const char *id);
+
+/* abox_sandbox_pause; pending: recorded as frozen at its deadline, the
+ * pause it asked for (to disk, without memory) still to come. */
+int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err);
+
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 /* A snapshot with a checkpoint of the processes (memory_snap.c). */
@@ -234,6 +264,11 @@ int backend_init_clocks(abox_sandbox *sb, uint64_t ms, uint32_t clocks, const ch
 struct sb_state;
 /* What is left of a recorded deadline at now (wall ms); 0: none, 1: due. */
 uint64_t backend_left_ms(const struct sb_state *st, int64_t now);
+/* What a resume gives an autoPause sandbox paused at its deadline: with
+ * nothing left it would be frozen again before its resumer could set a
+ * new timeout (aboxd's connect does, right after). */
+#define AUTO_RESUME_MIN_MS 10000
+uint64_t backend_resume_left_ms(const struct sb_state *st);
 /* The next frame from init (proto_recv), or -EAGAIN with a message when
  * init stays silent because the record says the sandbox is paused. */
 int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err);

@@ -22,12 +22,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "backend/checkpoint.h"
@@ -291,6 +293,155 @@ void checkpoint_tree_args(const struct template_info *t, bool restore, const cha
 	}
 }
 
+/* Whether init listens on its socket: one that let go of it for a
+ * checkpoint leaves the file with nobody behind it. */
+static bool init_listens(const char *rundir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	safe_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", rundir);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+/* Whether a checkpointer still has init under ptrace (mid-dump). */
+static bool init_traced(pid_t pid)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, p, 65536, &s, NULL) < 0)
+		return false;
+	const char *t = strstr(s, "\nTracerPid:");
+	return t && strtol(t + 12, NULL, 10) != 0;
+}
+
+static void thaw_at(const char *freezer)
+{
+	int dfd = open(freezer, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)write_file_at(dfd, "cgroup.freeze", "0");
+		(void)write_file_at(dfd, "freezer.state", "THAWED");
+		close(dfd);
+	}
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* The keeper, in the child: waits for its parent's word; if the parent
+ * dies first (SIGKILLed mid-checkpoint), init would wait for a re-arm
+ * that never comes — thawed by the next one to look, but unreachable for
+ * good, since the layer fd it needs died with the parent. So the keeper,
+ * which holds a copy of that fd, waits for an orphaned checkpointer to
+ * finish (it leaves the tree frozen, as it found it), thaws the tree,
+ * gives init a new socket and the fd, and has the clocks put back as the
+ * record says. Bounded: a minute at most. */
+_Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const char *freezer, int rfd)
+{
+	struct pollfd p = { .fd = rfd, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	char c = 0;
+	ssize_t n = read(rfd, &c, 1);
+	if (n == 1)
+		_exit(0); /* the parent finished the checkpoint itself */
+	char rd[4200];
+	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
+	for (int tries = 0; tries < 600; tries++, nap_ms(100)) {
+		/* a dump that ran to its end without --leave-running took the
+		 * tree; one that re-armed init before dying left nothing to do */
+		if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
+			_exit(0);
+		if (init_traced(sb->pid))
+			continue;
+		if (init_listens(rd)) {
+			/* armed; a checkpointer that ended after someone else
+			 * thawed it left it frozen again */
+			thaw_at(freezer);
+			(void)backend_freeze_recover_now(sb->ctx, sb->id);
+			_exit(0);
+		}
+		thaw_at(freezer);
+		abox_error e = ABOX_ERROR_INIT;
+		int l = -1, conn = -1;
+		int cmds = cgroup_cmds_fd(sb->cg, NULL);
+		if (store_rundir_relisten(rd, &l, &conn, &e) == 0 &&
+		    checkpoint_rearm(sb->pid, sb->pidfd, token, l, sb->layer_fd, cmds, &e) == 0) {
+			close(conn);
+			close(l);
+			/* a checkpointer that started just before its parent
+			 * died puts its freeze back as it ends: wait it out */
+			for (int w = 0; w < 600 && init_traced(sb->pid); w++)
+				nap_ms(100);
+			nap_ms(100);
+			thaw_at(freezer);
+			(void)backend_freeze_recover_now(sb->ctx, sb->id);
+			_exit(0);
+		}
+		if (l >= 0)
+			close(l);
+		if (conn >= 0)
+			close(conn);
+	}
+	_exit(1);
+}
+
+/* Starts the keeper of a checkpoint about to begin. It holds nothing of
+ * ours but the layer fd and init's pidfd: no lock, no socket (a lock it
+ * kept would outlive the parent it is meant to survive). */
+static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
+{
+	const char *freezer = cgroup_freezer_dir(sb->cg);
+	int pfd[2];
+	if (!freezer || pipe2(pfd, O_CLOEXEC) < 0)
+		return abox_error_set(err, freezer ? errno : EOPNOTSUPP, "checkpoint: keeper");
+	pid_t k = fork();
+	if (k < 0) {
+		int e = errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return abox_error_set(err, e, "checkpoint: keeper: fork");
+	}
+	if (k == 0) {
+		/* its own session: a ^C to the caller's group must not take it */
+		(void)setsid();
+		int keep[3] = { pfd[0], sb->layer_fd, sb->pidfd };
+		for (int i = 0; i < 3; i++)
+			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 100);
+		for (int i = 0; i < 3; i++)
+			if (keep[i] < 0 || dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
+				_exit(2);
+		(void)syscall(SYS_close_range, 6, ~0U, 0);
+		sb->layer_fd = 4;
+		sb->pidfd = 5;
+		sb->conn = sb->rd.sock = -1;
+		keeper_main(sb, token, freezer, 3);
+	}
+	close(pfd[0]);
+	sb->keeper_fd = pfd[1];
+	sb->keeper_pid = k;
+	return 0;
+}
+
+void checkpoint_end(abox_sandbox *sb)
+{
+	if (sb->keeper_pid <= 0)
+		return;
+	char d = 'D';
+	(void)write_full(sb->keeper_fd, &d, 1);
+	close(sb->keeper_fd);
+	while (waitpid(sb->keeper_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	sb->keeper_fd = -1;
+	sb->keeper_pid = 0;
+}
+
 int checkpoint_begin(abox_sandbox *sb, char **token_out, abox_error *err)
 {
 	char token[33];
@@ -308,9 +459,13 @@ int checkpoint_begin(abox_sandbox *sb, char **token_out, abox_error *err)
 	sb->has_layer_fd = true;
 	if (!(*token_out = strdup(token)))
 		return abox_error_set(err, ENOMEM, "checkpoint");
-	if ((r = checkpoint_prepare(sb, token, err)) < 0)
+	if ((r = keeper_start(sb, token, err)) < 0)
+		return r;
+	if ((r = checkpoint_prepare(sb, token, err)) < 0) {
+		checkpoint_end(sb);
 		return r; /* init said no: it still has everything */
-	if ((r = cgroup_freeze(sb->cg, true, err)) < 0)
+	}
+	if ((r = backend_freeze(sb, true, "checkpoint", err)) < 0)
 		checkpoint_abort(sb, token);
 	return r;
 }

@@ -23,6 +23,9 @@ int checkpoint_begin(abox_sandbox *sb, char **token, abox_error *err);
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
 		    const char *token, bool leave_running, abox_error *err);
 void checkpoint_abort(abox_sandbox *sb, const char *token);
+/* The caller is done with the checkpoint begun on sb (init re-armed, or
+ * the tree dumped and gone): its keeper is told and reaped. */
+void checkpoint_end(abox_sandbox *sb);
 
 /* Restores a sandbox recorded in st from checkpoint images (read only:
  * one checkpoint restores any number of times) under id, the hook's log

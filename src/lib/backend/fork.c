@@ -35,6 +35,8 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 	if (st->auto_pause)
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE;
 	o->flags |= st->tmpfs_layer ? ABOX_SANDBOX_LAYER_TMPFS : ABOX_SANDBOX_LAYER_DISK;
+	if (st->auto_pause && st->auto_no_memory)
+		o->flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	if (st->deadline_ms) {
 		/* what is left; the clock stood still while it was paused */
 		int64_t left = st->deadline_ms - (st->paused_ms ? st->paused_ms : backend_wall_ms());

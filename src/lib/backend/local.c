@@ -56,9 +56,11 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 				       (unsigned long long)o->pids);
 	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
 		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
+	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) && !(o->flags & ABOX_SANDBOX_AUTO_PAUSE))
+		return abox_error_setx(err, EINVAL, "auto-pause without memory needs auto-pause");
 	if ((o->flags & ABOX_SANDBOX_LAYER_DISK) && (o->flags & ABOX_SANDBOX_LAYER_TMPFS))
 		return abox_error_setx(err, EINVAL, "the writable layer cannot be both on disk and in memory");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_LAYER_DISK |
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY | ABOX_SANDBOX_LAYER_DISK |
 			 ABOX_SANDBOX_LAYER_TMPFS))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
@@ -151,10 +153,17 @@ static void sandbox_release(abox_sandbox *sb)
 
 int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err)
 {
+	/* never for ever: a tree frozen by someone who does not let go (or
+	 * an init that stopped serving) ends in an error, not a hang that
+	 * holds the sandbox's lock */
+	int64_t end = backend_now_ms() + lock_timeout_ms();
 	for (;;) {
 		int r = proto_recv_timeout(&sb->rd, f, 1000);
 		if (r != -ETIMEDOUT)
 			return r;
+		if (backend_now_ms() >= end)
+			return abox_error_setx(err, ETIMEDOUT, "%s: init of sandbox %s did not answer for %lld ms", what,
+					       sb->id, (long long)lock_timeout_ms());
 		/* a frozen init never answers: if another process paused the
 		 * sandbox since this handle looked, say so instead of waiting
 		 * for ever */
@@ -254,7 +263,7 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 		return sb->ctx->remote_ops->set_timeout(sb, timeout_ms, err);
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "set-timeout: sandbox %s is ephemeral", sb->id);
-	_cleanup_close_ int lock = state_lock(sb->ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(sb->ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -592,6 +601,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			.workdir = tmpl.meta.workdir,
 			.auto_pause = (o.flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
 			.tmpfs_layer = !on_disk,
+			.auto_no_memory = (o.flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) != 0,
 		};
 		/* forks of this sandbox must get the same policy, not the
 		 * default: record where it is */

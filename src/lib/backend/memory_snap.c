@@ -36,7 +36,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "snapshot --memory %s: no checkpointer on this machine (tools/criu-setup.sh "
 				       "installs CRIU; `abox doctor` tells)", sb->id);
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -56,7 +56,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 		goto out;
 	bool was_paused = st.paused_ms != 0;
 	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : backend_wall_ms());
-	if (was_paused && (r = cgroup_freeze(sb->cg, false, err)) < 0)
+	if (was_paused && (r = backend_freeze(sb, false, "snapshot", err)) < 0)
 		goto out;
 	sb->paused = false;
 	/* the checkpoint carries no deadline: copies get their own */
@@ -104,6 +104,8 @@ back:
 		sb->paused = true;
 	}
 out:
+	checkpoint_end(sb);
+	backend_freeze_settled(sb);
 	if (sb->has_layer_fd) {
 		close(sb->layer_fd);
 		sb->has_layer_fd = false;

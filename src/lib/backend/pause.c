@@ -68,7 +68,7 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "%s: sandbox %s is ephemeral", what, sb->id);
-	*lock = state_lock(sb->ctx->state_dir, sb->id, err);
+	*lock = backend_lock(sb->ctx, sb->id, err);
 	if (*lock < 0)
 		return *lock;
 	int r = state_read(sb->ctx->state_dir, sb->id, st, err);
@@ -92,6 +92,12 @@ uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
 	return left > 0 ? (uint64_t)left : 1; /* due: init ends it at once */
 }
 
+uint64_t backend_resume_left_ms(const struct sb_state *st)
+{
+	uint64_t left = backend_left_ms(st, st->paused_ms ? st->paused_ms : backend_wall_ms());
+	return st->auto_pause && left && left < AUTO_RESUME_MIN_MS ? AUTO_RESUME_MIN_MS : left;
+}
+
 /* Warm pause and resume records are written without fsync: a frozen
  * sandbox's processes do not survive a power loss either, and the fsync
  * would be most of the latency. Cold pauses are durable. */
@@ -99,6 +105,11 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 {
 	if (REMOTE_SB(sb))
 		return sb->ctx->remote_ops->pause(sb, 0, err);
+	return backend_pause_warm(sb, false, err);
+}
+
+int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err)
+{
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "pause", &st, &lock, err);
@@ -111,6 +122,10 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	}
 	int64_t now = backend_wall_ms();
 	uint64_t keep = st.auto_pause ? 0 : 1; /* whether init holds the deadline */
+	/* marked before the clocks stop: a pause cut short anywhere from
+	 * here is undone (clocks and all) by the next one to look */
+	if ((r = backend_freeze_mark(sb, "pause", err)) < 0)
+		goto out;
 	if ((r = pause_clocks(sb, &st, err)) < 0)
 		goto out;
 	if ((r = cgroup_freeze(sb->cg, true, err)) < 0) {
@@ -121,6 +136,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	/* The record keeps the wall-clock deadline; what is left of it is
 	 * deadline - paused_ms, handed back to init on resume. */
 	st.paused_ms = now;
+	st.auto_pending = pending;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0) {
 		/* unrecorded, a pause would leave a frozen sandbox that every
 		 * tool reports as running: undo it */
@@ -132,6 +148,7 @@ int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
 	sb->deadline_ms = 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "pause %s", sb->id);
 out:
+	backend_freeze_settled(sb);
 	sb_state_free(&st);
 	return r;
 }
@@ -169,8 +186,8 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		r = abox_error_setx(err, EALREADY, "resume: sandbox %s is not paused", sb->id);
 		goto out;
 	}
-	uint64_t left = backend_left_ms(&st, st.paused_ms);
-	if ((r = cgroup_freeze(sb->cg, false, err)) < 0) {
+	uint64_t left = backend_resume_left_ms(&st);
+	if ((r = backend_freeze(sb, false, "resume", err)) < 0) {
 		abox_error_prefix(err, "resume");
 		goto out;
 	}
@@ -183,12 +200,14 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 		goto out;
 	}
 	st.paused_ms = 0;
+	st.auto_pending = false;
 	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0)
 		goto out;
 	sb->deadline_ms = left ? backend_now_ms() + (int64_t)left : 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "resume %s", sb->id);
 out:
+	backend_freeze_settled(sb);
 	sb_state_free(&st);
 	return r;
 }
@@ -203,15 +222,18 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	/* left frozen after the copy: a write or a command accepted between
 	 * the copy and the kill would be lost without a word */
+	/* the snapshot's freeze mark stays until the kill: a cold pause cut
+	 * short before its record is thawed, one cut short after it ends */
 	int r = backend_snapshot(sb, NULL, true, true, &snap, err);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	struct sb_state st = { 0 };
 	{
-		_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+		_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 		if (lock < 0 || (r = state_read(ctx->state_dir, sb->id, &st, err)) < 0) {
 			if (!st.paused_ms && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL); /* back as it was */
+			backend_freeze_settled(sb);
 			return lock < 0 ? lock : r;
 		}
 		/* recorded before the kill: from here on the record says
@@ -225,6 +247,7 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 			sb_state_free(&st);
 			if (!was_paused && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL);
+			backend_freeze_settled(sb);
 			return abox_error_set(err, ENOMEM, "pause");
 		}
 		for (size_t i = 0; i < n; i++)
@@ -234,16 +257,19 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 		if (!st.paused_ms)
 			st.paused_ms = backend_wall_ms();
 		st.cold = true;
+		st.auto_pending = false;
 		r = state_write(ctx->state_dir, &st, err);
 		sb_state_free(&st);
 		if (r < 0) {
 			if (!was_paused && sb->cg)
 				(void)cgroup_freeze(sb->cg, false, NULL);
+			backend_freeze_settled(sb);
 			return r;
 		}
 	}
 	snap_settle(ctx->state_dir, snap.id);
 	r = backend_kill(sb, true, err);
+	backend_freeze_settled(sb);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	sb->paused = sb->cold = true;
@@ -279,7 +305,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 	/* held through the create: a concurrent kill waits until the new
 	 * init is recorded (then kills that), never tears down a half-made
 	 * one; the create's own failure path re-enters it */
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -296,6 +322,9 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 	if ((r = backend_opts_from_record(&st, &o, &meta, err)) < 0)
 		goto out;
 	o.snapshot = st.snapshots ? st.snapshots[0] : NULL;
+	if (st.deadline_ms)
+		o.timeout_ms = (uint32_t)(backend_resume_left_ms(&st) > UINT32_MAX ? UINT32_MAX
+										  : backend_resume_left_ms(&st));
 	abox_sandbox *fresh = NULL;
 	r = o.snapshot ? backend_create(ctx, &o, sb->id, &fresh, err)
 		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);

@@ -42,7 +42,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	if (!hook)
 		return no_checkpointer("pause --to-disk", sb->id, err);
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -70,7 +70,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	int64_t now = backend_wall_ms();
 	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : now);
 	/* a warm-paused init must answer: thawed for that moment */
-	if (was_paused && (r = cgroup_freeze(sb->cg, false, err)) < 0)
+	if (was_paused && (r = backend_freeze(sb, false, "pause to disk", err)) < 0)
 		goto out;
 	sb->paused = false;
 	/* the timeout clock stops while on disk (and must not fire in the
@@ -127,6 +127,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	if (!st.paused_ms)
 		st.paused_ms = now;
 	st.cold = true;
+	st.auto_pending = false;
 	st.checkpoint = strdup(dir);
 	st.checkpoint_token = TAKE_PTR(token);
 	if (!st.checkpoint) {
@@ -158,6 +159,8 @@ refreeze:
 		sb->paused = true;
 	}
 out:
+	checkpoint_end(sb);
+	backend_freeze_settled(sb);
 	if (sb->has_layer_fd) {
 		close(sb->layer_fd);
 		sb->has_layer_fd = false;
@@ -170,7 +173,7 @@ out:
 int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -186,7 +189,7 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 		sb_state_free(&st);
 		return no_checkpointer("resume", sb->id, err);
 	}
-	uint64_t left = backend_left_ms(&st, st.paused_ms);
+	uint64_t left = backend_resume_left_ms(&st);
 	struct restored rs = { 0 };
 	state_lock_hold(lock, ctx->state_dir, sb->id);
 	r = checkpoint_restore(ctx, &st, hook, st.checkpoint, st.checkpoint, sb->id,
@@ -202,6 +205,7 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	free(st.cgroups);
 	st.cgroups = TAKE_PTR(rs.cgroups);
 	st.paused_ms = 0;
+	st.auto_pending = false;
 	st.cold = false;
 	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
 	r = state_write(ctx->state_dir, &st, err);
@@ -226,47 +230,4 @@ out:
 	free(rs.cgroups);
 	sb_state_free(&st);
 	return r < 0 ? abox_error_prefix(err, "resume") : 0;
-}
-
-int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
-{
-	if (REMOTE_CTX(ctx))
-		return paused ? (*paused = 0, 0) : 0; /* the daemon reaps its own */
-	char **ids = NULL;
-	unsigned n = 0;
-	int r = state_list(ctx->state_dir, &ids, err);
-	if (r < 0)
-		return r;
-	int64_t now = backend_wall_ms();
-	_cleanup_free_ char *hook = checkpointer_find(ctx);
-	for (size_t i = 0; ids[i]; i++) {
-		struct sb_state st = { 0 };
-		if (state_read(ctx->state_dir, ids[i], &st, NULL) < 0)
-			continue;
-		bool due = st.auto_pause && !st.paused_ms && st.deadline_ms && now >= st.deadline_ms &&
-			   state_status(&st) == SB_RUNNING;
-		sb_state_free(&st);
-		if (!due)
-			continue;
-		abox_sandbox *sb = NULL;
-		if (abox_sandbox_connect(ctx, ids[i], &sb, NULL) < 0)
-			continue;
-		/* with its memory: on disk when the checkpointer can, else
-		 * frozen in place (a dump that fails leaves it running) */
-		abox_error e = ABOX_ERROR_INIT;
-		int pr = hook ? abox_sandbox_pause_flags(sb, ABOX_PAUSE_TO_DISK, &e) : -EOPNOTSUPP;
-		if (pr < 0 && pr != -EALREADY)
-			pr = abox_sandbox_pause(sb, &e);
-		if (pr >= 0) {
-			n++;
-			backend_log(ctx, ABOX_LOG_INFO, "sandbox %s paused at its deadline", ids[i]);
-		} else if (pr != -EALREADY) {
-			backend_log(ctx, ABOX_LOG_WARNING, "sandbox %s: pause at its deadline failed: %s", ids[i], e.msg);
-		}
-		abox_sandbox_free(sb);
-	}
-	strv_free(ids);
-	if (paused)
-		*paused = n;
-	return 0;
 }

@@ -58,6 +58,10 @@ int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
 		return ctx->remote_ops->info(ctx, id, out, err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "info: abox_sandbox_info needs its version set");
+	/* "running" is said only of a sandbox that runs: a dead maker's
+	 * freeze is undone first (one failed open when there is none) */
+	if (id_ok(id))
+		(void)backend_freeze_recover(ctx, id);
 	struct sb_state st = { 0 };
 	int r = state_read(ctx->state_dir, id, &st, err);
 	if (r < 0)
@@ -92,6 +96,9 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 {
 	if (REMOTE_CTX(ctx))
 		return ctx->remote_ops->connect(ctx, id, out, err);
+	/* a freeze whose maker died is undone before anyone talks to init */
+	if (id_ok(id))
+		(void)backend_freeze_recover(ctx, id);
 	struct sb_state st = { 0 };
 	int r = state_read(ctx->state_dir, id, &st, err);
 	if (r < 0)

@@ -79,7 +79,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 		return slock;
 	if (name && name_taken(ctx->state_dir, name))
 		return abox_error_setx(err, EEXIST, "snapshot: the name '%s' is taken", name);
-	_cleanup_close_ int lock = state_lock(ctx->state_dir, sb->id, err);
+	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
 		return lock;
 	struct sb_state st = { 0 };
@@ -126,9 +126,9 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 	/* frozen, nothing in the sandbox writes while we copy: the copy is
 	 * consistent and no entry can be swapped for a symlink under us */
 	if (!st.paused_ms) {
-		if ((r = cgroup_freeze(sb->cg, true, err)) < 0)
+		froze = true; /* a freeze that failed midway is undone below */
+		if ((r = backend_freeze(sb, true, "snapshot", err)) < 0)
 			goto out;
-		froze = true;
 	}
 	r = snap_create(ctx->state_dir, layer, flatten, &rec, err);
 	if (froze && !(stay_frozen && r >= 0)) {
@@ -138,6 +138,8 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 			*err = thaw_err;
 			r = t;
 		}
+		if (t >= 0)
+			backend_freeze_settled(sb);
 	}
 	if (r >= 0 && out)
 		to_info(&rec, out);
@@ -145,6 +147,11 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 		backend_log(ctx, ABOX_LOG_DEBUG, "snapshot %s of %s: %llu bytes", rec.id, sb->id,
 			    (unsigned long long)rec.bytes);
 out:
+	if (froze && r < 0) {
+		/* failed anywhere: nothing frozen stays behind */
+		if (cgroup_freeze(sb->cg, false, NULL) >= 0)
+			backend_freeze_settled(sb);
+	}
 	sb_state_free(&st);
 	return r;
 }

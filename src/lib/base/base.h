@@ -119,4 +119,11 @@ int list_ids(const char *dir, char ***out, abox_error *err);
  * starts at 0; bounded). 0 or -errno; a missing entry is 0. */
 int rm_rf_at(int dfd, const char *name, unsigned depth);
 
+/* flock(fd, op) that gives up after ms milliseconds (-ETIMEDOUT): a
+ * holder stuck on something that never answers must not hang everyone
+ * behind it. 0 or -errno. */
+int flock_timeout(int fd, int op, int64_t ms);
+/* $ABOX_LOCK_TIMEOUT_MS, else 30 s: the bound of every lock wait. */
+int64_t lock_timeout_ms(void);
+
 #endif

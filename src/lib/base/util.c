@@ -6,8 +6,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+
+#include <time.h>
 
 #include "base.h"
 
@@ -269,4 +273,37 @@ int list_ids(const char *dir, char ***out, abox_error *err)
 	qsort(v, n, sizeof(char *), cmp_str);
 	*out = v;
 	return 0;
+}
+
+int64_t lock_timeout_ms(void)
+{
+	const char *e = getenv("ABOX_LOCK_TIMEOUT_MS");
+	long long v = e && *e ? strtoll(e, NULL, 10) : 0;
+	return v > 0 ? v : 30000;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polled (flock has no timeout), from 1 ms up to 50 ms between tries. */
+int flock_timeout(int fd, int op, int64_t ms)
+{
+	int64_t end = mono_ms() + ms;
+	long delay_us = 1000;
+	for (;;) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (mono_ms() >= end)
+			return -ETIMEDOUT;
+		struct timespec ts = { 0, delay_us * 1000 };
+		nanosleep(&ts, NULL);
+		if (delay_us < 50000)
+			delay_us *= 2;
+	}
 }

@@ -351,10 +351,13 @@ int snap_lock(const char *state_dir, bool exclusive, abox_error *err)
 	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return abox_error_set(err, errno, "snapshot: open '%s'", p);
-	if (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
-		int e = errno;
+	int r = flock_timeout(fd, exclusive ? LOCK_EX : LOCK_SH, lock_timeout_ms());
+	if (r < 0) {
 		close(fd);
-		return abox_error_set(err, e, "snapshot: lock '%s'", p);
+		return r == -ETIMEDOUT ? abox_error_setx(err, ETIMEDOUT, "snapshot: the snapshot store is busy (another "
+							 "snapshot or removal for more than %lld ms)",
+							 (long long)lock_timeout_ms())
+				       : abox_error_set(err, -r, "snapshot: lock '%s'", p);
 	}
 	return fd;
 }

@@ -159,6 +159,8 @@ static int r_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **ou
 	json_object_object_add(b, "envVars", pairs(o->env));
 	if (o->flags & ABOX_SANDBOX_AUTO_PAUSE)
 		json_object_object_add(b, "autoPause", json_object_new_boolean(true));
+	if (o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY)
+		json_object_object_add(b, "autoPauseMemory", json_object_new_boolean(false));
 	if (o->cpu_millis)
 		json_object_object_add(b, "cpuCount", json_object_new_int((int)((o->cpu_millis + 999) / 1000)));
 	if (o->memory_bytes)

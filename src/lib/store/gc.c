@@ -266,6 +266,12 @@ static bool clean_one(int rtfd, const char *name, const char *id, const char *st
 	_cleanup_free_ char *root = NULL;
 	if (read_file_at(dfd, STORE_ROOT_FILE, 4096, &root, NULL) == 0 && root[0] == '/')
 		state_dir = root;
+	/* a sandbox someone works on is not judged: a pause to disk ends
+	 * the tree (the dump) before its record says "paused", and in that
+	 * moment it looks dead */
+	_cleanup_close_ int busy = id ? state_trylock(state_dir, id) : -ENOENT;
+	if (busy == -EWOULDBLOCK)
+		return false;
 	struct sb_state st = { 0 };
 	bool recorded = id && state_read(state_dir, id, &st, NULL) == 0;
 	if (recorded && state_status(&st) != SB_DEAD) {
@@ -355,10 +361,15 @@ static unsigned clean_records(const char *runtime_dir, const char *state_dir, co
 		}
 		if (k < 0)
 			continue;
-		if (state_status(&st) == SB_DEAD && (!st.cgroups || remove_recorded(st.cgroups, ids[i], l))) {
+		/* not while someone works on it (see clean_one) */
+		int busy = state_trylock(state_dir, ids[i]);
+		if (busy != -EWOULDBLOCK && state_status(&st) == SB_DEAD &&
+		    (!st.cgroups || remove_recorded(st.cgroups, ids[i], l))) {
 			(void)state_remove(state_dir, ids[i]);
 			n++;
 		}
+		if (busy >= 0)
+			close(busy);
 		sb_state_free(&st);
 	}
 	strv_free(ids);

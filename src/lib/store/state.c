@@ -168,6 +168,10 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		json_object_object_add(o, "autoPause", json_object_new_boolean(1));
 	if (s->tmpfs_layer)
 		json_object_object_add(o, "tmpfsLayer", json_object_new_boolean(1));
+	if (s->auto_no_memory)
+		json_object_object_add(o, "autoPauseNoMemory", json_object_new_boolean(1));
+	if (s->auto_pending)
+		json_object_object_add(o, "autoPausePending", json_object_new_boolean(1));
 	put_str(o, "checkpointToken", s->checkpoint_token);
 	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
@@ -274,6 +278,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	json_object *ap;
 	t.auto_pause = json_object_object_get_ex(o, "autoPause", &ap) && json_object_get_boolean(ap);
 	t.tmpfs_layer = json_object_object_get_ex(o, "tmpfsLayer", &ap) && json_object_get_boolean(ap);
+	t.auto_no_memory = json_object_object_get_ex(o, "autoPauseNoMemory", &ap) && json_object_get_boolean(ap);
+	t.auto_pending = json_object_object_get_ex(o, "autoPausePending", &ap) && json_object_get_boolean(ap);
 	t.checkpoint_token = get_str(o, "checkpointToken");
 	t.memory_bytes = get_u64(o, "memoryBytes");
 	t.disk_bytes = get_u64(o, "diskBytes");
@@ -333,12 +339,48 @@ int state_list(const char *state_dir, char ***ids, abox_error *err)
 	return list_ids(dir, ids, err);
 }
 
+/* A holder stuck on a sandbox that does not answer must not hang every
+ * later kill and pause behind it: the wait is bounded, and its error
+ * names the holder. */
+static int lock_bounded(int fd, const char *id, abox_error *err)
+{
+	int r = flock_timeout(fd, LOCK_EX, lock_timeout_ms());
+	if (r == 0)
+		return 0;
+	if (r != -ETIMEDOUT)
+		return abox_error_set(err, -r, "lock sandbox %s", id);
+	char who[24] = "";
+	ssize_t n = pread(fd, who, sizeof(who) - 1, 0);
+	who[n > 0 ? n : 0] = '\0';
+	who[strcspn(who, "\n")] = '\0';
+	return abox_error_setx(err, ETIMEDOUT,
+			       "sandbox %s is busy: another operation (pid %s) has held it for more than %lld ms",
+			       id, who[0] ? who : "unknown", (long long)lock_timeout_ms());
+}
+
 /* A lock this thread holds across calls that lock again (a cold resume
  * holds it through a create whose failure path kills). flock locks belong
  * to the open file: a dup of the holding fd re-enters, a second open of
  * the file would wait for ourselves forever. */
 static __thread int held_fd = -1;
 static __thread char held_path[4200];
+
+int state_trylock(const char *state_dir, const char *id)
+{
+	char dir[4096], path[4200];
+	if (sandbox_dir(state_dir, id, dir, sizeof(dir), false, NULL) < 0)
+		return -EINVAL;
+	safe_snprintf(path, sizeof(path), "%s/lock", dir);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
 
 void state_lock_hold(int fd, const char *state_dir, const char *id)
 {
@@ -362,10 +404,15 @@ int state_lock(const char *state_dir, const char *id, abox_error *err)
 	if (fd < 0)
 		return errno == ENOENT ? abox_error_setx(err, ENOENT, "sandbox %s not found", id)
 				       : abox_error_set(err, errno, "open '%s'", path);
-	if (flock(fd, LOCK_EX) < 0) {
-		int e = errno;
+	r = lock_bounded(fd, id, err);
+	if (r < 0) {
 		close(fd);
-		return abox_error_set(err, e, "lock '%s'", path);
+		return r;
 	}
+	/* who holds it, for the error of whoever waits too long */
+	char who[24];
+	int n = safe_snprintf(who, sizeof(who), "%d\n", (int)getpid());
+	if (pwrite(fd, who, (size_t)n, 0) == n)
+		(void)ftruncate(fd, n);
 	return fd;
 }

@@ -26,6 +26,8 @@ struct sb_state {
 	bool cold;            /* paused without memory: no processes, files kept in snapshots[0] */
 	bool auto_pause;      /* the deadline pauses it (abox_reap), init does not enforce it */
 	bool tmpfs_layer;     /* its writable layer is a tmpfs (asked for), not a disk */
+	bool auto_no_memory;  /* ... keeping its files only (autoPauseMemory false) */
+	bool auto_pending;    /* frozen at its deadline, the pause it asked for still to come */
 	char *template_name;
 	char *template_root;  /* the version in use */
 	char *cgroups;        /* the sandbox's cgroup folders, one per line */
@@ -59,8 +61,12 @@ int proc_start_time(pid_t pid, uint64_t *out);
 enum sb_status state_status(const struct sb_state *s);
 /* Ids of every recorded sandbox (malloc'd NULL-terminated list). */
 int state_list(const char *state_dir, char ***ids, abox_error *err);
-/* Takes the sandbox's change lock (blocking). Returns the fd to close. */
+/* Takes the sandbox's change lock, waiting at most lock_timeout_ms()
+ * (then -ETIMEDOUT naming the holder's pid). Returns the fd to close. */
 int state_lock(const char *state_dir, const char *id, abox_error *err);
+/* state_lock without waiting: -EWOULDBLOCK while someone holds it (gc
+ * leaves a sandbox alone while anyone works on it). */
+int state_trylock(const char *state_dir, const char *id);
 /* Marks fd (from state_lock) as held by this thread until called with -1:
  * state_lock of the same sandbox then re-enters instead of waiting. */
 void state_lock_hold(int fd, const char *state_dir, const char *id);
