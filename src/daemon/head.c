@@ -10,7 +10,8 @@
  *    cut. 501, as RFC 9112 6.1 asks (and Go's server, what E2B runs).
  *  - A NUL byte in the request target, raw or as %00: the C strings cut
  *    at it, so "/files?path=/etc/passwd%00.txt" named another file than
- *    the one sent, and a raw NUL cut the route. 400.
+ *    the one sent, and a raw NUL cut the route. 400. The same for a raw
+ *    NUL in the method.
  *  - A raw NUL in a header value: libmicrohttpd 0.9.75 cut the value at
  *    it ("X-API-Key: KEY\0junk" was taken as KEY). 400 naming the header.
  *    Newer libmicrohttpd refuses raw NULs itself. A header folded over
@@ -159,7 +160,16 @@ unsigned head_check(struct request *rq, const char *method, const char *version,
 	}
 	const union MHD_ConnectionInfo *hs =
 		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-	sc.layout_ok = hs && method && rq->target && method < rq->target && rq->target - method < 64;
+	/* the method ends one space before the target, both in the raw
+	 * head: a raw NUL in it ("G\0ET") would route on what the C string
+	 * kept */
+	if (hs && method && rq->target && method < rq->target && (size_t)(rq->target - method) < hs->header_size &&
+	    strlen(method) + 1 != (size_t)(rq->target - method)) {
+		snprintf(why, n, "the request method contains a NUL byte");
+		return 400;
+	}
+	sc.layout_ok = hs && method && rq->target && method < rq->target &&
+		       (size_t)(rq->target - method) < hs->header_size;
 	if (sc.layout_ok) {
 		sc.lo = method;
 		sc.hi = method + hs->header_size;
