@@ -334,6 +334,32 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A pause to disk whose holder died after recording it but before ending
+ * the tree (DUMP_FROZEN): the record says paused to disk, so the frozen
+ * tree is what is left over, not the sandbox. It is ended as the holder
+ * would have (cgroups, runtime folder; the record kept). True when the
+ * record says so. */
+static bool keeper_finish_pause(abox_sandbox *sb)
+{
+	/* under the sandbox's lock: a resume that came first has made the
+	 * cgroups again, for its own tree */
+	_cleanup_close_ int lock = state_lock(sb->ctx->state_dir, sb->id, NULL);
+	if (lock < 0)
+		return false;
+	struct sb_state st = { 0 };
+	if (state_read(sb->ctx->state_dir, sb->id, &st, NULL) < 0)
+		return false;
+	/* the pidfd is that init's: alive, it is the tree the record left */
+	bool recorded = st.cold && st.checkpoint && st.pid == sb->pid;
+	sb_state_free(&st);
+	if (recorded && syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) == 0) {
+		state_lock_hold(lock, sb->ctx->state_dir, sb->id);
+		(void)backend_kill(sb, true, NULL);
+		state_lock_hold(-1, NULL, NULL);
+	}
+	return recorded;
+}
+
 /* The keeper, in the child: waits for its parent's word; if the parent
  * dies first (SIGKILLed mid-checkpoint), init would wait for a re-arm
  * that never comes — thawed by the next one to look, but unreachable for
@@ -351,11 +377,13 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 	ssize_t n = read(rfd, &c, 1);
 	if (n == 1)
 		_exit(0); /* the parent finished the checkpoint itself */
+	state_lock_hold(-1, NULL, NULL); /* the parent's, closed in this process */
 	char rd[4200];
 	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
+	if (keeper_finish_pause(sb))
+		_exit(0);
 	for (int tries = 0; tries < 600; tries++, nap_ms(100)) {
-		/* a dump that ran to its end without --leave-running took the
-		 * tree; one that re-armed init before dying left nothing to do */
+		/* gone: ended by someone else (a kill), nothing to do */
 		if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
 			_exit(0);
 		if (init_traced(sb->pid))
@@ -499,7 +527,7 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 }
 
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
-		    const char *token, bool leave_running, abox_error *err)
+		    const char *token, enum dump_end end, abox_error *err)
 {
 	int r;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -530,14 +558,13 @@ int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const s
 	argv[k++] = "--network-lock=skip";
 	argv[k++] = "--tcp-established";
 	argv[k++] = "--file-locks";
-	if (leave_running)
-		argv[k++] = "--leave-running";
+	/* the hook never ends the tree: see enum dump_end */
+	argv[k++] = "--leave-running";
 	checkpoint_tree_args(tmpl, false, NULL, ext, argv, &k);
 	argv[k] = NULL;
 	r = checkpoint_run_hook(hook, argv, log, "checkpoint", err);
-	/* failed, or done with the tree left running: it goes on with a new
-	 * socket */
-	if (r < 0 || leave_running)
+	/* failed, or done and to go on: it does so with a new socket */
+	if (r < 0 || end == DUMP_RUNNING)
 		checkpoint_abort(sb, token);
 	return r;
 }

@@ -15,13 +15,20 @@ char *checkpointer_find(abox_ctx *ctx);
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes
  * the tree; the caller copies the files; checkpoint_dump has the hook
- * dump the frozen tree into dir (created), which ends it. Failing after
- * begin, both thaw the tree and re-arm init (checkpoint_abort), so it
- * runs on as before. *token: what the dumped init waits for when
- * restored (malloc'd). */
+ * dump the frozen tree into dir (created). Failing after begin, both thaw
+ * the tree and re-arm init (checkpoint_abort), so it runs on as before.
+ * *token: what the dumped init waits for when restored (malloc'd). */
 int checkpoint_begin(abox_sandbox *sb, char **token, abox_error *err);
+/* What is left of the tree after a dump that worked. */
+enum dump_end {
+	DUMP_RUNNING, /* thawed, init re-armed: it goes on (a memory snapshot) */
+	DUMP_FROZEN,  /* frozen and deaf as the dump found it: the caller records the
+	               * dump, then ends the tree (pause to disk; were the hook to end
+	               * it, a caller killed before its record is written would lose
+	               * the sandbox) */
+};
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
-		    const char *token, bool leave_running, abox_error *err);
+		    const char *token, enum dump_end end, abox_error *err);
 void checkpoint_abort(abox_sandbox *sb, const char *token);
 /* The caller is done with the checkpoint begun on sb (init re-armed, or
  * the tree dumped and gone): its keeper is told and reaped. */

@@ -76,7 +76,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 	}
 	char dir[4200];
 	safe_snprintf(dir, sizeof(dir), "%s/snapshots/%s/memory", ctx->state_dir, snap.id);
-	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, true, err)) < 0 ||
+	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, DUMP_RUNNING, err)) < 0 ||
 	    (r = snap_set_memory(ctx->state_dir, snap.id, token, st.template_root, err)) < 0) {
 		/* a files-only snapshot was not asked for: take it back */
 		(void)rm_rf_at(AT_FDCWD, dir, 0);

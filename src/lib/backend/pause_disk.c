@@ -3,9 +3,11 @@
  *
  * Pause: init lets go of its host fds, the tree is frozen, its files are
  * kept as a snapshot layer (as a pause without memory does), the hook
- * dumps the processes into <state>/sandboxes/<id>/checkpoint (which ends
- * them) and the record says cold + checkpoint: gc and kill treat it like
- * any paused sandbox, and no memory, cgroup or mount is left. Resume
+ * dumps the processes into <state>/sandboxes/<id>/checkpoint (leaving
+ * them frozen), the record says cold + checkpoint, and only then is the
+ * tree ended: gc and kill treat it like any paused sandbox, and no
+ * memory, cgroup or mount is left. Killed at any point, the sandbox is
+ * either running as before (the keeper re-arms it) or paused to disk. Resume
  * restores the processes on those files; they continue where they were,
  * with what was left of the timeout. Without a working checkpointer both
  * fail with a clear error and the sandbox stays as it was. */
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend/checkpoint.h"
@@ -29,6 +32,35 @@ static int no_checkpointer(const char *what, const char *id, abox_error *err)
 static void images_dir(const abox_sandbox *sb, char *buf, size_t n)
 {
 	safe_snprintf(buf, n, "%s/sandboxes/%s/checkpoint", sb->ctx->state_dir, sb->id);
+}
+
+/* Writes st as paused to disk: standing on the layer snap_id, memory in
+ * dir, the restored init to be re-armed with token. st is left as it was. */
+static int record_paused(abox_ctx *ctx, const struct sb_state *st, const char *snap_id, const char *dir,
+			 const char *token, int64_t now, abox_error *err)
+{
+	size_t n = strv_length(st->snapshots);
+	char **chain = calloc(n + 2, sizeof(char *));
+	char *images = strdup(dir);
+	if (!chain || !images || !(chain[0] = strdup(snap_id))) {
+		free(chain);
+		free(images);
+		return abox_error_set(err, ENOMEM, "pause");
+	}
+	for (size_t i = 0; i < n; i++)
+		chain[i + 1] = st->snapshots[i];
+	struct sb_state rec = *st;
+	rec.snapshots = chain;
+	rec.paused_ms = st->paused_ms ? st->paused_ms : now;
+	rec.cold = true;
+	rec.auto_pending = false;
+	rec.checkpoint = images;
+	rec.checkpoint_token = (char *)token;
+	int r = state_write(ctx->state_dir, &rec, err);
+	free(chain[0]);
+	free(chain);
+	free(images);
+	return r;
 }
 
 int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
@@ -95,7 +127,10 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	images_dir(sb, dir, sizeof(dir));
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
 	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: files kept, dumping", sb->id);
-	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, false, err)) < 0) {
+	/* the dump leaves the tree frozen: it ends only once the record says
+	 * where its memory is (killed in between, the keeper re-arms it, or
+	 * ends it when the record was written) */
+	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, DUMP_FROZEN, err)) < 0) {
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		/* the files' layer was only for this pause */
 		(void)snap_remove(ctx->state_dir, snap.id, NULL);
@@ -111,34 +146,17 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 			    abox_strerror(errno));
 	if (dfd >= 0)
 		close(dfd);
-	/* the processes are gone: the record now stands on the new layer
-	 * and the images */
-	size_t n = strv_length(st.snapshots);
-	char **chain = calloc(n + 2, sizeof(char *));
-	if (!chain || !(chain[0] = strdup(snap.id))) {
-		free(chain);
-		r = abox_error_set(err, ENOMEM, "pause");
-		goto out;
+	/* the record now stands on the new layer and the images */
+	if ((r = record_paused(ctx, &st, snap.id, dir, token, now, err)) < 0) {
+		/* not recorded: the tree goes on as before */
+		checkpoint_abort(sb, token);
+		(void)rm_rf_at(AT_FDCWD, dir, 0);
+		(void)snap_remove(ctx->state_dir, snap.id, NULL);
+		goto restore_timer;
 	}
-	for (size_t i = 0; i < n; i++)
-		chain[i + 1] = TAKE_PTR(st.snapshots[i]);
-	free(st.snapshots);
-	st.snapshots = chain;
-	if (!st.paused_ms)
-		st.paused_ms = now;
-	st.cold = true;
-	st.auto_pending = false;
-	st.checkpoint = strdup(dir);
-	st.checkpoint_token = TAKE_PTR(token);
-	if (!st.checkpoint) {
-		r = abox_error_set(err, ENOMEM, "pause");
-		goto out;
-	}
-	if ((r = state_write(ctx->state_dir, &st, err)) < 0)
-		goto out;
 	snap_settle(ctx->state_dir, snap.id);
 	state_lock_hold(lock, ctx->state_dir, sb->id);
-	r = backend_kill(sb, true, err); /* cgroups, runtime folder: the tree is dead already */
+	r = backend_kill(sb, true, err); /* the tree, its cgroups, its runtime folder */
 	state_lock_hold(-1, NULL, NULL);
 	if (r < 0)
 		goto out;
@@ -170,6 +188,33 @@ out:
 	return r < 0 ? abox_error_prefix(err, "pause") : 0;
 }
 
+/* The tree of a pause to disk whose holder died between writing the
+ * record and ending the tree (DUMP_FROZEN), when its keeper died too:
+ * frozen and deaf, holding the cgroups the restore is about to make
+ * again. Ended first. Under the sandbox's lock. */
+static void end_leftover(abox_ctx *ctx, const struct sb_state *st)
+{
+	if (st->pid <= 0)
+		return;
+	int pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
+	uint64_t start;
+	if (pidfd < 0)
+		return;
+	abox_sandbox *old = NULL;
+	if (proc_start_time(st->pid, &start) < 0 || start != st->pid_start ||
+	    abox_sandbox_connect(ctx, st->id, &old, NULL) < 0) {
+		close(pidfd);
+		return;
+	}
+	backend_log(ctx, ABOX_LOG_WARNING, "resume %s: ending the tree its pause to disk left (pid %d)", st->id,
+		    (int)st->pid);
+	old->pid = st->pid;
+	old->pidfd = pidfd;
+	old->cold = false;
+	(void)backend_kill(old, true, NULL);
+	abox_sandbox_free(old);
+}
+
 int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
@@ -192,6 +237,7 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	uint64_t left = backend_resume_left_ms(&st);
 	struct restored rs = { 0 };
 	state_lock_hold(lock, ctx->state_dir, sb->id);
+	end_leftover(ctx, &st);
 	r = checkpoint_restore(ctx, &st, hook, st.checkpoint, st.checkpoint, sb->id,
 			       st.checkpoint_token ? st.checkpoint_token : "", &rs, err);
 	if (r < 0)
