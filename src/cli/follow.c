@@ -1,4 +1,4 @@
-/* tools/cli_proc.c — runs one process in a sandbox for `abox run` and
+/* src/cli/follow.c — runs one process in a sandbox for `abox run` and
  * `abox exec`: streams its output, feeds stdin, forwards signals, and
  * turns its end into an exit status.
  *

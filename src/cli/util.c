@@ -1,4 +1,4 @@
-/* tools/cli_util.c — message helpers for the CLI verbs. */
+/* src/cli/util.c — message helpers for the CLI verbs. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
