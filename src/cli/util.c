@@ -46,3 +46,16 @@ int cli_ctx(abox_ctx **ctx)
 		return cli_fail(&err);
 	return 0;
 }
+
+void cli_target(const char *arg, int *pid, const char **tag)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*arg && !*end && v > 0 && v < INT32_MAX) {
+		*pid = (int)v;
+		*tag = NULL;
+	} else {
+		*pid = 0;
+		*tag = arg;
+	}
+}
