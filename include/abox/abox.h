@@ -322,7 +322,7 @@ ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
  * checkpointer (`abox doctor`). */
 #define ABOX_PAUSE_TO_DISK (1u << 1)
 /* The checkpointer abox uses ($ABOX_CHECKPOINTER, else the one recorded in
- * <state>/checkpointer by tools/criu-setup.sh, else criu installed on the
+ * <state>/checkpointer by scripts/criu-setup.sh, else criu installed on the
  * system) and whether it works here (`criu check`). *hook and *version
  * (malloc'd, may be NULL) say which one it is, also on failure. */
 ABOX_EXPORT int abox_checkpointer_check(abox_ctx *ctx, char **hook, char **version, abox_error *err);

@@ -248,7 +248,7 @@ def my_cgroups():
         for line in f:
             _, ctrls, path = line.rstrip("\n").split(":", 2)
             ctrls = ctrls.replace("name=", "")
-            # the hierarchies sandboxes are made in (tools/in-cgroup.sh)
+            # the hierarchies sandboxes are made in (scripts/in-cgroup.sh)
             if ctrls and not set(ctrls.split(",")) & {"memory", "pids", "cpu", "freezer"}:
                 continue
             roots = [f"/sys/fs/cgroup/unified{path}", f"/sys/fs/cgroup{path}"] if not ctrls else \

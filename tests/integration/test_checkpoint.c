@@ -1,5 +1,5 @@
 /* Memory checkpoints through the checkpoint hook (CRIU, set up by
- * tools/criu-setup.sh): pause to disk frees the sandbox's memory and
+ * scripts/criu-setup.sh): pause to disk frees the sandbox's memory and
  * resume continues its processes where they were; memory snapshots and
  * forks give independent copies of running processes; without a working
  * checkpointer, or when a dump fails, the sandbox runs on untouched. */
@@ -20,7 +20,7 @@ static void init(void)
 	struct run_result r;
 	ABOX(&r, "doctor");
 	cr_assert(strstr(r.out, "ok    checkpointer"),
-		  "no working checkpointer (CI runs tools/criu-setup.sh first):\n%s", r.out);
+		  "no working checkpointer (CI runs scripts/criu-setup.sh first):\n%s", r.out);
 	run_result_free(&r);
 }
 

@@ -81,7 +81,7 @@ static bool has_ctrl(const char *list, const char *c)
 }
 
 /* The folder of each hierarchy abox uses where this process's cgroup
- * is (as tools/in-cgroup.sh finds them); n set to how many. */
+ * is (as scripts/in-cgroup.sh finds them); n set to how many. */
 static void own_cgroup_dirs(char out[][4096], int *n)
 {
 	char *self = read_whole("/proc/self/cgroup", NULL);
@@ -136,7 +136,7 @@ Test(host_mounts, kill_from_another_cgroup)
 	const char *src = getenv("ABOX_SOURCE_DIR");
 	cr_assert_not_null(src);
 	char script[4096];
-	snprintf(script, sizeof(script), "%s/tools/in-cgroup.sh", src);
+	snprintf(script, sizeof(script), "%s/scripts/in-cgroup.sh", src);
 	struct run_result r;
 	run_abox_argv(&r, (const char *const[]){ "bash", script, "killer", "--", abox_bin(), "kill", id, NULL });
 	cr_assert_eq(r.status, 0, "kill from a child cgroup failed: %s", r.err);

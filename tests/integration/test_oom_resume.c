@@ -14,7 +14,7 @@ static void init(void)
 	struct run_result r;
 	ABOX(&r, "doctor");
 	cr_assert(strstr(r.out, "ok    checkpointer"),
-		  "no working checkpointer (CI runs tools/criu-setup.sh first):\n%s", r.out);
+		  "no working checkpointer (CI runs scripts/criu-setup.sh first):\n%s", r.out);
 	run_result_free(&r);
 }
 

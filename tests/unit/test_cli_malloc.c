@@ -1,4 +1,4 @@
-/* The musl CLI's allocator (tools/cli_malloc.c), built here under cm_
+/* The musl CLI's allocator (src/cli/malloc.c), built here under cm_
  * names beside glibc's own. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #define CLI_MALLOC_PREFIX
-#include "../../tools/cli_malloc.c"
+#include "../../src/cli/malloc.c"
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {

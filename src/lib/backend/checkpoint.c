@@ -1,7 +1,7 @@
 /* backend/checkpoint.c — memory checkpoints through a checkpoint hook.
  *
  * The hook is a CRIU-compatible program (CRIU itself by default: see
- * tools/criu-setup.sh). Pause to disk: init lets go of every fd that leads
+ * scripts/criu-setup.sh). Pause to disk: init lets go of every fd that leads
  * out of the sandbox (MSG_REQ_CHECKPOINT), the tree is frozen, its files
  * are kept as a snapshot layer (as a pause without memory does), and the
  * hook dumps the frozen tree into <state>/sandboxes/<id>/checkpoint,

@@ -8,7 +8,7 @@
 #include "store/state.h"
 
 /* The checkpointer: $ABOX_CHECKPOINTER, else the path in
- * <state>/checkpointer (written by tools/criu-setup.sh), else criu in
+ * <state>/checkpointer (written by scripts/criu-setup.sh), else criu in
  * the usual places. NULL when there is none. malloc'd. */
 char *checkpointer_find(abox_ctx *ctx);
 

@@ -34,7 +34,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	if (!hook)
 		return abox_error_setx(err, EOPNOTSUPP,
-				       "snapshot --memory %s: no checkpointer on this machine (tools/criu-setup.sh "
+				       "snapshot --memory %s: no checkpointer on this machine (scripts/criu-setup.sh "
 				       "installs CRIU; `abox doctor` tells)", sb->id);
 	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
@@ -122,7 +122,7 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 	if (!hook)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "create: snapshot %s holds processes, and there is no checkpointer on this "
-				       "machine to restore them (tools/criu-setup.sh)", snap->id);
+				       "machine to restore them (scripts/criu-setup.sh)", snap->id);
 	if (o->template_name && strcmp(o->template_name, snap->template_name) != 0)
 		return abox_error_setx(err, EINVAL, "create: snapshot %s stands on template '%s', not '%s'", snap->id,
 				       snap->template_name, o->template_name);

@@ -25,7 +25,7 @@
 static int no_checkpointer(const char *what, const char *id, abox_error *err)
 {
 	return abox_error_setx(err, EOPNOTSUPP,
-			       "%s %s: no checkpointer on this machine (tools/criu-setup.sh installs CRIU; "
+			       "%s %s: no checkpointer on this machine (scripts/criu-setup.sh installs CRIU; "
 			       "`abox doctor` tells)", what, id);
 }
 

@@ -214,7 +214,7 @@ static void check_checkpointer(void)
 	abox_error err = ABOX_ERROR_INIT;
 	char *hook = NULL, *version = NULL;
 	if (abox_checkpointer_check(ctx, &hook, &version, &err) < 0)
-		line(false, false, "checkpointer", "%s%s%s: memory checkpoints unavailable (tools/criu-setup.sh installs "
+		line(false, false, "checkpointer", "%s%s%s: memory checkpoints unavailable (scripts/criu-setup.sh installs "
 		     "CRIU 4)", hook ? hook : "", hook ? ": " : "", err.msg);
 	else
 		line(true, false, "checkpointer", "%s (%s): check passed", hook, version ? version : "?");

@@ -27,11 +27,11 @@ if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then
 fi
 
 build=${ABOX_BUILD_DIR:-build}
-# json-c and libseccomp for the musl CLI (see tools/musl-deps.sh); without
+# json-c and libseccomp for the musl CLI (see scripts/musl-deps.sh); without
 # them the CLI is built on glibc, which starts slower
 fresh_deps=0
 if [ ! -f .deps/musl/lib/libseccomp.a ] || [ ! -f .deps/musl/lib/libjson-c.a ]; then
-  if bash tools/musl-deps.sh; then
+  if bash scripts/musl-deps.sh; then
     fresh_deps=1
   else
     echo "bootstrap: the musl libraries could not be built; the CLI is built on glibc" >&2

@@ -1,4 +1,4 @@
-/* tools/cli_malloc.c — the allocator of the CLI when it is built on musl.
+/* src/cli/malloc.c — the allocator of the CLI when it is built on musl.
  *
  * Why not musl's own: mallocng gives every group of blocks back to the
  * kernel as soon as it is empty. One `abox run -- true` then maps and

@@ -1,4 +1,4 @@
-/* tools/cli_proc.c — runs one process in a sandbox for `abox run` and
+/* src/cli/follow.c — runs one process in a sandbox for `abox run` and
  * `abox exec`: streams its output, feeds stdin, forwards signals, and
  * turns its end into an exit status.
  *
@@ -289,4 +289,34 @@ out:
 		tcsetattr(0, TCSANOW, &saved_tio);
 	abox_proc_free(p);
 	return rc;
+}
+
+void cli_on_start(const abox_event *ev, void *ud)
+{
+	struct cli_start *s = ud;
+	if (ev->type == ABOX_EVENT_START)
+		s->pid = ev->pid;
+	else if (ev->type == ABOX_EVENT_END) {
+		s->ended = true;
+		s->code = ev->exit_code;
+		if (ev->error) {
+			s->error = "failed";
+			cli_err("%s", ev->error);
+		}
+	}
+}
+
+int cli_wait_started(abox_proc *p, struct cli_start *s, abox_error *err)
+{
+	while (!s->pid && !s->ended) {
+		int r = abox_proc_dispatch(p, cli_on_start, s, err);
+		if (r < 0)
+			return r;
+		if (r > 0 || s->pid || s->ended)
+			break;
+		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
+		if (!abox_proc_buffered(p))
+			(void)poll(&pf, 1, 1000);
+	}
+	return 0;
 }

@@ -1,4 +1,4 @@
-/* prlimit_shim — preloaded into CRIU by the wrapper tools/criu-setup.sh
+/* prlimit_shim — preloaded into CRIU by the wrapper scripts/criu-setup.sh
  * writes, on hosts where abox runs without CAP_SYS_RESOURCE in its
  * bounding set (some container hosts do that).
  *
@@ -9,7 +9,9 @@
  * /proc/PID/limits, which anyone may read: when the kernel says EPERM to
  * a read-only call, this answers from there. Calls that set limits go to
  * the kernel unchanged. */
+#ifndef _GNU_SOURCE /* the meson build passes it; scripts/criu-setup.sh does not */
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>

@@ -16,13 +16,13 @@ status=0
 # ABOX_ROOT=<build>/test-state, see meson.build)
 if [ "${ABOX_SKIP_CRIU:-0}" != 1 ]; then
   mkdir -p "$build/test-state"
-  ABOX_ROOT=$(cd "$build/test-state" && pwd) bash tools/criu-setup.sh ||
+  ABOX_ROOT=$(cd "$build/test-state" && pwd) bash scripts/criu-setup.sh ||
     { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
 fi
 
 meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1
 tail -n 15 "$build/test-output.txt"
-python3 tools/tap-summary.py "$build/meson-logs/testlog.json" > "$build/summary-main.txt" || status=1
+python3 scripts/tap-summary.py "$build/meson-logs/testlog.json" > "$build/summary-main.txt" || status=1
 main_line=$(tail -n 1 "$build/summary-main.txt")
 echo "main suites: $main_line"
 
@@ -42,7 +42,7 @@ if [ "${ABOX_NO_ASAN:-0}" != 1 ]; then
       status=1
       tail -n 30 "$asan/test-output.txt"
     fi
-    python3 tools/tap-summary.py "$asan/meson-logs/testlog.json" > "$asan/summary.txt" || status=1
+    python3 scripts/tap-summary.py "$asan/meson-logs/testlog.json" > "$asan/summary.txt" || status=1
     echo "sanitizer unit suites: $(tail -n 1 "$asan/summary.txt")"
     read -r p _ f _ < <(tail -n 1 "$asan/summary.txt" | tr -d ',')
     extra_pass=$((extra_pass + p)); extra_fail=$((extra_fail + f))

@@ -1,7 +1,8 @@
-/* abox pause ID... / abox resume ID...: freeze and thaw long-lived
- * sandboxes. Pausing a paused sandbox (or resuming a running one) is said
+/* abox kill / set-timeout / pause / resume — a long-lived sandbox's life.
+ * pause ID... and resume ID... freeze and thaw long-lived sandboxes. Pausing a paused sandbox (or resuming a running one) is said
  * so on stderr, and is not a failure. */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,4 +61,63 @@ int cmd_pause(int argc, char **argv)
 int cmd_resume(int argc, char **argv)
 {
 	return pause_or_resume(argc, argv, false);
+}
+
+int cmd_kill(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fprintf(f, "usage: abox kill ID...\n\nKills every process of each sandbox and removes its mounts, cgroups,\nsockets and state.\n");
+		return argc < 2 ? EXIT_ABOX : 0;
+	}
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		abox_error err = ABOX_ERROR_INIT;
+		abox_sandbox *sb;
+		int r = abox_sandbox_connect(ctx, argv[i], &sb, &err);
+		if (r == -ESRCH) {
+			/* recorded but dead: what is left is gc's to remove */
+			(void)abox_gc(ctx, NULL, NULL);
+			continue;
+		}
+		if (r < 0) {
+			rc = cli_fail(&err);
+			continue;
+		}
+		if (abox_sandbox_kill(sb, &err) < 0)
+			rc = cli_fail(&err);
+		abox_sandbox_free(sb);
+	}
+	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
+	abox_ctx_free(ctx);
+	return rc;
+}
+
+int cmd_set_timeout(int argc, char **argv)
+{
+	if (argc != 3) {
+		cli_err("set-timeout: usage: abox set-timeout ID SECS (from now; 0 = no timeout)");
+		return EXIT_ABOX;
+	}
+	uint32_t ms = 0;
+	if (strcmp(argv[2], "0") != 0 && cli_opt_secs("set-timeout", "SECS", argv[2], &ms) < 0)
+		return EXIT_ABOX;
+	abox_ctx *ctx;
+	if (cli_ctx(&ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox *sb;
+	int rc = 0;
+	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
+		rc = cli_fail(&err);
+	} else {
+		if (abox_sandbox_set_timeout(sb, ms, &err) < 0)
+			rc = cli_fail(&err);
+		abox_sandbox_free(sb);
+	}
+	abox_ctx_free(ctx);
+	return rc;
 }

@@ -54,6 +54,22 @@ int cli_opt_cpus(const char *verb, const char *val, uint32_t *out);
 int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *ms);
 int cli_opt_kv(const char *verb, const char *opt, const char *val);
 
+/* What a process's first events said (cli_wait_started). */
+struct cli_start {
+	int pid;
+	bool ended;
+	int code;
+	const char *error;
+};
+
+/* The event callback that fills a cli_start (errors go to stderr). */
+void cli_on_start(const abox_event *ev, void *ud);
+/* Dispatches until the process's start (or end) event. */
+int cli_wait_started(abox_proc *p, struct cli_start *s, abox_error *err);
+
+/* PID or TAG on the command line: digits are a pid. */
+void cli_target(const char *arg, int *pid, const char **tag);
+
 /* Opens a context, honouring ABOX_DEBUG. */
 int cli_ctx(abox_ctx **ctx);
 

@@ -9,7 +9,7 @@
 # into PREFIX/root, and run through Debian 13's own dynamic loader by the
 # wrapper PREFIX/criu. Nothing is installed into the system.
 #
-# usage: tools/criu-setup.sh [PREFIX]     (default /usr/local/lib/abox-criu)
+# usage: scripts/criu-setup.sh [PREFIX]     (default /usr/local/lib/abox-criu)
 #   ABOX_ROOT       abox's state folder, where `checkpointer` is written
 #                   (default /var/lib/abox)
 #   ABOX_CRIU_SUITE Debian suite to take CRIU from (default trixie)
@@ -31,8 +31,8 @@ tell_abox() {
   say "abox uses $prefix/criu (recorded in $root_state/checkpointer)"
 }
 
-# the shim must match this source (see tools/criu/prlimit_shim.c)
-shim_src=tools/criu/prlimit_shim.c
+# the shim must match this source (see contrib/criu/prlimit_shim.c)
+shim_src=contrib/criu/prlimit_shim.c
 if [ "${ABOX_CRIU_FORCE:-0}" != 1 ] && [ -x "$prefix/criu" ] && [ "$prefix/prlimit_shim.so" -nt "$shim_src" ] &&
    "$prefix/criu" check >/dev/null 2>&1; then
   say "$prefix/criu already works"
@@ -91,7 +91,7 @@ cc -shared -fPIC -O2 -Wall -Wextra -o "$prefix/prlimit_shim.so" "$shim_src" -ldl
 cat > "$prefix/criu.new" <<EOF
 #!/bin/sh
 # CRIU from Debian $suite, run with its own loader and libraries (see
-# tools/criu-setup.sh of abox); the shim reads other users' resource
+# scripts/criu-setup.sh of abox); the shim reads other users' resource
 # limits from /proc when the host withholds CAP_SYS_RESOURCE.
 exec "$loader" --preload "$prefix/prlimit_shim.so" --library-path "$libs" "$prefix/root/usr/sbin/criu" "\$@"
 EOF

@@ -1,4 +1,4 @@
-/* tools/cli_opts.c — option values shared by the verbs: sizes, CPU
+/* src/cli/opts.c — option values shared by the verbs: sizes, CPU
  * shares, seconds, users, environment. Each names the option and what a
  * good value looks like. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* tools/cli_util.c — message helpers for the CLI verbs. */
+/* src/cli/util.c — message helpers for the CLI verbs. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,4 +45,17 @@ int cli_ctx(abox_ctx **ctx)
 	if (abox_ctx_new(&co, ctx, &err) < 0)
 		return cli_fail(&err);
 	return 0;
+}
+
+void cli_target(const char *arg, int *pid, const char **tag)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*arg && !*end && v > 0 && v < INT32_MAX) {
+		*pid = (int)v;
+		*tag = NULL;
+	} else {
+		*pid = 0;
+		*tag = arg;
+	}
 }
