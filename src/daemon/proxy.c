@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include "base/fdpass.h"
 #include "daemon.h"
 
 #define HEAD_MAX (64 << 10)
@@ -57,39 +58,16 @@ static int connect_inside(pid_t pid, unsigned port, char *why, size_t whyn)
 			if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 				err = errno;
 		}
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} u;
-		memset(&u, 0, sizeof(u));
-		struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		if (!err) {
-			mh.msg_control = u.buf;
-			mh.msg_controllen = sizeof(u.buf);
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &s, sizeof(int));
-		}
-		_exit(sendmsg(sp[1], &mh, 0) < 0 ? 1 : 0);
+		_exit(fd_send(sp[1], &err, sizeof(err), &s, err ? 0 : 1, 0) < 0 ? 1 : 0);
 	}
 	close(pidfd);
 	close(sp[1]);
 	int fd = -1, err = EIO;
 	if (c > 0) {
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} u;
-		struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-		if (recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC) > 0) {
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-			if (cm && cm->cmsg_type == SCM_RIGHTS)
-				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		}
+		size_t nfd = 0;
+		(void)fd_recv(sp[0], &err, sizeof(err), &fd, 1, &nfd, 0);
+		if (nfd == 0)
+			fd = -1;
 		while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
 			;
 	}

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "base/fdpass.h"
 #include "init.h"
 #include "proto/messages.h"
 #include "proto/proto.h"
@@ -887,21 +888,15 @@ static void rearm(void)
 		return;
 	}
 	char byte;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-	} c;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
-	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	close(s);
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    (cm->cmsg_len != CMSG_LEN(2 * sizeof(int)) && cm->cmsg_len != CMSG_LEN(3 * sizeof(int))))
-		return;
 	int got[3] = { -1, -1, -1 }, fds[3] = { -1, -1, -1 };
-	size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	memcpy(got, CMSG_DATA(cm), nfd * sizeof(int));
+	size_t nfd = 0;
+	ssize_t n = fd_recv(s, &byte, 1, got, 3, &nfd, 0);
+	close(s);
+	if (n != 1 || nfd < 2) {
+		for (size_t i = 0; i < nfd; i++)
+			close(got[i]);
+		return;
+	}
 	/* the kernel gave the lowest free numbers, which may be 3, 4 and 5
 	 * themselves: move them all out of the way before placing them */
 	for (size_t i = 0; i < nfd; i++) {

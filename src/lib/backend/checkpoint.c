@@ -33,6 +33,7 @@
 
 #include "backend/backend.h"
 #include "backend/checkpoint.h"
+#include "base/fdpass.h"
 #include "layer/layer.h"
 #include "mount/rootfs.h"
 #include "proto/messages.h"
@@ -212,21 +213,7 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 				}
 				int fds[3] = { listen_fd, layer_fd, cmds_fd };
 				size_t nfds = cmds_fd >= 0 ? 3 : 2;
-				union {
-					struct cmsghdr h;
-					char buf[CMSG_SPACE(sizeof(fds))];
-				} u;
-				memset(&u, 0, sizeof(u));
-				char byte = 'A';
-				struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-				struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-						     .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
-				struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-				cm->cmsg_level = SOL_SOCKET;
-				cm->cmsg_type = SCM_RIGHTS;
-				cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-				memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-				_exit(sendmsg(a, &mh, MSG_NOSIGNAL) == 1 ? 0 : 13);
+				_exit(fd_send(a, "A", 1, fds, nfds, 0) == 1 ? 0 : 13);
 			}
 		}
 		_exit(14);

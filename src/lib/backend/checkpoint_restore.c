@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "backend/checkpoint.h"
+#include "base/fdpass.h"
 #include "disk/disk.h"
 #include "mount/rootfs.h"
 #include "store/store.h"
@@ -28,42 +29,17 @@
 /* One fd or an error text over a socketpair. */
 static void send_fd_or_msg(int sock, int fd, const char *msg)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = { .iov_base = (void *)(msg ? msg : "."), .iov_len = msg ? strlen(msg) + 1 : 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	(void)sendmsg(sock, &mh, MSG_NOSIGNAL);
+	const char *m = msg ? msg : ".";
+	(void)fd_send(sock, m, strlen(m) + 1, &fd, fd >= 0 ? 1 : 0, 0);
 }
 
 static int recv_fd_or_msg(int sock, char *msg, size_t n)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = { .iov_base = msg, .iov_len = n - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	ssize_t got = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	int fd = -1;
+	size_t nfd = 0;
+	ssize_t got = fd_recv(sock, msg, n - 1, &fd, 1, &nfd, 0);
 	msg[got > 0 ? (size_t)got : 0] = '\0';
-	struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-		int fd;
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		return fd;
-	}
-	return -1;
+	return nfd == 1 ? fd : -1;
 }
 
 struct restorer {

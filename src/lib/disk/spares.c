@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "base/fdpass.h"
 #include "disk/disk.h"
 
 #define REFILL_DELAY_MS 50
@@ -30,23 +31,8 @@ static struct {
 
 static int send_one(int sock, int fd, const char *msg)
 {
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = strlen(msg) + 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	ssize_t w = fd_send(sock, msg, strlen(msg) + 1, &fd, fd >= 0 ? 1 : 0, 0);
+	return w < 0 ? (int)w : 0;
 }
 
 _Noreturn static void helper(int sock, pid_t parent)
@@ -137,28 +123,15 @@ int disk_spare_take(const char *state_dir, uint64_t bytes)
 	int sock = __atomic_load_n(&pool.sock, __ATOMIC_ACQUIRE);
 	if (sock < 0 || (bytes + 4095) / 4096 * 4096 != pool.bytes || strcmp(state_dir, pool.state_dir) != 0)
 		return -ENOENT;
-	for (;;) {
-		char msg[600];
-		struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} u;
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				     .msg_controllen = sizeof(u.buf) };
-		ssize_t k = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno; /* EAGAIN: none ready */
-		if (k == 0)
-			return -EPIPE; /* the helper is gone: the caller makes its own */
-		int fd = -1;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-		(void)send(sock, "t", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		/* a failed one: the caller makes its own, and reports why */
-		return fd >= 0 ? fd : -EAGAIN;
-	}
+	char msg[600];
+	int fd = -1;
+	size_t nfd;
+	ssize_t k = fd_recv(sock, msg, sizeof(msg) - 1, &fd, 1, &nfd, MSG_DONTWAIT);
+	if (k < 0)
+		return (int)k; /* -EAGAIN: none ready */
+	if (k == 0)
+		return -EPIPE; /* the helper is gone: the caller makes its own */
+	(void)send(sock, "t", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* a failed one: the caller makes its own, and reports why */
+	return nfd == 1 ? fd : -EAGAIN;
 }

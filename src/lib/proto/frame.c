@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fdpass.h"
 #include "proto/proto.h"
 
 static void put_le16(uint8_t *p, uint16_t v)
@@ -209,34 +210,17 @@ int proto_send(int sock, struct proto_msg *m)
 	size_t off = 0;
 	bool fds_sent = m->nfds == 0;
 	while (off < m->len) {
-		struct iovec iov = { .iov_base = m->buf + off, .iov_len = m->len - off };
-		union {
-			char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
-			struct cmsghdr align;
-		} u;
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		if (!fds_sent) {
-			memset(&u, 0, sizeof(u));
-			mh.msg_control = u.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * m->nfds);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * m->nfds);
-			memcpy(CMSG_DATA(c), m->fds, sizeof(int) * m->nfds);
-		}
-		ssize_t w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		/* the fds go with the first bytes that leave */
+		ssize_t w = fd_send(sock, m->buf + off, m->len - off, m->fds, fds_sent ? 0 : m->nfds, 0);
 		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
+			if (w == -EAGAIN) {
 				/* a non-blocking socket whose buffer is full: wait for
 				 * room rather than tear a frame in half */
 				struct pollfd p = { .fd = sock, .events = POLLOUT };
 				poll(&p, 1, -1);
 				continue;
 			}
-			return -errno;
+			return (int)w;
 		}
 		fds_sent = true;
 		off += (size_t)w;
@@ -355,33 +339,12 @@ int proto_reader_fill(struct proto_reader *r)
 			r->cap = ncap;
 		}
 	}
-	struct iovec iov = { .iov_base = r->buf + r->end, .iov_len = r->cap - r->end };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS * 2)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	do
-		n = recvmsg(r->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+	size_t room = sizeof(r->fdq) / sizeof(r->fdq[0]) - r->nfdq, got = 0;
+	/* more fds than the queue holds are closed: a peer flooding us */
+	ssize_t n = fd_recv(r->sock, r->buf + r->end, r->cap - r->end, r->fdq + r->nfdq, room, &got, MSG_DONTWAIT);
 	if (n < 0)
-		return -errno;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)CMSG_DATA(c);
-		for (size_t i = 0; i < k; i++) {
-			if (r->nfdq < (sizeof(r->fdq) / sizeof(r->fdq[0])))
-				r->fdq[r->nfdq++] = fds[i];
-			else
-				close(fds[i]); /* a peer flooding us with fds */
-		}
-	}
-	if (mh.msg_flags & MSG_CTRUNC)
-		return -EPROTO;
+		return (int)n;
+	r->nfdq += got;
 	if (n == 0) {
 		r->eof = true;
 		return 0;

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "base/fdpass.h"
 #include "caps/caps.h"
 #include "cgroup/cgroup.h"
 #include "net/net.h"
@@ -91,51 +92,15 @@ static int copy_init(int memfd, abox_error *e)
 
 static ssize_t recv_fds(int sock, char *tag, int *fds, size_t max)
 {
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 4))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		return -1;
-	*tag = byte;
-	size_t k = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < cnt && k < max; i++)
-			memcpy(&fds[k++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-	}
-	return (ssize_t)k;
+	size_t k;
+	/* fds come only with the byte: none to close when it did not */
+	return fd_recv(sock, tag, 1, fds, max, &k, 0) == 1 ? (ssize_t)k : -1;
 }
 
 static int send_fds(int sock, char byte, const int *fds, size_t n)
 {
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (CG_CONTROLLER_MAX + 4))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (n > 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	ssize_t w = fd_send(sock, &byte, 1, fds, n, 0);
+	return w == 1 ? 0 : w < 0 ? (int)w : -EIO;
 }
 
 _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, int err_fd, int leaf_fd)
