@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "base/fdpass.h"
 #include "init.h"
 #include "proto/messages.h"
@@ -140,13 +141,6 @@ static bool exiting; /* leave once every queued event is out */
 static int exit_code;
 static int64_t deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
 static uint64_t exit_counter;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 _Noreturn static void shutdown_sandbox(int code)
 {
@@ -392,7 +386,7 @@ static int64_t kill_timed_out(void)
 		if (!p->kill_at || p->state == P_FREE || p->state == P_EXITED || p->exited)
 			continue;
 		if (!now) /* the clock is read only when a timeout is set */
-			now = now_ms();
+			now = clock_boot_ms();
 		if (p->kill_at <= now) {
 			kill(-p->pid, SIGKILL);
 			kill(p->pid, SIGKILL);
@@ -413,7 +407,7 @@ static int64_t kill_timed_out(void)
  * left is kept as a span and turned back into a time when it runs again. */
 static void clocks_run(bool run)
 {
-	int64_t now = now_ms();
+	int64_t now = clock_boot_ms();
 	for (unsigned j = 0; j < procs_used; j++) {
 		struct proc *p = &procs[j];
 		if (!run && p->kill_at) {
@@ -654,7 +648,7 @@ static void handle_exec(int ci, const struct proto_frame *f)
 			    .in = fds.in, .out = fds.out, .err = fds.err, .ep = fds.ep,
 			    .tee_out = tee_out, .tee_err = tee_err, .oneshot = oneshot,
 			    .pty = fds.err < 0, .stalled = fds.stalled,
-			    .kill_at = timeout_ms ? now_ms() + (int64_t)timeout_ms : 0 };
+			    .kill_at = timeout_ms ? clock_boot_ms() + (int64_t)timeout_ms : 0 };
 	p->att_req[ci] = f->id;
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
 	fcntl(p->err, F_SETFL, O_NONBLOCK);
@@ -1003,7 +997,7 @@ static void handle_frame(int ci, const struct proto_frame *f)
 			send_error(ci, f->id, EINVAL, "set-timeout: bad value");
 			break;
 		}
-		deadline_ms = ms ? now_ms() + (int64_t)ms : 0;
+		deadline_ms = ms ? clock_boot_ms() + (int64_t)ms : 0;
 		if (flags & (CLOCKS_STOP | CLOCKS_RUN))
 			clocks_run(flags & CLOCKS_RUN);
 		struct proto_msg m;
@@ -1197,7 +1191,7 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "spawn=fork") == 0)
 			child_always_fork();
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
-			deadline_ms = now_ms() + strtoll(argv[i] + 11, NULL, 10);
+			deadline_ms = clock_boot_ms() + strtoll(argv[i] + 11, NULL, 10);
 		else if (strncmp(argv[i], "memory=", 7) == 0)
 			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
 	}
@@ -1268,7 +1262,7 @@ int main(int argc, char **argv)
 		n += watch_pollfds(&pfd[n]);
 		int timeout = -1;
 		if (deadline_ms) {
-			int64_t left = deadline_ms - now_ms();
+			int64_t left = deadline_ms - clock_boot_ms();
 			if (left <= 0)
 				shutdown_sandbox(124);
 			timeout = left > INT32_MAX ? INT32_MAX : (int)left;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "init.h"
 
 /* a real-time signal that the C library does not use for itself */
@@ -62,13 +63,6 @@ static pid_t killed;     /* the last child the watchdog ended */
 static int64_t armed_at; /* when the current start began (monotonic ms) */
 static int64_t last_use;
 static int timer_id = -1; /* made once, kept: the thread comes and goes */
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Whether the child has not exec'd yet, and whether it is stopped (by a
  * signal or a tracer), from its /proc/PID/stat (the sandbox's own procfs,
@@ -117,13 +111,13 @@ static void *watchdog_main(void *arg)
 			 * signal left over from an earlier start finds a start
 			 * younger than the limit. */
 			pid_t p = __atomic_load_n(&guarded, __ATOMIC_ACQUIRE);
-			int64_t age = mono_ms() - armed_at;
+			int64_t age = clock_mono_ms() - armed_at;
 			bool stopped = false;
 			if (p > 0 && age >= SPAWN_LIMIT_MS - 10 && before_exec(p, &stopped) &&
 			    (stopped || age >= HARD_LIMIT_MS) && kill(p, SIGKILL) == 0)
 				killed = p;
 		}
-		int64_t quiet = mono_ms() - last_use;
+		int64_t quiet = clock_mono_ms() - last_use;
 		if (!in_start && quiet >= WATCHDOG_IDLE_MS) {
 			/* idle: the next start makes a new thread */
 			running = false;
@@ -195,7 +189,7 @@ pid_t *watchdog_arm(void)
 	}
 	/* under the lock: the thread cannot decide it is idle meanwhile */
 	in_start = true;
-	last_use = mono_ms();
+	last_use = clock_mono_ms();
 	__atomic_store_n(&guarded, 0, __ATOMIC_RELEASE);
 	armed_at = last_use;
 	if (syscall(SYS_timer_settime, timer_id, 0, &its, NULL) < 0) {
@@ -214,7 +208,7 @@ bool watchdog_disarm(pid_t child)
 	pthread_mutex_lock(&lock);
 	(void)syscall(SYS_timer_settime, timer_id, 0, &off, NULL);
 	in_start = false;
-	last_use = mono_ms();
+	last_use = clock_mono_ms();
 	__atomic_store_n(&guarded, 0, __ATOMIC_RELEASE);
 	bool was_killed = child > 0 && killed == child;
 	killed = 0;

@@ -125,7 +125,7 @@ static void freeze_one(abox_ctx *ctx, const struct due *d, unsigned *n)
 {
 	abox_sandbox *sb = NULL;
 	abox_error e = ABOX_ERROR_INIT;
-	int64_t late = backend_wall_ms() - d->deadline;
+	int64_t late = clock_wall_ms() - d->deadline;
 	int r = abox_sandbox_connect(ctx, d->id, &sb, &e);
 	if (r >= 0)
 		r = backend_pause_warm(sb, true, &e);
@@ -133,7 +133,7 @@ static void freeze_one(abox_ctx *ctx, const struct due *d, unsigned *n)
 	if (r >= 0) {
 		(*n)++;
 		backend_log(ctx, ABOX_LOG_INFO, "sandbox %s frozen at its deadline (%lld ms after it; the freeze took %lld ms)",
-			    d->id, (long long)late, (long long)(backend_wall_ms() - d->deadline - late));
+			    d->id, (long long)late, (long long)(clock_wall_ms() - d->deadline - late));
 	} else if (r != -EALREADY && r != -ESRCH) {
 		/* the next tick tries again: it is never killed for it */
 		backend_log(ctx, ABOX_LOG_WARNING, "sandbox %s: freezing it at its deadline failed: %s", d->id, e.msg);
@@ -154,7 +154,7 @@ static unsigned freeze_due(abox_ctx *ctx, char **ids, int64_t *next)
 		/* freezes whose makers died (a CLI or an aboxd SIGKILLed
 		 * mid-snapshot): gc and every aboxd tick undo them */
 		(void)backend_freeze_recover(ctx, ids[i]);
-		int64_t deadline = 0, now = backend_wall_ms();
+		int64_t deadline = 0, now = clock_wall_ms();
 		if (look(ctx, ids[i], &deadline, NULL) != 1)
 			continue;
 		if (now < deadline) {

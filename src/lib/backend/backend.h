@@ -6,6 +6,7 @@
 #include <abox/abox.h>
 
 #include "base/base.h"
+#include "base/clock.h"
 #include "cgroup/cgroup.h"
 #include "proto/proto.h"
 #include "layer/layer.h"
@@ -167,8 +168,6 @@ int truncate_setup(abox_proc *p, uint32_t threshold, uint32_t head, uint32_t tai
 void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
 void truncate_free(abox_proc *p);
 
-int64_t backend_now_ms(void);
-uint64_t backend_now_ns(void); /* CLOCK_MONOTONIC */
 /* limits of a sandbox created without them */
 #define DEFAULT_MEMORY (512ULL << 20)
 #define DEFAULT_DISK (1ULL << 30)
@@ -183,7 +182,6 @@ struct template_meta;
 /* Runs the template's start command (if any) in sb and waits for its
  * readiness check; an error means the sandbox must not be handed out. */
 int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox_error *err);
-int64_t backend_wall_ms(void);
 /* Detects the cgroup layout once per context. */
 int backend_layout(abox_ctx *ctx, abox_error *err);
 /* Whether a sandbox made with flags (ABOX_SANDBOX_*) has its writable

@@ -239,7 +239,7 @@ static int checkpoint_prepare(abox_sandbox *sb, const char *token, abox_error *e
 	/* init hangs up on us last, once it holds nothing from outside:
 	 * wait for that end of file before anything is frozen */
 	if (r >= 0 && sb->conn >= 0) {
-		int64_t end = backend_now_ms() + 5000;
+		int64_t end = clock_mono_ms() + 5000;
 		for (;;) {
 			char buf[256];
 			ssize_t n = read(sb->conn, buf, sizeof(buf));
@@ -247,7 +247,7 @@ static int checkpoint_prepare(abox_sandbox *sb, const char *token, abox_error *e
 				break;
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				break; /* a reset is as good as the end */
-			int left = (int)(end - backend_now_ms());
+			int left = (int)(end - clock_mono_ms());
 			if (left <= 0) {
 				r = abox_error_setx(err, ETIMEDOUT, "checkpoint: init of %s did not let go of its connections",
 						    sb->id);

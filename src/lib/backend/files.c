@@ -582,13 +582,13 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 		return r;
 	if (w->stream) {
 		/* remote: the same loop, and freeing the watch ends it */
-		int64_t end = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+		int64_t end = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
 		for (;;) {
 			r = abox_watch_dispatch(w, fn, ud, err);
 			if (r != 0)
 				break;
 			int left = -1;
-			if (end && (left = (int)(end - backend_now_ms())) <= 0)
+			if (end && (left = (int)(end - clock_mono_ms())) <= 0)
 				break;
 			struct pollfd p = { .fd = abox_watch_fd(w), .events = POLLIN };
 			(void)poll(&p, 1, left);
@@ -597,14 +597,14 @@ int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int re
 		return r < 0 ? r : 0;
 	}
 	uint32_t id = w->id;
-	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+	int64_t until = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
 	for (;;) {
 		r = abox_watch_dispatch(w, fn, ud, err);
 		if (r != 0)
 			break;
 		int wait = -1;
 		if (until) {
-			int64_t left = until - backend_now_ms();
+			int64_t left = until - clock_mono_ms();
 			if (left <= 0)
 				break;
 			wait = (int)left;

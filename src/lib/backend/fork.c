@@ -39,7 +39,7 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	if (st->deadline_ms) {
 		/* what is left; the clock stood still while it was paused */
-		int64_t left = st->deadline_ms - (st->paused_ms ? st->paused_ms : backend_wall_ms());
+		int64_t left = st->deadline_ms - (st->paused_ms ? st->paused_ms : clock_wall_ms());
 		o->timeout_ms = left < 1 ? 1 : left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
 	}
 	*meta = m;

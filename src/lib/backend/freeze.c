@@ -141,7 +141,7 @@ static int restart_clocks(abox_ctx *ctx, const struct sb_state *st, abox_error *
 	int r = abox_sandbox_connect(ctx, st->id, &sb, err);
 	if (r < 0)
 		return r;
-	uint64_t left = st->auto_pause ? 0 : backend_left_ms(st, backend_wall_ms());
+	uint64_t left = st->auto_pause ? 0 : backend_left_ms(st, clock_wall_ms());
 	r = backend_init_clocks(sb, left, CLOCKS_RUN, "thaw", err);
 	abox_sandbox_free(sb);
 	return r;

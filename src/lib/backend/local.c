@@ -156,12 +156,12 @@ int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox
 	/* never for ever: a tree frozen by someone who does not let go (or
 	 * an init that stopped serving) ends in an error, not a hang that
 	 * holds the sandbox's lock */
-	int64_t end = backend_now_ms() + lock_timeout_ms();
+	int64_t end = clock_mono_ms() + lock_timeout_ms();
 	for (;;) {
 		int r = proto_recv_timeout(&sb->rd, f, 1000);
 		if (r != -ETIMEDOUT)
 			return r;
-		if (backend_now_ms() >= end)
+		if (clock_mono_ms() >= end)
 			return abox_error_setx(err, ETIMEDOUT, "%s: init of sandbox %s did not answer for %lld ms", what,
 					       sb->id, (long long)lock_timeout_ms());
 		/* a frozen init never answers: if another process paused the
@@ -284,9 +284,9 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 		r = backend_call(sb, &m, "set-timeout", NULL, NULL, err);
 	}
 	if (r >= 0) {
-		st.deadline_ms = timeout_ms ? backend_wall_ms() + timeout_ms : 0;
+		st.deadline_ms = timeout_ms ? clock_wall_ms() + timeout_ms : 0;
 		r = state_write(sb->ctx->state_dir, &st, err);
-		sb->deadline_ms = timeout_ms && !st.auto_pause ? backend_now_ms() + timeout_ms : 0;
+		sb->deadline_ms = timeout_ms && !st.auto_pause ? clock_mono_ms() + timeout_ms : 0;
 	}
 	sb_state_free(&st);
 	return r;
@@ -466,7 +466,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		.cpu_millis = o.cpu_millis ? o.cpu_millis : DEFAULT_CPU,
 	};
 	sb->memory_limit = lim.memory_bytes;
-	sb->created_wall_ms = backend_wall_ms();
+	sb->created_wall_ms = clock_wall_ms();
 	if ((r = cgroup_create_begin(&ctx->cg, sb->id, &lim, &sb->cg, err)) < 0) {
 		abox_error_prefix(err, "create");
 		goto fail;
@@ -517,7 +517,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	if (o.timeout_ms && !(o.flags & ABOX_SANDBOX_AUTO_PAUSE)) {
 		snprintf(timeout_arg, sizeof(timeout_arg), "timeout_ms=%u", o.timeout_ms);
 		init_argv[ai++] = timeout_arg;
-		sb->deadline_ms = backend_now_ms() + o.timeout_ms; /* not with auto-pause: abox_reap's */
+		sb->deadline_ms = clock_mono_ms() + o.timeout_ms; /* not with auto-pause: abox_reap's */
 	}
 
 	struct spawn_config cfg = {
@@ -562,7 +562,7 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 			marks = NULL;
 	}
 	cfg.rootfs.marks = marks;
-	uint64_t cloned = marks ? backend_now_ns() : 0;
+	uint64_t cloned = marks ? clock_mono_ns() : 0;
 	r = spawn_sandbox(&cfg, &res, err);
 	if (marks) {
 		log_marks(ctx, sb->id, marks, cloned);
@@ -586,8 +586,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	if (!(o.flags & ABOX_SANDBOX_EPHEMERAL)) {
 		struct sb_state st = {
 			.pid = sb->pid,
-			.created_ms = backend_wall_ms(),
-			.deadline_ms = o.timeout_ms ? backend_wall_ms() + o.timeout_ms : 0,
+			.created_ms = clock_wall_ms(),
+			.deadline_ms = o.timeout_ms ? clock_wall_ms() + o.timeout_ms : 0,
 			.template_name = (char *)tmpl_name,
 			.template_root = tmpl.root,
 			.snapshots = stk.ids,
@@ -884,7 +884,7 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	struct cg_stats cs;
 	if ((r = cgroup_stats(sb->cg, &cs, err)) < 0)
 		return abox_error_prefix(err, "metrics");
-	abox_metrics m = { .version = out->version, .timestamp_ms = backend_wall_ms() };
+	abox_metrics m = { .version = out->version, .timestamp_ms = clock_wall_ms() };
 	struct proto_msg req;
 	proto_msg_init(&req, MSG_REQ_METRICS, ++sb->next_req);
 	if ((r = backend_call(sb, &req, "metrics", disk_fields, &m, err)) < 0)
@@ -900,7 +900,7 @@ int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	/* CPU share since the previous call on this handle, or on its first
 	 * call since the sandbox was made (what a one-shot client such as
 	 * the daemon's metrics route sees) */
-	int64_t now = backend_now_ms(), wall = backend_wall_ms();
+	int64_t now = clock_mono_ms(), wall = clock_wall_ms();
 	if (cs.cpu_usec != UINT64_MAX && sb->metrics_at_ms && now > sb->metrics_at_ms)
 		m.cpu_pct = (double)(cs.cpu_usec - sb->metrics_cpu_usec) / 10.0 / (double)(now - sb->metrics_at_ms);
 	else if (cs.cpu_usec != UINT64_MAX && !sb->metrics_at_ms && sb->created_wall_ms && wall > sb->created_wall_ms)
@@ -920,11 +920,10 @@ int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	char stamp[4200];
 	safe_snprintf(stamp, sizeof(stamp), "%s/.gc-stamp", ctx->runtime_dir);
 	struct stat st;
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t now_s = clock_wall_ms() / 1000;
 	if (removed)
 		*removed = 0;
-	if (stat(stamp, &st) == 0 && now.tv_sec - st.st_mtime < GC_INTERVAL_S && st.st_mtime <= now.tv_sec)
+	if (stat(stamp, &st) == 0 && now_s - st.st_mtime < GC_INTERVAL_S && st.st_mtime <= now_s)
 		return 0;
 	int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {

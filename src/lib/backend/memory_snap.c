@@ -55,7 +55,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 	if ((r = template_open_version(st.template_name, st.template_root, &tmpl, err)) < 0)
 		goto out;
 	bool was_paused = st.paused_ms != 0;
-	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : backend_wall_ms());
+	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : clock_wall_ms());
 	if (was_paused && (r = backend_freeze(sb, false, "snapshot", err)) < 0)
 		goto out;
 	sb->paused = false;
@@ -172,7 +172,7 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 	}
 	st.pid = rs.pid;
 	st.pid_start = rs.pid_start;
-	st.created_ms = backend_wall_ms();
+	st.created_ms = clock_wall_ms();
 	st.deadline_ms = o->timeout_ms ? st.created_ms + o->timeout_ms : 0;
 	st.snapshots = stk.ids;
 	st.cgroups = rs.cgroups;

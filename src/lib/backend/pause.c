@@ -94,7 +94,7 @@ uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
 
 uint64_t backend_resume_left_ms(const struct sb_state *st)
 {
-	uint64_t left = backend_left_ms(st, st->paused_ms ? st->paused_ms : backend_wall_ms());
+	uint64_t left = backend_left_ms(st, st->paused_ms ? st->paused_ms : clock_wall_ms());
 	return st->auto_pause && left && left < AUTO_RESUME_MIN_MS ? AUTO_RESUME_MIN_MS : left;
 }
 
@@ -120,7 +120,7 @@ int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err)
 		r = abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused", sb->id);
 		goto out;
 	}
-	int64_t now = backend_wall_ms();
+	int64_t now = clock_wall_ms();
 	uint64_t keep = st.auto_pause ? 0 : 1; /* whether init holds the deadline */
 	/* marked before the clocks stop: a pause cut short anywhere from
 	 * here is undone (clocks and all) by the next one to look */
@@ -130,7 +130,7 @@ int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err)
 		goto out;
 	if ((r = cgroup_freeze(sb->cg, true, err)) < 0) {
 		abox_error_prefix(err, "pause");
-		(void)resume_clocks(sb, keep ? backend_left_ms(&st, backend_wall_ms()) : 0, "pause", NULL);
+		(void)resume_clocks(sb, keep ? backend_left_ms(&st, clock_wall_ms()) : 0, "pause", NULL);
 		goto out;
 	}
 	/* The record keeps the wall-clock deadline; what is left of it is
@@ -201,10 +201,10 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	}
 	st.paused_ms = 0;
 	st.auto_pending = false;
-	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
+	st.deadline_ms = left ? clock_wall_ms() + (int64_t)left : 0;
 	if ((r = state_write_ex(sb->ctx->state_dir, &st, false, err)) < 0)
 		goto out;
-	sb->deadline_ms = left ? backend_now_ms() + (int64_t)left : 0;
+	sb->deadline_ms = left ? clock_mono_ms() + (int64_t)left : 0;
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "resume %s", sb->id);
 out:
 	backend_freeze_settled(sb);
@@ -255,7 +255,7 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 		free(st.snapshots);
 		st.snapshots = chain;
 		if (!st.paused_ms)
-			st.paused_ms = backend_wall_ms();
+			st.paused_ms = clock_wall_ms();
 		st.cold = true;
 		st.auto_pending = false;
 		r = state_write(ctx->state_dir, &st, err);

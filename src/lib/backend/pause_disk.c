@@ -99,7 +99,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	if ((r = template_open_version(st.template_name, st.template_root, &tmpl, err)) < 0)
 		goto out;
 	bool was_paused = st.paused_ms != 0;
-	int64_t now = backend_wall_ms();
+	int64_t now = clock_wall_ms();
 	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : now);
 	/* a warm-paused init must answer: thawed for that moment */
 	if (was_paused && (r = backend_freeze(sb, false, "pause to disk", err)) < 0)
@@ -253,7 +253,7 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	st.paused_ms = 0;
 	st.auto_pending = false;
 	st.cold = false;
-	st.deadline_ms = left ? backend_wall_ms() + (int64_t)left : 0;
+	st.deadline_ms = left ? clock_wall_ms() + (int64_t)left : 0;
 	r = state_write(ctx->state_dir, &st, err);
 	(void)rm_rf_at(AT_FDCWD, images, 0);
 	free(images);

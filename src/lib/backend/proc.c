@@ -164,7 +164,7 @@ static void deliver_lost(abox_proc *p, abox_event_fn fn, void *ud)
 	backend_reap_init(sb, true);
 	abox_event ev = { .type = ABOX_EVENT_END, .pid = p->pid, .exit_code = 128 + SIGKILL,
 			  .signal = SIGKILL, .end_flags = ABOX_END_LOST };
-	if (sb->timed_out || (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms - 5) ||
+	if (sb->timed_out || (sb->deadline_ms && clock_mono_ms() >= sb->deadline_ms - 5) ||
 	    (sb->dead && WIFEXITED(sb->init_status) && WEXITSTATUS(sb->init_status) == 124))
 		ev.end_flags = ABOX_END_TIMEOUT;
 	deliver_end(p, &ev, fn, ud);
@@ -299,11 +299,11 @@ static bool deadline_still_due(abox_sandbox *sb)
 	struct sb_state st = { 0 };
 	if (state_read(sb->ctx->state_dir, sb->id, &st, NULL) < 0)
 		return true;
-	int64_t left = st.deadline_ms - backend_wall_ms();
+	int64_t left = st.deadline_ms - clock_wall_ms();
 	if (st.paused_ms || !st.deadline_ms || st.auto_pause)
 		sb->deadline_ms = 0; /* paused or no timeout: init enforces any new one */
 	else
-		sb->deadline_ms = backend_now_ms() + left;
+		sb->deadline_ms = clock_mono_ms() + left;
 	sb_state_free(&st);
 	return sb->deadline_ms && left <= 0;
 }
@@ -313,7 +313,7 @@ int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err
 	abox_sandbox *sb = p->sb;
 	if (p->ended)
 		return 1;
-	if (sb->deadline_ms && backend_now_ms() >= sb->deadline_ms && deadline_still_due(sb)) {
+	if (sb->deadline_ms && clock_mono_ms() >= sb->deadline_ms && deadline_still_due(sb)) {
 		sb->timed_out = true;
 		(void)abox_sandbox_kill(sb, NULL);
 		deliver_lost(p, fn, ud);
@@ -367,12 +367,12 @@ bool abox_proc_buffered(const abox_proc *p)
 
 int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
 {
-	int64_t until = timeout_ms >= 0 ? backend_now_ms() + timeout_ms : 0;
+	int64_t until = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
 	for (;;) {
 		int r = abox_proc_dispatch(p, fn, ud, err);
 		if (r != 0)
 			return r;
-		int64_t now = backend_now_ms();
+		int64_t now = clock_mono_ms();
 		int wait = -1;
 		if (until) {
 			if (now >= until)

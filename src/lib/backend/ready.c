@@ -57,7 +57,7 @@ static int run_once(abox_sandbox *sb, const char *const *argv, const char *tag, 
 	if (!wait_end) {
 		/* started (or failed to): then it stays in the background */
 		int pid = -1;
-		for (int64_t end = backend_now_ms() + timeout_ms; pid <= 0 && !s.ended && backend_now_ms() < end;) {
+		for (int64_t end = clock_mono_ms() + timeout_ms; pid <= 0 && !s.ended && clock_mono_ms() < end;) {
 			r = abox_proc_wait(p, 50, on_event, &s, err);
 			if (r < 0 && r != -ETIMEDOUT)
 				break;
@@ -92,7 +92,7 @@ static int port_ready(abox_sandbox *sb, uint16_t port, int timeout_ms, abox_erro
 			_exit(2);
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		for (int64_t end = backend_now_ms() + timeout_ms; backend_now_ms() < end;) {
+		for (int64_t end = clock_mono_ms() + timeout_ms; clock_mono_ms() < end;) {
 			int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 			if (s < 0)
 				_exit(2);
@@ -134,8 +134,8 @@ int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox
 		return 0;
 	const char *check[] = { "/bin/sh", "-c", m->ready_cmd, NULL };
 	int last = -1;
-	for (int64_t end = backend_now_ms() + timeout; backend_now_ms() < end;) {
-		int left = (int)(end - backend_now_ms());
+	for (int64_t end = clock_mono_ms() + timeout; clock_mono_ms() < end;) {
+		int left = (int)(end - clock_mono_ms());
 		last = run_once(sb, check, NULL, left > 0 ? left : 1, true, err);
 		if (last < 0)
 			return abox_error_prefix(err, "template readiness check");

@@ -137,7 +137,7 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	sb->paused = st.paused_ms != 0;
 	/* an auto-pause deadline is abox_reap's business, not this handle's */
 	if (st.deadline_ms && !sb->paused && !st.auto_pause)
-		sb->deadline_ms = backend_now_ms() + (st.deadline_ms - backend_wall_ms());
+		sb->deadline_ms = clock_mono_ms() + (st.deadline_ms - clock_wall_ms());
 	sb->env = TAKE_PTR(st.env);
 	sb->def_user = TAKE_PTR(st.user);
 	sb->def_cwd = TAKE_PTR(st.workdir);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "base.h"
+#include "base/clock.h"
 
 void strv_free(char **v)
 {
@@ -282,24 +283,17 @@ int64_t lock_timeout_ms(void)
 	return v > 0 ? v : 30000;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Polled (flock has no timeout), from 1 ms up to 50 ms between tries. */
 int flock_timeout(int fd, int op, int64_t ms)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = clock_mono_ms() + ms;
 	long delay_us = 1000;
 	for (;;) {
 		if (flock(fd, op | LOCK_NB) == 0)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		if (mono_ms() >= end)
+		if (clock_mono_ms() >= end)
 			return -ETIMEDOUT;
 		struct timespec ts = { 0, delay_us * 1000 };
 		nanosleep(&ts, NULL);

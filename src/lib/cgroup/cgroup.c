@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cgroup/cgroup.h"
+#include "base/clock.h"
 
 /* the v2 dir + one per v1 controller + the commands' and init's own
  * memory cgroups below the sandbox's (see cgroup_cmds_fd) */
@@ -65,13 +66,6 @@ struct cg_sandbox {
 	struct cg_limits lim;
 	char leaf[sizeof("abox-") + NAME_LEN_MAX];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-}
 
 static void backoff(uint64_t *delay)
 {
@@ -797,7 +791,7 @@ static int set_frozen(const struct cg_dir *d, bool frozen, uint64_t deadline, ab
 		buf[n] = '\0';
 		if (state_is(d, buf, frozen))
 			return 0;
-		if (now_ns() >= deadline)
+		if (clock_mono_ns() >= deadline)
 			break;
 		backoff(&delay);
 		/* v1 can miss tasks forked while FREEZING; writing FROZEN again
@@ -828,7 +822,7 @@ int cgroup_freeze(struct cg_sandbox *cg, bool frozen, abox_error *err)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "cgroup: no freezer (no v2 cgroup.freeze, no v1 freezer "
 				       "hierarchy)");
-	return set_frozen(&cg->dir[cg->ctl[CG_FREEZER]], frozen, now_ns() + WAIT_NS, err);
+	return set_frozen(&cg->dir[cg->ctl[CG_FREEZER]], frozen, clock_mono_ns() + WAIT_NS, err);
 }
 
 /* SIGKILLs every task listed in the selected directories. Returns how many
@@ -881,7 +875,7 @@ static int sweep(struct cg_sandbox *cg, const bool *only, uint64_t deadline, abo
 		if (fdir) {
 			/* best effort: a task in D state can hold v1 in
 			 * FREEZING; then kill without the guarantee */
-			uint64_t t = now_ns() + RESWEEP_NS;
+			uint64_t t = clock_mono_ns() + RESWEEP_NS;
 			(void)set_frozen(fdir, true, t < deadline ? t : deadline, NULL);
 		}
 		int found = signal_tasks(cg, only, err);
@@ -889,7 +883,7 @@ static int sweep(struct cg_sandbox *cg, const bool *only, uint64_t deadline, abo
 			(void)set_frozen(fdir, false, deadline, NULL);
 		if (found <= 0)
 			return found;
-		if (now_ns() >= deadline)
+		if (clock_mono_ns() >= deadline)
 			return abox_error_setx(err, ETIMEDOUT, "cgroup: tasks of '%s' survived SIGKILL",
 					       cg->dir[0].path);
 		backoff(&delay);
@@ -906,11 +900,11 @@ int cgroup_kill(struct cg_sandbox *cg, abox_error *err)
 		if (r >= 0) {
 			int fz = cg->ctl[CG_FREEZER];
 			if (fz >= 0 && cg->dir[fz].version == CG_V1)
-				r = set_frozen(&cg->dir[fz], false, now_ns() + WAIT_NS, err);
+				r = set_frozen(&cg->dir[fz], false, clock_mono_ns() + WAIT_NS, err);
 			return r;
 		}
 	}
-	int r = sweep(cg, NULL, now_ns() + WAIT_NS, err);
+	int r = sweep(cg, NULL, clock_mono_ns() + WAIT_NS, err);
 	return r < 0 ? r : 0;
 }
 
@@ -925,7 +919,7 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err)
 		return 0;
 	/* Errors of the kill show up below as directories that stay busy. */
 	(void)cgroup_kill(cg, NULL);
-	last_sweep = now_ns();
+	last_sweep = clock_mono_ns();
 	deadline = last_sweep + WAIT_NS;
 	for (size_t i = 0; i < DIRS_MAX; i++)
 		left[i] = i < cg->n;
@@ -948,7 +942,7 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err)
 		}
 		if (!busy)
 			break;
-		uint64_t now = now_ns();
+		uint64_t now = clock_mono_ns();
 		if (now >= deadline) {
 			if (r == 0)
 				r = abox_error_setx(err, EBUSY,
@@ -959,7 +953,7 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err)
 		 * there escaped cgroup.kill (attached to v1 only): sweep it. */
 		if (now - last_sweep >= RESWEEP_NS) {
 			(void)sweep(cg, left, deadline, NULL);
-			last_sweep = now_ns();
+			last_sweep = clock_mono_ns();
 		}
 	}
 	cgroup_sandbox_free(cg);

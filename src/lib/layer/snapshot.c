@@ -1,5 +1,6 @@
 /* Snapshot layers on disk; see snapshot.h. */
 #include "layer/snapshot.h"
+#include "base/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -158,13 +159,6 @@ fail:
 	return r;
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
 		abox_error *err)
 {
@@ -227,7 +221,7 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 		goto fail;
 	}
 	rec->bytes = st.data_bytes;
-	rec->created_ms = wall_ms();
+	rec->created_ms = clock_wall_ms();
 
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(rec->id));
@@ -445,7 +439,7 @@ void snap_sweep(const char *state_dir)
 			char settled[64];
 			safe_snprintf(settled, sizeof(settled), "%s/settled", de->d_name);
 			bool done = faccessat(dfd, settled, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
-			            wall_ms() - sr.created_ms > SNAP_AUTO_GRACE_MS;
+			            clock_wall_ms() - sr.created_ms > SNAP_AUTO_GRACE_MS;
 			bool drop =
 			    sr.auto_remove && done && find_user(state_dir, sr.id, who, sizeof(who)) == 0;
 			snap_record_free(&sr);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "layer/copy.h"
 #include "layer/layer.h"
 #include "layer/unpack_run.h"
@@ -158,9 +159,7 @@ static int fill_meta(struct import_args *a, abox_error *err)
 	m->ready_cmd = q->ready_cmd ? strdup(q->ready_cmd) : NULL;
 	m->ready_port = q->ready_port;
 	m->ready_timeout_ms = q->ready_timeout_ms;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	m->created_ms = clock_wall_ms();
 	m->source = q->source ? strdup(q->source) : realpath(a->src, NULL);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <sys/mman.h>
 
+#include "base/clock.h"
 #include "base/base64.h"
 #include "proto/messages.h"
 #include "remote/remote.h"
@@ -55,7 +56,7 @@ struct remote_proc {
 	/* the command's own timeout (sent as Connect-Timeout-Ms) and when it
 	 * was asked for: a SIGKILL after it is reported as that timeout */
 	uint32_t timeout_ms;
-	struct timespec t0;
+	int64_t t0_ms; /* when it started (monotonic) */
 };
 
 static void decide(struct remote_proc *rp, int pid, int e)
@@ -110,9 +111,7 @@ static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
 		return true;
 	if (!rp->timeout_ms)
 		return false;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	int64_t ms = (int64_t)(now.tv_sec - rp->t0.tv_sec) * 1000 + (now.tv_nsec - rp->t0.tv_nsec) / 1000000;
+	int64_t ms = clock_mono_ms() - rp->t0_ms;
 	return ms >= (int64_t)rp->timeout_ms;
 }
 
@@ -426,7 +425,7 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 		snprintf(th, sizeof(th), "Connect-Timeout-Ms: %u", timeout_ms);
 		rp->hdrs = curl_slist_append(rp->hdrs, th);
 		rp->timeout_ms = timeout_ms;
-		clock_gettime(CLOCK_MONOTONIC, &rp->t0);
+		rp->t0_ms = clock_mono_ms();
 	}
 	curl_easy_setopt(rp->easy, CURLOPT_HTTPHEADER, rp->hdrs);
 	curl_easy_setopt(rp->easy, CURLOPT_WRITEFUNCTION, on_data);

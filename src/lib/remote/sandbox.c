@@ -480,7 +480,7 @@ static int r_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *ou
 		out->version = version;
 		snprintf(out->id, sizeof(out->id), "%s", jstr(j, "snapshotID") ? jstr(j, "snapshotID") : "");
 		snprintf(out->name, sizeof(out->name), "%s", name ? name : "");
-		out->created_ms = backend_wall_ms();
+		out->created_ms = clock_wall_ms();
 	}
 	json_object_put(j);
 	return 0;
