@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <abox/common.h>
 #include <abox/error.h>
 #include <abox/version.h>
 
@@ -124,7 +125,7 @@ typedef enum abox_sandbox_state {
 #define ABOX_SANDBOX_INFO_VERSION 1
 typedef struct abox_sandbox_info {
 	uint32_t version;   /* set by the caller to ABOX_SANDBOX_INFO_VERSION */
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	abox_sandbox_state state;
 	int pid;            /* init, in the host's pid namespace */
 	int64_t created_ms; /* Unix time in ms */
@@ -177,9 +178,9 @@ ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, 
 #define ABOX_SNAPSHOT_INFO_VERSION 2
 typedef struct abox_snapshot_info {
 	uint32_t version;        /* set by the caller to ABOX_SNAPSHOT_INFO_VERSION */
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	char name[128];          /* "" when unnamed */
-	char parent[21];         /* the snapshot it was made on top of; "" = none */
+	char parent[ABOX_ID_LEN + 1];         /* the snapshot it was made on top of; "" = none */
 	char template_name[128];
 	int64_t created_ms;      /* Unix time in ms */
 	uint64_t bytes;          /* file data in this layer alone */

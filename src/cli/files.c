@@ -441,7 +441,7 @@ int cmd_cp(int argc, char **argv)
 		cli_err("cp: exactly one side must be ID:PATH (a 20-character sandbox id)");
 		return EXIT_ABOX;
 	}
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	memcpy(id, out ? a : b, 20);
 	id[20] = '\0';
 	abox_ctx *ctx;

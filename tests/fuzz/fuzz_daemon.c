@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <abox/common.h>
+
 #include "../../src/daemon/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	case 3: {
-		char id[21];
+		char id[ABOX_ID_LEN + 1];
 		unsigned port;
 		(void)sandbox_host(z, id, &port);
 		(void)sandbox_id_ok(z);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <abox/common.h>
+
 struct run_result {
 	int status;     /* exit code, or 128+signal */
 	char *out;      /* stdout, NUL-terminated */

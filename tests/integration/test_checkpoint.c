@@ -226,7 +226,7 @@ Test(checkpoint, memory_fork_gives_independent_counters)
 	start_counter(src);
 	long at = wait_counter(src, 5);
 	char *out = OK("fork", "--memory", "--count", "3", src);
-	char ids[3][21];
+	char ids[3][ABOX_ID_LEN + 1];
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(strlen(out) >= (size_t)(i + 1) * 21, 1, "fork output: %s", out);
 		/* one line per fork: its id, or "error: ..." */

@@ -11,7 +11,7 @@
 
 #include "harness.h"
 
-static char id[21];
+static char id[ABOX_ID_LEN + 1];
 
 static void init(void)
 {
@@ -107,7 +107,7 @@ Test(files, no_space_left)
 	struct run_result c;
 	ABOX(&c, "create", "--disk", "8M");
 	cr_assert_eq(c.status, 0, "%s", c.err);
-	char small[21];
+	char small[ABOX_ID_LEN + 1];
 	memcpy(small, c.out, 20);
 	small[20] = '\0';
 	run_result_free(&c);

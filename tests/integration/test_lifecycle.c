@@ -567,7 +567,7 @@ Test(lifecycle, another_root_is_a_separate_world)
 	ABOX(&r, "--root", root, "create");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	r.out[20] = '\0';
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	memcpy(id, r.out, 21);
 	run_result_free(&r);
 	/* not listed in the default root; gc there must not touch it */

@@ -98,7 +98,7 @@ Test(limits, oom_report_is_per_command_in_a_long_lived_sandbox)
 	ABOX(&r, "create", "--memory", "64M");
 	cr_assert_eq(r.status, 0, "create: %s", r.err);
 	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	memcpy(id, r.out, 20);
 	id[20] = '\0';
 	run_result_free(&r);

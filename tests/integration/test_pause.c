@@ -268,7 +268,7 @@ Test(pause, auto_pause_at_the_deadline_keeps_the_sandbox)
 	ABOX(&r, "create", "--timeout", "2", "--auto-pause");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	r.out[20] = '\0';
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	memcpy(id, r.out, 21);
 	run_result_free(&r);
 	ok("exec -d", (const char *const[]){ "exec", "-d", id, "--", "sh", "-c",

@@ -82,7 +82,7 @@ Test(snapshot, chains_stack_and_in_use_snapshots_are_kept)
 	char want_parent[64];
 	snprintf(want_parent, sizeof(want_parent), "\"parent\":\"%s\"", s1);
 	cr_assert(strstr(s2, want_parent), "its parent is the first: %s", s2);
-	char s2id[21];
+	char s2id[ABOX_ID_LEN + 1];
 	char *p = strstr(s2, "\"id\":\"");
 	cr_assert_not_null(p);
 	memcpy(s2id, p + 6, 20);

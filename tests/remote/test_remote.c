@@ -145,7 +145,7 @@ Test(remote, lifecycle_metadata_list_kill)
 	free(o);
 	abox_sandbox_free(again);
 
-	char saved[21];
+	char saved[ABOX_ID_LEN + 1];
 	snprintf(saved, sizeof(saved), "%s", id);
 	drop(sb);
 	cr_expect_eq(abox_sandbox_info_get(ctx, saved, &in, &err), -ENOENT, "after kill: %s", err.msg);
@@ -451,7 +451,7 @@ Test(remote, ephemeral_handle_ends_its_sandbox)
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	cr_assert_eq(abox_sandbox_create(ctx, &o, &sb, &err), 0, "%s", err.msg);
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	snprintf(id, sizeof(id), "%s", abox_sandbox_id(sb));
 	abox_sandbox_free(sb);
 	abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };

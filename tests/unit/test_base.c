@@ -100,7 +100,7 @@ Test(base, format_size_round_trip)
 
 Test(base, random_id_alphabet_and_uniqueness)
 {
-	char a[21], b[21];
+	char a[ABOX_ID_LEN + 1], b[ABOX_ID_LEN + 1];
 	cr_assert_eq(random_id(a, 20), 0);
 	cr_assert_eq(random_id(b, 20), 0);
 	cr_assert_eq(strlen(a), 20);

@@ -29,7 +29,7 @@ struct due {
  * write of a record is a new file (rename), so an unchanged inode, size
  * and mtime is an unchanged record, and a stat replaces a parse. */
 struct reap_seen {
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	dev_t dev;
 	ino_t ino;
 	off_t size;

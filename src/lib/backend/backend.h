@@ -40,7 +40,7 @@ void backend_reap_seen_free(abox_ctx *ctx);
 
 struct abox_sandbox {
 	abox_ctx *ctx;
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	struct remote_sandbox *remote; /* set on a remote context's sandboxes */
 	uint32_t flags;
 	char *rundir;

@@ -126,7 +126,7 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 	if (o->template_name && strcmp(o->template_name, snap->template_name) != 0)
 		return abox_error_setx(err, EINVAL, "create: snapshot %s stands on template '%s', not '%s'", snap->id,
 				       snap->template_name, o->template_name);
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	int r;
 	if (fixed_id)
 		safe_snprintf(id, sizeof(id), "%s", fixed_id);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <abox/common.h>
 #include <abox/error.h>
 
 #define _unused_ __attribute__((unused))

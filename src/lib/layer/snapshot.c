@@ -126,7 +126,7 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
 		return abox_error_set(err, ENOMEM, "snapshot chain");
 	}
 	size_t n = 0;
-	char cur[21];
+	char cur[ABOX_ID_LEN + 1];
 	memcpy(cur, s.id, 21);
 	for (;;) {
 		char p[4200];

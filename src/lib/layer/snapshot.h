@@ -20,7 +20,7 @@
 #define SNAPSHOT_MAX_CHAIN 16
 
 struct snap_record {
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	char *name;          /* optional */
 	char *parent;        /* id, or NULL */
 	char *template_name;

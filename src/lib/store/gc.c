@@ -320,7 +320,7 @@ static bool clean_run_record(int rtfd, const char *name, const char *id, const s
 }
 
 /* Whether name is "<id>.run"; its id in id */
-static bool run_record_id(const char *name, char id[21])
+static bool run_record_id(const char *name, char id[ABOX_ID_LEN + 1])
 {
 	size_t n = strlen(name), k = strlen(STORE_RUN_SUFFIX);
 	if (n != 20 + k || strcmp(name + 20, STORE_RUN_SUFFIX) != 0)
@@ -394,7 +394,7 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 	time_t now = time(NULL);
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
-		char id[21];
+		char id[ABOX_ID_LEN + 1];
 		if (is_id(name)) {
 			if (clean_one(dirfd(d), name, name, state_dir, layout))
 				n++;

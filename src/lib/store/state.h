@@ -17,7 +17,7 @@
 #define STATE_MAX_META 64
 
 struct sb_state {
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	pid_t pid;            /* init, in the host's pid namespace */
 	uint64_t pid_start;   /* its start time (clock ticks since boot) */
 	int64_t created_ms;   /* wall clock */
