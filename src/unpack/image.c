@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/base.h"
 #include "sha256.h"
 #include "unpack.h"
@@ -117,33 +118,19 @@ static json_object *read_json(struct unpack *u, int dir, const char *path, const
 	return o;
 }
 
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
-static json_object *jget(json_object *o, const char *key, json_type t)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, t) ? v : NULL;
-}
-
 /* The user, workdir and env of the image's config, kept for the template. */
 static int take_config(struct unpack *u, json_object *cfg)
 {
-	json_object *c = jget(cfg, "config", json_type_object);
+	json_object *c = js_get(cfg, "config", json_type_object);
 	if (!c)
 		return 0;
 	json_object *out = json_object_new_object();
-	const char *user = jstr(c, "User"), *wd = jstr(c, "WorkingDir");
+	const char *user = js_str(c, "User"), *wd = js_str(c, "WorkingDir");
 	if (user && *user)
 		json_object_object_add(out, "user", json_object_new_string(user));
 	if (wd && *wd)
 		json_object_object_add(out, "workdir", json_object_new_string(wd));
-	json_object *env = jget(c, "Env", json_type_array);
+	json_object *env = js_get(c, "Env", json_type_array);
 	if (env)
 		json_object_object_add(out, "env", json_object_get(env));
 	free(u->config);
@@ -224,10 +211,10 @@ static bool is_index(const char *mt)
 
 static bool platform_ok(json_object *desc)
 {
-	json_object *p = jget(desc, "platform", json_type_object);
+	json_object *p = js_get(desc, "platform", json_type_object);
 	if (!p)
 		return true;
-	const char *os = jstr(p, "os"), *arch = jstr(p, "architecture");
+	const char *os = js_str(p, "os"), *arch = js_str(p, "architecture");
 	return (!os || strcmp(os, "linux") == 0) && (!arch || strcmp(arch, HOST_ARCH) == 0);
 }
 
@@ -235,7 +222,7 @@ static bool platform_ok(json_object *desc)
  * indexes allowed, a few levels deep). Returns it parsed, or NULL. */
 static json_object *pick_manifest(struct unpack *u, int dir, json_object *index, int depth)
 {
-	json_object *list = jget(index, "manifests", json_type_array);
+	json_object *list = js_get(index, "manifests", json_type_array);
 	if (!list || depth > 4) {
 		unpack_fail(u, "image: the index lists no manifests");
 		return NULL;
@@ -246,23 +233,23 @@ static json_object *pick_manifest(struct unpack *u, int dir, json_object *index,
 		if (!json_object_is_type(d, json_type_object) || !platform_ok(d))
 			continue;
 		char path[128];
-		const char *digest = jstr(d, "digest");
+		const char *digest = js_str(d, "digest");
 		if (!blob_path(u, digest, path, sizeof(path)))
 			return NULL;
 		json_object *m = read_json(u, dir, path, digest + 7);
 		if (!m)
 			return NULL;
-		const char *mt = jstr(d, "mediaType");
+		const char *mt = js_str(d, "mediaType");
 		if (!mt)
-			mt = jstr(m, "mediaType");
-		if (is_index(mt) || jget(m, "manifests", json_type_array)) {
+			mt = js_str(m, "mediaType");
+		if (is_index(mt) || js_get(m, "manifests", json_type_array)) {
 			json_object *r = pick_manifest(u, dir, m, depth + 1);
 			json_object_put(m);
 			if (r || u->err[0])
 				return r;
 			continue;
 		}
-		if (jget(m, "layers", json_type_array))
+		if (js_get(m, "layers", json_type_array))
 			return m;
 		json_object_put(m);
 	}
@@ -280,23 +267,23 @@ static int apply_oci(struct unpack *u, int dir)
 	if (!m)
 		return -1;
 	int r = 0;
-	json_object *cfgd = jget(m, "config", json_type_object);
+	json_object *cfgd = js_get(m, "config", json_type_object);
 	char path[128];
 	if (cfgd) {
-		const char *digest = jstr(cfgd, "digest");
+		const char *digest = js_str(cfgd, "digest");
 		json_object *cfg = blob_path(u, digest, path, sizeof(path)) ? read_json(u, dir, path, digest + 7)
 									    : NULL;
 		r = cfg ? take_config(u, cfg) : -1;
 		json_object_put(cfg);
 	}
-	json_object *layers = jget(m, "layers", json_type_array);
+	json_object *layers = js_get(m, "layers", json_type_array);
 	size_t n = layers ? json_object_array_length(layers) : 0;
 	if (r == 0 && n > UNPACK_MAX_LAYERS)
 		r = unpack_fail(u, "image: %zu layers (more than %d)", n, UNPACK_MAX_LAYERS);
 	u->layers = (unsigned)n;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		u->layer = (unsigned)i + 1;
-		const char *digest = jstr(json_object_array_get_idx(layers, i), "digest");
+		const char *digest = js_str(json_object_array_get_idx(layers, i), "digest");
 		r = blob_path(u, digest, path, sizeof(path)) ? apply_layer(u, dir, path, digest + 7) : -1;
 		if (u->progress)
 			u->progress(u);
@@ -320,11 +307,11 @@ static int apply_docker(struct unpack *u, int dir)
 	json_object *m = json_object_is_type(list, json_type_array) && json_object_array_length(list) > 0
 				 ? json_object_array_get_idx(list, 0)
 				 : NULL;
-	json_object *layers = jget(m, "Layers", json_type_array);
+	json_object *layers = js_get(m, "Layers", json_type_array);
 	int r = 0;
 	if (!layers)
 		r = unpack_fail(u, "image: manifest.json names no layers");
-	const char *cfgp = jstr(m, "Config");
+	const char *cfgp = js_str(m, "Config");
 	if (r == 0 && cfgp) {
 		json_object *cfg = read_json(u, dir, cfgp, path_digest(cfgp));
 		r = cfg ? take_config(u, cfg) : -1;

@@ -1,4 +1,5 @@
 /* Snapshot layers on disk; see snapshot.h. */
+#include "base/json.h"
 #include "layer/snapshot.h"
 #include "base/clock.h"
 
@@ -32,14 +33,6 @@ void snap_record_free(struct snap_record *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static char *get_str(json_object *o, const char *k)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return strdup(json_object_get_string(v));
-}
-
 static int read_id(const char *state_dir, const char *id, struct snap_record *out, abox_error *err)
 {
 	char p[4200];
@@ -57,9 +50,9 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 	}
 	struct snap_record s = {0};
 	memcpy(s.id, id, 21);
-	s.name = get_str(o, "name");
-	s.parent = get_str(o, "parent");
-	s.template_name = get_str(o, "template");
+	s.name = js_strdup(o, "name");
+	s.parent = js_strdup(o, "parent");
+	s.template_name = js_strdup(o, "template");
 	if (json_object_object_get_ex(o, "createdMs", &v))
 		s.created_ms = json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "bytes", &v))
@@ -70,8 +63,8 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 		s.auto_remove = json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "memory", &v))
 		s.memory = json_object_get_boolean(v);
-	s.memory_token = get_str(o, "memoryToken");
-	s.template_root = get_str(o, "templateRoot");
+	s.memory_token = js_strdup(o, "memoryToken");
+	s.template_root = js_strdup(o, "templateRoot");
 	json_object_put(o);
 	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 ||
 	    s.depth > SNAPSHOT_MAX_CHAIN) {

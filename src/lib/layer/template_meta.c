@@ -5,17 +5,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/json.h"
 #include "layer/template_meta.h"
 
 #define META_MAX_BYTES (1u << 20)
-
-static char *dup_str(json_object *o, const char *key)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return strdup(json_object_get_string(v));
-}
 
 static uint64_t get_u64(json_object *o, const char *key)
 {
@@ -42,15 +35,15 @@ int template_meta_read(const char *version_path, struct template_meta *m, abox_e
 		json_object_put(o);
 		return abox_error_setx(err, EBADMSG, "template: '%s' is damaged", p);
 	}
-	m->source = dup_str(o, "source");
+	m->source = js_strdup(o, "source");
 	m->created_ms = (int64_t)get_u64(o, "createdMs");
 	m->entries = get_u64(o, "entries");
 	m->bytes = get_u64(o, "bytes");
 	m->dropped = get_u64(o, "dropped");
-	m->user = dup_str(o, "user");
-	m->workdir = dup_str(o, "workdir");
-	m->start_cmd = dup_str(o, "startCmd");
-	m->ready_cmd = dup_str(o, "readyCmd");
+	m->user = js_strdup(o, "user");
+	m->workdir = js_strdup(o, "workdir");
+	m->start_cmd = js_strdup(o, "startCmd");
+	m->ready_cmd = js_strdup(o, "readyCmd");
 	m->ready_port = (uint16_t)get_u64(o, "readyPort");
 	m->ready_timeout_ms = (uint32_t)get_u64(o, "readyTimeoutMs");
 	json_object *env;
@@ -68,28 +61,22 @@ int template_meta_read(const char *version_path, struct template_meta *m, abox_e
 	return 0;
 }
 
-static void put_str(json_object *o, const char *key, const char *v)
-{
-	if (v)
-		json_object_object_add(o, key, json_object_new_string(v));
-}
-
 int template_meta_write(const char *version_path, const struct template_meta *m, abox_error *err)
 {
 	json_object *o = json_object_new_object();
-	put_str(o, "source", m->source);
+	js_put_str(o, "source", m->source);
 	json_object_object_add(o, "createdMs", json_object_new_int64(m->created_ms));
 	json_object_object_add(o, "entries", json_object_new_uint64(m->entries));
 	json_object_object_add(o, "bytes", json_object_new_uint64(m->bytes));
 	json_object_object_add(o, "dropped", json_object_new_uint64(m->dropped));
-	put_str(o, "user", m->user);
-	put_str(o, "workdir", m->workdir);
+	js_put_str(o, "user", m->user);
+	js_put_str(o, "workdir", m->workdir);
 	json_object *env = json_object_new_array();
 	for (size_t i = 0; m->env && m->env[i]; i++)
 		json_object_array_add(env, json_object_new_string(m->env[i]));
 	json_object_object_add(o, "env", env);
-	put_str(o, "startCmd", m->start_cmd);
-	put_str(o, "readyCmd", m->ready_cmd);
+	js_put_str(o, "startCmd", m->start_cmd);
+	js_put_str(o, "readyCmd", m->ready_cmd);
 	if (m->ready_port)
 		json_object_object_add(o, "readyPort", json_object_new_int(m->ready_port));
 	if (m->ready_timeout_ms)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/json.h"
 #include "remote/remote.h"
 
 static int r_open(abox_ctx *ctx, const char *url, const char *key, abox_error *err)
@@ -58,14 +59,6 @@ static void r_close(abox_ctx *ctx)
 	ctx->remote = NULL;
 }
 
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
 static int64_t jint(json_object *o, const char *k)
 {
 	json_object *v;
@@ -77,12 +70,12 @@ static void info_from(json_object *o, abox_sandbox_info *out)
 	uint32_t version = out->version;
 	memset(out, 0, sizeof(*out));
 	out->version = version;
-	snprintf(out->id, sizeof(out->id), "%s", jstr(o, "sandboxID") ? jstr(o, "sandboxID") : "");
-	snprintf(out->template_name, sizeof(out->template_name), "%s", jstr(o, "templateID") ? jstr(o, "templateID") : "");
-	const char *st = jstr(o, "state");
+	snprintf(out->id, sizeof(out->id), "%s", js_str(o, "sandboxID") ? js_str(o, "sandboxID") : "");
+	snprintf(out->template_name, sizeof(out->template_name), "%s", js_str(o, "templateID") ? js_str(o, "templateID") : "");
+	const char *st = js_str(o, "state");
 	out->state = st && !strcmp(st, "paused") ? ABOX_STATE_PAUSED : ABOX_STATE_RUNNING;
-	out->created_ms = remote_time_ms(jstr(o, "startedAt"));
-	int64_t end = remote_time_ms(jstr(o, "endAt"));
+	out->created_ms = remote_time_ms(js_str(o, "startedAt"));
+	int64_t end = remote_time_ms(js_str(o, "endAt"));
 	/* the daemon reports "no timeout" as an end far in the future */
 	out->deadline_ms = end && end - out->created_ms < 50LL * 365 * 86400 * 1000 ? end : 0;
 	out->cpu_millis = (uint32_t)jint(o, "cpuCount") * 1000;
@@ -177,8 +170,8 @@ static int r_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **ou
 	rbuf_free(&resp);
 	if (!j)
 		return -EPROTO;
-	const char *id = jstr(j, "sandboxID");
-	abox_sandbox *sb = id ? sandbox_new(ctx, id, jstr(j, "envdAccessToken"), o->flags) : NULL;
+	const char *id = js_str(j, "sandboxID");
+	abox_sandbox *sb = id ? sandbox_new(ctx, id, js_str(j, "envdAccessToken"), o->flags) : NULL;
 	json_object_put(j);
 	if (!sb)
 		return abox_error_setx(err, EPROTO, "create: the daemon's reply has no usable sandboxID");
@@ -203,7 +196,7 @@ static int get_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, char 
 		return -EPROTO;
 	info_from(j, out);
 	if (token)
-		*token = jstr(j, "envdAccessToken") ? strdup(jstr(j, "envdAccessToken")) : NULL;
+		*token = js_str(j, "envdAccessToken") ? strdup(js_str(j, "envdAccessToken")) : NULL;
 	json_object_put(j);
 	return 0;
 }
@@ -478,7 +471,7 @@ static int r_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *ou
 		uint32_t version = out->version;
 		memset(out, 0, sizeof(*out));
 		out->version = version;
-		snprintf(out->id, sizeof(out->id), "%s", jstr(j, "snapshotID") ? jstr(j, "snapshotID") : "");
+		snprintf(out->id, sizeof(out->id), "%s", js_str(j, "snapshotID") ? js_str(j, "snapshotID") : "");
 		snprintf(out->name, sizeof(out->name), "%s", name ? name : "");
 		out->created_ms = clock_wall_ms();
 	}
@@ -515,12 +508,12 @@ static int r_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sa
 		json_object *e = json_object_array_get_idx(j, i), *s, *x;
 		if (errs)
 			abox_error_clear(&errs[i]);
-		if (e && json_object_object_get_ex(e, "sandbox", &s) && jstr(s, "sandboxID") &&
-		    (forks[i] = sandbox_new(sb->ctx, jstr(s, "sandboxID"), jstr(s, "envdAccessToken"), 0))) {
+		if (e && json_object_object_get_ex(e, "sandbox", &s) && js_str(s, "sandboxID") &&
+		    (forks[i] = sandbox_new(sb->ctx, js_str(s, "sandboxID"), js_str(s, "envdAccessToken"), 0))) {
 			made++;
 			continue;
 		}
-		const char *msg = e && json_object_object_get_ex(e, "error", &x) ? jstr(x, "message") : NULL;
+		const char *msg = e && json_object_object_get_ex(e, "error", &x) ? js_str(x, "message") : NULL;
 		if (errs)
 			abox_error_setx(&errs[i], EIO, "fork %u: %s", i + 1, msg ? msg : "no sandbox in the reply");
 	}
@@ -533,7 +526,7 @@ static void snap_from(json_object *o, abox_snapshot_info *s)
 	json_object *names;
 	memset(s, 0, sizeof(*s));
 	s->version = ABOX_SNAPSHOT_INFO_VERSION;
-	snprintf(s->id, sizeof(s->id), "%s", jstr(o, "snapshotID") ? jstr(o, "snapshotID") : "");
+	snprintf(s->id, sizeof(s->id), "%s", js_str(o, "snapshotID") ? js_str(o, "snapshotID") : "");
 	if (json_object_object_get_ex(o, "names", &names) && json_object_is_type(names, json_type_array) &&
 	    json_object_array_length(names) > 0)
 		snprintf(s->name, sizeof(s->name), "%s", json_object_get_string(json_object_array_get_idx(names, 0)));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/base64.h"
 #include "proto/messages.h"
 #include "remote/stream.h"
@@ -31,17 +32,6 @@ static int signal_of(const char *status)
 	return SIGKILL;
 }
 
-static int jint(json_object *o, const char *k, int dflt)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, k, &v))
-		return dflt;
-	/* proto3 JSON may carry integers as strings */
-	return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_string)
-		       ? json_object_get_int(v)
-		       : dflt;
-}
-
 int remote_event_frame(json_object *ev, uint32_t req, int *pid, bool *end, struct proto_msg *m)
 {
 	json_object *e, *v;
@@ -49,7 +39,7 @@ int remote_event_frame(json_object *ev, uint32_t req, int *pid, bool *end, struc
 	if (!json_object_object_get_ex(ev, "event", &e) || !json_object_is_type(e, json_type_object))
 		return 0;
 	if (json_object_object_get_ex(e, "start", &v) && json_object_is_type(v, json_type_object)) {
-		int p = jint(v, "pid", 0);
+		int p = js_int(v, "pid", 0);
 		if (p <= 0)
 			return -EPROTO;
 		*pid = p;
@@ -86,7 +76,7 @@ int remote_event_frame(json_object *ev, uint32_t req, int *pid, bool *end, struc
 	}
 	if (json_object_object_get_ex(e, "end", &v) && json_object_is_type(v, json_type_object)) {
 		json_object *x;
-		int code = jint(v, "exitCode", 0);
+		int code = js_int(v, "exitCode", 0);
 		bool exited = !json_object_object_get_ex(v, "exited", &x) || json_object_get_boolean(x);
 		const char *status = json_object_object_get_ex(v, "status", &x) && json_object_is_type(x, json_type_string)
 					     ? json_object_get_string(x)

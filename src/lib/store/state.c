@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
+#include "base/json.h"
 #include "store/state.h"
 
 #define STATE_FILE "state.json"
@@ -106,12 +107,6 @@ enum sb_status state_status(const struct sb_state *s)
 	return s->paused_ms ? SB_PAUSED : SB_RUNNING;
 }
 
-static void put_str(json_object *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_object_add(o, k, json_object_new_string(v));
-}
-
 static json_object *strv_to_json(char *const *v)
 {
 	json_object *a = json_object_new_array();
@@ -121,21 +116,6 @@ static json_object *strv_to_json(char *const *v)
 }
 
 /* A string array, or NULL when absent. */
-static char **strv_from_json(json_object *o, const char *key)
-{
-	json_object *a;
-	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
-		return NULL;
-	size_t n = json_object_array_length(a);
-	char **v = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0, k = 0; v && i < n; i++) {
-		json_object *e = json_object_array_get_idx(a, i);
-		if (json_object_is_type(e, json_type_string))
-			v[k++] = strdup(json_object_get_string(e));
-	}
-	return v;
-}
-
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err)
 {
 	return state_write_ex(state_dir, s, true, err);
@@ -157,13 +137,13 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		json_object_object_add(o, "pausedMs", json_object_new_int64(s->paused_ms));
 	if (s->cold)
 		json_object_object_add(o, "cold", json_object_new_boolean(1));
-	put_str(o, "template", s->template_name);
-	put_str(o, "templateRoot", s->template_root);
-	put_str(o, "cgroups", s->cgroups);
-	put_str(o, "seccompPolicy", s->seccomp_policy);
-	put_str(o, "user", s->user);
-	put_str(o, "workdir", s->workdir);
-	put_str(o, "checkpoint", s->checkpoint);
+	js_put_str(o, "template", s->template_name);
+	js_put_str(o, "templateRoot", s->template_root);
+	js_put_str(o, "cgroups", s->cgroups);
+	js_put_str(o, "seccompPolicy", s->seccomp_policy);
+	js_put_str(o, "user", s->user);
+	js_put_str(o, "workdir", s->workdir);
+	js_put_str(o, "checkpoint", s->checkpoint);
 	if (s->auto_pause)
 		json_object_object_add(o, "autoPause", json_object_new_boolean(1));
 	if (s->tmpfs_layer)
@@ -172,7 +152,7 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		json_object_object_add(o, "autoPauseNoMemory", json_object_new_boolean(1));
 	if (s->auto_pending)
 		json_object_object_add(o, "autoPausePending", json_object_new_boolean(1));
-	put_str(o, "checkpointToken", s->checkpoint_token);
+	js_put_str(o, "checkpointToken", s->checkpoint_token);
 	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
 	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
 	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
@@ -218,14 +198,6 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	return 0;
 }
 
-static char *get_str(json_object *o, const char *k)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return strdup(json_object_get_string(v));
-}
-
 static uint64_t get_u64(json_object *o, const char *k)
 {
 	json_object *v;
@@ -253,7 +225,7 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 		return abox_error_setx(err, EBADMSG, "'%s' is damaged", path);
 	}
 	struct sb_state t = { 0 };
-	char *sid = get_str(o, "id");
+	char *sid = js_strdup(o, "id");
 	if (!sid || strcmp(sid, id) != 0) {
 		free(sid);
 		json_object_put(o);
@@ -268,25 +240,25 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.paused_ms = (int64_t)get_u64(o, "pausedMs");
 	json_object *cold;
 	t.cold = json_object_object_get_ex(o, "cold", &cold) && json_object_get_boolean(cold);
-	t.template_name = get_str(o, "template");
-	t.template_root = get_str(o, "templateRoot");
-	t.cgroups = get_str(o, "cgroups");
-	t.seccomp_policy = get_str(o, "seccompPolicy");
-	t.user = get_str(o, "user");
-	t.workdir = get_str(o, "workdir");
-	t.checkpoint = get_str(o, "checkpoint");
+	t.template_name = js_strdup(o, "template");
+	t.template_root = js_strdup(o, "templateRoot");
+	t.cgroups = js_strdup(o, "cgroups");
+	t.seccomp_policy = js_strdup(o, "seccompPolicy");
+	t.user = js_strdup(o, "user");
+	t.workdir = js_strdup(o, "workdir");
+	t.checkpoint = js_strdup(o, "checkpoint");
 	json_object *ap;
 	t.auto_pause = json_object_object_get_ex(o, "autoPause", &ap) && json_object_get_boolean(ap);
 	t.tmpfs_layer = json_object_object_get_ex(o, "tmpfsLayer", &ap) && json_object_get_boolean(ap);
 	t.auto_no_memory = json_object_object_get_ex(o, "autoPauseNoMemory", &ap) && json_object_get_boolean(ap);
 	t.auto_pending = json_object_object_get_ex(o, "autoPausePending", &ap) && json_object_get_boolean(ap);
-	t.checkpoint_token = get_str(o, "checkpointToken");
+	t.checkpoint_token = js_strdup(o, "checkpointToken");
 	t.memory_bytes = get_u64(o, "memoryBytes");
 	t.disk_bytes = get_u64(o, "diskBytes");
 	t.pids = get_u64(o, "pids");
 	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
-	t.env = strv_from_json(o, "env");
-	t.snapshots = strv_from_json(o, "snapshots");
+	t.env = js_strv(o, "env");
+	t.snapshots = js_strv(o, "snapshots");
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
 		json_object_object_foreach(meta, k, v)
