@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "caps/caps.h"
 #include "config.h"
+#include "versioned.h"
 
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...)
 {
@@ -65,11 +66,8 @@ static void self_dir(char *buf, size_t n)
 int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 {
 	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
-	if (opts) {
-		if (opts->version < 1)
-			return abox_error_setx(err, EINVAL, "abox_ctx_opts: bad version %u", opts->version);
-		memcpy(&o, opts, sizeof(o) < sizeof(*opts) ? sizeof(o) : sizeof(*opts));
-	}
+	if (opts && versioned_copy_in(VERSIONED_CTX_OPTS, &o, opts) < 0)
+		return abox_error_setx(err, EINVAL, "abox_ctx_opts: bad version %u", opts->version);
 	abox_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return abox_error_set(err, ENOMEM, "context");

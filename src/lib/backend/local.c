@@ -28,6 +28,7 @@
 #include "spawn/spawn.h"
 #include "store/state.h"
 #include "store/store.h"
+#include "versioned.h"
 
 
 
@@ -328,13 +329,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
 	int r;
 
-	if (opts) {
-		if (opts->version < 1)
-			return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
-		/* a caller built against version 1 has a shorter struct */
-		memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(abox_sandbox_opts, snapshot));
-		o.version = ABOX_SANDBOX_OPTS_VERSION;
-	}
+	if (opts && versioned_copy_in(VERSIONED_SANDBOX_OPTS, &o, opts) < 0)
+		return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
 	if ((r = check_opts(&o, err)) < 0)
 		return abox_error_prefix(err, "create");
 	for (size_t i = 0; o.env && o.env[i]; i++)

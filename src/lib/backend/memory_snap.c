@@ -21,6 +21,7 @@
 #include "layer/snapshot.h"
 #include "proto/messages.h"
 #include "store/store.h"
+#include "versioned.h"
 
 int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out,
 			    abox_error *err)
@@ -85,12 +86,8 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 		goto back;
 	}
 	if (out) {
-		/* as much as the caller's version of the struct holds */
-		uint32_t v = out->version;
-		memcpy(out, &snap, v >= 2 ? sizeof(*out) : offsetof(abox_snapshot_info, memory));
-		out->version = v;
-		if (v >= 2)
-			out->memory = true;
+		snap.memory = true;
+		versioned_copy_out(VERSIONED_SNAPSHOT_INFO, out, &snap);
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "snapshot %s of %s with memory", snap.id, sb->id);
 back:

@@ -13,13 +13,12 @@
 #include "backend/backend.h"
 #include "proto/messages.h"
 #include "store/state.h"
+#include "versioned.h"
 
 static void to_info(const struct snap_record *s, abox_snapshot_info *out)
 {
+	versioned_clear(VERSIONED_SNAPSHOT_INFO, out);
 	uint32_t v = out->version;
-	/* a caller built against version 1 has a shorter struct */
-	memset(out, 0, v >= 2 ? sizeof(*out) : offsetof(abox_snapshot_info, memory));
-	out->version = v;
 	memcpy(out->id, s->id, sizeof(out->id));
 	safe_snprintf(out->name, sizeof(out->name), "%s", s->name ? s->name : "");
 	safe_snprintf(out->parent, sizeof(out->parent), "%s", s->parent ? s->parent : "");

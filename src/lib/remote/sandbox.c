@@ -7,6 +7,7 @@
 
 #include "base/json.h"
 #include "remote/remote.h"
+#include "versioned.h"
 
 static int r_open(abox_ctx *ctx, const char *url, const char *key, abox_error *err)
 {
@@ -468,9 +469,7 @@ static int r_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *ou
 	if (!j)
 		return -EPROTO;
 	if (out) {
-		uint32_t version = out->version;
-		memset(out, 0, sizeof(*out));
-		out->version = version;
+		versioned_clear(VERSIONED_SNAPSHOT_INFO, out);
 		snprintf(out->id, sizeof(out->id), "%s", js_str(j, "snapshotID") ? js_str(j, "snapshotID") : "");
 		snprintf(out->name, sizeof(out->name), "%s", name ? name : "");
 		out->created_ms = clock_wall_ms();
