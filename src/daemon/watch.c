@@ -166,7 +166,8 @@ enum MHD_Result watch_dir(struct request *rq)
 		json_object_put(b);
 		return envd_error(rq, -r, "%s", err.msg);
 	}
-	snprintf(s->root, sizeof(s->root), "%s", path);
+	char abs[4096];
+	snprintf(s->root, sizeof(s->root), "%s", envd_user_path(rq->user, path, abs, sizeof(abs)));
 	entries_open(&s->entries, rq, b);
 	json_object_put(b);
 	s->h = h;
@@ -322,7 +323,8 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 		for (int i = 0; i < 16; i++)
 			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
 		memcpy(w->sandbox, rq->sandbox, 21);
-		snprintf(w->root, sizeof(w->root), "%s", path);
+		char abs[4096];
+		snprintf(w->root, sizeof(w->root), "%s", envd_user_path(rq->user, path, abs, sizeof(abs)));
 		entries_open(&w->entries, rq, b);
 		w->h = h;
 		w->events = json_object_new_array();

@@ -518,3 +518,15 @@ char **json_string_map(json_object *o, const struct wire_map_bounds *b, size_t e
 	}
 	return v;
 }
+
+const char *envd_user_path(const char *user, const char *path, char *buf, size_t n)
+{
+	if (!path || !path[0] || path[0] == '/')
+		return path;
+	const char *home = user && strcmp(user, "root") == 0 ? "/root" : "/home/user";
+	const char *rest = path;
+	if (rest[0] == '~' && (rest[1] == '\0' || rest[1] == '/'))
+		rest += rest[1] ? 2 : 1;
+	int k = snprintf(buf, n, "%s%s%s", home, *rest ? "/" : "", rest);
+	return k < 0 || (size_t)k >= n ? path : buf;
+}

@@ -406,6 +406,10 @@ static int remove_tree(int dfd, const char *name, unsigned depth)
 		return -ELOOP;
 	if (unlinkat(dfd, name, 0) == 0)
 		return 0;
+	/* nothing there is nothing to remove (envd's RemoveAll says so too:
+	 * the SDKs' remove of a missing file succeeds) */
+	if (errno == ENOENT)
+		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
 	int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

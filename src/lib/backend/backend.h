@@ -275,4 +275,9 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 /* Queues a request and writes what the socket takes (never blocks). */
 int backend_send(abox_sandbox *sb, struct proto_msg *m);
 
+/* path as the files of user see it: "~", "~/x" and relative paths are
+ * below the user's home, as in envd; absolute ones as given. buf holds the
+ * result when one is made; NULL when it does not fit. */
+const char *backend_user_path(const char *user, const char *path, char *buf, size_t n);
+
 #endif

@@ -30,6 +30,22 @@ static int who(const char *user, struct proto_msg *m, abox_error *err)
 	return 0;
 }
 
+const char *backend_user_path(const char *user, const char *path, char *buf, size_t n)
+{
+	/* as envd: "~" and a path that is not absolute are the user's home
+	 * and below it (a file written as "rel.txt" lands in the home, not
+	 * in / where the user may not write) */
+	if (!path || !path[0] || path[0] == '/')
+		return path;
+	const char *home = user && strcmp(user, "root") == 0 ? "/root" : "/home/user";
+	const char *rest = path;
+	if (rest[0] == '~' && (rest[1] == '\0' || rest[1] == '/'))
+		rest += rest[1] ? 2 : 1;
+	if (safe_snprintf(buf, n, "%s%s%s", home, *rest ? "/" : "", rest) >= n)
+		return NULL;
+	return buf;
+}
+
 static int flush_all(abox_sandbox *sb, abox_error *err)
 {
 	while (proto_outq_len(&sb->out)) {
@@ -99,7 +115,9 @@ static int begin(abox_sandbox *sb, uint16_t type, struct proto_msg *m, const cha
 		return abox_error_setx(err, EBUSY, "the handle is running a process");
 	if (!path || !path[0])
 		return abox_error_setx(err, EINVAL, "empty path");
-	if (strlen(path) >= 4096)
+	char abs[4200];
+	path = backend_user_path(user, path, abs, sizeof(abs));
+	if (!path || strlen(path) >= 4096)
 		return abox_error_setx(err, ENAMETOOLONG, "path too long");
 	proto_msg_init(m, type, ++sb->next_req);
 	proto_put_str(m, F_PATH, path);
@@ -447,6 +465,11 @@ int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const cha
 		return abox_error_setx(err, EINVAL, "move: empty destination");
 	}
 	uint32_t id = m.id;
+	char abs[4200];
+	if (!(to = backend_user_path(user, to, abs, sizeof(abs))) || strlen(to) >= 4096) {
+		proto_msg_free(&m);
+		return abox_error_setx(err, ENAMETOOLONG, "move: destination too long");
+	}
 	proto_put_str(&m, F_TARGET, to);
 	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "move: send");
@@ -705,7 +728,9 @@ int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, con
 			proto_msg_free(&m);
 			return abox_error_setx(err, E2BIG, "metadata: too many paths for one request");
 		}
-		proto_put_str(&m, F_PATH, paths[i]);
+		char abs[4200];
+		const char *pi = backend_user_path(user, paths[i], abs, sizeof(abs));
+		proto_put_str(&m, F_PATH, pi ? pi : paths[i]);
 	}
 	uint32_t id = m.id;
 	if ((r = backend_send(sb, &m)) < 0)

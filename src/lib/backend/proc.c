@@ -67,7 +67,15 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		}
 		proto_put_str(&m, F_ENV, opts->env[i]);
 	}
-	proto_put_str(&m, F_CWD, opts->cwd ? opts->cwd : sb->def_cwd ? sb->def_cwd : u->home);
+	/* a relative cwd is below the user's home, as in envd */
+	char cwd_abs[4200];
+	const char *cwd = opts->cwd ? backend_user_path(u->name, opts->cwd, cwd_abs, sizeof(cwd_abs)) : NULL;
+	if (opts->cwd && !cwd) {
+		proto_msg_free(&m);
+		free(p);
+		return abox_error_setx(err, ENAMETOOLONG, "exec: cwd too long");
+	}
+	proto_put_str(&m, F_CWD, cwd ? cwd : sb->def_cwd ? sb->def_cwd : u->home);
 	if (opts->pty_rows && opts->pty_cols) {
 		proto_put_u64(&m, F_ROWS, opts->pty_rows);
 		proto_put_u64(&m, F_COLS, opts->pty_cols);
