@@ -179,6 +179,18 @@ int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
 	struct sb_state st = { 0 };
 	_cleanup_close_ int lock = -EBADF;
 	int r = begin(sb, "resume", &st, &lock, err);
+	if (r == -EALREADY && sb->cold) {
+		/* a pause to disk (or without memory) was under way while we
+		 * waited for the lock, and has ended the tree this handle
+		 * knew: resume what it left */
+		sb_state_free(&st);
+		if (lock >= 0)
+			close(TAKE_FD(lock));
+		if (err)
+			*err = (abox_error)ABOX_ERROR_INIT;
+		int d = backend_resume_from_disk(sb, err);
+		return d != 1 ? d : resume_cold(sb, err);
+	}
 	if (r < 0)
 		goto out;
 	if (!st.paused_ms) {
