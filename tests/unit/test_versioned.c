@@ -11,9 +11,11 @@
 
 #include "versioned.h"
 
-/* n bytes that end where an inaccessible page begins */
+/* n bytes that end where an inaccessible page begins (n rounded up to
+ * the structs' alignment, as a v1 caller's sizeof would be) */
 static void *at_guard(size_t n, void **map)
 {
+	n = (n + 7) & ~(size_t)7;
 	long pg = sysconf(_SC_PAGESIZE);
 	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(m, MAP_FAILED);
