@@ -316,6 +316,51 @@ static void undo_create(abox_sandbox *sb)
 	note_remove("network", id);
 }
 
+/* A create field abox cannot honour, given with a value that asks for
+ * something (null, {} and [] ask for nothing): the message, else NULL. */
+static const char *unsupported_create_field(json_object *b)
+{
+	json_object *v;
+	if (json_object_object_get_ex(b, "mcp", &v) && v &&
+	    !(json_object_is_type(v, json_type_object) && json_object_object_length(v) == 0))
+		return "mcp: MCP servers in sandboxes are not supported by abox";
+	if (json_object_object_get_ex(b, "volumeMounts", &v) && v &&
+	    !(json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0))
+		return "volumeMounts: volumes are not supported by abox";
+	return NULL;
+}
+
+/* The built-in templates under the names E2B's SDKs use. */
+static bool builtin_template(const char *name)
+{
+	return !strcmp(name, "base") || !strcmp(name, "code-interpreter-v1") || !strcmp(name, "host");
+}
+
+/* GET /templates/aliases/{alias} (the SDKs' Template.exists): the
+ * built-in templates, the imported ones and this key's named snapshots
+ * (which aboxd serves as templates) exist; anything else is a 404. */
+static enum MHD_Result template_alias(struct request *rq, abox_ctx *ctx, const char *alias)
+{
+	char sid[ABOX_ID_LEN + 1];
+	bool found = builtin_template(alias);
+	if (!found) {
+		char **names = NULL;
+		if (abox_template_list(ctx, &names, NULL) >= 0) {
+			for (size_t i = 0; names && names[i] && !found; i++)
+				found = !strcmp(names[i], alias);
+			abox_strv_free(names);
+		}
+	}
+	if (!found && snapshot_of(ctx, rq, alias, sid) == 1)
+		found = true;
+	if (!found)
+		return reply_error(rq, 404, "template alias '%s' not found", alias);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "templateID", json_object_new_string(alias));
+	json_object_object_add(o, "public", json_object_new_boolean(builtin_template(alias)));
+	return reply_json(rq, 200, o);
+}
+
 static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 {
 	enum MHD_Result sent;
@@ -350,6 +395,14 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 		q = reply_error(rq, 500, "out of memory");
 		goto out;
 	}
+	/* what E2B offers and abox does not: refused with the cause, never
+	 * ignored (a sandbox without the volume or MCP server asked for
+	 * would fail later, in a way that hides why) */
+	const char *missing = unsupported_create_field(b);
+	if (missing) {
+		q = reply_error(rq, 400, "%s", missing);
+		goto out;
+	}
 	/* no token is kept: every sandbox's is derived (auth.c), `secure`
 	 * or not */
 	json_object *net = NULL, *allow = NULL;
@@ -376,7 +429,7 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 		o.flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	/* E2B's default templates ("base", the code interpreter's): here the
 	 * host template, which has python3 and node when the host has them */
-	if (!tmpl || !*tmpl || strcmp(tmpl, "base") == 0 || strcmp(tmpl, "code-interpreter-v1") == 0)
+	if (!tmpl || !*tmpl || (builtin_template(tmpl) && strcmp(tmpl, "host") != 0))
 		tmpl = NULL;
 	char snap_id[21];
 	if (tmpl && snapshot_of(ctx, rq, tmpl, snap_id) == 1) {
@@ -878,6 +931,10 @@ enum MHD_Result control_route(struct request *rq)
 			q = reply_error(rq, 404, "no route %s %s", m, u);
 	} else if (!strcmp(u, "/snapshots") && get) {
 		q = snapshots(rq, ctx);
+	} else if (!strncmp(u, "/templates/aliases/", 19) && get) {
+		q = template_alias(rq, ctx, u + 19);
+	} else if (!strcmp(u, "/volumes") || !strncmp(u, "/volumes/", 9)) {
+		q = reply_error(rq, 501, "volumes are not supported by abox (%s %s)", m, u);
 	} else if (!strncmp(u, "/templates/", 11) && del) {
 		abox_error err = ABOX_ERROR_INIT;
 		char sid[21];
