@@ -708,7 +708,10 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 			q = reply_error(rq, 400, "timeout %lld is over the maximum of %u seconds (limits.sandboxTimeoutSeconds)",
 					(long long)t, admission_cfg.sandbox_timeout_s);
 		} else {
-			r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
+			/* E2B: the sandbox expires t seconds from now, so 0 is
+			 * now (killed, or paused with autoPause), never "no
+			 * timeout" as in abox's own API */
+			r = abox_sandbox_set_timeout(sb, t ? (uint32_t)t * 1000 : 1, &err);
 			q = r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
 		}
 		json_object_put(b);

@@ -85,6 +85,22 @@ try:
     st2, _ = req("POST", f"/sandboxes/{sid}/connect", {"timeout": 30})
     check("connect resumes a paused sandbox (201) with the timeout it asked for",
           st == 204 and st2 == 201 and 20 < left(sid) <= 30, (st, st2, left(sid)))
+    # E2B: a timeout is "expires this many seconds from now", so 0 is now
+    for auto in (False, True):
+        st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 300, "autoPause": auto})
+        zid = sb["sandboxID"]
+        made.append(zid)
+        st, _ = req("POST", f"/sandboxes/{zid}/timeout", {"timeout": 0})
+        want = "paused" if auto else None
+        got = "running"
+        for _ in range(40):
+            time.sleep(0.25)
+            st2, info = req("GET", f"/sandboxes/{zid}")
+            got = info.get("state") if st2 == 200 else None
+            if got != "running":
+                break
+        check(f"setTimeout(0) ends the sandbox now ({'paused: autoPause' if auto else 'killed'})",
+              st == 204 and got == want, (st, st2, got))
 except Exception:
     check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
           traceback.format_exc()[-1200:])

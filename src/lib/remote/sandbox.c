@@ -382,7 +382,9 @@ static int r_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 	char path[64];
 	snprintf(path, sizeof(path), "/sandboxes/%s/timeout", sb->id);
 	json_object *b = json_object_new_object();
-	json_object_object_add(b, "timeout", json_object_new_int64((timeout_ms + 999) / 1000));
+	/* E2B's 0 ends the sandbox now; this API's 0 is "no timeout", which
+	 * the daemon's protocol has as its longest timeout, 30 days */
+	json_object_object_add(b, "timeout", json_object_new_int64(timeout_ms ? (timeout_ms + 999) / 1000 : 86400 * 30));
 	int r = post_json(sb->ctx, path, b, true, NULL, NULL, err);
 	json_object_put(b);
 	return r;
