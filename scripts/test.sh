@@ -58,7 +58,7 @@ if [ "$secs" != 0 ]; then
     CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Db_lundef=false -Dinit_musl=enabled >/dev/null
   fi
   if ninja -C "$fz" >/dev/null; then
-    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head; do
+    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head fuzz_listing; do
       corpus="$fz/corpus-$t"
       mkdir -p "$corpus"
       [ "$t" = fuzz_policy ] && cp policies/*.json "$corpus/" 2>/dev/null

@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
+#include "listing.h"
 #include "wire.h"
 #include "../unpack/sha256.h"
 
@@ -482,40 +483,33 @@ out:
 
 static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
 {
-	const char *states = query(rq, "state");
-	bool want_running = !states || strstr(states, "running"), want_paused = v2 && (!states || strstr(states, "paused"));
-	if (!v2)
-		want_running = true;
+	struct listing l;
+	char why[160];
+	if (listing_parse(&l, v2, query(rq, "state"), query(rq, "order"), query(rq, "startedAfter"),
+			  query(rq, "startedBefore"), query(rq, "template"), query(rq, "limit"), query(rq, "nextToken"),
+			  why, sizeof(why)) < 0)
+		return reply_error(rq, 400, "%s", why);
 	char owner[64];
 	snprintf(owner, sizeof(owner), "%s=%s", DAEMON_OWNER_KEY, rq->owner);
 	char **mf = metadata_query(query(rq, "metadata"), owner);
 	if (!mf)
 		return reply_error(rq, 500, "out of memory");
+	/* all of this key's that match the metadata, then listing.c's order,
+	 * filters and page (a page cut before the filters would come short) */
 	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
 	lo.metadata = (const char *const *)mf;
-	const char *lim = query(rq, "limit");
-	char *lend = NULL;
-	unsigned long lv = lim ? strtoul(lim, &lend, 10) : 0;
-	lo.limit = lv <= 100 ? (uint32_t)lv : 0;
-	if (lim && (!lo.limit || *lend || !isdigit((unsigned char)*lim))) {
-		abox_strv_free(mf);
-		return reply_error(rq, 400, "limit must be 1-100");
-	}
-	lo.next_token = query(rq, "nextToken");
 	abox_sandbox_info *infos = NULL;
-	size_t n = 0;
-	char *next = NULL;
+	size_t n = 0, running = 0;
 	abox_error err = ABOX_ERROR_INIT;
-	int r = abox_sandbox_query(ctx, &lo, &infos, &n, &next, &err);
+	int r = abox_sandbox_query(ctx, &lo, &infos, &n, NULL, &err);
 	abox_strv_free(mf);
 	if (r < 0)
 		return reply_abox_error(rq, &err, r);
+	char next[64];
+	listing_apply(&l, infos, &n, &running, next, sizeof(next));
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
-		bool keep = (infos[i].state == ABOX_STATE_RUNNING && want_running) ||
-			    (infos[i].state == ABOX_STATE_PAUSED && want_paused);
-		if (keep)
-			json_object_array_add(a, detail_json(&infos[i]));
+		json_object_array_add(a, detail_json(&infos[i]));
 		abox_sandbox_info_clear(&infos[i]);
 	}
 	free(infos);
@@ -525,13 +519,16 @@ static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
 	struct MHD_Response *resp = copy ? MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE) : NULL;
 	if (!resp) {
 		free(copy);
-		free(next);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/json");
-	if (next)
+	if (next[0])
 		MHD_add_response_header(resp, "X-Next-Token", next);
-	free(next);
+	if (l.running) {
+		char total[24];
+		snprintf(total, sizeof(total), "%zu", running);
+		MHD_add_response_header(resp, "X-Total-Running", total);
+	}
 	enum MHD_Result q = daemon_queue(rq, 200, resp);
 	MHD_destroy_response(resp);
 	return q;
@@ -716,24 +713,42 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 		}
 		json_object_put(b);
 	} else if (!strcmp(what, "metrics")) {
-		abox_metrics m = { .version = ABOX_METRICS_VERSION };
-		json_object *a = json_object_new_array();
-		if (in.state == ABOX_STATE_RUNNING && abox_sandbox_metrics(sb, &m, &err) >= 0) {
-			json_object *o = json_object_new_object();
-			char t[40];
-			rfc3339(m.timestamp_ms, t, sizeof(t));
-			json_object_object_add(o, "timestamp", json_object_new_string(t));
-			json_object_object_add(o, "timestampUnix", json_object_new_int64(m.timestamp_ms / 1000));
-			json_object_object_add(o, "cpuCount", json_object_new_int((int)((in.cpu_millis + 999) / 1000)));
-			json_object_object_add(o, "cpuUsedPct", json_object_new_double(m.cpu_pct));
-			json_object_object_add(o, "memUsed", json_object_new_int64((int64_t)m.mem_used));
-			json_object_object_add(o, "memTotal", json_object_new_int64((int64_t)m.mem_limit));
-			json_object_object_add(o, "memCache", json_object_new_int64(0));
-			json_object_object_add(o, "diskUsed", json_object_new_int64((int64_t)m.disk_used));
-			json_object_object_add(o, "diskTotal", json_object_new_int64((int64_t)m.disk_limit));
-			json_object_array_add(a, o);
+		/* abox keeps no history: the one sample is now's, in the
+		 * window [start, end] (Unix seconds) or not at all */
+		int64_t start = 0, end = INT64_MAX;
+		const char *qs = query(rq, "start"), *qe = query(rq, "end");
+		char *e1 = NULL, *e2 = NULL;
+		if (qs)
+			start = strtoll(qs, &e1, 10);
+		if (qe)
+			end = strtoll(qe, &e2, 10);
+		bool bad_num = (qs && (!isdigit((unsigned char)*qs) || *e1)) || (qe && (!isdigit((unsigned char)*qe) || *e2));
+		if (bad_num)
+			q = reply_error(rq, 400, "start and end: Unix times in seconds");
+		else if (start > end)
+			q = reply_error(rq, 400, "start %lld is after end %lld", (long long)start, (long long)end);
+		if (!bad_num && start <= end) {
+			abox_metrics m = { .version = ABOX_METRICS_VERSION };
+			json_object *a = json_object_new_array();
+			int64_t now_s = (int64_t)time(NULL);
+			if (in.state == ABOX_STATE_RUNNING && now_s >= start && now_s <= end &&
+			    abox_sandbox_metrics(sb, &m, &err) >= 0) {
+				json_object *o = json_object_new_object();
+				char t[40];
+				rfc3339(m.timestamp_ms, t, sizeof(t));
+				json_object_object_add(o, "timestamp", json_object_new_string(t));
+				json_object_object_add(o, "timestampUnix", json_object_new_int64(m.timestamp_ms / 1000));
+				json_object_object_add(o, "cpuCount", json_object_new_int((int)((in.cpu_millis + 999) / 1000)));
+				json_object_object_add(o, "cpuUsedPct", json_object_new_double(m.cpu_pct));
+				json_object_object_add(o, "memUsed", json_object_new_int64((int64_t)m.mem_used));
+				json_object_object_add(o, "memTotal", json_object_new_int64((int64_t)m.mem_limit));
+				json_object_object_add(o, "memCache", json_object_new_int64(0));
+				json_object_object_add(o, "diskUsed", json_object_new_int64((int64_t)m.disk_used));
+				json_object_object_add(o, "diskTotal", json_object_new_int64((int64_t)m.disk_limit));
+				json_object_array_add(a, o);
+			}
+			q = reply_json(rq, 200, a);
 		}
-		q = reply_json(rq, 200, a);
 	} else if (!strcmp(what, "network")) {
 		json_object *b = body_json(rq, &sent), *allow = NULL;
 		char why[256], *text = NULL;
@@ -800,6 +815,9 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
 	abox_sandbox_free(sb);
 	json_object_put(b);
+	/* the sandbox it was made from: listSnapshots({sandboxId}) */
+	if (r >= 0)
+		(void)note_write("snapshot-source", s.id, id);
 	if (r >= 0 && note_write("snapshots", s.id, rq->owner) < 0) {
 		/* a snapshot nobody may use is worse than none */
 		(void)abox_snapshot_remove(ctx, s.id, NULL);
@@ -810,6 +828,7 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	if (r >= 0 && (st = admission_snapshot(ctx, rq->owner, 0, why, sizeof(why))) != 0) {
 		(void)abox_snapshot_remove(ctx, s.id, NULL);
 		note_remove("snapshots", s.id);
+		note_remove("snapshot-source", s.id);
 		return reply_error(rq, st, "%s", why);
 	}
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_json(rq, 201, snap_json(&s));
@@ -871,20 +890,57 @@ static enum MHD_Result fork_sb(struct request *rq, abox_ctx *ctx, const char *id
 	return reply_json(rq, 201, a);
 }
 
+/* A snapshot name filter as E2B's ("name", "team/name", "name:tag"):
+ * abox has no teams or tags, so those parts must not hide a match. */
+static bool name_matches(const abox_snapshot_info *s, const char *want)
+{
+	const char *slash = strrchr(want, '/');
+	const char *w = slash ? slash + 1 : want;
+	size_t k = strcspn(w, ":");
+	return (strlen(s->name) == k && !strncmp(s->name, w, k)) || (strlen(s->id) == k && !strncmp(s->id, w, k));
+}
+
+static int snap_newest_first(const void *a, const void *b)
+{
+	const abox_snapshot_info *x = a, *y = b;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms > y->created_ms ? -1 : 1;
+	return -strcmp(x->id, y->id);
+}
+
 static enum MHD_Result snapshots(struct request *rq, abox_ctx *ctx)
 {
+	const char *from = query(rq, "sandboxID"), *name = query(rq, "name");
+	const char *lim = query(rq, "limit");
+	unsigned long limit = 0;
+	if (lim) {
+		char *end = NULL;
+		limit = strtoul(lim, &end, 10);
+		if (!isdigit((unsigned char)*lim) || *end || limit < 1 || limit > 100)
+			return reply_error(rq, 400, "limit must be 1-100");
+	}
 	abox_snapshot_info *v = NULL;
 	size_t n = 0;
 	abox_error err = ABOX_ERROR_INIT;
 	int r = abox_snapshot_list(ctx, &v, &n, &err);
 	if (r < 0)
 		return reply_abox_error(rq, &err, r);
+	qsort(v, n, sizeof(*v), snap_newest_first);
 	json_object *a = json_object_new_array();
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && (!limit || json_object_array_length(a) < limit); i++) {
 		/* forks' and pauses' own layers are not the user's; other keys'
 		 * snapshots are not this key's */
-		if (!v[i].automatic && owned_by(v[i].id, rq->owner))
-			json_object_array_add(a, snap_json(&v[i]));
+		if (v[i].automatic || !owned_by(v[i].id, rq->owner) || (name && !name_matches(&v[i], name)))
+			continue;
+		if (from) {
+			char *src = note_read("snapshot-source", v[i].id);
+			bool same = src && !strcmp(src, from);
+			free(src);
+			if (!same)
+				continue;
+		}
+		json_object_array_add(a, snap_json(&v[i]));
+	}
 	free(v);
 	return reply_json(rq, 200, a);
 }
@@ -950,6 +1006,7 @@ enum MHD_Result control_route(struct request *rq)
 			q = reply_abox_error(rq, &err, r);
 		} else {
 			note_remove("snapshots", sid);
+			note_remove("snapshot-source", sid);
 			q = reply_empty(rq, 204);
 		}
 	} else {
