@@ -211,6 +211,10 @@ ABOX_EXPORT int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t tim
  * sandboxes created from such a snapshot get those processes back,
  * running from where they were, each on its own. */
 #define ABOX_SNAPSHOT_MEMORY (1u << 0)
+/* A name another snapshot has moves to the new one (E2B's names: the name
+ * then means the newest); the older keeps its id. Without it such a
+ * name is refused (EEXIST). */
+#define ABOX_SNAPSHOT_TAKE_NAME (1u << 1)
 ABOX_EXPORT int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags,
 					    abox_snapshot_info *out, abox_error *err);
 /* abox_sandbox_fork; with ABOX_FORK_MEMORY every fork also gets the
@@ -223,6 +227,11 @@ ABOX_EXPORT int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size
 /* Removes a snapshot by id or name; -EBUSY (naming it) while a recorded
  * sandbox or another snapshot stands on it. */
 ABOX_EXPORT int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err);
+/* Removes a snapshot as E2B deletes a template: one that sandboxes or
+ * other snapshots stand on is not refused but forgotten (no name, listed
+ * as automatic) and its layers are removed by abox_gc once nothing uses
+ * them; what runs on it is not disturbed. */
+ABOX_EXPORT int abox_snapshot_forget(abox_ctx *ctx, const char *ref, abox_error *err);
 
 /* Templates. `host` is built in. abox_template_import makes (or replaces)
  * template name from source: a folder holding a root filesystem, a root

@@ -811,7 +811,8 @@ static enum MHD_Result snapshot(struct request *rq, abox_ctx *ctx, const char *i
 	}
 	abox_snapshot_info s = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	abox_error err = ABOX_ERROR_INIT;
-	uint32_t flags = checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0;
+	/* E2B's names: a name in use moves to the newest snapshot */
+	uint32_t flags = (checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0) | ABOX_SNAPSHOT_TAKE_NAME;
 	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
 	abox_sandbox_free(sb);
 	json_object_put(b);
@@ -1002,7 +1003,7 @@ enum MHD_Result control_route(struct request *rq)
 			q = reply_error(rq, 500, "cannot read the snapshots");
 		} else if (r == 0) {
 			q = reply_error(rq, 404, "template '%s' not found", u + 11);
-		} else if ((r = abox_snapshot_remove(ctx, sid, &err)) < 0) {
+		} else if ((r = abox_snapshot_forget(ctx, sid, &err)) < 0) {
 			q = reply_abox_error(rq, &err, r);
 		} else {
 			note_remove("snapshots", sid);

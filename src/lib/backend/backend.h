@@ -218,10 +218,13 @@ struct stack {
 int stack_open(abox_ctx *ctx, const char *ref, struct stack *s, abox_error *err);
 int stack_lowers(struct stack *s, const struct template_info *t, abox_error *err);
 void stack_free(struct stack *s);
-/* abox_sandbox_snapshot; auto_remove: a fork's, removed by gc once unused;
- * stay_frozen: on success the sandbox is left frozen (a cold pause kills
- * it next, and nothing may change or be accepted in between). */
-int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen,
+/* How backend_snapshot makes one. */
+#define SNAP_AUTO_REMOVE (1u << 0) /* a fork's or a pause's: removed by gc once unused */
+#define SNAP_TAKE_NAME (1u << 1)   /* a name in use moves to this one (the older keeps its id) */
+/* abox_sandbox_snapshot; how: SNAP_*; stay_frozen: on success the sandbox
+ * is left frozen (a cold pause kills it next, and nothing may change or
+ * be accepted in between). */
+int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay_frozen,
 		     abox_snapshot_info *out, abox_error *err);
 
 /* Freezes recorded before they are made (freeze.c): backend_freeze_mark
@@ -248,7 +251,7 @@ int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err);
 /* 0, or -EAGAIN with a message naming the sandbox when it is paused. */
 int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err);
 /* A snapshot with a checkpoint of the processes (memory_snap.c). */
-int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out,
+int backend_snapshot_memory(abox_sandbox *sb, const char *name, uint32_t how, abox_snapshot_info *out,
 			    abox_error *err);
 struct snap_record;
 /* A new sandbox with the processes of a memory snapshot (memory_snap.c). */

@@ -69,8 +69,8 @@ int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_m
 	if (r < 0)
 		return abox_error_prefix(err, "fork");
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	r = flags & ABOX_FORK_MEMORY ? backend_snapshot_memory(sb, NULL, true, &snap, err)
-				     : backend_snapshot(sb, NULL, true, false, &snap, err);
+	r = flags & ABOX_FORK_MEMORY ? backend_snapshot_memory(sb, NULL, SNAP_AUTO_REMOVE, &snap, err)
+				     : backend_snapshot(sb, NULL, SNAP_AUTO_REMOVE, false, &snap, err);
 	if (r < 0) {
 		sb_state_free(&st);
 		return abox_error_prefix(err, "fork");

@@ -23,7 +23,7 @@
 #include "store/store.h"
 #include "versioned.h"
 
-int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove, abox_snapshot_info *out,
+int backend_snapshot_memory(abox_sandbox *sb, const char *name, uint32_t how, abox_snapshot_info *out,
 			    abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
@@ -69,7 +69,7 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, bool auto_remove
 		goto back;
 	}
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	r = backend_snapshot(sb, name, auto_remove, true, &snap, err);
+	r = backend_snapshot(sb, name, how, true, &snap, err);
 	state_lock_hold(-1, NULL, NULL);
 	if (r < 0) {
 		checkpoint_abort(sb, token);

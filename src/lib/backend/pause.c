@@ -236,7 +236,7 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 	 * the copy and the kill would be lost without a word */
 	/* the snapshot's freeze mark stays until the kill: a cold pause cut
 	 * short before its record is thawed, one cut short after it ends */
-	int r = backend_snapshot(sb, NULL, true, true, &snap, err);
+	int r = backend_snapshot(sb, NULL, SNAP_AUTO_REMOVE, true, &snap, err);
 	if (r < 0)
 		return abox_error_prefix(err, "pause");
 	struct sb_state st = { 0 };

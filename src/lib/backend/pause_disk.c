@@ -117,7 +117,7 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: init let go, tree frozen", sb->id);
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	r = backend_snapshot(sb, NULL, true, true, &snap, err);
+	r = backend_snapshot(sb, NULL, SNAP_AUTO_REMOVE, true, &snap, err);
 	state_lock_hold(-1, NULL, NULL);
 	if (r < 0) {
 		checkpoint_abort(sb, token);

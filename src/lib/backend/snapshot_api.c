@@ -54,16 +54,23 @@ static int open_layer(abox_sandbox *sb, abox_error *err)
 	return fd;
 }
 
-static bool name_taken(const char *state_dir, const char *name)
+/* Whether a snapshot is called name (or has it as id): its id in id. */
+static bool name_holder(const char *state_dir, const char *name, char id[ABOX_ID_LEN + 1])
 {
 	struct snap_record s;
 	if (snap_read(state_dir, name, &s, NULL) < 0)
 		return false;
+	/* an id is no name to move */
+	if (s.name && !strcmp(s.name, name))
+		memcpy(id, s.id, ABOX_ID_LEN + 1);
+	else
+		id[0] = '\0';
+	bool held = true;
 	snap_record_free(&s);
-	return true;
+	return held;
 }
 
-int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool stay_frozen, abox_snapshot_info *out,
+int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay_frozen, abox_snapshot_info *out,
 		     abox_error *err)
 {
 	if (out && out->version < 1)
@@ -76,7 +83,10 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 	_cleanup_close_ int slock = snap_lock(ctx->state_dir, true, err);
 	if (slock < 0)
 		return slock;
-	if (name && name_taken(ctx->state_dir, name))
+	/* a name in use: refused, or (SNAP_TAKE_NAME, E2B's way) it moves to
+	 * the new snapshot once that exists, the older keeping its id */
+	char named[ABOX_ID_LEN + 1] = "";
+	if (name && name_holder(ctx->state_dir, name, named) && !(how & SNAP_TAKE_NAME))
 		return abox_error_setx(err, EEXIST, "snapshot: the name '%s' is taken", name);
 	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
 	if (lock < 0)
@@ -86,7 +96,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 	if (r < 0)
 		return r;
 	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1,
-				   .auto_remove = auto_remove, .template_root = st.template_root };
+				   .auto_remove = how & SNAP_AUTO_REMOVE, .template_root = st.template_root };
 	if (st.snapshots && st.snapshots[0]) {
 		rec.parent = st.snapshots[0];
 		rec.depth = (unsigned)strv_length(st.snapshots) + 1;
@@ -130,6 +140,8 @@ int backend_snapshot(abox_sandbox *sb, const char *name, bool auto_remove, bool 
 			goto out;
 	}
 	r = snap_create(ctx->state_dir, layer, flatten, &rec, err);
+	if (r >= 0 && named[0])
+		(void)snap_drop_name(ctx->state_dir, named, NULL);
 	if (froze && !(stay_frozen && r >= 0)) {
 		abox_error thaw_err = ABOX_ERROR_INIT;
 		int t = cgroup_freeze(sb->cg, false, &thaw_err);
@@ -159,7 +171,7 @@ int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info
 {
 	if (REMOTE_SB(sb))
 		return sb->ctx->remote_ops->snapshot(sb, name, out, err);
-	return backend_snapshot(sb, name, false, false, out, err);
+	return backend_snapshot(sb, name, 0, false, out, err);
 }
 
 int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
@@ -167,12 +179,13 @@ int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t fla
 {
 	if (REMOTE_SB(sb))
 		return flags ? backend_remote_unsupported("snapshot --memory (the daemon decides)", err) : sb->ctx->remote_ops->snapshot(sb, name, out, err);
-	if (flags & ~ABOX_SNAPSHOT_MEMORY)
+	if (flags & ~(ABOX_SNAPSHOT_MEMORY | ABOX_SNAPSHOT_TAKE_NAME))
 		return abox_error_setx(err, EINVAL, "snapshot: unknown flags 0x%x", flags);
 	if (out && out->version < 1)
 		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
-	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, false, out, err)
-					    : backend_snapshot(sb, name, false, false, out, err);
+	uint32_t how = flags & ABOX_SNAPSHOT_TAKE_NAME ? SNAP_TAKE_NAME : 0;
+	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, how, out, err)
+					    : backend_snapshot(sb, name, how, false, out, err);
 }
 
 int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
@@ -205,4 +218,11 @@ int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err)
 	if (REMOTE_CTX(ctx))
 		return ctx->remote_ops->snapshot_remove(ctx, ref, err);
 	return snap_remove(ctx->state_dir, ref, err);
+}
+
+int abox_snapshot_forget(abox_ctx *ctx, const char *ref, abox_error *err)
+{
+	if (REMOTE_CTX(ctx))
+		return ctx->remote_ops->snapshot_remove(ctx, ref, err); /* aboxd's DELETE forgets */
+	return snap_remove_ex(ctx->state_dir, ref, true, err);
 }

@@ -256,8 +256,10 @@ fail:
 	return r;
 }
 
-int snap_set_memory(const char *state_dir, const char *id, const char *token, const char *template_root,
-		    abox_error *err)
+/* Rewrites snapshot id's record with edit(o, ud) applied, atomically
+ * (temp file, fsync, rename). */
+static int record_edit(const char *state_dir, const char *id, void (*edit)(json_object *o, const void *ud),
+		       const void *ud, abox_error *err)
 {
 	char p[4200], tmp[4300];
 	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/%s", state_dir, id, SNAP_RECORD);
@@ -271,9 +273,7 @@ int snap_set_memory(const char *state_dir, const char *id, const char *token, co
 		json_object_put(o);
 		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
 	}
-	json_object_object_add(o, "memory", json_object_new_boolean(1));
-	json_object_object_add(o, "memoryToken", json_object_new_string(token));
-	json_object_object_add(o, "templateRoot", json_object_new_string(template_root));
+	edit(o, ud);
 	const char *out = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	r = fd < 0 ? -errno : write_full(fd, out, strlen(out));
@@ -289,6 +289,43 @@ int snap_set_memory(const char *state_dir, const char *id, const char *token, co
 		return abox_error_set(err, -r, "snapshot: write '%s'", p);
 	}
 	return 0;
+}
+
+struct memory_edit {
+	const char *token, *template_root;
+};
+
+static void set_memory(json_object *o, const void *ud)
+{
+	const struct memory_edit *m = ud;
+	json_object_object_add(o, "memory", json_object_new_boolean(1));
+	json_object_object_add(o, "memoryToken", json_object_new_string(m->token));
+	json_object_object_add(o, "templateRoot", json_object_new_string(m->template_root));
+}
+
+int snap_set_memory(const char *state_dir, const char *id, const char *token, const char *template_root,
+		    abox_error *err)
+{
+	struct memory_edit m = { token, template_root };
+	return record_edit(state_dir, id, set_memory, &m, err);
+}
+
+static void drop_name(json_object *o, const void *ud)
+{
+	(void)ud;
+	json_object_object_del(o, "name");
+}
+
+static void forget(json_object *o, const void *ud)
+{
+	(void)ud;
+	json_object_object_del(o, "name");
+	json_object_object_add(o, "auto", json_object_new_boolean(1));
+}
+
+int snap_drop_name(const char *state_dir, const char *id, abox_error *err)
+{
+	return record_edit(state_dir, id, drop_name, NULL, err);
 }
 
 /* Who stands on snapshot id: a recorded sandbox (alive or not yet
@@ -351,6 +388,11 @@ int snap_lock(const char *state_dir, bool exclusive, abox_error *err)
 
 int snap_remove(const char *state_dir, const char *ref, abox_error *err)
 {
+	return snap_remove_ex(state_dir, ref, false, err);
+}
+
+int snap_remove_ex(const char *state_dir, const char *ref, bool forget_in_use, abox_error *err)
+{
 	_cleanup_close_ int lock = snap_lock(state_dir, true, err);
 	if (lock < 0)
 		return lock;
@@ -364,6 +406,16 @@ int snap_remove(const char *state_dir, const char *ref, abox_error *err)
 		/* cannot tell who uses it: keep it */
 		snap_record_free(&s);
 		return abox_error_set(err, -r, "snapshot: check who uses %s", ref);
+	}
+	if (r > 0 && forget_in_use) {
+		/* in use: it goes from the user's sight (no name, not listed)
+		 * and becomes a layer gc removes once nothing stands on it;
+		 * what was started from it runs on, undisturbed */
+		r = record_edit(state_dir, s.id, forget, NULL, err);
+		if (r >= 0)
+			snap_settle(state_dir, s.id);
+		snap_record_free(&s);
+		return r;
 	}
 	if (r > 0) {
 		r = abox_error_setx(err, EBUSY, "snapshot %s is in use by %s (remove that first)", s.id, who);

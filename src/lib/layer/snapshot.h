@@ -63,6 +63,13 @@ int snap_lock(const char *state_dir, bool exclusive, abox_error *err);
 /* -EBUSY naming the user when a recorded sandbox or another snapshot
  * stands on it. */
 int snap_remove(const char *state_dir, const char *ref, abox_error *err);
+/* snap_remove; with forget_in_use, a snapshot something stands on is not
+ * refused but forgotten: its name dropped, hidden from the user's lists,
+ * removed by gc once unused. */
+int snap_remove_ex(const char *state_dir, const char *ref, bool forget_in_use, abox_error *err);
+/* The snapshot keeps its id and layers but no longer its name (a newer
+ * snapshot takes it). */
+int snap_drop_name(const char *state_dir, const char *id, abox_error *err);
 
 /* Removes what interrupted snapshot creations and removals left (gc);
  * skips when a snapshot is being made or removed. */
