@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "base/base64.h"
-#include "../unpack/sha256.h"
+#include "base/sha256.h"
 #include "auth.h"
 
 #define SECRET_LEN 32

@@ -18,7 +18,7 @@
 #include "daemon.h"
 #include "listing.h"
 #include "wire.h"
-#include "../unpack/sha256.h"
+#include "base/sha256.h"
 
 #define DEFAULT_TIMEOUT_S 300
 #define TOKEN_KEY "_aboxToken"

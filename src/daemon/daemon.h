@@ -78,7 +78,7 @@ struct request {
 	/* set by routing */
 	const char *key;          /* the API key it came with */
 	char owner[17];           /* that key's owner tag */
-	char sandbox[21];         /* envd/code plane: the sandbox */
+	char sandbox[ABOX_ID_LEN + 1];         /* envd/code plane: the sandbox */
 	unsigned port;            /* envd/code plane: the port asked for */
 	char user[16];            /* envd: the Linux user (Basic auth) */
 };

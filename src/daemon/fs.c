@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/json.h"
 #include "envd.h"
 #include "gzip.h"
 #include "multipart.h"
@@ -59,13 +60,6 @@ json_object *entry_json(const abox_file_info *f)
 	if (f->target[0])
 		json_object_object_add(o, "symlinkTarget", json_object_new_string(f->target));
 	return o;
-}
-
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
-												: NULL;
 }
 
 static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, const char *path)
@@ -127,7 +121,7 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 		return sent;
 	}
 	abox_error err = ABOX_ERROR_INIT;
-	const char *path = jstr(b, "path");
+	const char *path = js_str(b, "path");
 	enum MHD_Result q;
 	int r = 0;
 	if (!strcmp(method, "Stat") && path) {
@@ -138,9 +132,9 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 		q = r < 0 ? envd_error(rq, -r, "%s", err.msg)
 		    : !made ? envd_error(rq, EEXIST, "'%s' already exists", path)
 			    : entry_reply(rq, &h, path);
-	} else if (!strcmp(method, "Move") && jstr(b, "source") && jstr(b, "destination")) {
-		r = abox_file_move(h.sb, jstr(b, "source"), jstr(b, "destination"), rq->user, &err);
-		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : entry_reply(rq, &h, jstr(b, "destination"));
+	} else if (!strcmp(method, "Move") && js_str(b, "source") && js_str(b, "destination")) {
+		r = abox_file_move(h.sb, js_str(b, "source"), js_str(b, "destination"), rq->user, &err);
+		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : entry_reply(rq, &h, js_str(b, "destination"));
 	} else if (!strcmp(method, "Remove") && path) {
 		r = abox_file_remove(h.sb, path, rq->user, &err);
 		q = r < 0 ? envd_error(rq, -r, "%s", err.msg) : reply_json(rq, 200, json_object_new_object());

@@ -181,7 +181,7 @@ enum MHD_Result watch_dir(struct request *rq)
 
 struct watcher {
 	char id[33];
-	char sandbox[21];
+	char sandbox[ABOX_ID_LEN + 1];
 	char root[4096];
 	sandbox_handle_t h;
 	abox_watch *w;
@@ -322,7 +322,7 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 		}
 		for (int i = 0; i < 16; i++)
 			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
-		memcpy(w->sandbox, rq->sandbox, 21);
+		memcpy(w->sandbox, rq->sandbox, sizeof(w->sandbox));
 		char abs[4096];
 		snprintf(w->root, sizeof(w->root), "%s", envd_user_path(rq->user, path, abs, sizeof(abs)));
 		entries_open(&w->entries, rq, b);

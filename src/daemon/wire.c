@@ -374,7 +374,7 @@ static bool id_chars(const char *s, size_t n)
 	return n == 20;
 }
 
-bool sandbox_host(const char *host, char id[21], unsigned *port)
+bool sandbox_host(const char *host, char id[ABOX_ID_LEN + 1], unsigned *port)
 {
 	if (!host)
 		return false;

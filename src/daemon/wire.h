@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <abox/common.h>
+
 #define WIRE_MAX_JSON_DEPTH 32
 
 /* One uncompressed Connect envelope that is the whole body: *msg points
@@ -41,7 +43,7 @@ char **metadata_query(const char *raw, const char *extra);
  * buf holds it when one is made. */
 const char *envd_user_path(const char *user, const char *path, char *buf, size_t n);
 /* Host "<port>-<id>.<domain>" -> id and port. */
-bool sandbox_host(const char *host, char id[21], unsigned *port);
+bool sandbox_host(const char *host, char id[ABOX_ID_LEN + 1], unsigned *port);
 bool sandbox_id_ok(const char *id);
 /* "Basic base64(user:)" -> "user" or "root" (default "user"); -1 for
  * another name or bad base64. */

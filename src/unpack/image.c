@@ -21,7 +21,7 @@
 
 #include "base/json.h"
 #include "base/base.h"
-#include "sha256.h"
+#include "base/sha256.h"
 #include "unpack.h"
 
 #if defined(__x86_64__)

@@ -1,8 +1,8 @@
 /* sha256 — the digest OCI and docker images name their blobs by (FIPS
  * 180-4). Used to check that a blob is what its manifest says before it
  * is unpacked: a tampered or truncated image is refused, not half used. */
-#ifndef ABOX_UNPACK_SHA256_H
-#define ABOX_UNPACK_SHA256_H
+#ifndef ABOX_BASE_SHA256_H
+#define ABOX_BASE_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>
