@@ -1,0 +1,47 @@
+/* lifecycle.c — see lifecycle.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lifecycle.h"
+
+static bool meta_is(const abox_sandbox_info *in, const char *key, const char *want)
+{
+	json_object *all = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL, *v;
+	bool yes = all && json_object_is_type(all, json_type_object) && json_object_object_get_ex(all, key, &v) &&
+		   json_object_is_type(v, json_type_string) && !strcmp(json_object_get_string(v), want);
+	json_object_put(all);
+	return yes;
+}
+
+int lifecycle_parse(json_object *body, bool auto_pause, bool *on, char *why, size_t n)
+{
+	json_object *ar, *en;
+	*on = false;
+	if (!json_object_object_get_ex(body, "autoResume", &ar) || json_object_is_type(ar, json_type_null))
+		return 0;
+	if (!json_object_is_type(ar, json_type_object) || !json_object_object_get_ex(ar, "enabled", &en) ||
+	    !json_object_is_type(en, json_type_boolean)) {
+		snprintf(why, n, "autoResume must be an object {\"enabled\": true|false}");
+		return -1;
+	}
+	*on = json_object_get_boolean(en);
+	if (*on && !auto_pause) {
+		snprintf(why, n, "autoResume can only be enabled with autoPause (lifecycle.onTimeout 'pause')");
+		return -1;
+	}
+	return 0;
+}
+
+bool lifecycle_auto_resume(const abox_sandbox_info *in)
+{
+	return meta_is(in, LIFECYCLE_AUTO_RESUME_KEY, "1");
+}
+
+json_object *lifecycle_json(const abox_sandbox_info *in)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "onTimeout",
+			       json_object_new_string(meta_is(in, LIFECYCLE_ON_TIMEOUT_KEY, "pause") ? "pause" : "kill"));
+	json_object_object_add(o, "autoResume", json_object_new_boolean(lifecycle_auto_resume(in)));
+	return o;
+}
