@@ -1,4 +1,5 @@
 /* lifecycle.c — see lifecycle.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,4 +45,32 @@ json_object *lifecycle_json(const abox_sandbox_info *in)
 			       json_object_new_string(meta_is(in, LIFECYCLE_ON_TIMEOUT_KEY, "pause") ? "pause" : "kill"));
 	json_object_object_add(o, "autoResume", json_object_new_boolean(lifecycle_auto_resume(in)));
 	return o;
+}
+
+int lifecycle_wake(abox_ctx *ctx, const abox_sandbox_info *in, abox_error *err)
+{
+	if (in->state != ABOX_STATE_PAUSED)
+		return 0;
+	if (!lifecycle_auto_resume(in))
+		return -EAGAIN;
+	abox_sandbox *sb = NULL;
+	int r = abox_sandbox_connect(ctx, in->id, &sb, err);
+	if (r >= 0) {
+		/* the library's lock lets one resume through; the others find
+		 * it running (EALREADY) and go on */
+		r = abox_sandbox_resume(sb, err);
+		if (r >= 0)
+			r = abox_sandbox_set_timeout(sb, LIFECYCLE_RESUME_TIMEOUT_S * 1000, err);
+		else if (r == -EALREADY)
+			r = 0;
+	}
+	abox_sandbox_free(sb);
+	return r;
+}
+
+enum MHD_Result lifecycle_paused_reply(struct request *rq)
+{
+	return reply_error(rq, 502,
+			   "sandbox %s is paused: Sandbox.connect() resumes it (or create it with lifecycle.autoResume "
+			   "to resume it on its next request)", rq->sandbox);
 }

@@ -19,4 +19,15 @@ int lifecycle_parse(json_object *body, bool auto_pause, bool *on, char *why, siz
 json_object *lifecycle_json(const abox_sandbox_info *in);
 bool lifecycle_auto_resume(const abox_sandbox_info *in);
 
+/* The timeout a sandbox resumed by its traffic gets (s) */
+#define LIFECYCLE_RESUME_TIMEOUT_S 300
+/* Before a request to sandbox id of ctx (envd, code plane, port traffic)
+ * is served: 0 when it runs, or was paused with autoResume and is now
+ * resumed — once, whichever of concurrent requests comes first; -EAGAIN
+ * when it is paused without autoResume (then *reply holds the answer,
+ * as E2B's: 502 with a message), or -errno with err. */
+int lifecycle_wake(abox_ctx *ctx, const abox_sandbox_info *in, abox_error *err);
+/* The answer to a request to a paused sandbox without autoResume. */
+enum MHD_Result lifecycle_paused_reply(struct request *rq);
+
 #endif

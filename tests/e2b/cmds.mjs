@@ -2,7 +2,7 @@
 // (run by tests/e2b/run.sh like flows.mjs): a command's timeout, a kill, a
 // kill of a pid that is not there, what commands.list() gives, and
 // connect() to a running command.
-import { Sandbox, TimeoutError, CommandExitError } from 'e2b'
+import { Sandbox, TimeoutError, CommandExitError, SandboxNotFoundError } from 'e2b'
 
 const tests = []
 const test = (name, fn) => tests.push({ name, fn })
@@ -70,6 +70,20 @@ test('getInfo().lifecycle', async () => {
   eq(i.lifecycle, { onTimeout: 'pause', autoResume: true }, 'lifecycle')
   const t = await create()
   eq((await t.getInfo()).lifecycle, { onTimeout: 'kill', autoResume: false }, 'default lifecycle')
+})
+
+test('lifecycle.autoResume: a paused sandbox resumes on its next command; without it a clear error', async () => {
+  const s = await create({ lifecycle: { onTimeout: 'pause', autoResume: true } })
+  await s.commands.run('echo kept > /tmp/k')
+  await s.pause()
+  eq((await s.commands.run('cat /tmp/k')).stdout, 'kept\n', 'the command after the pause')
+  eq((await s.getInfo()).state, 'running', 'the state')
+  const t = await create({ lifecycle: { onTimeout: 'pause' } })
+  await t.pause()
+  const e = await rejection(t.commands.run('true'))
+  // E2B answers 502 for a sandbox that does not run: the SDK's not-found error
+  assert(e instanceof SandboxNotFoundError, `${e?.constructor?.name}: ${e?.message}`)
+  eq((await t.getInfo()).state, 'paused', 'the one without autoResume stays paused')
 })
 
 let n = 0, failed = 0
