@@ -540,6 +540,12 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	if (in.state == ABOX_STATE_PAUSED) {
 		r = abox_sandbox_resume(sb, &err);
 		status = 201;
+		if (r == -EALREADY) {
+			/* a concurrent connect (or request of an autoResume
+			 * sandbox) resumed it first: it runs */
+			r = 0;
+			status = 200;
+		}
 	} else if (legacy_resume) {
 		abox_sandbox_free(sb);
 		abox_sandbox_info_clear(&in);

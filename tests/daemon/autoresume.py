@@ -56,6 +56,20 @@ try:
     check("... and it runs again", state(ar) == "running", state(ar))
     st, v = d.req("POST", "/process.Process/List", {}, envd_h(ar))
     check("a later request is served too", st == 200, (st, v))
+    st, v = d.req("POST", f"/sandboxes/{plain['sandboxID']}/pause", {}, d.key(0))
+    st, v = d.req("POST", f"/sandboxes/{ar['sandboxID']}/pause", {}, d.key(0))
+    for sb in (plain, ar):
+        answers = []
+
+        def conn(sb=sb):
+            answers.append(d.req("POST", f"/sandboxes/{sb['sandboxID']}/connect", {"timeout": 120}, d.key(0))[0])
+        ts = [threading.Thread(target=conn) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        check("four concurrent connects to a paused sandbox: one 201, the others 200",
+              sorted(answers) == [200, 200, 200, 201], answers)
 except Exception:
     broke()
 finally:
