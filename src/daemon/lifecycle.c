@@ -74,3 +74,14 @@ enum MHD_Result lifecycle_paused_reply(struct request *rq)
 			   "sandbox %s is paused: Sandbox.connect() resumes it (or create it with lifecycle.autoResume "
 			   "to resume it on its next request)", rq->sandbox);
 }
+
+bool lifecycle_sandbox_gone(abox_ctx *ctx, const char *id)
+{
+	abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_sandbox_info_get(ctx, id, &in, &err) < 0)
+		return true;
+	bool gone = in.state != ABOX_STATE_RUNNING && in.state != ABOX_STATE_PAUSED;
+	abox_sandbox_info_clear(&in);
+	return gone;
+}

@@ -27,6 +27,9 @@ bool lifecycle_auto_resume(const abox_sandbox_info *in);
  * when it is paused without autoResume (then *reply holds the answer,
  * as E2B's: 502 with a message), or -errno with err. */
 int lifecycle_wake(abox_ctx *ctx, const abox_sandbox_info *in, abox_error *err);
+/* Whether sandbox id is being killed or gone (not running nor paused):
+ * a SIGKILL end then is the sandbox's end, not the command's. */
+bool lifecycle_sandbox_gone(abox_ctx *ctx, const char *id);
 /* The answer to a request to a paused sandbox without autoResume. */
 enum MHD_Result lifecycle_paused_reply(struct request *rq);
 

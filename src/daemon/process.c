@@ -13,6 +13,7 @@
 
 #include "base/base64.h"
 #include "envd.h"
+#include "lifecycle.h"
 #include "proctab.h"
 #include "remote/stream.h" /* END_TIMEOUT_ERROR */
 #include "stream.h"
@@ -70,6 +71,13 @@ static void on_event(const abox_event *ev, void *ud)
 		json_object_object_add(b, "exitCode", json_object_new_int(ev->signal ? -1 : ev->exit_code));
 		json_object_object_add(b, "exited", json_object_new_boolean(!ev->signal));
 		json_object_object_add(b, "status", json_object_new_string(status));
+		if (ev->signal == SIGKILL && lifecycle_sandbox_gone(s->h.ctx, s->sid)) {
+			/* the sandbox's kill, not the command's: the SDKs raise
+			 * their error for a sandbox gone, not an exit -1 */
+			json_object_put(b);
+			ebuf_end(&s->out, "unavailable", "the sandbox was killed");
+			break;
+		}
 		/* envd's error is Go's wait error: "signal: killed" for a kill */
 		if (ev->error || ev->signal)
 			json_object_object_add(b, "error", json_object_new_string(ev->error ? ev->error : status));
@@ -287,6 +295,7 @@ static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_
 		return envd_error(rq, -r, "%s", err.msg);
 	}
 	s->h = h;
+	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
 	if (timeout_ms)
 		s->deadline_ms = stream_now_ms() + timeout_ms;
 	return stream_reply(rq, s);
