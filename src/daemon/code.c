@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "envd.h"
+#include "lifecycle.h"
 #include "stream.h"
 
 #define CTX_TAG "abox-ctx:"
@@ -183,6 +184,7 @@ struct exec_stream {
 	char *out;           /* NDJSON ready to send */
 	size_t out_len, out_off;
 	bool done;
+	bool cut;            /* the sandbox went away: the response ends with an error */
 	int64_t last_ms;
 };
 
@@ -234,6 +236,8 @@ static void on_runner(const abox_event *ev, void *ud)
 			}
 			s->line_len = 0;
 		}
+	} else if (ev->type == ABOX_EVENT_END && !s->done && lifecycle_sandbox_gone(s->h.ctx, abox_sandbox_id(s->h.sb))) {
+		s->done = s->cut = true; /* the sandbox's kill: no normal end (below) */
 	} else if (ev->type == ABOX_EVENT_END && !s->done) {
 		const char *msg = "{\"type\":\"error\",\"name\":\"ContextEnded\",\"value\":\"the context's runner ended\",\"traceback\":\"\"}";
 		queue_line(s, msg, strlen(msg));
@@ -254,7 +258,9 @@ static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return (ssize_t)n;
 		}
 		if (s->done)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			/* cut: the SDKs raise their error for a request the
+			 * sandbox's end broke, as under E2B's proxy */
+			return s->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 		if (!abox_proc_buffered(s->p)) {
 			int wait = (int)(s->last_ms + KEEPALIVE_MS - stream_now_ms());
 			struct pollfd pf = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
@@ -266,10 +272,8 @@ static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		abox_error err = ABOX_ERROR_INIT;
 		int r = abox_proc_dispatch(s->p, on_runner, s, &err);
-		if (r < 0 && !s->done) {
-			queue_line(s, "{\"type\":\"end_of_execution\"}", 27);
-			s->done = true;
-		}
+		if (r < 0 && !s->done)
+			s->done = s->cut = true; /* the sandbox went away under the cell */
 	}
 }
 

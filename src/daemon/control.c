@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
+#include "lifecycle.h"
 #include "listing.h"
 #include "wire.h"
 #include "base/sha256.h"
@@ -139,6 +140,7 @@ static json_object *detail_json(const abox_sandbox_info *in)
 	json_object_object_add(o, "state",
 			       json_object_new_string(in->state == ABOX_STATE_PAUSED ? "paused" : "running"));
 	json_object_object_add(o, "metadata", public_metadata(in, NULL, NULL));
+	json_object_object_add(o, "lifecycle", lifecycle_json(in));
 	char *net = note_read("network", in->id);
 	json_object *nj = net && *net ? json_tokener_parse(net) : NULL;
 	if (nj)
@@ -382,16 +384,25 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	    json_get_int(b, "cpuCount", 1, 4096, &cpus, bad, sizeof(bad)) < 0 ||
 	    json_get_bool(b, "secure", &secure, bad, sizeof(bad)) < 0 ||
 	    json_get_bool(b, "autoPause", &auto_pause, bad, sizeof(bad)) < 0 ||
-	    /* one more: the owner tag */
-	    !(meta = json_string_map(b, &metadata_bounds, 1, bad, sizeof(bad))) ||
+	    /* three more: the owner tag and the lifecycle */
+	    !(meta = json_string_map(b, &metadata_bounds, 3, bad, sizeof(bad))) ||
 	    !(env = json_string_map(b, &env_bounds, 0, bad, sizeof(bad)))) {
+		q = reply_error(rq, 400, "%s", bad);
+		goto out;
+	}
+	bool auto_resume;
+	if (lifecycle_parse(b, auto_pause, &auto_resume, bad, sizeof(bad)) < 0) {
 		q = reply_error(rq, 400, "%s", bad);
 		goto out;
 	}
 	size_t nm = 0;
 	while (meta[nm])
 		nm++;
-	if (asprintf(&meta[nm++], "%s=%s", DAEMON_OWNER_KEY, rq->owner) < 0) {
+	/* the owner and the lifecycle ride in the record as reserved
+	 * metadata (json_string_map left room for three) */
+	if (asprintf(&meta[nm++], "%s=%s", DAEMON_OWNER_KEY, rq->owner) < 0 ||
+	    (auto_pause && asprintf(&meta[nm++], "%s=pause", LIFECYCLE_ON_TIMEOUT_KEY) < 0) ||
+	    (auto_resume && asprintf(&meta[nm++], "%s=1", LIFECYCLE_AUTO_RESUME_KEY) < 0)) {
 		meta[--nm] = NULL;
 		q = reply_error(rq, 500, "out of memory");
 		goto out;
@@ -579,6 +590,12 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	if (in.state == ABOX_STATE_PAUSED) {
 		r = abox_sandbox_resume(sb, &err);
 		status = 201;
+		if (r == -EALREADY) {
+			/* a concurrent connect (or request of an autoResume
+			 * sandbox) resumed it first: it runs */
+			r = 0;
+			status = 200;
+		}
 	} else if (legacy_resume) {
 		abox_sandbox_free(sb);
 		abox_sandbox_info_clear(&in);

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "daemon.h"
 #include "envd.h"
+#include "lifecycle.h"
 #include "wire.h"
 
 /* Connect's error codes and the HTTP status each one maps to. */
@@ -113,19 +114,25 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 	}
 	/* the token guards envd and the code plane alike: /execute runs code */
 	bool ok = auth_request_ok(rq, &in);
-	bool paused = in.state == ABOX_STATE_PAUSED;
+	abox_error err = ABOX_ERROR_INIT;
+	int w = ok ? lifecycle_wake(h.ctx, &in, &err) : 0;
+	bool paused = w == -EAGAIN;
 	abox_sandbox_info_clear(&in);
+	if (ok && w < 0) {
+		*sent = paused ? lifecycle_paused_reply(rq) : envd_error(rq, -w, "resuming sandbox %s: %s", rq->sandbox, err.msg);
+		abox_ctx_free(h.ctx);
+		h.ctx = NULL;
+		return h;
+	}
 	if (!ok) {
 		*sent = reply_error(rq, 401, "invalid or missing X-Access-Token for sandbox %s", rq->sandbox);
 		abox_ctx_free(h.ctx);
 		h.ctx = NULL;
 		return h;
 	}
-	abox_error err = ABOX_ERROR_INIT;
 	int r = abox_sandbox_connect(h.ctx, rq->sandbox, &h.sb, &err);
-	if (r < 0 || paused) {
-		*sent = paused ? envd_error(rq, EAGAIN, "sandbox %s is paused (connect resumes it)", rq->sandbox)
-			       : envd_error(rq, -r, "%s", err.msg);
+	if (r < 0) {
+		*sent = envd_error(rq, -r, "%s", err.msg);
 		abox_sandbox_free(h.sb);
 		abox_ctx_free(h.ctx);
 		h = (sandbox_handle_t){ 0 };

@@ -13,6 +13,8 @@
 
 #include "base/base64.h"
 #include "envd.h"
+#include "lifecycle.h"
+#include "proctab.h"
 #include "remote/stream.h" /* END_TIMEOUT_ERROR */
 #include "stream.h"
 
@@ -21,6 +23,9 @@ struct pstream {
 	abox_proc *p;
 	struct ebuf out;
 	int keepalive_ms;
+	int64_t deadline_ms;  /* a Connect's own Connect-Timeout-Ms; 0: none */
+	char sid[ABOX_ID_LEN + 1];
+	json_object *config;  /* a Start's ProcessConfig, for proctab at its start event */
 };
 
 static void put_event(struct pstream *s, const char *kind, json_object *body)
@@ -35,6 +40,8 @@ static void on_event(const abox_event *ev, void *ud)
 	switch (ev->type) {
 	case ABOX_EVENT_START:
 		json_object_object_add(b, "pid", json_object_new_int(ev->pid));
+		if (s->config)
+			proctab_put(s->sid, ev->pid, s->config);
 		put_event(s, "start", b);
 		break;
 	case ABOX_EVENT_STDOUT:
@@ -49,6 +56,14 @@ static void on_event(const abox_event *ev, void *ud)
 	}
 	case ABOX_EVENT_END: {
 		char status[96];
+		if (ev->end_flags & ABOX_END_CMD_TIMEOUT) {
+			/* as envd: the stream ends with deadline_exceeded, which the
+			 * SDKs raise as their timeout error; no end event (an exit
+			 * -1 would read as the command's own failure) */
+			json_object_put(b);
+			ebuf_end(&s->out, "deadline_exceeded", "the command's timeout passed: it was killed");
+			break;
+		}
 		if (ev->signal)
 			snprintf(status, sizeof(status), "signal: %s", ev->signal == SIGKILL ? "killed" : strsignal(ev->signal));
 		else
@@ -56,10 +71,16 @@ static void on_event(const abox_event *ev, void *ud)
 		json_object_object_add(b, "exitCode", json_object_new_int(ev->signal ? -1 : ev->exit_code));
 		json_object_object_add(b, "exited", json_object_new_boolean(!ev->signal));
 		json_object_object_add(b, "status", json_object_new_string(status));
-		if (ev->error)
-			json_object_object_add(b, "error", json_object_new_string(ev->error));
-		else if (ev->end_flags & ABOX_END_CMD_TIMEOUT)
-			json_object_object_add(b, "error", json_object_new_string(END_TIMEOUT_ERROR));
+		if (ev->signal == SIGKILL && lifecycle_sandbox_gone(s->h.ctx, s->sid)) {
+			/* the sandbox's kill, not the command's: the SDKs raise
+			 * their error for a sandbox gone, not an exit -1 */
+			json_object_put(b);
+			ebuf_end(&s->out, "unavailable", "the sandbox was killed");
+			break;
+		}
+		/* envd's error is Go's wait error: "signal: killed" for a kill */
+		if (ev->error || ev->signal)
+			json_object_object_add(b, "error", json_object_new_string(ev->error ? ev->error : status));
 		put_event(s, "end", b);
 		break;
 	}
@@ -78,8 +99,16 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			return (ssize_t)n;
 		if (s->out.finished)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (s->deadline_ms && stream_now_ms() >= s->deadline_ms) {
+			/* a Connect's own timeout: it ends, the command runs on */
+			ebuf_end(&s->out, "deadline_exceeded", "the connection's timeout passed (the command goes on)");
+			continue;
+		}
 		if (!abox_proc_buffered(s->p)) {
-			int wait = (int)(s->out.last_ms + s->keepalive_ms - stream_now_ms());
+			int64_t until = s->out.last_ms + s->keepalive_ms;
+			if (s->deadline_ms && s->deadline_ms < until)
+				until = s->deadline_ms;
+			int wait = (int)(until - stream_now_ms());
 			if (wait < 0)
 				wait = 0;
 			struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
@@ -92,6 +121,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		abox_error err = ABOX_ERROR_INIT;
 		int r = abox_proc_dispatch(s->p, on_event, s, &err);
+		if (s->out.finished)
+			continue; /* on_event ended it (a timeout) */
 		if (r == 1)
 			ebuf_end(&s->out, NULL, NULL);
 		else if (r < 0) /* an attach to a process that is not there, or the sandbox went away */
@@ -106,6 +137,8 @@ static void stream_free(void *cls)
 	abox_proc_free(s->p);
 	envd_close(&s->h);
 	ebuf_free(&s->out);
+	if (s->config)
+		json_object_put(s->config);
 	free(s);
 }
 
@@ -133,6 +166,36 @@ static bool selector(json_object *b, int *pid, const char **tag)
 	return *pid > 0 || *tag;
 }
 
+/* Connect-Timeout-Ms, in ms (0: none); false when it is not a number */
+static bool connect_timeout(struct request *rq, uint32_t *ms)
+{
+	const char *ct = header(rq, "Connect-Timeout-Ms");
+	*ms = 0;
+	if (!ct || !*ct)
+		return true;
+	char *end;
+	errno = 0;
+	long long t = strtoll(ct, &end, 10);
+	if (*end || errno)
+		return false;
+	*ms = t <= 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	return true;
+}
+
+/* The ProcessConfig List answers for a command started with pc. */
+static json_object *config_of(json_object *pc)
+{
+	json_object *c = json_object_new_object(), *v;
+	json_object_object_add(c, "cmd", json_object_object_get_ex(pc, "cmd", &v) ? json_object_get(v) : json_object_new_string(""));
+	json_object_object_add(c, "args", json_object_object_get_ex(pc, "args", &v) && json_object_is_type(v, json_type_array)
+						  ? json_object_get(v) : json_object_new_array());
+	json_object_object_add(c, "envs", json_object_object_get_ex(pc, "envs", &v) && json_object_is_type(v, json_type_object)
+						  ? json_object_get(v) : json_object_new_object());
+	if (json_object_object_get_ex(pc, "cwd", &v) && json_object_is_type(v, json_type_string) && *json_object_get_string(v))
+		json_object_object_add(c, "cwd", json_object_get(v));
+	return c;
+}
+
 static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_t h)
 {
 	json_object *pc, *v;
@@ -145,16 +208,10 @@ static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_
 	 * send their commands' timeoutMs here, 60 s unless told). Here init
 	 * kills its whole group, so it holds after the client is gone too. */
 	uint32_t timeout_ms = 0;
-	const char *ct = header(rq, "Connect-Timeout-Ms");
-	if (ct && *ct) {
-		char *end;
-		errno = 0;
-		long long t = strtoll(ct, &end, 10);
-		if (*end || errno) {
-			envd_close(&h);
-			return envd_error(rq, EINVAL, "Connect-Timeout-Ms '%.32s' is not a number of milliseconds", ct);
-		}
-		timeout_ms = t <= 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	if (!connect_timeout(rq, &timeout_ms)) {
+		envd_close(&h);
+		return envd_error(rq, EINVAL, "Connect-Timeout-Ms '%.32s' is not a number of milliseconds",
+				  header(rq, "Connect-Timeout-Ms"));
 	}
 	json_object *args = NULL, *envs = NULL, *pty = NULL, *size = NULL;
 	json_object_object_get_ex(pc, "args", &args);
@@ -210,6 +267,8 @@ static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_
 		return envd_error(rq, -r, "%s", err.msg);
 	}
 	s->h = h;
+	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
+	s->config = config_of(pc);
 	return stream_reply(rq, s);
 }
 
@@ -221,6 +280,12 @@ static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_
 		envd_close(&h);
 		return envd_error(rq, EINVAL, "process.pid or process.tag is required");
 	}
+	uint32_t timeout_ms;
+	if (!connect_timeout(rq, &timeout_ms)) {
+		envd_close(&h);
+		return envd_error(rq, EINVAL, "Connect-Timeout-Ms '%.32s' is not a number of milliseconds",
+				  header(rq, "Connect-Timeout-Ms"));
+	}
 	struct pstream *s = calloc(1, sizeof(*s));
 	abox_error err = ABOX_ERROR_INIT;
 	int r = s ? abox_proc_attach(h.sb, pid, tag, &s->p, &err) : -ENOMEM;
@@ -230,6 +295,9 @@ static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_
 		return envd_error(rq, -r, "%s", err.msg);
 	}
 	s->h = h;
+	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
+	if (timeout_ms)
+		s->deadline_ms = stream_now_ms() + timeout_ms;
 	return stream_reply(rq, s);
 }
 
@@ -258,6 +326,34 @@ int envd_proc_drain(abox_proc *p, abox_error *err)
 	return 0;
 }
 
+/* 0 when the process b names runs, -ESRCH when not (as envd: a signal
+ * to it is not_found, and the SDKs' kill() is false). An attach learns
+ * that only from its first event, which a signal does not wait for. */
+static int running(sandbox_handle_t *h, json_object *b, abox_error *err)
+{
+	int pid;
+	const char *tag;
+	if (!selector(b, &pid, &tag))
+		return set_err(err, EINVAL, "process.pid or process.tag is required");
+	abox_proc_info *v = NULL;
+	size_t n = 0;
+	int r = abox_proc_list(h->sb, &v, &n, err);
+	if (r < 0)
+		return r;
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = v[i].running && (tag ? !strcmp(v[i].tag, tag) : v[i].pid == pid);
+	free(v);
+	if (found)
+		return 0;
+	char msg[192];
+	if (tag)
+		snprintf(msg, sizeof(msg), "process with tag %.128s not found", tag);
+	else
+		snprintf(msg, sizeof(msg), "process with pid %d not found", pid);
+	return set_err(err, ESRCH, msg);
+}
+
 static enum MHD_Result unary(struct request *rq, const char *method, json_object *b, sandbox_handle_t h)
 {
 	abox_error err = ABOX_ERROR_INIT;
@@ -270,10 +366,24 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 			q = envd_error(rq, -r, "%s", err.msg);
 		} else {
 			json_object *a = json_object_new_array();
+			int *alive = calloc(n + 1, sizeof(int));
+			size_t na = 0;
 			for (size_t i = 0; i < n; i++) {
 				if (!v[i].running)
 					continue;
-				json_object *o = json_object_new_object(), *c = json_object_new_object();
+				if (alive)
+					alive[na++] = v[i].pid;
+				json_object *o = json_object_new_object(), *c = proctab_get(rq->sandbox, v[i].pid);
+				if (c) {
+					json_object_object_add(o, "config", c);
+					json_object_object_add(o, "pid", json_object_new_int(v[i].pid));
+					if (v[i].tag[0])
+						json_object_object_add(o, "tag", json_object_new_string(v[i].tag));
+					json_object_array_add(a, o);
+					continue;
+				}
+				/* started before aboxd did: only init's command line is known */
+				c = json_object_new_object();
 				char cmd[256];
 				snprintf(cmd, sizeof(cmd), "%s", v[i].cmd);
 				char *sp = strchr(cmd, ' ');
@@ -293,6 +403,9 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 				json_object_array_add(a, o);
 			}
 			free(v);
+			if (alive)
+				proctab_prune(rq->sandbox, alive, na);
+			free(alive);
 			json_object *o = json_object_new_object();
 			json_object_object_add(o, "processes", a);
 			q = reply_json(rq, 200, o);
@@ -301,7 +414,9 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 		return q;
 	}
 	abox_proc *p = NULL;
-	int r = with_proc(rq, b, &h, &p, &err);
+	int r = !strcmp(method, "SendSignal") ? running(&h, b, &err) : 0;
+	if (r >= 0)
+		r = with_proc(rq, b, &h, &p, &err);
 	if (r >= 0) {
 		json_object *in, *v;
 		if (!strcmp(method, "SendInput")) {

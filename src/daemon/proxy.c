@@ -23,6 +23,7 @@
 
 #include "base/fdpass.h"
 #include "daemon.h"
+#include "lifecycle.h"
 
 #define HEAD_MAX (64 << 10)
 
@@ -211,10 +212,21 @@ enum MHD_Result proxy_route(struct request *rq)
 		abox_ctx_free(ctx);
 		return reply_error(rq, 502, "sandbox %s not found", rq->sandbox);
 	}
+	abox_error err = ABOX_ERROR_INIT;
+	int wake = lifecycle_wake(ctx, &in, &err);
+	bool woke = wake == 0 && in.state == ABOX_STATE_PAUSED;
 	pid_t pid = in.pid;
-	bool running = in.state == ABOX_STATE_RUNNING;
+	bool running = in.state == ABOX_STATE_RUNNING || woke;
 	abox_sandbox_info_clear(&in);
+	if (woke && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0) {
+		pid = in.pid; /* a resume from disk restores init under a new pid */
+		abox_sandbox_info_clear(&in);
+	}
 	abox_ctx_free(ctx);
+	if (wake == -EAGAIN)
+		return lifecycle_paused_reply(rq);
+	if (wake < 0)
+		return reply_error(rq, 502, "resuming sandbox %s: %s", rq->sandbox, err.msg);
 	if (!running)
 		return reply_error(rq, 502, "sandbox %s is not running", rq->sandbox);
 	if (rq->port == 0 || rq->port > 65535)

@@ -129,6 +129,15 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
 	if (flags & 0x02) {
 		const char *code, *msg;
+		if (remote_end_error(o, &code, &msg) && !rp->watch_root && !rp->ended && !strcmp(code, "deadline_exceeded")) {
+			/* aboxd (as envd) ends a command killed at its timeout this
+			 * way, with no end event: the caller gets init's timeout end */
+			json_object *ev = json_tokener_parse("{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false,"
+							     " \"status\": \"signal: killed\", \"error\": \"" END_TIMEOUT_ERROR "\"}}}");
+			int k = ev ? on_message(rp, 0, ev) : -ENOMEM;
+			json_object_put(ev);
+			return k;
+		}
 		if (remote_end_error(o, &code, &msg)) {
 			rp->failed = true;
 			rp->err = remote_refine(remote_errno(500, code), msg);

@@ -1,0 +1,53 @@
+"""Commands as envd reports them, through the official Python SDK, as TAP
+(run by tests/e2b/python/run.sh): a command's timeout raises
+TimeoutException (not CommandExitException with exit code -1), a kill of
+a pid that is not there is False, a killed command's wait() names the
+kill, and list() gives the command as started."""
+from e2b import CommandExitException, Sandbox, TimeoutException
+
+from tap import check, eq, made, run, test
+
+
+def create():
+    s = Sandbox.create(timeout=120)
+    made.append(s)
+    return s
+
+
+@test("a command that hits its timeout raises TimeoutException")
+def _():
+    s = create()
+    try:
+        s.commands.run("sleep 30", timeout=1)
+        raise AssertionError("it did not raise")
+    except TimeoutException:
+        pass
+
+
+@test("kill of an unknown pid is False; a killed command's wait() says 'signal: killed'")
+def _():
+    s = create()
+    eq(s.commands.kill(999999), False, "unknown pid")
+    h = s.commands.run("sleep 60", background=True)
+    eq(s.commands.kill(h.pid), True, "a running pid")
+    try:
+        h.wait()
+        raise AssertionError("wait() did not raise")
+    except CommandExitException as e:
+        eq(e.error, "signal: killed", "the error")
+
+
+@test("commands.list() gives cmd, args, cwd and envs as started")
+def _():
+    s = create()
+    h = s.commands.run("sleep 60; echo 'a  b'", background=True, cwd="/tmp", envs={"K": "v w"})
+    p = next((x for x in s.commands.list() if x.pid == h.pid), None)
+    check(p is not None, "the command is listed")
+    eq(p.cmd, "/bin/bash", "cmd")
+    eq(p.args, ["-l", "-c", "sleep 60; echo 'a  b'"], "args")
+    eq(p.cwd, "/tmp", "cwd")
+    eq(p.envs, {"K": "v w"}, "envs")
+    h.kill()
+
+
+run()
