@@ -74,7 +74,7 @@ def new_sandbox():
     sid = cli("create", "--timeout", "900").stdout.strip()
     # a process whose memory says it is the same one: a counter it keeps
     cli("exec", "--detach", sid, "--", "sh", "-c",
-        "i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done")
+        "i=0; while :; do i=$((i+1)); echo $i > /tmp/count.t && mv /tmp/count.t /tmp/count; sleep 0.05; done")
     cli("exec", sid, "--", "sh", "-c", "echo kept > /home/user/file")
     return sid
 
