@@ -8,6 +8,9 @@
 #   usage: run.sh BUILD_DIR SDK_VERSION [FLOW]
 set -euo pipefail
 build=$(cd "$1" && pwd)
+# run by hand (not by meson, which sets them): the build's own state and
+# runtime folders, never the machine's /var/lib/abox and /run/abox
+export ABOX_ROOT=${ABOX_ROOT:-$build/test-state} ABOX_RUNTIME_DIR=${ABOX_RUNTIME_DIR:-$build/test-run}
 ver=$2
 script=${3:-flows.mjs}
 src=$(cd "$(dirname "$0")" && pwd)

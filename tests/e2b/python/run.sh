@@ -13,6 +13,9 @@
 # (default ${XDG_CACHE_HOME:-~/.cache}/abox-e2b-python), outside the clone.
 set -euo pipefail
 build=$(cd "$1" && pwd)
+# run by hand (not by meson, which sets them): the build's own state and
+# runtime folders, never the machine's /var/lib/abox and /run/abox
+export ABOX_ROOT=${ABOX_ROOT:-$build/test-state} ABOX_RUNTIME_DIR=${ABOX_RUNTIME_DIR:-$build/test-run}
 src=$(cd "$(dirname "$0")" && pwd)
 
 # a missing SDK fails the test: CI must run it, so it is never a skip
