@@ -412,7 +412,7 @@ typedef struct abox_proc_opts {
 	const char *const *argv;      /* NULL-terminated; argv[0] looked up in PATH */
 	const char *const *env;       /* NULL-terminated "K=V" entries, or NULL */
 	const char *cwd;              /* NULL: the user's home */
-	const char *user;             /* "user" (default) or "root" */
+	const char *user;             /* "user" (default), "root" or a user of the sandbox's /etc/passwd */
 	const char *tag;              /* optional name to find it again (attach, signal) */
 	/* Output truncation for agents (0 = off): when stdout + stderr exceed
 	 * truncate_threshold bytes, abox_proc_result gives each stream cut to
@@ -542,6 +542,9 @@ ABOX_EXPORT int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n
  *
  * Done by abox-init inside the sandbox, as `user` (NULL: "user") with that
  * user's permissions; paths are resolved in the sandbox's own tree only.
+ * `user` and `root` are uid 1000 and 0; any other name is a user of the
+ * sandbox's own /etc/passwd (with its groups), -ABOX_ENOUSER when it has
+ * none. A relative path (and "~", "~/x") is below the user's home.
  * Errors carry the kernel's errno: -ENOENT not found, -EACCES permission
  * denied, -ENOTDIR, -EISDIR, -EEXIST, -ENOSPC, ... An empty file reads as
  * 0 bytes, never as an error. */
@@ -619,6 +622,23 @@ ABOX_EXPORT int abox_file_meta_set(abox_sandbox *sb, const char *path, const cha
 				   size_t n, abox_error *err);
 ABOX_EXPORT int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, const char *user,
 				   abox_meta_fn fn, void *userdata, abox_error *err);
+
+/* The sandbox's own users and groups: its /etc/passwd and /etc/group as
+ * they are now, read by abox-init (never the host's accounts). Users
+ * made inside (useradd) are valid `user` arguments of every call here.
+ * *out is owned by the caller (abox_accounts_free). Remote sandboxes
+ * answer -ENOTSUP. */
+typedef struct abox_accounts abox_accounts;
+ABOX_EXPORT int abox_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err);
+/* A user by name: 0 with its uid, gid and home (valid until the next
+ * abox_accounts_user call on a or its free;
+ * any of them may be NULL), or -ABOX_ENOUSER. */
+ABOX_EXPORT int abox_accounts_user(const abox_accounts *a, const char *name, uint32_t *uid, uint32_t *gid,
+				   const char **home);
+/* The name of a uid or gid into buf: 0, or -ENOENT when none has it. */
+ABOX_EXPORT int abox_accounts_user_name(const abox_accounts *a, uint32_t uid, char *buf, size_t n);
+ABOX_EXPORT int abox_accounts_group_name(const abox_accounts *a, uint32_t gid, char *buf, size_t n);
+ABOX_EXPORT void abox_accounts_free(abox_accounts *a);
 
 typedef enum abox_fs_event_type {
 	ABOX_FS_CREATE = 1,

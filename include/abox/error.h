@@ -8,6 +8,8 @@
 #ifndef ABOX_ERROR_H
 #define ABOX_ERROR_H
 
+#include <errno.h>
+
 #include <abox/version.h>
 
 #ifdef __cplusplus
@@ -22,6 +24,11 @@ typedef struct abox_error {
 } abox_error;
 
 #define ABOX_ERROR_INIT { 0, { 0 } }
+
+/* The code of "no such user in the sandbox" (a name not in the sandbox's
+ * own /etc/passwd): a code no file or process operation returns, so a
+ * caller can tell it from a missing file. */
+#define ABOX_ENOUSER ENOKEY
 
 /* Clears an error so it can be reused. Accepts NULL. */
 ABOX_EXPORT void abox_error_clear(abox_error *err);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/accounts.h"
 #include "base/base64.h"
 #include "base/sha256.h"
 #include "auth.h"
@@ -202,9 +203,9 @@ static bool signature_ok(struct request *rq, const char *token)
 			return false;
 	}
 	const char *path = query(rq, "path"), *user = query(rq, "username");
-	/* the user is one of the sandbox's two: no ':' can shift the fields
-	 * of the signed text */
-	if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
+	/* a user name has no ':' that could shift the fields of the signed
+	 * text (acct_name_ok) */
+	if (user && !acct_name_ok(user))
 		return false;
 	char *raw = NULL;
 	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "", get ? "read" : "write", user ? user : "", token,

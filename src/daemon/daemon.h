@@ -21,6 +21,8 @@
 
 #include <abox/abox.h>
 
+#include "base/accounts.h"
+
 #define DAEMON_ENVD_PORT 49983
 #define DAEMON_CODE_PORT 49999
 /* what the SDKs gate features on: stdin (0.3.0), default user (0.4.0),
@@ -80,7 +82,7 @@ struct request {
 	char owner[17];           /* that key's owner tag */
 	char sandbox[ABOX_ID_LEN + 1];         /* envd/code plane: the sandbox */
 	unsigned port;            /* envd/code plane: the port asked for */
-	char user[16];            /* envd: the Linux user (Basic auth) */
+	char user[ACCT_NAME_MAX + 1];            /* envd: the Linux user (Basic auth) */
 };
 
 /* Fills err (libabox's struct) and returns -code. */
@@ -108,6 +110,10 @@ extern FILE *access_log;
 
 /* Responses. Each returns MHD_YES/MHD_NO from queueing. */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);
+/* A Connect streaming call's failure as the protocol has it: HTTP 200 and
+ * one end-of-stream message {"error": error} (the SDKs read the code and
+ * message from it; a bare HTTP status loses the message). */
+enum MHD_Result reply_stream_error(struct request *rq, json_object *error);
 /* Queues the answer kept by defer_reply (MHD_NO when there is none). */
 enum MHD_Result reply_deferred(struct request *rq);
 enum MHD_Result reply_empty(struct request *rq, unsigned status);

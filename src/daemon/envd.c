@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/base64.h"
@@ -25,6 +26,9 @@
 static const char *connect_code(int e, unsigned *status)
 {
 	switch (e) {
+	case ABOX_ENOUSER:
+		*status = 401;
+		return "unauthenticated";
 	case ENOENT:
 	case ESRCH:
 		*status = 404;
@@ -73,11 +77,16 @@ enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (e == ABOX_ENOUSER) /* envd's words for a user the sandbox lacks */
+		snprintf(msg, sizeof(msg), "invalid username: '%s'", rq->user);
 	unsigned status;
 	const char *code = connect_code(e, &status);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "code", json_object_new_string(code));
 	json_object_object_add(o, "message", json_object_new_string(msg));
+	const char *ct = header(rq, "Content-Type");
+	if (ct && !strncasecmp(ct, "application/connect+", 20))
+		return reply_stream_error(rq, o);
 	return reply_json(rq, status, o);
 }
 
@@ -86,11 +95,28 @@ static bool user_of(struct request *rq)
 	return basic_user(header(rq, "Authorization"), rq->user, sizeof(rq->user)) == 0;
 }
 
+int envd_user_home(abox_sandbox *sb, const char *user, char *home, size_t n)
+{
+	if (!strcmp(user, "root") || !strcmp(user, "user")) {
+		snprintf(home, n, "%s", !strcmp(user, "root") ? "/root" : "/home/user");
+		return 0;
+	}
+	abox_accounts *a = NULL;
+	int r = abox_accounts_read(sb, &a, NULL);
+	const char *h = NULL;
+	if (r >= 0)
+		r = abox_accounts_user(a, user, NULL, NULL, &h);
+	if (r >= 0)
+		snprintf(home, n, "%s", h);
+	abox_accounts_free(a);
+	return r;
+}
+
 sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 {
 	sandbox_handle_t h = { 0 };
 	if (!user_of(rq)) {
-		*sent = envd_error(rq, EPERM, "unknown user (abox has 'user' and 'root')");
+		*sent = envd_error(rq, ABOX_ENOUSER, "a user name");
 		return h;
 	}
 	h.ctx = request_ctx();
@@ -131,8 +157,20 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 		return h;
 	}
 	int r = abox_sandbox_connect(h.ctx, rq->sandbox, &h.sb, &err);
+	char home[ACCT_HOME_MAX + 1];
+	/* a user of the sandbox's own is checked before anything starts,
+	 * as envd's authentication does: a command's stream would otherwise
+	 * open and then fail */
+	int u = r < 0 ? 0 : envd_user_home(h.sb, rq->user, home, sizeof(home));
 	if (r < 0) {
 		*sent = envd_error(rq, -r, "%s", err.msg);
+	} else if (u == -EOPNOTSUPP) {
+		*sent = envd_error(rq, EOPNOTSUPP, "sandbox %s was started by an abox without users of its own: "
+					    "only 'user' and 'root' work in it", rq->sandbox);
+	} else if (u < 0) {
+		*sent = envd_error(rq, -u, "user '%s'", rq->user);
+	}
+	if (r < 0 || u < 0) {
 		abox_sandbox_free(h.sb);
 		abox_ctx_free(h.ctx);
 		h = (sandbox_handle_t){ 0 };

@@ -14,6 +14,9 @@ typedef struct sandbox_handle {
 /* The request's sandbox, checked (user, access token, running); on
  * failure .sb is NULL and the reply is sent (*sent). */
 sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent);
+/* The home of user in the sandbox (`user` and `root` without asking it):
+ * 0, -ABOX_ENOUSER or -errno. */
+int envd_user_home(abox_sandbox *sb, const char *user, char *home, size_t n);
 void envd_close(sandbox_handle_t *h);
 /* A Connect error: {"code": "not_found", ...} with its HTTP status. */
 enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -47,6 +50,6 @@ void input_stream_free(struct request *rq);
  * taken over. */
 enum MHD_Result list_dir_stream(struct request *rq, sandbox_handle_t h, const char *path, unsigned depth);
 /* EntryInfo of proto3 JSON. */
-json_object *entry_json(const abox_file_info *f);
+json_object *entry_json(const abox_file_info *f, const abox_accounts *acc);
 
 #endif

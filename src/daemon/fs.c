@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/accounts.h"
 #include "base/json.h"
 #include "envd.h"
 #include "gzip.h"
@@ -28,7 +29,22 @@ static void perms(uint32_t mode, abox_file_type t, char out[11])
 	out[10] = '\0';
 }
 
-json_object *entry_json(const abox_file_info *f)
+/* The name the sandbox's own files give an id; its number when none
+ * does (as envd does when a lookup fails). */
+static json_object *id_name(const abox_accounts *acc, uint32_t id, bool group)
+{
+	char name[ACCT_NAME_MAX + 1];
+	int r = acc ? (group ? abox_accounts_group_name(acc, id, name, sizeof(name))
+			     : abox_accounts_user_name(acc, id, name, sizeof(name)))
+		    : -ENOENT;
+	if (r < 0 && (id == 0 || id == 1000)) /* the template contract's two */
+		snprintf(name, sizeof(name), "%s", id == 0 ? "root" : "user");
+	else if (r < 0)
+		snprintf(name, sizeof(name), "%u", id);
+	return json_object_new_string(name);
+}
+
+json_object *entry_json(const abox_file_info *f, const abox_accounts *acc)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "name", json_object_new_string(f->name));
@@ -49,8 +65,8 @@ json_object *entry_json(const abox_file_info *f)
 	json_object_object_add(o, "mode", json_object_new_int((int)f->mode));
 	perms(f->mode, f->type, p);
 	json_object_object_add(o, "permissions", json_object_new_string(p));
-	json_object_object_add(o, "owner", json_object_new_string(f->uid == 0 ? "root" : f->uid == 1000 ? "user" : "?"));
-	json_object_object_add(o, "group", json_object_new_string(f->gid == 0 ? "root" : f->gid == 1000 ? "user" : "?"));
+	json_object_object_add(o, "owner", id_name(acc, f->uid, false));
+	json_object_object_add(o, "group", id_name(acc, f->gid, true));
 	time_t s = (time_t)(f->mtime_ms / 1000);
 	struct tm tm;
 	gmtime_r(&s, &tm);
@@ -69,7 +85,10 @@ static enum MHD_Result entry_reply(struct request *rq, sandbox_handle_t *h, cons
 	int r = abox_file_stat(h->sb, path, rq->user, &f, &err);
 	if (r < 0)
 		return envd_error(rq, -r, "%s", err.msg);
-	json_object *o = json_object_new_object(), *e = entry_json(&f);
+	abox_accounts *acc = NULL;
+	(void)abox_accounts_read(h->sb, &acc, NULL); /* without: the fixed names */
+	json_object *o = json_object_new_object(), *e = entry_json(&f, acc);
+	abox_accounts_free(acc);
 	meta_add_to_entry(h->sb, rq->user, e);
 	json_object_object_add(o, "entry", e);
 	return reply_json(rq, 200, o);
@@ -183,11 +202,26 @@ static unsigned file_status(int e)
 	}
 }
 
-static void username(struct request *rq)
+/* ?username= names the user (default: the Basic credential's, else
+ * `user`); a name that cannot be a user is refused as envd refuses an
+ * unknown one, never replaced by the default user. */
+static bool username(struct request *rq)
 {
 	const char *u = query(rq, "username");
-	if (u && (!strcmp(u, "root") || !strcmp(u, "user")))
+	if (u && *u && !acct_name_ok(u))
+		return false;
+	if (u && *u)
 		snprintf(rq->user, sizeof(rq->user), "%s", u);
+	return true;
+}
+
+/* A failed /files request: envd's 401 and words for a user the sandbox
+ * does not have, else the path and what went wrong. */
+static enum MHD_Result file_fail(struct request *rq, int e, const char *user, const char *path, const char *msg)
+{
+	if (e == ABOX_ENOUSER)
+		return reply_error(rq, 401, "error looking up user '%s': user: unknown user %s", user, user);
+	return reply_error(rq, file_status(e), "%s%s%s", path && *path ? path : "", path && *path ? ": " : "", msg);
 }
 
 static json_object *written(sandbox_handle_t *h, struct request *rq, const char *path)
@@ -227,7 +261,7 @@ struct upload {
 	pthread_t thread;
 	bool running;
 	char path[4096];
-	char user[16];
+	char user[ACCT_NAME_MAX + 1];
 	int result;             /* the upload's outcome (the request's thread only) */
 	abox_error err;
 	int wresult;            /* the writer thread's, read once it is joined */
@@ -379,7 +413,11 @@ bool files_stream_begin(struct request *rq)
 	}
 	free(rq->deferred); /* none is kept on success; to be sure */
 	rq->deferred = NULL;
-	username(rq);
+	if (!username(rq)) {
+		snprintf(u->user, sizeof(u->user), "%.32s", query(rq, "username"));
+		u->result = set_err(&u->err, ABOX_ENOUSER, "unknown user");
+		return true;
+	}
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
 	/* bad metadata headers are refused before anything is written */
 	char bad_meta[200];
@@ -463,8 +501,7 @@ static enum MHD_Result multipart_end(struct request *rq, struct upload *u)
 		 * the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
 	if (u->result < 0)
-		return reply_error(rq, file_status(-u->result), "%s%s%s", u->path[0] ? u->path : "",
-				   u->path[0] ? ": " : "", u->err.msg);
+		return file_fail(rq, -u->result, u->user, u->path, u->err.msg);
 	if (mid_part || !mp_complete(u->mp))
 		return reply_error(rq, 400, "the multipart body ends before its closing delimiter");
 	json_object *a = u->done;
@@ -485,7 +522,7 @@ enum MHD_Result files_stream_end(struct request *rq)
 	/* the writer's own failure first (permission, no space): then the
 	 * file was not touched by us beyond what it reports */
 	if (u->result < 0)
-		return reply_error(rq, file_status(-u->result), "%s", u->err.msg);
+		return file_fail(rq, -u->result, u->user, NULL, u->err.msg);
 	if (u->bad_gzip || truncated_gzip) {
 		/* what was written is not the file that was sent */
 		(void)abox_file_remove(u->h.sb, u->path, u->user, NULL);
@@ -516,7 +553,7 @@ void files_stream_free(struct request *rq)
 struct download {
 	sandbox_handle_t h;
 	char path[4096];
-	char user[16];
+	char user[ACCT_NAME_MAX + 1];
 	int pipe_r, pipe_w;
 	pthread_t thread;
 	bool gzip;     /* Accept-Encoding: gzip: deflated on the way */
@@ -628,12 +665,13 @@ enum MHD_Result files_get_stream(struct request *rq)
 		free(d);
 		return sent;
 	}
-	username(rq);
 	const char *path = query(rq, "path");
 	abox_file_info f;
 	abox_error err = ABOX_ERROR_INIT;
 	char real[4096];
-	int r = path ? stat_followed(&d->h, path, rq->user, &f, real, &err) : set_err(&err, EINVAL, "?path= is required");
+	int r = !username(rq) ? (snprintf(rq->user, sizeof(rq->user), "%.32s", query(rq, "username")), -ABOX_ENOUSER)
+		: path	      ? stat_followed(&d->h, path, rq->user, &f, real, &err)
+			      : set_err(&err, EINVAL, "?path= is required");
 	if (r >= 0 && f.type == ABOX_FILE_DIR)
 		r = set_err(&err, EISDIR, "it is a folder");
 	else if (r >= 0 && f.type != ABOX_FILE_REGULAR)
@@ -644,7 +682,7 @@ enum MHD_Result files_get_stream(struct request *rq)
 	if (r < 0) {
 		envd_close(&d->h);
 		free(d);
-		return reply_error(rq, file_status(-r), "%s%s%s", path ? path : "", path ? ": " : "", err.msg);
+		return file_fail(rq, -r, rq->user, path, err.msg);
 	}
 	snprintf(d->path, sizeof(d->path), "%s", real); /* the file that was measured is the one read */
 	snprintf(d->user, sizeof(d->user), "%s", rq->user);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/accounts.h"
 #include "envd.h"
 #include "meta.h"
 
@@ -33,7 +34,8 @@
 struct listing {
 	sandbox_handle_t h;
 	char path[4096];
-	char user[16];
+	char user[ACCT_NAME_MAX + 1];
+	abox_accounts *acc; /* owner and group names, read once */
 	unsigned depth;
 	int pipe_r, pipe_w;
 	pthread_t thread;
@@ -64,7 +66,7 @@ static int put(struct listing *l, const char *s, size_t n)
 static int on_entry(const abox_file_info *e, void *ud)
 {
 	struct listing *l = ud;
-	json_object *o = entry_json(e);
+	json_object *o = entry_json(e, l->acc);
 	const char *js =
 	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	int stop = fputs(js, l->spool) < 0 || fputc('\n', l->spool) == EOF;
@@ -102,6 +104,7 @@ static void *list_thread(void *arg)
 {
 	struct listing *l = arg;
 	abox_error err = ABOX_ERROR_INIT;
+	(void)abox_accounts_read(l->h.sb, &l->acc, NULL);
 	int r = abox_file_list_each(l->h.sb, l->path, l->user, l->depth, on_entry, l, &err);
 	if (r >= 0 && (fflush(l->spool) != 0 || fseek(l->spool, 0, SEEK_SET) != 0))
 		r = set_err(&err, EIO, "cannot spool the listing");
@@ -165,6 +168,7 @@ static void list_free(void *cls)
 	if (l->spool)
 		fclose(l->spool);
 	envd_close(&l->h);
+	abox_accounts_free(l->acc);
 	free(l);
 }
 

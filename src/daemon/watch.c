@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/accounts.h"
 #include "envd.h"
 #include "meta.h"
 #include "stream.h"
@@ -56,7 +57,8 @@ static json_object *fs_event(const char *root, abox_fs_event_type t, const char 
  * nothing: abox watches every filesystem the same way. */
 struct entries {
 	sandbox_handle_t h; /* .sb NULL: events without entries */
-	char user[16];
+	char user[ACCT_NAME_MAX + 1];
+	abox_accounts *acc;
 };
 
 static void entries_open(struct entries *e, struct request *rq, json_object *b)
@@ -69,13 +71,15 @@ static void entries_open(struct entries *e, struct request *rq, json_object *b)
 	e->h.ctx = request_ctx();
 	if (e->h.ctx && abox_sandbox_connect(e->h.ctx, rq->sandbox, &e->h.sb, NULL) < 0)
 		e->h.sb = NULL;
+	if (e->h.sb)
+		(void)abox_accounts_read(e->h.sb, &e->acc, NULL);
 }
 
 static json_object *with_entry(struct entries *e, abox_fs_event_type t, const char *path, json_object *ev)
 {
 	abox_file_info f;
 	if (e->h.sb && t != ABOX_FS_REMOVE && abox_file_stat(e->h.sb, path, e->user, &f, NULL) == 0) {
-		json_object *en = entry_json(&f);
+		json_object *en = entry_json(&f, e->acc);
 		meta_add_to_entry(e->h.sb, e->user, en);
 		json_object_object_add(ev, "entry", en);
 	}
@@ -131,6 +135,7 @@ static void wstream_free(void *cls)
 	abox_watch_free(s->w);
 	envd_close(&s->h);
 	envd_close(&s->entries.h);
+	abox_accounts_free(s->entries.acc);
 	ebuf_free(&s->out);
 	free(s);
 }
@@ -159,6 +164,8 @@ enum MHD_Result watch_dir(struct request *rq)
 	}
 	struct wstream *s = calloc(1, sizeof(*s));
 	abox_error err = ABOX_ERROR_INIT;
+	char home[ACCT_HOME_MAX + 1] = "/";
+	(void)envd_user_home(h.sb, rq->user, home, sizeof(home)); /* checked by envd_open */
 	int r = s ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &s->w, &err) : -ENOMEM;
 	if (r < 0) {
 		free(s);
@@ -167,7 +174,7 @@ enum MHD_Result watch_dir(struct request *rq)
 		return envd_error(rq, -r, "%s", err.msg);
 	}
 	char abs[4096];
-	snprintf(s->root, sizeof(s->root), "%s", envd_user_path(rq->user, path, abs, sizeof(abs)));
+	snprintf(s->root, sizeof(s->root), "%s", envd_user_path(home, path, abs, sizeof(abs)));
 	entries_open(&s->entries, rq, b);
 	json_object_put(b);
 	s->h = h;
@@ -235,6 +242,7 @@ static void watcher_free(struct watcher *w)
 	abox_watch_free(w->w);
 	envd_close(&w->h);
 	envd_close(&w->entries.h);
+	abox_accounts_free(w->entries.acc);
 	json_object_put(w->events);
 	free(w);
 }
@@ -305,6 +313,8 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 		}
 		struct watcher *w = calloc(1, sizeof(*w));
 		abox_error err = ABOX_ERROR_INIT;
+		char home[ACCT_HOME_MAX + 1] = "/";
+		(void)envd_user_home(h.sb, rq->user, home, sizeof(home)); /* checked by envd_open */
 		int r = w ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &w->w, &err) : -ENOMEM;
 		unsigned char raw[16];
 		FILE *f = r >= 0 ? fopen("/dev/urandom", "re") : NULL;
@@ -324,7 +334,7 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
 		memcpy(w->sandbox, rq->sandbox, sizeof(w->sandbox));
 		char abs[4096];
-		snprintf(w->root, sizeof(w->root), "%s", envd_user_path(rq->user, path, abs, sizeof(abs)));
+		snprintf(w->root, sizeof(w->root), "%s", envd_user_path(home, path, abs, sizeof(abs)));
 		entries_open(&w->entries, rq, b);
 		w->h = h;
 		w->events = json_object_new_array();

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/accounts.h"
 #include "base/base64.h"
 #include "wire.h"
 
@@ -410,13 +411,18 @@ int basic_user(const char *auth, char *user, size_t n)
 	size_t name = 0;
 	while (name < len && raw[name] != ':')
 		name++;
-	int r = 0;
-	if (name == 4 && !memcmp(raw, "root", 4))
-		snprintf(user, n, "root");
-	else if (!(name == 0 || (name == 4 && !memcmp(raw, "user", 4))))
-		r = -1; /* abox has `user` and `root` */
+	/* any user of the sandbox (init looks it up); an empty name is the
+	 * default user, as the SDKs send "user:" or ":" */
+	char who[ACCT_NAME_MAX + 1];
+	size_t k = name < ACCT_NAME_MAX ? name : ACCT_NAME_MAX;
+	for (size_t i = 0; i < k; i++) /* what an error message may quote */
+		who[i] = raw[i] > 0x20 && raw[i] < 0x7f && raw[i] != '\'' ? (char)raw[i] : '?';
+	who[k] = '\0';
 	free(raw);
-	return r;
+	if (name == 0)
+		return 0;
+	snprintf(user, n, "%s", who);
+	return name <= ACCT_NAME_MAX && acct_name_ok(who) ? 0 : -1;
 }
 
 /* The readers below never coerce: a string where a number belongs, 1.5
@@ -519,14 +525,15 @@ char **json_string_map(json_object *o, const struct wire_map_bounds *b, size_t e
 	return v;
 }
 
-const char *envd_user_path(const char *user, const char *path, char *buf, size_t n)
+const char *envd_user_path(const char *home, const char *path, char *buf, size_t n)
 {
 	if (!path || !path[0] || path[0] == '/')
 		return path;
-	const char *home = user && strcmp(user, "root") == 0 ? "/root" : "/home/user";
 	const char *rest = path;
 	if (rest[0] == '~' && (rest[1] == '\0' || rest[1] == '/'))
 		rest += rest[1] ? 2 : 1;
-	int k = snprintf(buf, n, "%s%s%s", home, *rest ? "/" : "", rest);
+	size_t hl = strlen(home);
+	bool slash = *rest && (hl == 0 || home[hl - 1] != '/');
+	int k = snprintf(buf, n, "%s%s%s", home, slash ? "/" : "", rest);
 	return k < 0 || (size_t)k >= n ? path : buf;
 }

@@ -37,11 +37,11 @@ char **json_string_map(json_object *o, const struct wire_map_bounds *b, size_t e
  * entries, abox's own names dropped, plus extra (may be NULL).
  * NULL-terminated, malloc'd. */
 char **metadata_query(const char *raw, const char *extra);
-/* path as envd reads it for user: "~", "~/x" and relative paths below the
- * user's home (the library resolves them the same way when it sends
- * them to init; aboxd needs the absolute form to name watch events).
- * buf holds it when one is made. */
-const char *envd_user_path(const char *user, const char *path, char *buf, size_t n);
+/* path as envd reads it for a user whose home is home: "~", "~/x" and
+ * relative paths below it (init resolves them the same way; aboxd needs
+ * the absolute form to name watch events). buf holds it when one is
+ * made. */
+const char *envd_user_path(const char *home, const char *path, char *buf, size_t n);
 /* Host "<port>-<id>.<domain>" -> id and port. */
 bool sandbox_host(const char *host, char id[ABOX_ID_LEN + 1], unsigned *port);
 bool sandbox_id_ok(const char *id);

@@ -292,7 +292,7 @@ __attribute__((noinline, noreturn)) static void child_exec(const struct child_ar
 	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
 	ep = 3;
 	(void)RS3(SYS_close_range, 4, ~0U, 0);
-	if ((r = RS2(SYS_setgroups, 0, NULL)) < 0)
+	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
 		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
 		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");

@@ -30,22 +30,14 @@
 #define LIST_MAX_DEPTH 16
 #define LIST_MAX_ENTRIES 100000
 
-struct fs_identity {
-	uid_t uid;
-	gid_t gid;
-};
-
-static void as_user(const struct fs_identity *id)
+static void as_user(const struct init_ident *id)
 {
-	setfsgid(id->gid);
-	setfsuid(id->uid);
+	users_enter(id);
 }
 
 static void as_init(void)
 {
-	setfsuid(0);
-	setfsgid(0);
-	init_creds_changed();
+	users_leave();
 }
 
 static const char *fs_what(uint16_t type)
@@ -98,7 +90,7 @@ static void put_entry(struct proto_msg *m, const char *path, const char *name, c
 
 struct fs_req {
 	char *path, *target;
-	struct fs_identity id;
+	struct init_ident id;
 	uint64_t flags, depth;
 };
 
@@ -107,16 +99,13 @@ static int parse(const struct proto_frame *f, struct fs_req *r)
 	size_t off = 0;
 	struct proto_field fl;
 	int k;
-	uint64_t v;
-	r->id.uid = 1000;
-	r->id.gid = 1000;
+	if ((k = users_ident(f, &r->id)) < 0)
+		return k;
 	while ((k = proto_field_next(f, &off, &fl)) > 0) {
 		int e = 0;
 		switch (fl.tag) {
 		case F_PATH: free(r->path); r->path = NULL; e = proto_field_strdup(&fl, &r->path); break;
 		case F_TARGET: free(r->target); r->target = NULL; e = proto_field_strdup(&fl, &r->target); break;
-		case F_UID: e = proto_field_u64(&fl, &v); r->id.uid = (uid_t)v; break;
-		case F_GID: e = proto_field_u64(&fl, &v); r->id.gid = (gid_t)v; break;
 		case F_FLAGS: e = proto_field_u64(&fl, &r->flags); break;
 		case F_DEPTH: e = proto_field_u64(&fl, &r->depth); break;
 		default: break;
@@ -128,6 +117,22 @@ static int parse(const struct proto_frame *f, struct fs_req *r)
 		return k;
 	if (!r->path || !r->path[0])
 		return -EINVAL;
+	/* relative paths are below the user's home (the host sends them
+	 * relative only for users it cannot place itself) */
+	char buf[4200];
+	char **paths[] = { &r->path, &r->target };
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		const char *p = *paths[i] ? users_path(&r->id, *paths[i], buf, sizeof(buf)) : NULL;
+		if (*paths[i] && !p)
+			return -ENAMETOOLONG;
+		if (p == buf) {
+			char *d = strdup(buf);
+			if (!d)
+				return -ENOMEM;
+			free(*paths[i]);
+			*paths[i] = d;
+		}
+	}
 	return 0;
 }
 
@@ -218,7 +223,7 @@ static struct {
 	int error; /* first error: later data is dropped, close reports it */
 	uint64_t size;
 	char path[4096];
-	struct fs_identity who;
+	struct init_ident who;
 } writes[INIT_MAX_CLIENTS];
 
 void files_client_gone(int ci)
@@ -446,6 +451,15 @@ void files_handle(int ci, const struct proto_frame *f)
 	}
 	struct fs_req r = { 0 };
 	int k = parse(f, &r);
+	if (k == -ABOX_ENOUSER || k == -ERANGE) {
+		char msg[200];
+		safe_snprintf(msg, sizeof(msg), "%s: %s", fs_what(f->type),
+			      k == -ERANGE ? "the user's uid or gid in /etc/passwd is outside 0-65535"
+					   : "no such user in the sandbox (not in its /etc/passwd)");
+		init_send_error(ci, f->id, -k, msg);
+		fs_req_free(&r);
+		return;
+	}
 	if (k < 0) {
 		fs_error(ci, f, -k, r.path);
 		fs_req_free(&r);
@@ -504,7 +518,7 @@ void files_handle(int ci, const struct proto_frame *f)
 		break;
 	case MSG_REQ_FS_WATCH:
 		as_init();
-		watch_start(ci, f, r.path, r.id.uid, r.id.gid, r.flags & FS_RECURSIVE);
+		watch_start(ci, f, r.path, &r.id, r.flags & FS_RECURSIVE);
 		break;
 	case MSG_REQ_FS_REMOVE: {
 		int e = remove_tree(AT_FDCWD, r.path, 0);

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -552,6 +553,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		return -ENOMEM;
 	req->uid = 1000;
 	req->gid = 1000;
+	bool lookup_name = false;
 	size_t ia = 0, ie = 0;
 	off = 0;
 	while ((k = proto_field_next(f, &off, &fl)) > 0) {
@@ -564,6 +566,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_HOME: free(req->home); req->home = NULL; r = proto_field_strdup(&fl, &req->home); break;
 		case F_USER: free(req->user); req->user = NULL; r = proto_field_strdup(&fl, &req->user); break;
 		case F_UID: r = proto_field_u64(&fl, &v); req->uid = (uid_t)v; break;
+		case F_LOOKUP: lookup_name = true; break;
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
 		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
 		case F_TAG: free(req->tag); req->tag = NULL; r = proto_field_strdup(&fl, &req->tag); break;
@@ -576,13 +579,53 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		if (r < 0)
 			return r;
 	}
-	return k;
+	if (k < 0 || !lookup_name)
+		return k;
+	if (!req->user)
+		return -ABOX_ENOUSER;
+	/* a user the host does not know: the sandbox's own, with its groups,
+	 * home and (as a login) its home as the default folder */
+	struct init_ident id;
+	int r = users_lookup(req->user, &id);
+	if (r < 0)
+		return r;
+	req->uid = id.uid;
+	req->gid = id.gid;
+	req->ngroups = id.ngroups;
+	memcpy(req->groups, id.groups, sizeof(id.groups));
+	if (!req->home && !(req->home = strdup(id.home)))
+		return -ENOMEM;
+	char buf[4200];
+	const char *cwd = users_path(&id, req->cwd ? req->cwd : id.home, buf, sizeof(buf));
+	if (!cwd)
+		return -ENAMETOOLONG;
+	if (cwd == buf) {
+		free(req->cwd);
+		if (!(req->cwd = strdup(buf)))
+			return -ENOMEM;
+	} else if (!req->cwd && !(req->cwd = strdup(cwd))) {
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static void handle_exec(int ci, const struct proto_frame *f)
 {
 	struct exec_req req = { 0 };
 	int r = parse_exec(f, &req);
+	if (r == -ABOX_ENOUSER) {
+		char m2[128];
+		safe_snprintf(m2, sizeof(m2), "exec: unknown user '%s' (not in the sandbox's /etc/passwd)",
+			      req.user ? req.user : "");
+		send_error(ci, f->id, r, m2);
+		exec_req_free(&req);
+		return;
+	}
+	if (r == -ERANGE) {
+		send_error(ci, f->id, r, "exec: the user's uid or gid in /etc/passwd is outside 0-65535");
+		exec_req_free(&req);
+		return;
+	}
 	if (r < 0) {
 		send_error(ci, f->id, r, "exec: malformed request");
 		exec_req_free(&req);
@@ -1048,6 +1091,9 @@ static void handle_frame(int ci, const struct proto_frame *f)
 	case MSG_REQ_FS_META_SET:
 		meta_handle(ci, f);
 		break;
+	case MSG_REQ_ACCOUNTS:
+		users_accounts(ci, f);
+		break;
 	case MSG_REQ_FS_UNWATCH: {
 		watch_stop(ci, f->id);
 		struct proto_msg m;
@@ -1184,6 +1230,9 @@ int main(int argc, char **argv)
 	/* exec from a memfd names the process after the fd; ps and
 	 * /proc/1/comm should say what it is */
 	prctl(PR_SET_NAME, "abox-init", 0, 0, 0);
+	/* the creator's supplementary groups (root's 0, say) would otherwise
+	 * widen what a file operation done as a user may touch */
+	syscall(SYS_setgroups, 0L, NULL);
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "ephemeral") == 0)

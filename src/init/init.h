@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <abox/error.h>
+
 #include "proto/proto.h"
 
 #define INIT_MAX_CLIENTS 256
@@ -19,7 +21,8 @@ int init_flush_blocking(int ci);
 
 /* watch.c */
 #include <poll.h>
-void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t uid, gid_t gid, bool recursive);
+struct init_ident;
+void watch_start(int ci, const struct proto_frame *f, const char *path, const struct init_ident *id, bool recursive);
 void watch_stop(int ci, uint32_t id);
 void watch_client_gone(int ci);
 void watch_client_moved(int from, int to);
@@ -34,6 +37,16 @@ void files_handle(int ci, const struct proto_frame *f);
 void files_client_gone(int ci);
 void files_client_moved(int from, int to);
 
+/* Who a request runs as (users.c). */
+#define INIT_MAX_GROUPS 64
+struct init_ident {
+	uid_t uid;
+	gid_t gid;
+	unsigned ngroups; /* supplementary groups, the primary among them */
+	gid_t groups[INIT_MAX_GROUPS];
+	char home[1025];
+};
+
 struct exec_req {
 	char **argv;
 	char **env;
@@ -46,6 +59,8 @@ struct exec_req {
 	uint32_t timeout_ms;         /* kill its group this long after the start, or 0 */
 	uid_t uid;
 	gid_t gid;
+	unsigned ngroups;
+	gid_t groups[INIT_MAX_GROUPS];
 	uint32_t flags;
 };
 
@@ -98,5 +113,23 @@ int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *ou
  * (*exec_errno and errbuf say why), -EAGAIN = not known yet. */
 int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen);
 void exec_req_free(struct exec_req *req);
+
+/* users.c: the identity a request names (F_USER, F_UID, F_GID): `user`
+ * and `root` as sent, another name looked up in the sandbox's
+ * /etc/passwd and /etc/group. 0, -ABOX_ENOUSER or -errno. */
+int users_ident(const struct proto_frame *f, struct init_ident *id);
+int users_lookup(const char *name, struct init_ident *id);
+/* A relative path (or ~, ~/x) below id's home, else path itself; NULL
+ * when it does not fit buf. */
+const char *users_path(const struct init_ident *id, const char *path, char *buf, size_t n);
+/* Takes on id's filesystem identity and groups for one operation, and
+ * gives them back (then init_creds_changed). */
+void users_enter(const struct init_ident *id);
+void users_leave(void);
+/* Reads a regular file of at most ACCT_FILE_MAX bytes without blocking:
+ * 0 and a malloc'd *text, or -errno. */
+int users_read(const char *path, char **text, size_t *len);
+/* MSG_REQ_ACCOUNTS: the sandbox's passwd and group text. */
+void users_accounts(int ci, const struct proto_frame *f);
 
 #endif

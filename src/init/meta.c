@@ -26,21 +26,17 @@
 #define META_MAX_VALUE 65536
 
 struct meta_req {
-	uid_t uid;
-	gid_t gid;
+	struct init_ident id;
 };
 
 static void as_user(const struct meta_req *r)
 {
-	setfsgid(r->gid);
-	setfsuid(r->uid);
+	users_enter(&r->id);
 }
 
 static void as_init(void)
 {
-	setfsuid(0);
-	setfsgid(0);
-	init_creds_changed();
+	users_leave();
 }
 
 /* Adds one file's metadata pairs to m; 1 when it had any. */
@@ -79,7 +75,9 @@ static void meta_get(int ci, const struct proto_frame *f, const struct meta_req 
 			struct proto_msg m;
 			proto_msg_init(&m, MSG_EV_ENTRY, f->id);
 			proto_put_u64(&m, F_COUNT, index);
-			if (put_meta(&m, path))
+			char buf[4200];
+			const char *at = users_path(&r->id, path, buf, sizeof(buf));
+			if (at && put_meta(&m, at))
 				init_queue(ci, &m);
 			else
 				proto_msg_free(&m);
@@ -109,10 +107,11 @@ static void meta_set(int ci, const struct proto_frame *f, const struct meta_req 
 			key = NULL;
 			code = -proto_field_strdup(&fl, &key);
 		} else if (fl.tag == F_META_VALUE && key && path) {
-			char name[300];
-			if (snprintf(name, sizeof(name), META_PREFIX "%s", key) >= (int)sizeof(name))
+			char name[300], buf[4200];
+			const char *at = users_path(&r->id, path, buf, sizeof(buf));
+			if (snprintf(name, sizeof(name), META_PREFIX "%s", key) >= (int)sizeof(name) || !at)
 				code = ENAMETOOLONG;
-			else if (lsetxattr(path, name, fl.val, fl.len, 0) < 0)
+			else if (lsetxattr(at, name, fl.val, fl.len, 0) < 0)
 				code = errno;
 		}
 	}
@@ -132,15 +131,12 @@ static void meta_set(int ci, const struct proto_frame *f, const struct meta_req 
 
 void meta_handle(int ci, const struct proto_frame *f)
 {
-	struct meta_req r = { .uid = 1000, .gid = 1000 };
-	size_t off = 0;
-	struct proto_field fl;
-	uint64_t v;
-	while (proto_field_next(f, &off, &fl) > 0) {
-		if (fl.tag == F_UID && proto_field_u64(&fl, &v) == 0)
-			r.uid = (uid_t)v;
-		else if (fl.tag == F_GID && proto_field_u64(&fl, &v) == 0)
-			r.gid = (gid_t)v;
+	struct meta_req r;
+	int e = users_ident(f, &r.id);
+	if (e < 0) {
+		init_send_error(ci, f->id, -e, e == -ABOX_ENOUSER ? "metadata: no such user in the sandbox (not in its /etc/passwd)"
+							    : "metadata: the user cannot be looked up");
+		return;
 	}
 	if (f->type == MSG_REQ_FS_META_GET)
 		meta_get(ci, f, &r);

@@ -71,7 +71,7 @@ static void free_watch(struct watch *w)
 	memset(w, 0, sizeof(*w));
 }
 
-void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t uid, gid_t gid, bool recursive)
+void watch_start(int ci, const struct proto_frame *f, const char *path, const struct init_ident *id, bool recursive)
 {
 	struct watch *w = NULL;
 	for (unsigned i = 0; i < WATCHES_MAX && !w; i++)
@@ -81,8 +81,7 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t ui
 		init_send_error(ci, f->id, EMFILE, "watch: too many watches (the limit is " STR(WATCHES_MAX) " per sandbox)");
 		return;
 	}
-	setfsgid(gid);
-	setfsuid(uid);
+	users_enter(id);
 	struct stat st;
 	int e = 0;
 	if (stat(path, &st) < 0)
@@ -104,9 +103,7 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, uid_t ui
 		if (!w->ndirs)
 			e = EACCES;
 	}
-	setfsuid(0);
-	setfsgid(0);
-	init_creds_changed();
+	users_leave();
 	if (e) {
 		char msg[600];
 		safe_snprintf(msg, sizeof(msg), "watch '%s': %s", path, errno_name(e) ? errno_name(e) : "error");

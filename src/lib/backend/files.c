@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "base/accounts.h"
 #include "proto/messages.h"
 
 struct req_cb {
@@ -17,6 +18,14 @@ struct req_cb {
 static int who(const char *user, struct proto_msg *m, abox_error *err)
 {
 	const char *u = user ? user : "user";
+	/* `user` and `root` are the template contract's (uid 1000 and 0):
+	 * sent with their ids, no lookup inside. Any other name is the
+	 * sandbox's own, looked up by init in its /etc/passwd. */
+	if (!acct_name_ok(u)) {
+		proto_msg_free(m);
+		return abox_error_setx(err, EINVAL, "'%s' is not a user name", u);
+	}
+	proto_put_str(m, F_USER, u);
 	if (strcmp(u, "user") == 0) {
 		proto_put_u64(m, F_UID, 1000);
 		proto_put_u64(m, F_GID, 1000);
@@ -24,8 +33,9 @@ static int who(const char *user, struct proto_msg *m, abox_error *err)
 		proto_put_u64(m, F_UID, 0);
 		proto_put_u64(m, F_GID, 0);
 	} else {
-		proto_msg_free(m);
-		return abox_error_setx(err, EINVAL, "unknown user '%s' (use 'user' or 'root')", u);
+		proto_put_u64(m, F_LOOKUP, 1);
+		proto_put_u64(m, F_UID, 65534);
+		proto_put_u64(m, F_GID, 65534);
 	}
 	return 0;
 }
@@ -34,8 +44,12 @@ const char *backend_user_path(const char *user, const char *path, char *buf, siz
 {
 	/* as envd: "~" and a path that is not absolute are the user's home
 	 * and below it (a file written as "rel.txt" lands in the home, not
-	 * in / where the user may not write) */
+	 * in / where the user may not write). Only `user` and `root` have
+	 * a home known here: another user's relative path goes to init as
+	 * it is, which places it below the home its /etc/passwd names. */
 	if (!path || !path[0] || path[0] == '/')
+		return path;
+	if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
 		return path;
 	const char *home = user && strcmp(user, "root") == 0 ? "/root" : "/home/user";
 	const char *rest = path;
@@ -738,4 +752,92 @@ int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, con
 	struct meta_ctx c = { fn, userdata };
 	r = wait_answer(sb, id, meta_entry, NULL, &c, err);
 	return r < 0 ? meta_unsupported(r, err) : r;
+}
+
+struct abox_accounts {
+	char *passwd, *group;
+	size_t passwd_len, group_len;
+	struct acct_user last; /* what abox_accounts_user's *home points into */
+};
+
+static void take_accounts(const struct proto_frame *f, void *ud)
+{
+	abox_accounts *a = ud;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		char **dst = fl.tag == F_DATA ? &a->passwd : fl.tag == F_TARGET ? &a->group : NULL;
+		size_t *len = fl.tag == F_DATA ? &a->passwd_len : &a->group_len;
+		if (!dst || *dst || fl.len > ACCT_FILE_MAX)
+			continue;
+		if ((*dst = malloc(fl.len + 1))) {
+			memcpy(*dst, fl.val, fl.len);
+			(*dst)[fl.len] = '\0';
+			*len = fl.len;
+		}
+	}
+}
+
+int abox_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err)
+{
+	if (REMOTE_SB(sb))
+		return abox_error_setx(err, ENOTSUP, "accounts: not available for a remote sandbox");
+	if (sb->paused)
+		return backend_not_paused(sb, "accounts", err);
+	if (sb->conn < 0)
+		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "the handle is running a process");
+	abox_accounts *a = calloc(1, sizeof(*a));
+	if (!a)
+		return abox_error_set(err, ENOMEM, "accounts");
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_ACCOUNTS, ++sb->next_req);
+	uint32_t id = m.id;
+	int r = backend_send(sb, &m);
+	if (r < 0) {
+		free(a);
+		return abox_error_set(err, -r, "accounts: send");
+	}
+	if ((r = wait_answer(sb, id, NULL, take_accounts, a, err)) < 0) {
+		abox_accounts_free(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+int abox_accounts_user(const abox_accounts *a, const char *name, uint32_t *uid, uint32_t *gid, const char **home)
+{
+	struct acct_user u;
+	if (!a || !a->passwd || acct_find_user(a->passwd, a->passwd_len, name, &u) < 0)
+		return -ABOX_ENOUSER;
+	/* the home lives in the handle until the next call or the free */
+	((abox_accounts *)a)->last = u;
+	if (uid)
+		*uid = u.uid;
+	if (gid)
+		*gid = u.gid;
+	if (home)
+		*home = a->last.home;
+	return 0;
+}
+
+int abox_accounts_user_name(const abox_accounts *a, uint32_t uid, char *buf, size_t n)
+{
+	return a && a->passwd ? acct_name_of(a->passwd, a->passwd_len, uid, buf, n) : -ENOENT;
+}
+
+int abox_accounts_group_name(const abox_accounts *a, uint32_t gid, char *buf, size_t n)
+{
+	return a && a->group ? acct_name_of(a->group, a->group_len, gid, buf, n) : -ENOENT;
+}
+
+void abox_accounts_free(abox_accounts *a)
+{
+	if (!a)
+		return;
+	free(a->passwd);
+	free(a->group);
+	free(a);
 }

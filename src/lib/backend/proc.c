@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "backend/backend.h"
+#include "base/accounts.h"
 #include "store/state.h"
 #include "proto/messages.h"
 
@@ -39,12 +40,15 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
 
 	const char *uname = opts->user ? opts->user : sb->def_user ? sb->def_user : "user";
+	/* `user` and `root` go with their ids; any other name is looked up
+	 * by init in the sandbox's own /etc/passwd (with its groups and
+	 * home), so a user made inside with useradd runs as itself */
 	const struct user_entry *u = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(users); i++)
 		if (strcmp(users[i].name, uname) == 0)
 			u = &users[i];
-	if (!u)
-		return abox_error_setx(err, EINVAL, "exec: unknown user '%s' (use 'user' or 'root')", uname);
+	if (!u && !acct_name_ok(uname))
+		return abox_error_setx(err, EINVAL, "exec: '%s' is not a user name", uname);
 
 	abox_proc *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -69,13 +73,14 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	}
 	/* a relative cwd is below the user's home, as in envd */
 	char cwd_abs[4200];
-	const char *cwd = opts->cwd ? backend_user_path(u->name, opts->cwd, cwd_abs, sizeof(cwd_abs)) : NULL;
+	const char *cwd = opts->cwd ? backend_user_path(uname, opts->cwd, cwd_abs, sizeof(cwd_abs)) : NULL;
 	if (opts->cwd && !cwd) {
 		proto_msg_free(&m);
 		free(p);
 		return abox_error_setx(err, ENAMETOOLONG, "exec: cwd too long");
 	}
-	proto_put_str(&m, F_CWD, cwd ? cwd : sb->def_cwd ? sb->def_cwd : u->home);
+	if (cwd || sb->def_cwd || u)
+		proto_put_str(&m, F_CWD, cwd ? cwd : sb->def_cwd ? sb->def_cwd : u->home);
 	if (opts->pty_rows && opts->pty_cols) {
 		proto_put_u64(&m, F_ROWS, opts->pty_rows);
 		proto_put_u64(&m, F_COLS, opts->pty_cols);
@@ -100,10 +105,17 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 		}
 		proto_put_str(&m, F_TAG, opts->tag);
 	}
-	proto_put_str(&m, F_HOME, u->home);
-	proto_put_str(&m, F_USER, u->name);
-	proto_put_u64(&m, F_UID, u->uid);
-	proto_put_u64(&m, F_GID, u->gid);
+	proto_put_str(&m, F_USER, uname);
+	if (u) {
+		proto_put_str(&m, F_HOME, u->home);
+		proto_put_u64(&m, F_UID, u->uid);
+		proto_put_u64(&m, F_GID, u->gid);
+	} else {
+		/* see F_LOOKUP: an older init runs it as nobody, never as 1000 */
+		proto_put_u64(&m, F_LOOKUP, 1);
+		proto_put_u64(&m, F_UID, 65534);
+		proto_put_u64(&m, F_GID, 65534);
+	}
 	uint32_t flags = 0;
 	if (opts->flags & ABOX_PROC_STDIN)
 		flags |= EXEC_STDIN;

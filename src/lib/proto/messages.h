@@ -15,7 +15,12 @@ enum proto_type {
 	MSG_HELLO = 1,
 
 	/* requests */
-	MSG_REQ_EXEC = 16,   /* F_ARG*, F_ENV*, F_CWD, F_UID, F_GID, F_FLAGS */
+	/* F_ARG*, F_ENV*, F_CWD, F_USER, F_UID, F_GID, F_HOME, F_FLAGS. Every
+	 * request that runs as a user names it so: F_USER with F_UID/F_GID
+	 * as given (`user`, `root`), or F_USER with F_LOOKUP, which init looks
+	 * up in the sandbox's /etc/passwd (unknown: EV_ERROR ABOX_ENOUSER); a
+	 * relative path or cwd is then below that user's home */
+	MSG_REQ_EXEC = 16,
 	MSG_REQ_STDIN = 17,  /* F_PID, F_DATA */
 	MSG_REQ_STDIN_CLOSE = 18, /* F_PID */
 	MSG_REQ_SIGNAL = 19, /* F_PID, F_SIGNAL */
@@ -49,6 +54,9 @@ enum proto_type {
 	 * attributes, done by init as F_UID/F_GID (src/init/meta.c) */
 	MSG_REQ_FS_META_GET = 48, /* F_PATH* -> EV_ENTRY {F_COUNT (the path's index), (F_META_KEY F_META_VALUE)*} per path that has any, EV_OK */
 	MSG_REQ_FS_META_SET = 49, /* F_PATH, (F_META_KEY F_META_VALUE)* -> EV_OK */
+	/* the sandbox's accounts: -> EV_OK {F_DATA: /etc/passwd text,
+	 * F_TARGET: /etc/group text}, each at most ACCT_FILE_MAX bytes */
+	MSG_REQ_ACCOUNTS = 50,
 
 	/* events */
 	MSG_EV_OK = 64,
@@ -100,6 +108,11 @@ enum proto_tag {
 	F_COLS = 32,
 	F_META_KEY = 40,   /* a metadata key, lower case, without "user.e2b." */
 	F_META_VALUE = 41, /* its value (follows its key) */
+	/* with F_USER: look the name up in the sandbox's /etc/passwd; the
+	 * F_UID/F_GID sent along (nobody's, 65534) are only for an init
+	 * older than this field, which then runs it as nobody rather than
+	 * as some real user */
+	F_LOOKUP = 42,
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent

@@ -6,12 +6,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/accounts.h"
 #include "remote/remote.h"
 
 static int files_path(abox_sandbox *sb, const char *path, const char *user, char *out, size_t n, abox_error *err)
 {
-	if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
-		return abox_error_setx(err, EINVAL, "files: user '%s': a sandbox has 'root' and 'user'", user);
+	if (user && !acct_name_ok(user))
+		return abox_error_setx(err, EINVAL, "files: '%s' is not a user name", user);
 	char *e = curl_easy_escape(sb->ctx->remote->easy, path, 0);
 	if (!e)
 		return abox_error_set(err, ENOMEM, "files");

@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/base64.h"
 #include "proto/messages.h"
+#include "base/accounts.h"
 #include "remote/remote.h"
 #include "remote/stream.h"
 
@@ -486,6 +487,9 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 {
 	if (!o || o->version < 1 || !o->argv || !o->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
+	/* the name travels in a Basic credential: a ':' would end it early */
+	if (o->user && !acct_name_ok(o->user))
+		return abox_error_setx(err, EINVAL, "exec: '%s' is not a user name", o->user);
 	json_object *b = start_json(o);
 	bool transient = false;
 	int r;
