@@ -95,6 +95,15 @@ static bool user_of(struct request *rq)
 	return basic_user(header(rq, "Authorization"), rq->user, sizeof(rq->user)) == 0;
 }
 
+/* envd's answer for a user the sandbox lacks: its authentication's on
+ * the Connect routes, its file handler's on /files */
+static enum MHD_Result unknown_user(struct request *rq)
+{
+	if (!strcmp(rq->url, "/files"))
+		return reply_error(rq, 401, "error looking up user '%s': user: unknown user %s", rq->user, rq->user);
+	return envd_error(rq, ABOX_ENOUSER, "unknown user");
+}
+
 int envd_user_home(abox_sandbox *sb, const char *user, char *home, size_t n)
 {
 	if (!strcmp(user, "root") || !strcmp(user, "user")) {
@@ -116,7 +125,7 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 {
 	sandbox_handle_t h = { 0 };
 	if (!user_of(rq)) {
-		*sent = envd_error(rq, ABOX_ENOUSER, "a user name");
+		*sent = unknown_user(rq);
 		return h;
 	}
 	h.ctx = request_ctx();
@@ -167,6 +176,8 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 	} else if (u == -EOPNOTSUPP) {
 		*sent = envd_error(rq, EOPNOTSUPP, "sandbox %s was started by an abox without users of its own: "
 					    "only 'user' and 'root' work in it", rq->sandbox);
+	} else if (u == -ABOX_ENOUSER) {
+		*sent = unknown_user(rq);
 	} else if (u < 0) {
 		*sent = envd_error(rq, -u, "user '%s'", rq->user);
 	}

@@ -2,7 +2,10 @@
 """Paths as envd reads them, against a live aboxd, as TAP: a relative path
 (and "~") is below the user's home for every file operation (upload,
 download, stat, list, make_dir, move, remove, watch) and for a command's
-cwd, as `user` and as `root`; removing what is not there succeeds.
+cwd, as `user`, as `root` and as a user made inside with useradd (whose
+home is its /etc/passwd's); removing what is not there succeeds. Names a
+sandbox lacks, and names that are no user name at all, are refused with
+envd's 401 on every plane, never run as the default user.
 
 usage: paths.py BUILD_DIR"""
 import base64
@@ -66,7 +69,9 @@ try:
     st, sb = d.req("POST", "/sandboxes", {"templateID": "base", "timeout": 300}, A)
     sid, tok = sb["sandboxID"], sb["envdAccessToken"]
 
-    for user, home in (("user", "/home/user"), ("root", "/root")):
+    out, end, why = run(sid, tok, "useradd -m -d /srv/agent-home agent && echo made", user="root")
+    check("useradd inside makes 'agent'", out.strip() == "made", (out, end, why))
+    for user, home in (("user", "/home/user"), ("root", "/root"), ("agent", "/srv/agent-home")):
         st, body = upload(sid, tok, "rel.txt", b"hello " + user.encode(), user)
         entry = (json.loads(body) or [{}])[0] if st == 200 else {}
         check(f"{user}: upload of 'rel.txt' lands in {home} (200, path {home}/rel.txt)",
@@ -115,6 +120,19 @@ try:
         check(f"{user}: Remove of a missing file succeeds, as envd's", st == 200, (st, r))
         st, r = rpc(sid, tok, "Remove", {"path": "/tmp/never/was"}, user)
         check(f"{user}: so does an absolute missing path", st == 200, (st, r))
+
+    # names the sandbox lacks, and names that are no user name at all
+    for bad in ("nosuch", "a:b", "../root", "x" * 40, "-rf", "us er"):
+        st, body = download(sid, tok, "/etc/hostname", bad)
+        check(f"/files as {bad[:12]!r}: 401 naming the lookup, not the default user's read",
+              st == 401 and b"error looking up user" in body, (st, body[:200]))
+        st, body = upload(sid, tok, "/tmp/by-bad.txt", b"x", bad)
+        check(f"upload as {bad[:12]!r}: 401", st == 401, (st, body[:200]))
+        out, end, why = run(sid, tok, "id -un", user=bad)
+        check(f"a command as {bad[:12]!r}: unauthenticated, nothing runs",
+              out == "" and end is None and b"unauthenticated" in why[1], (out, end, why))
+    out, _, _ = run(sid, tok, "test -e /tmp/by-bad.txt && echo there || echo none", user="root")
+    check("no upload by a refused name was written", out.strip() == "none", out)
 
     # absolute paths are as given, and what a user may not touch is still refused
     st, body = upload(sid, tok, "/tmp/abs.txt", b"abs")

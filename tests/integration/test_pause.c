@@ -294,3 +294,47 @@ Test(pause, auto_pause_at_the_deadline_keeps_the_sandbox)
 	cr_assert_eq(r.status, 125, "bad options are still refused");
 	run_result_free(&r);
 }
+
+/* A sandbox has its own boot id, not the host's: a pause that keeps
+ * memory keeps it (nothing rebooted), a pause without memory gives a new
+ * one on resume (everything started again, as after a reboot). */
+Test(pause, boot_id_is_the_sandbox_own_and_changes_only_on_a_restart)
+{
+	static const char *const cat_id[] = { "cat", "/proc/sys/kernel/random/boot_id", NULL };
+	char *id = create("120");
+	char host[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	cr_assert(f && fgets(host, sizeof(host), f));
+	fclose(f);
+	const char *args[8] = { "exec", id, "--", cat_id[0], cat_id[1], NULL };
+	char *first = out_of(args);
+	cr_assert_eq(strlen(first), 37, "a UUID and a newline: '%s'", first);
+	cr_assert_str_neq(first, host, "the host's boot id is shown inside");
+	char *other_id = create("120");
+	const char *oargs[8] = { "exec", other_id, "--", cat_id[0], cat_id[1], NULL };
+	char *other = out_of(oargs);
+	cr_assert_str_neq(first, other, "two sandboxes share a boot id");
+
+	ok("pause", (const char *const[]){ "pause", id, NULL });
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	char *kept = out_of(args);
+	cr_assert_str_eq(kept, first, "a pause with memory changed the boot id");
+
+	ok("pause --no-memory", (const char *const[]){ "pause", "--no-memory", id, NULL });
+	ok("resume", (const char *const[]){ "resume", id, NULL });
+	char *rebooted = out_of(args);
+	cr_assert_eq(strlen(rebooted), 37, "'%s'", rebooted);
+	cr_assert_str_neq(rebooted, first, "a restart without memory kept the boot id");
+
+	struct run_result r;
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", "echo x > /proc/sys/kernel/random/boot_id");
+	cr_assert_neq(r.status, 0, "the boot id is writable inside");
+	run_result_free(&r);
+	ok("kill", (const char *const[]){ "kill", id, other_id, NULL });
+	free(first);
+	free(other);
+	free(kept);
+	free(rebooted);
+	free(id);
+	free(other_id);
+}

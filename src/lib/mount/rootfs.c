@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "mount/rootfs.h"
 
@@ -37,6 +38,46 @@ static int write_new(const char *path, const char *content, abox_error *err)
 	close(fd);
 	if (r < 0)
 		return abox_error_set(err, -r, "write '%s'", path);
+	return 0;
+}
+
+#define BOOT_ID_FILE "dev/.boot_id"
+
+/* The sandbox's own boot id (a random UUID, as the kernel's), kept in its
+ * /dev tmpfs and later bound over /proc/sys/kernel/random/boot_id: the
+ * host's would tell every sandbox the host's boots (and that sandboxes
+ * share a machine), and a sandbox started again without its memory must
+ * look rebooted to what watches the id (the SDKs, systemd-style tools).
+ * The /dev tmpfs is made anew on every start and kept by a memory
+ * checkpoint, so the id changes exactly when the sandbox reboots.
+ * Between clone and exec: getrandom, open, write only. */
+static int make_boot_id(const char *root, abox_error *err)
+{
+	unsigned char b[16];
+	if (syscall(SYS_getrandom, b, sizeof(b), 0) != (long)sizeof(b))
+		return abox_error_set(err, errno ? errno : EIO, "boot id: getrandom");
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	static const char hex[] = "0123456789abcdef";
+	char text[37];
+	size_t k = 0;
+	for (size_t i = 0; i < sizeof(b); i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			text[k++] = '-';
+		text[k++] = hex[b[i] >> 4];
+		text[k++] = hex[b[i] & 15];
+	}
+	text[k++] = '\n';
+	char p[PATH_BUF];
+	safe_snprintf(p, sizeof(p), "%s/" BOOT_ID_FILE, root);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return abox_error_set(err, errno, "boot id: create '%s'", p);
+	ssize_t w = write(fd, text, k);
+	int e = errno;
+	close(fd);
+	if (w != (ssize_t)k)
+		return abox_error_set(err, w < 0 ? e : EIO, "boot id: write '%s'", p);
 	return 0;
 }
 
@@ -83,6 +124,8 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 	 * its own terminals, never the host's /dev/pts/N */
 	if ((r = do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
 			  "newinstance,ptmxmode=0666,mode=0620,gid=5", err)) < 0)
+		return r;
+	if ((r = make_boot_id(root, err)) < 0)
 		return r;
 	safe_snprintf(p, sizeof(p), "%s/dev/shm", root);
 	if ((r = mkdir_p1(p, 01777, err)) < 0)
@@ -191,6 +234,17 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 		if ((r = bind_ro(p, err)) < 0)
 			return r;
 	}
+	/* the sandbox's own boot id (see make_boot_id), read-only */
+	char id[PATH_BUF];
+	safe_snprintf(id, sizeof(id), "%s/" BOOT_ID_FILE, root);
+	safe_snprintf(p, sizeof(p), "%s/proc/sys/kernel/random/boot_id", root);
+	if (mount(id, p, NULL, MS_BIND, NULL) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return abox_error_set(err, errno, "bind the boot id over '%s'", p);
+	}
+	if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return abox_error_set(err, errno, "make the boot id at '%s' read-only", p);
 	return 0;
 }
 
