@@ -3,6 +3,7 @@
 // kill of a pid that is not there, what commands.list() gives, and
 // connect() to a running command.
 import { Sandbox, TimeoutError, CommandExitError, SandboxNotFoundError } from 'e2b'
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 
 const tests = []
 const test = (name, fn) => tests.push({ name, fn })
@@ -26,6 +27,14 @@ test('a command that hits its timeout raises TimeoutError', async () => {
   const b = await s.commands.run('sleep 30', { timeoutMs: 1000, background: true })
   const e2 = await rejection(b.wait())
   assert(e2 instanceof TimeoutError, `background: ${e2?.constructor?.name}: ${e2?.message}`)
+})
+
+test('a code cell that outlives its timeout raises TimeoutError; the next cell runs', async () => {
+  const s = await CodeSandbox.create({ timeoutMs: 120000 })
+  made.push(s)
+  const e = await rejection(s.runCode('import time; time.sleep(30)', { timeoutMs: 2000 }))
+  assert(e instanceof TimeoutError || e?.name === 'TimeoutError', `${e?.constructor?.name}: ${e?.message}`)
+  eq((await s.runCode('6 * 7', { timeoutMs: 60000 })).text, '42', 'a later cell')
 })
 
 test('kill of a pid that is not there is false; of a running one true', async () => {

@@ -4,6 +4,7 @@ TimeoutException (not CommandExitException with exit code -1), a kill of
 a pid that is not there is False, a killed command's wait() names the
 kill, and list() gives the command as started."""
 from e2b import CommandExitException, Sandbox, TimeoutException
+from e2b_code_interpreter import Sandbox as CodeSandbox
 
 from tap import check, eq, made, run, test
 
@@ -48,6 +49,18 @@ def _():
     eq(p.cwd, "/tmp", "cwd")
     eq(p.envs, {"K": "v w"}, "envs")
     h.kill()
+
+
+@test("a code cell that outlives its timeout raises TimeoutException, and the next cell runs")
+def _():
+    s = CodeSandbox.create(timeout=120)
+    made.append(s)
+    try:
+        s.run_code("import time; time.sleep(30)", timeout=2)
+        raise AssertionError("it did not raise")
+    except TimeoutException:
+        pass
+    eq(s.run_code("6 * 7", timeout=60).text, "42", "a later cell")
 
 
 run()
