@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "e2b/e2b.h"
 #include "auth.h"
 #include "daemon.h"
 #include "stream.h"
@@ -79,22 +80,12 @@ enum MHD_Result reply_stream_error(struct request *rq, json_object *error)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "error", error);
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
-	char *buf = malloc(n + 5);
-	if (!buf) {
-		json_object_put(o);
-		return MHD_NO;
-	}
-	/* one end-of-stream envelope (flags 0x02, big-endian length) */
-	buf[0] = 0x02;
-	buf[1] = (char)(n >> 24);
-	buf[2] = (char)(n >> 16);
-	buf[3] = (char)(n >> 8);
-	buf[4] = (char)n;
-	memcpy(buf + 5, s, n);
+	size_t n = 0;
+	char *buf = e2b_envelope(E2B_END_STREAM, o, &n);
 	json_object_put(o);
-	return queue(rq, 200, "application/connect+json", buf, n + 5);
+	if (!buf)
+		return MHD_NO;
+	return queue(rq, 200, "application/connect+json", buf, n);
 }
 
 enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,

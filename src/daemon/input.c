@@ -14,7 +14,7 @@
 #include "base/base64.h"
 #include "envd.h"
 #include "wire.h"
-#include "remote/stream.h"
+#include "e2b/e2b.h"
 
 struct instream {
 	sandbox_handle_t h;
@@ -190,7 +190,7 @@ void input_stream_chunk(struct request *rq, const char *data, size_t n)
 			fail(s, EINVAL, msg);
 			return;
 		}
-		if (!(flags & 0x02) && o)
+		if (!(flags & E2B_END_STREAM) && o)
 			on_message(s, o);
 		json_object_put(o);
 		if (s->result)
@@ -201,13 +201,9 @@ void input_stream_chunk(struct request *rq, const char *data, size_t n)
 static void put_envelope(char *out, size_t *len, uint8_t flags, const char *json)
 {
 	size_t n = strlen(json);
-	out[*len] = (char)flags;
-	out[*len + 1] = (char)(n >> 24);
-	out[*len + 2] = (char)(n >> 16);
-	out[*len + 3] = (char)(n >> 8);
-	out[*len + 4] = (char)n;
-	memcpy(out + *len + 5, json, n);
-	*len += 5 + n;
+	e2b_envelope_head(out + *len, flags, n);
+	memcpy(out + *len + E2B_ENVELOPE_HEAD, json, n);
+	*len += E2B_ENVELOPE_HEAD + n;
 }
 
 enum MHD_Result input_stream_end(struct request *rq)
@@ -241,7 +237,7 @@ enum MHD_Result input_stream_end(struct request *rq)
 	}
 	if (!s->result)
 		put_envelope(body, &len, 0, "{}");
-	put_envelope(body, &len, 0x02, end);
+	put_envelope(body, &len, E2B_END_STREAM, end);
 	json_object_put(eo);
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {

@@ -15,7 +15,7 @@
 #include "envd.h"
 #include "lifecycle.h"
 #include "proctab.h"
-#include "remote/stream.h" /* END_TIMEOUT_ERROR */
+#include "e2b/e2b.h" /* END_TIMEOUT_ERROR */
 #include "stream.h"
 
 struct pstream {

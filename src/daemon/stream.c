@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "e2b/e2b.h"
 #include "stream.h"
 
 int64_t stream_now_ms(void)
@@ -31,12 +32,8 @@ void ebuf_put(struct ebuf *b, unsigned char flag, json_object *o)
 		b->cap = cap;
 	}
 	char *p = b->buf + b->len;
-	p[0] = (char)flag;
-	p[1] = (char)(n >> 24);
-	p[2] = (char)(n >> 16);
-	p[3] = (char)(n >> 8);
-	p[4] = (char)n;
-	memcpy(p + 5, j, n);
+	e2b_envelope_head(p, flag, n);
+	memcpy(p + E2B_ENVELOPE_HEAD, j, n);
 	b->len += n + 5;
 	b->last_ms = stream_now_ms();
 	json_object_put(o);

@@ -128,7 +128,7 @@ static bool oom_killed(json_object *o)
 
 static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
-	if (flags & 0x02) {
+	if (flags & E2B_END_STREAM) {
 		const char *code, *msg;
 		if (remote_end_error(o, &code, &msg) && !rp->watch_root && !rp->ended && !strcmp(code, "deadline_exceeded")) {
 			/* aboxd (as envd) ends a command killed at its timeout this
@@ -353,19 +353,7 @@ static json_object *start_json(const abox_proc_opts *o)
 /* body as one Connect envelope (malloc'd) */
 static char *envelope(json_object *b, size_t *len)
 {
-	const char *s = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
-	size_t n = strlen(s);
-	char *env = malloc(n + 5);
-	if (env) {
-		env[0] = 0;
-		env[1] = (char)(n >> 24);
-		env[2] = (char)(n >> 16);
-		env[3] = (char)(n >> 8);
-		env[4] = (char)n;
-		memcpy(env + 5, s, n);
-		*len = n + 5;
-	}
-	return env;
+	return e2b_envelope(0, b, len);
 }
 
 /* Opens a server stream of process events (Start or Connect) and waits

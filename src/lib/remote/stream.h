@@ -8,29 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/proto.h" /* struct proto_msg; envelope.c needs none of it */
-
-#define ENVQ_MAX (16u << 20) /* one message; output comes in far smaller pieces */
-
-/* The error aboxd puts in a process's end event when init killed it at
- * its own timeout (ABOX_END_CMD_TIMEOUT); the remote backend reads it
- * back, so both sides use this one spelling. */
-#define END_TIMEOUT_ERROR "signal: killed (its timeout passed)"
-
-/* Bytes received and not yet decoded. */
-struct envq {
-	uint8_t *buf;
-	size_t off, len, cap;
-};
-
-/* Appends n bytes; -E2BIG when the undecoded rest would pass one
- * message's bound, -ENOMEM. */
-int envq_push(struct envq *q, const void *d, size_t n);
-/* The next whole envelope: 1 with its flags and JSON object (*o, yours;
- * NULL for an empty end-stream), 0 when more bytes are needed, -EPROTO
- * (why says what) for anything that is not a Connect JSON envelope. */
-int envq_next(struct envq *q, uint8_t *flags, json_object **o, char *why, size_t whyn);
-void envq_free(struct envq *q);
+#include "e2b/e2b.h"
+#include "proto/proto.h"
 
 /* One process event ({"event": {...}}) as the frame init would have sent
  * for request req: 1 with *m to send (and free), 0 for nothing to send

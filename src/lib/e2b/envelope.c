@@ -1,14 +1,36 @@
-/* remote/envelope.c — Connect envelopes (flag byte, 4-byte big-endian
- * length, JSON) cut from a byte stream that arrives in any pieces: the
- * remote backend reads process streams with it, aboxd the client stream
- * of process.Process/StreamInput. Bounded, strict: whatever sends the
- * bytes is not trusted (tests/fuzz/fuzz_remote.c). */
+/* e2b/envelope.c — Connect envelopes (flag byte, 4-byte big-endian
+ * length, JSON): written, and cut from a byte stream that arrives in any
+ * pieces (the remote backend reads process streams with it, aboxd the
+ * client stream of process.Process/StreamInput). Bounded, strict:
+ * whatever sends the bytes is not trusted (tests/fuzz/fuzz_remote.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "remote/stream.h"
+#include "e2b/e2b.h"
+
+void e2b_envelope_head(char out[E2B_ENVELOPE_HEAD], uint8_t flags, size_t n)
+{
+	out[0] = (char)flags;
+	out[1] = (char)(n >> 24);
+	out[2] = (char)(n >> 16);
+	out[3] = (char)(n >> 8);
+	out[4] = (char)n;
+}
+
+char *e2b_envelope(uint8_t flags, json_object *o, size_t *len)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(s);
+	char *env = malloc(n + E2B_ENVELOPE_HEAD);
+	if (!env)
+		return NULL;
+	e2b_envelope_head(env, flags, n);
+	memcpy(env + E2B_ENVELOPE_HEAD, s, n);
+	*len = n + E2B_ENVELOPE_HEAD;
+	return env;
+}
 
 int envq_push(struct envq *q, const void *d, size_t n)
 {
@@ -59,7 +81,7 @@ int envq_next(struct envq *q, uint8_t *flags, json_object **o, char *why, size_t
 		return 0;
 	*flags = h[0];
 	q->off += 5 + l;
-	if (l == 0 && (*flags & 0x02))
+	if (l == 0 && (*flags & E2B_END_STREAM))
 		return 1; /* an empty end-stream: fine */
 	json_tokener *t = json_tokener_new_ex(32);
 	if (!t) {
