@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "config.h"
 #include "envd.h"
 #include "lifecycle.h"
@@ -197,7 +198,7 @@ static void queue_line(struct exec_stream *s, const char *l, size_t n)
 	memcpy(s->out + s->out_len, l, n);
 	s->out[s->out_len + n] = '\n';
 	s->out_len += n + 1;
-	s->last_ms = stream_now_ms();
+	s->last_ms = clock_mono_ms();
 }
 
 /* One line of the runner's output: ours (by id), or someone else's. */
@@ -262,10 +263,10 @@ static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			 * sandbox's end broke, as under E2B's proxy */
 			return s->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 		if (!abox_proc_buffered(s->p)) {
-			int wait = (int)(s->last_ms + KEEPALIVE_MS - stream_now_ms());
+			int wait = (int)(s->last_ms + KEEPALIVE_MS - clock_mono_ms());
 			struct pollfd pf = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
 			if (poll(&pf, 1, wait > 0 ? wait : 0) == 0) {
-				if (stream_now_ms() >= s->last_ms + KEEPALIVE_MS)
+				if (clock_mono_ms() >= s->last_ms + KEEPALIVE_MS)
 					queue_line(s, "{\"type\":\"keepalive\"}", 20);
 				continue;
 			}
@@ -341,7 +342,7 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 	random_hex(s->id, 16);
 	s->h = h;
 	s->pid = c.pid;
-	s->last_ms = stream_now_ms();
+	s->last_ms = clock_mono_ms();
 	int r = abox_proc_attach(h.sb, c.pid, NULL, &s->p, &err);
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "id", json_object_new_string(s->id));

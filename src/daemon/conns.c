@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conns.h"
 #include "stream.h"
 
@@ -176,7 +177,7 @@ void conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
 		}
 		c->tab = t;
 		c->fresh = true;
-		c->since_ms = stream_now_ms();
+		c->since_ms = clock_mono_ms();
 		c->deadline_ms = c->since_ms + t->lim.head_ms;
 		pthread_mutex_lock(&t->lock);
 		c->next = t->head;
@@ -219,7 +220,7 @@ void conns_request_line(struct MHD_Connection *conn)
 	/* a fresh connection keeps the deadline it got when accepted; on a
 	 * kept-alive one the head must be in this long after its first line */
 	if (!c->fresh && !c->busy)
-		c->deadline_ms = stream_now_ms() + t->lim.head_ms;
+		c->deadline_ms = clock_mono_ms() + t->lim.head_ms;
 	c->fresh = false;
 	pthread_mutex_unlock(&t->lock);
 }
@@ -270,7 +271,7 @@ void conns_request_done(struct request *rq, struct MHD_Connection *conn)
 	c->trusted |= c->token && rq && rq->conn && rq->sandbox[0] && rq->status >= 200 && rq->status < 400;
 	c->token = false;
 	c->busy = false;
-	c->since_ms = stream_now_ms();
+	c->since_ms = clock_mono_ms();
 	/* no idle timeout configured: libmicrohttpd keeps it as long */
 	c->deadline_ms = !c->trusted ? c->since_ms + t->lim.head_ms : t->lim.idle_ms ? c->since_ms + t->lim.idle_ms : 0;
 	pthread_mutex_unlock(&t->lock);
@@ -282,7 +283,7 @@ static void *sweeper(void *arg)
 	(void)arg;
 	for (;;) {
 		usleep(250 * 1000);
-		int64_t now = stream_now_ms();
+		int64_t now = clock_mono_ms();
 		pthread_mutex_lock(&tables_lock);
 		for (struct conns *t = tables; t; t = t->next_table) {
 			pthread_mutex_lock(&t->lock);

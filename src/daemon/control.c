@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "base/json.h"
+#include "base/clock.h"
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
@@ -150,26 +152,17 @@ static json_object *detail_json(const abox_sandbox_info *in)
 }
 
 /* "/sandboxes/ID/rest" -> ID and rest; false when it is not that shape. */
-static bool split_id(const char *path, char id[21], const char **rest)
+static bool split_id(const char *path, char id[ABOX_ID_LEN + 1], const char **rest)
 {
 	size_t n = strcspn(path, "/");
-	if (n != 20)
+	if (n != ABOX_ID_LEN)
 		return false;
-	memcpy(id, path, 20);
-	id[20] = '\0';
-	for (int i = 0; i < 20; i++)
+	memcpy(id, path, ABOX_ID_LEN);
+	id[ABOX_ID_LEN] = '\0';
+	for (int i = 0; i < ABOX_ID_LEN; i++)
 		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9')))
 			return false;
-	*rest = path + 20;
-	return true;
-}
-
-static bool jint(json_object *o, const char *k, int64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	*out = json_object_get_int64(v);
+	*rest = path + ABOX_ID_LEN;
 	return true;
 }
 
@@ -246,7 +239,7 @@ static bool owned_by(const char *id, const char *owner)
 
 /* The id of the caller's snapshot named ref (id or name): 1 and *id set,
  * 0 when there is none (another key's counts as none), < 0 on error. */
-static int snapshot_of(abox_ctx *ctx, struct request *rq, const char *ref, char id[21])
+static int snapshot_of(abox_ctx *ctx, struct request *rq, const char *ref, char id[ABOX_ID_LEN + 1])
 {
 	abox_snapshot_info *v = NULL;
 	size_t n = 0;
@@ -310,7 +303,7 @@ static const struct wire_map_bounds env_bounds = {
  * answered with it: nothing a client was told failed may keep running. */
 static void undo_create(abox_sandbox *sb)
 {
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	snprintf(id, sizeof(id), "%s", abox_sandbox_id(sb));
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_sandbox_kill(sb, &err) < 0)
@@ -443,7 +436,7 @@ static enum MHD_Result create(struct request *rq, abox_ctx *ctx)
 	 * host template, which has python3 and node when the host has them */
 	if (!tmpl || !*tmpl || (builtin_template(tmpl) && strcmp(tmpl, "host") != 0))
 		tmpl = NULL;
-	char snap_id[21];
+	char snap_id[ABOX_ID_LEN + 1];
 	if (tmpl && snapshot_of(ctx, rq, tmpl, snap_id) == 1) {
 		o.snapshot = snap_id;
 	} else if (tmpl && snapshot_named(ctx, tmpl)) {
@@ -564,12 +557,6 @@ static abox_sandbox *open_visible(struct request *rq, abox_ctx *ctx, const char 
 	return sb;
 }
 
-static int64_t unix_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
 {
@@ -578,7 +565,9 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	if (!b)
 		return sent;
 	int64_t t = DEFAULT_TIMEOUT_S;
-	(void)jint(b, "timeout", &t);
+	json_object *tv = js_get(b, "timeout", json_type_int);
+	if (tv)
+		t = json_object_get_int64(tv);
 	json_object_put(b);
 	abox_sandbox_info in;
 	abox_sandbox *sb = open_visible(rq, ctx, id, &in, &sent);
@@ -607,7 +596,7 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 	 * its life (an SDK's connect() with its default 5 minutes must not cut
 	 * a 1 h sandbox short; setTimeout is the explicit way to shorten). A
 	 * resumed sandbox gets the timeout it asked for. */
-	bool extend = status == 201 || (in.deadline_ms > 0 && unix_now_ms() + t * 1000 > in.deadline_ms);
+	bool extend = status == 201 || (in.deadline_ms > 0 && clock_wall_ms() + t * 1000 > in.deadline_ms);
 	if (r >= 0 && t > 0 && extend)
 		r = abox_sandbox_set_timeout(sb, (uint32_t)t * 1000, &err);
 	abox_sandbox_free(sb);
@@ -974,7 +963,7 @@ enum MHD_Result control_route(struct request *rq)
 	if (!ctx)
 		return reply_error(rq, 500, "cannot open abox's state");
 	enum MHD_Result q;
-	char id[21];
+	char id[ABOX_ID_LEN + 1];
 	const char *rest = NULL;
 	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET"), del = !strcmp(m, "DELETE");
 	const char *p = !strncmp(u, "/v2/sandboxes", 13) ? u + 13 : !strncmp(u, "/sandboxes", 10) ? u + 10 : NULL;
@@ -1014,7 +1003,7 @@ enum MHD_Result control_route(struct request *rq)
 		q = reply_error(rq, 501, "volumes are not supported by abox (%s %s)", m, u);
 	} else if (!strncmp(u, "/templates/", 11) && del) {
 		abox_error err = ABOX_ERROR_INIT;
-		char sid[21];
+		char sid[ABOX_ID_LEN + 1];
 		int r = snapshot_of(ctx, rq, u + 11, sid);
 		if (r < 0) {
 			q = reply_error(rq, 500, "cannot read the snapshots");

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/clock.h"
 #include "e2b/e2b.h"
 #include "auth.h"
 #include "daemon.h"
@@ -415,7 +416,7 @@ void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 		rq->target = uri;
 		rq->target_len = uri ? strlen(uri) : 0;
 		rq->target_pct00 = uri && strstr(uri, "%00");
-		rq->start_ms = stream_now_ms();
+		rq->start_ms = clock_mono_ms();
 	}
 	return rq;
 }

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
@@ -235,9 +236,7 @@ static void *reaper(void *arg)
 		int64_t next = 0;
 		if (ctx || (ctx = reaper_ctx()))
 			(void)abox_reap_steps(ctx, ABOX_REAP_FREEZE, NULL, &next, NULL);
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		int64_t wait = next ? next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000) : 200;
+		int64_t wait = next ? next - clock_wall_ms() : 200;
 		/* 20 ms at least: deadlines a moment apart are taken together */
 		usleep((useconds_t)(wait < 20 ? 20 : wait > 200 ? 200 : wait) * 1000);
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "daemon.h"
 #include "stream.h"
 
@@ -64,7 +65,7 @@ static void route_of(const struct request *rq, char *out, size_t n)
 
 void ops_request_done(struct request *rq)
 {
-	double secs = (double)(stream_now_ms() - rq->start_ms) / 1000.0;
+	double secs = (double)(clock_mono_ms() - rq->start_ms) / 1000.0;
 	char route[128];
 	route_of(rq, route, sizeof(route));
 	pthread_mutex_lock(&lock);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/base64.h"
 #include "envd.h"
 #include "lifecycle.h"
@@ -99,7 +100,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			return (ssize_t)n;
 		if (s->out.finished)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (s->deadline_ms && stream_now_ms() >= s->deadline_ms) {
+		if (s->deadline_ms && clock_mono_ms() >= s->deadline_ms) {
 			/* a Connect's own timeout: it ends, the command runs on */
 			ebuf_end(&s->out, "deadline_exceeded", "the connection's timeout passed (the command goes on)");
 			continue;
@@ -108,13 +109,13 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			int64_t until = s->out.last_ms + s->keepalive_ms;
 			if (s->deadline_ms && s->deadline_ms < until)
 				until = s->deadline_ms;
-			int wait = (int)(until - stream_now_ms());
+			int wait = (int)(until - clock_mono_ms());
 			if (wait < 0)
 				wait = 0;
 			struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
 			int pr = poll(&p, 1, wait);
 			if (pr == 0) {
-				if (stream_now_ms() >= s->out.last_ms + s->keepalive_ms)
+				if (clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
 					put_event(s, "keepalive", json_object_new_object());
 				continue;
 			}
@@ -148,7 +149,7 @@ static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
 	/* keepalives also when none was asked for: a silent command must not
 	 * look like an idle connection (the idle timeout would cut it) */
 	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
-	s->out.last_ms = stream_now_ms();
+	s->out.last_ms = clock_mono_ms();
 	return reply_stream(rq, "application/connect+json", reader, s, stream_free);
 }
 
@@ -297,7 +298,7 @@ static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_
 	s->h = h;
 	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
 	if (timeout_ms)
-		s->deadline_ms = stream_now_ms() + timeout_ms;
+		s->deadline_ms = clock_mono_ms() + timeout_ms;
 	return stream_reply(rq, s);
 }
 

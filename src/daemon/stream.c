@@ -3,15 +3,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "e2b/e2b.h"
 #include "stream.h"
-
-int64_t stream_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void ebuf_put(struct ebuf *b, unsigned char flag, json_object *o)
 {
@@ -34,8 +28,8 @@ void ebuf_put(struct ebuf *b, unsigned char flag, json_object *o)
 	char *p = b->buf + b->len;
 	e2b_envelope_head(p, flag, n);
 	memcpy(p + E2B_ENVELOPE_HEAD, j, n);
-	b->len += n + 5;
-	b->last_ms = stream_now_ms();
+	b->len += n + E2B_ENVELOPE_HEAD;
+	b->last_ms = clock_mono_ms();
 	json_object_put(o);
 }
 

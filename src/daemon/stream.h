@@ -16,7 +16,6 @@ struct ebuf {
 	int64_t last_ms;  /* when something was last queued */
 };
 
-int64_t stream_now_ms(void);
 /* Queues one envelope (flag 0: a message, 2: end of stream) holding o,
  * and frees o. */
 void ebuf_put(struct ebuf *b, unsigned char flag, json_object *o);

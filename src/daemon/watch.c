@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/accounts.h"
 #include "envd.h"
 #include "meta.h"
@@ -122,9 +123,9 @@ static ssize_t wreader(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		if (s->out.len > s->out.off)
 			continue;
-		int wait = (int)(s->out.last_ms + s->keepalive_ms - stream_now_ms());
+		int wait = (int)(s->out.last_ms + s->keepalive_ms - clock_mono_ms());
 		struct pollfd p = { .fd = abox_watch_fd(s->w), .events = POLLIN };
-		if (poll(&p, 1, wait > 0 ? wait : 0) == 0 && stream_now_ms() >= s->out.last_ms + s->keepalive_ms)
+		if (poll(&p, 1, wait > 0 ? wait : 0) == 0 && clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
 			ebuf_field(&s->out, "keepalive", json_object_new_object());
 	}
 }
@@ -221,7 +222,7 @@ static void *drain(void *arg)
 	struct watcher *w = arg;
 	for (;;) {
 		pthread_mutex_lock(&lock);
-		bool stop = w->stop || stream_now_ms() - w->polled_ms > WATCHER_IDLE_MS;
+		bool stop = w->stop || clock_mono_ms() - w->polled_ms > WATCHER_IDLE_MS;
 		pthread_mutex_unlock(&lock);
 		if (stop)
 			break;
@@ -269,7 +270,7 @@ static void reap_idle(void)
 		struct watcher *idle = NULL;
 		pthread_mutex_lock(&lock);
 		for (struct watcher **pp = &watchers; *pp; pp = &(*pp)->next)
-			if (stream_now_ms() - (*pp)->polled_ms > WATCHER_IDLE_MS) {
+			if (clock_mono_ms() - (*pp)->polled_ms > WATCHER_IDLE_MS) {
 				idle = *pp;
 				*pp = idle->next;
 				break;
@@ -338,7 +339,7 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 		entries_open(&w->entries, rq, b);
 		w->h = h;
 		w->events = json_object_new_array();
-		w->polled_ms = stream_now_ms();
+		w->polled_ms = clock_mono_ms();
 		pthread_create(&w->thread, NULL, drain, w);
 		pthread_mutex_lock(&lock);
 		w->next = watchers;
@@ -356,7 +357,7 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 			if (!strcmp(w->id, wid) && !strcmp(w->sandbox, rq->sandbox)) {
 				events = w->events;
 				w->events = json_object_new_array();
-				w->polled_ms = stream_now_ms();
+				w->polled_ms = clock_mono_ms();
 			}
 		pthread_mutex_unlock(&lock);
 		if (!events) {

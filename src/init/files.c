@@ -405,37 +405,6 @@ static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
 	init_queue(ci, &m);
 }
 
-static int remove_tree(int dfd, const char *name, unsigned depth)
-{
-	if (depth > 256)
-		return -ELOOP;
-	if (unlinkat(dfd, name, 0) == 0)
-		return 0;
-	/* nothing there is nothing to remove (envd's RemoveAll says so too:
-	 * the SDKs' remove of a missing file succeeds) */
-	if (errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (sub < 0)
-		return -errno;
-	DIR *d = fdopendir(sub);
-	if (!d) {
-		close(sub);
-		return -errno;
-	}
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d)) && r == 0)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			r = remove_tree(dirfd(d), de->d_name, depth + 1);
-	closedir(d);
-	if (r < 0)
-		return r;
-	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
-}
-
 void files_handle(int ci, const struct proto_frame *f)
 {
 	if (f->type == MSG_REQ_FS_DATA) {
@@ -521,7 +490,9 @@ void files_handle(int ci, const struct proto_frame *f)
 		watch_start(ci, f, r.path, &r.id, r.flags & FS_RECURSIVE);
 		break;
 	case MSG_REQ_FS_REMOVE: {
-		int e = remove_tree(AT_FDCWD, r.path, 0);
+		/* a missing path is nothing to remove: envd's RemoveAll says so
+		 * too (the SDKs' remove of a missing file succeeds) */
+		int e = rm_rf_strict_at(AT_FDCWD, r.path);
 		if (e < 0) {
 			fs_error(ci, f, -e, r.path);
 			break;

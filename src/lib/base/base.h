@@ -119,6 +119,10 @@ int list_ids(const char *dir, char ***out, abox_error *err);
 /* Removes name below dfd recursively without following symlinks (depth
  * starts at 0; bounded). 0 or -errno; a missing entry is 0. */
 int rm_rf_at(int dfd, const char *name, unsigned depth);
+/* The same, but the first entry that cannot be removed ends it with its
+ * error (a user's remove reports what it could not do, not a later
+ * "directory not empty"). */
+int rm_rf_strict_at(int dfd, const char *name);
 
 /* flock(fd, op) that gives up after ms milliseconds (-ETIMEDOUT): a
  * holder stuck on something that never answers must not hang everyone

@@ -202,8 +202,9 @@ int random_id(char *buf, size_t n)
 	return 0;
 }
 
-/* Removes name below dfd, recursively, never following symlinks. */
-int rm_rf_at(int dfd, const char *name, unsigned depth)
+/* Removes name below dfd, recursively, never following symlinks; with
+ * stop, the first failure ends the walk and is the answer. */
+static int rm_tree(int dfd, const char *name, unsigned depth, bool stop)
 {
 	if (depth > 300)
 		return -ELOOP;
@@ -220,13 +221,25 @@ int rm_rf_at(int dfd, const char *name, unsigned depth)
 		return -errno;
 	}
 	struct dirent *de;
-	while ((de = readdir(d)))
+	int r = 0;
+	while ((de = readdir(d)) && !(stop && r < 0))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			(void)rm_rf_at(dirfd(d), de->d_name, depth + 1);
+			r = rm_tree(dirfd(d), de->d_name, depth + 1, stop);
 	closedir(d);
+	if (stop && r < 0)
+		return r;
 	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+int rm_rf_at(int dfd, const char *name, unsigned depth)
+{
+	return rm_tree(dfd, name, depth, false);
+}
+
+int rm_rf_strict_at(int dfd, const char *name)
+{
+	return rm_tree(dfd, name, 0, true);
+}
 
 bool id_ok(const char *id)
 {
