@@ -331,6 +331,24 @@ ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
  * with -EOPNOTSUPP, the sandbox untouched, when there is no working
  * checkpointer (`abox doctor`). */
 #define ABOX_PAUSE_TO_DISK (1u << 1)
+/* One finding about what this host offers ctx's sandboxes, as the library
+ * sees it (`abox doctor` prints them). The struct and its strings belong
+ * to the library and are valid during the call; fields are only added at
+ * the end, and version says how many there are. */
+typedef struct abox_host_check {
+	unsigned version;   /* 1 */
+	const char *name;   /* "abox-init", "cgroup memory", "seccomp", ... */
+	int ok;             /* the facility works */
+	int required;       /* without it no sandbox can run */
+	const char *detail; /* what was found; or why not, and what that costs */
+} abox_host_check;
+typedef void (*abox_host_check_fn)(const abox_host_check *check, void *userdata);
+/* Checks what ctx's sandboxes depend on, calling fn once per finding:
+ * abox-init, each cgroup controller and cgroup kill, the writable layers'
+ * disks (made for real, as a create would), the default seccomp policy.
+ * 0, or -errno when the checks could not be made at all. */
+ABOX_EXPORT int abox_ctx_describe(abox_ctx *ctx, abox_host_check_fn fn, void *userdata, abox_error *err);
+
 /* The checkpointer abox uses ($ABOX_CHECKPOINTER, else the one recorded in
  * <state>/checkpointer by scripts/criu-setup.sh, else criu installed on the
  * system) and whether it works here (`criu check`). *hook and *version

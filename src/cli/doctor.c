@@ -4,6 +4,8 @@
 #include <linux/landlock.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -13,12 +15,8 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
-#include "backend/backend.h"
-#include "caps/caps.h"
-#include "cgroup/cgroup.h"
+#include "base/base.h"
 #include "cli.h"
-#include "disk/disk.h"
-#include "seccomp/policy.h"
 
 static bool fatal;
 
@@ -172,36 +170,10 @@ static bool has_fs(const char *name)
 	return strstr(s, pat) != NULL;
 }
 
-static void check_cgroups(void)
+static void print_check(const abox_host_check *c, void *ud)
 {
-	struct cg_layout l = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	if (cgroup_layout_detect(&l, &err) < 0) {
-		line(false, true, "cgroups", "%s", err.msg);
-		return;
-	}
-	for (int c = 0; c < CG_CONTROLLER_MAX; c++) {
-		char what[32];
-		snprintf(what, sizeof(what), "cgroup %s", cgroup_controller_name((enum cg_controller)c));
-		bool required = c == CG_MEMORY || c == CG_PIDS;
-		switch (l.use[c]) {
-		case CG_V2:
-			line(true, required, what, "v2 at %s%s", l.v2_mount,
-			     strcmp(l.v2_self, "/") == 0 ? "" : l.v2_self);
-			break;
-		case CG_V1:
-			line(true, required, what, "v1 at %s%s", l.v1_mount[c],
-			     strcmp(l.v1_self[c], "/") == 0 ? "" : l.v1_self[c]);
-			break;
-		default:
-			line(false, required, what, "not available: %s",
-			     c == CG_CPU ? "--cpus cannot be enforced" :
-			     c == CG_FREEZER ? "pause will not work" : "sandboxes cannot be limited");
-		}
-	}
-	line(l.v2_kill || l.v2_mount == NULL, false, "cgroup kill",
-	     l.v2_kill ? "cgroup.kill on v2: kill is one write" : "no cgroup.kill: kill walks the v1 freezer");
-	cgroup_layout_free(&l);
+	(void)ud;
+	line(c->ok, c->required, c->name, "%s", c->detail);
 }
 
 /* The checkpointer abox would use (pause --to-disk, snapshot/fork
@@ -298,8 +270,6 @@ int cmd_doctor(int argc, char **argv)
 			  : "fork (fs.suid_dumpable=%c): each command costs a copy of init's page tables, about 0.2 ms",
 	     dn > 0 ? dump[0] : '?');
 
-	check_cgroups();
-
 	line(has_fs("overlay"), true, "overlayfs", has_fs("overlay") ? "available" : "missing: no sandbox root filesystem");
 	bool userns = in_child(probe_userns) == 0;
 	line(userns, false, "user namespaces", userns ? "available" : "unavailable: rootless sandboxes impossible");
@@ -312,38 +282,11 @@ int cmd_doctor(int argc, char **argv)
 	     idm == 0 ? "work (probed on tmpfs): per-sandbox uid ranges without copies" :
 			"unavailable: per-sandbox uid ranges would need chown'd copies");
 
-	int sec = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
-	bool seccomp_ok = sec >= 0 && has_fs("proc");
+	/* what the library's modules say: cgroups, abox-init, disks, seccomp */
 	abox_ctx *ctx = NULL;
 	abox_error err = ABOX_ERROR_INIT;
-	if (abox_ctx_new(NULL, &ctx, &err) < 0) {
+	if (abox_ctx_new(NULL, &ctx, &err) < 0 || abox_ctx_describe(ctx, print_check, NULL, &err) < 0)
 		line(false, true, "abox-init", "%s", err.msg);
-	} else {
-		line(true, true, "abox-init", "%s", ctx->init_path);
-		/* which writable layer long-lived sandboxes get here: made
-		 * for real, as a create would */
-		abox_error derr = ABOX_ERROR_INIT;
-		int dr = disk_probe(ctx->state_dir, &derr);
-		if (dr >= 0)
-			line(true, false, "sandbox disks",
-			     "ext4 images on loop devices in %s/disks: files on disk, never in memory; --disk "
-			     "enforced (ENOSPC); tmpfs only with --layer tmpfs", ctx->state_dir);
-		else
-			line(false, false, "sandbox disks",
-			     "%s: writable layers are tmpfs here (files count as memory)%s", derr.msg,
-			     disk_unsupported(dr) ? "" : "; creates fail until this is fixed");
-		if (ctx->default_policy) {
-			struct policy_bpf bpf = { 0 };
-			struct policy_env env = { .caps = caps_default(), .kernel = 6000 };
-			int r = policy_load(ctx->default_policy, NULL, &env, &bpf, &err);
-			line(seccomp_ok && r >= 0, true, "seccomp",
-			     r >= 0 ? "filters available; default policy %s compiles (%u instructions)" : "%s",
-			     r >= 0 ? ctx->default_policy : err.msg, (unsigned)bpf.len);
-			policy_bpf_free(&bpf);
-		} else {
-			line(false, true, "seccomp", "default policy not found (set ABOX_DEFAULT_POLICY)");
-		}
-	}
 	abox_ctx_free(ctx);
 
 	long ll = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
