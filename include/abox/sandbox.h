@@ -1,0 +1,179 @@
+/* abox/sandbox.h — sandboxes: create, connect, list, kill, timeouts, pause
+ * and resume, metrics. Part of the public API; abox/abox.h includes every
+ * part. */
+#ifndef ABOX_SANDBOX_H
+#define ABOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <abox/common.h>
+#include <abox/error.h>
+#include <abox/version.h>
+#include <abox/context.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- sandboxes -------------------------------------------------------- */
+
+typedef struct abox_sandbox abox_sandbox;
+
+/* The sandbox ends when its handle is freed (or its creator dies): what
+ * `abox run` uses. Without it a sandbox is long-lived: it is recorded in the
+ * state folder, outlives its creator, and is found again by id
+ * (abox_sandbox_connect) until it is killed or reaches its timeout. */
+#define ABOX_SANDBOX_EPHEMERAL (1u << 0)
+/* At its deadline the sandbox is paused (with its memory: to disk when a
+ * checkpointer works, else frozen in place), not killed (E2B's
+ * autoPause). abox_reap does it: aboxd calls it every second, and every
+ * abox_gc too. Long-lived sandboxes only. */
+#define ABOX_SANDBOX_AUTO_PAUSE (1u << 1)
+/* Where the writable layer (the sandbox's files) lives. On disk (an ext4
+ * of disk_bytes on a loop device: its files never count against the
+ * sandbox's memory) is the default of long-lived sandboxes; in memory (a
+ * tmpfs of disk_bytes, faster to make, its files counted as the sandbox's
+ * memory) the default of ephemeral ones. At most one of the two. */
+#define ABOX_SANDBOX_LAYER_DISK (1u << 2)
+#define ABOX_SANDBOX_LAYER_TMPFS (1u << 3)
+/* With ABOX_SANDBOX_AUTO_PAUSE: the pause at the deadline keeps the files
+ * only and ends the processes (E2B's autoPauseMemory: false); a resume
+ * starts them afresh. */
+#define ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY (1u << 4)
+
+#define ABOX_SANDBOX_OPTS_VERSION 2
+typedef struct abox_sandbox_opts {
+	uint32_t version;
+	uint32_t flags;            /* ABOX_SANDBOX_* */
+	const char *template_name; /* NULL: "host" */
+	uint64_t memory_bytes;     /* 0: 512 MiB */
+	uint64_t disk_bytes;       /* 0: 1 GiB (size of the writable layer) */
+	uint64_t pids;             /* 0: 512 */
+	uint32_t cpu_millis;       /* 0: 1000 (one CPU) */
+	uint32_t timeout_ms;       /* 0: none; the sandbox is killed at the deadline */
+	const char *seccomp_policy; /* path; NULL: the default policy */
+	const char *const *metadata; /* NULL-terminated "key=value" entries, or NULL */
+	const char *const *env;      /* "K=V" for every command of the sandbox (a command's own env wins), or NULL */
+	/* version 2 */
+	const char *snapshot;        /* id or name: start from that snapshot's files (and its template) */
+} abox_sandbox_opts;
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
+
+/* Creates and starts a sandbox. On failure nothing is left behind. *out is
+ * owned by the caller. */
+ABOX_EXPORT int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts,
+				    abox_sandbox **out, abox_error *err);
+/* Attaches to a long-lived sandbox by id. -ENOENT when there is no such
+ * sandbox, -ESRCH when it is recorded but its init is gone (abox_gc
+ * removes it). *out is owned by the caller; freeing it does not end the
+ * sandbox. */
+ABOX_EXPORT int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+
+typedef enum abox_sandbox_state {
+	ABOX_STATE_RUNNING = 1,
+	ABOX_STATE_DEAD = 2, /* recorded, but its init is gone: abox_gc removes it */
+	ABOX_STATE_PAUSED = 3, /* frozen by abox_sandbox_pause; its timeout clock is stopped */
+} abox_sandbox_state;
+
+#define ABOX_SANDBOX_INFO_VERSION 1
+typedef struct abox_sandbox_info {
+	uint32_t version;   /* set by the caller to ABOX_SANDBOX_INFO_VERSION */
+	char id[ABOX_ID_LEN + 1];
+	abox_sandbox_state state;
+	int pid;            /* init, in the host's pid namespace */
+	int64_t created_ms; /* Unix time in ms */
+	int64_t deadline_ms; /* Unix time in ms; 0 = no timeout */
+	char template_name[64];
+	uint64_t memory_bytes, disk_bytes, pids;
+	uint32_t cpu_millis;
+	char *metadata_json; /* {"key":"value",...}; free with abox_sandbox_info_clear */
+} abox_sandbox_info;
+
+/* Information on a long-lived sandbox, from its record and a liveness check
+ * (a reused pid is never taken for the sandbox's init). */
+ABOX_EXPORT int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
+				      abox_error *err);
+ABOX_EXPORT void abox_sandbox_info_clear(abox_sandbox_info *info);
+/* Ids of all long-lived sandboxes, running or dead. *ids is a malloc'd
+ * NULL-terminated array owned by the caller: free with abox_strv_free. */
+ABOX_EXPORT int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err);
+
+#define ABOX_LIST_OPTS_VERSION 1
+typedef struct abox_list_opts {
+	uint32_t version;
+	abox_sandbox_state state;      /* 0: any */
+	const char *const *metadata;   /* "key=value" entries that must all match, or NULL */
+	uint32_t limit;                /* 0: no limit */
+	const char *next_token;        /* from the previous page, or NULL */
+} abox_list_opts;
+#define ABOX_LIST_OPTS_INIT { ABOX_LIST_OPTS_VERSION, 0, NULL, 0, NULL }
+
+/* Sandboxes matching opts, in id order, one page at a time. *infos is a
+ * malloc'd array of *n entries (clear each with abox_sandbox_info_clear,
+ * then free the array); *next is a malloc'd token for the next page, or
+ * NULL on the last one (next itself may be NULL: no more pages wanted). */
+ABOX_EXPORT int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos,
+				   size_t *n, char **next, abox_error *err);
+ABOX_EXPORT void abox_strv_free(char **v);
+
+/* 20 characters of [a-z0-9]; owned by the sandbox handle. */
+ABOX_EXPORT const char *abox_sandbox_id(const abox_sandbox *sb);
+/* Kills every process of the sandbox and removes its mounts, cgroups,
+ * sockets and state. Idempotent. */
+ABOX_EXPORT int abox_sandbox_kill(abox_sandbox *sb, abox_error *err);
+/* Releases the handle; an ephemeral sandbox is killed, a long-lived one
+ * keeps running. Accepts NULL. */
+ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
+/* Moves a long-lived sandbox's deadline to timeout_ms from now, earlier or
+ * later (0: no timeout). Its init enforces it even with no abox process
+ * running. */
+ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+
+/* Freezes every process of a long-lived sandbox (its cgroup's freezer)
+ * and returns once the kernel reports it frozen. A paused sandbox uses no
+ * CPU, keeps its memory, and its timeout clock stops; commands and file
+ * requests fail with -EAGAIN ("paused") until abox_sandbox_resume; kill
+ * works. -EALREADY when it is paused already. */
+ABOX_EXPORT int abox_sandbox_pause(abox_sandbox *sb, abox_error *err);
+/* Pause without memory (E2B's keepMemory=false): the sandbox's files are
+ * kept (a snapshot layer of their own), every process ends and its memory
+ * is freed. abox_sandbox_resume then starts a fresh init on those files,
+ * with the same id, limits, environment and metadata; background
+ * processes are gone. Works on a running or a paused sandbox. */
+#define ABOX_PAUSE_NO_MEMORY (1u << 0)
+/* Pause to disk (E2B's pause): the processes are checkpointed by the
+ * checkpoint hook (CRIU) into the state folder, with the files as in
+ * ABOX_PAUSE_NO_MEMORY, and their memory is freed; abox_sandbox_resume
+ * restores them where they were (a running counter keeps counting). Fails
+ * with -EOPNOTSUPP, the sandbox untouched, when there is no working
+ * checkpointer (`abox doctor`). */
+#define ABOX_PAUSE_TO_DISK (1u << 1)
+
+ABOX_EXPORT int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err);
+/* Thaws a paused sandbox: processes go on where they were, the deadline
+ * moves by the time spent paused. -EALREADY when it is not paused. */
+ABOX_EXPORT int abox_sandbox_resume(abox_sandbox *sb, abox_error *err);
+#define ABOX_METRICS_VERSION 1
+typedef struct abox_metrics {
+	uint32_t version;       /* set by the caller to ABOX_METRICS_VERSION */
+	int64_t timestamp_ms;   /* Unix time in ms */
+	uint64_t cpu_used_usec; /* CPU time since create; UINT64_MAX if the host cannot tell */
+	double cpu_pct;         /* % of one CPU since the previous call on this handle (the first: since create) */
+	uint64_t mem_used, mem_limit;   /* bytes (the writable layer lives in memory and counts) */
+	uint64_t disk_used, disk_limit; /* bytes of the writable layer */
+	uint64_t pids;          /* processes and threads */
+} abox_metrics;
+
+/* What the sandbox uses now. */
+ABOX_EXPORT int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err);
+/* Number of processes the kernel's OOM killer ended inside the sandbox. */
+ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);
+/* Effective memory limit in bytes. */
+ABOX_EXPORT uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* abox/template.h — templates: import, build, inspect, list, remove. Part
+ * of the public API; abox/abox.h includes every part. */
+#ifndef ABOX_TEMPLATE_H
+#define ABOX_TEMPLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <abox/common.h>
+#include <abox/error.h>
+#include <abox/version.h>
+#include <abox/context.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Templates. `host` is built in. abox_template_import makes (or replaces)
+ * template name from source: a folder holding a root filesystem, a root
+ * filesystem tarball (.tar, .tar.gz, .tar.xz, .tar.zst, .tar.bz2), an OCI
+ * image layout (folder or archive) or a `docker save` archive (layers
+ * applied in order, whiteouts honoured). Nothing in the source is ever
+ * followed, no entry may land outside the template (`..`, absolute
+ * names, writes through symlinks refuse the whole import), and device
+ * nodes, setuid/setgid bits and file capabilities are dropped unless
+ * opts allow them. Sandboxes already using an older version keep it
+ * until they end. */
+ABOX_EXPORT int abox_template_import(abox_ctx *ctx, const char *name, const char *source, abox_error *err);
+
+#define ABOX_TEMPLATE_KEEP_SETUID  (1u << 0) /* keep setuid/setgid bits (sandbox roots are nosuid anyway) */
+#define ABOX_TEMPLATE_KEEP_DEVICES (1u << 1) /* keep device nodes (sandbox roots are nodev anyway) */
+
+typedef struct abox_template_progress {
+	uint64_t entries;     /* written so far */
+	uint64_t bytes;       /* file data written so far */
+	unsigned layer;       /* image layer being applied (1-based); 0: not an image */
+	unsigned layers;
+	const char *message;  /* a line of a build's output (abox_template_build), or NULL */
+} abox_template_progress;
+
+#define ABOX_TEMPLATE_OPTS_VERSION 1
+typedef struct abox_template_opts {
+	uint32_t version;
+	uint32_t flags;                 /* ABOX_TEMPLATE_KEEP_* */
+	uint64_t max_bytes;             /* file data limit; 0: 64 GiB */
+	uint64_t max_entries;           /* entry limit; 0: 4 million */
+	/* What sandboxes made from it start with (over what an image's
+	 * config says): */
+	const char *user;               /* default user of commands: "root" or "user" */
+	const char *workdir;            /* default working folder (absolute) */
+	const char *const *env;         /* "K=V" entries */
+	const char *start_cmd;          /* run with sh -c, in the background, at every create */
+	const char *ready_cmd;          /* create returns once this exits 0 (sh -c), or */
+	uint16_t ready_port;            /* once this TCP port accepts on the sandbox's 127.0.0.1 */
+	uint32_t ready_timeout_ms;      /* 0: 60 s; create fails (and kills) after it */
+	void (*progress)(const abox_template_progress *p, void *userdata); /* may be NULL */
+	void *userdata;
+} abox_template_opts;
+#define ABOX_TEMPLATE_OPTS_INIT { ABOX_TEMPLATE_OPTS_VERSION, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL }
+
+ABOX_EXPORT int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source,
+					const abox_template_opts *opts, abox_error *err);
+
+/* Builds template name from a recipe (a `key = value` file, see rootfs/ and
+ * docs/cli.md): debootstrap of a Debian suite from the machine's mirror
+ * (or the recipe's), in a mount namespace of its own, then imported like
+ * a folder. opts override the recipe's metadata; its progress callback
+ * gets every line debootstrap prints (message). Takes minutes. */
+ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe,
+				    const abox_template_opts *opts, abox_error *err);
+
+#define ABOX_TEMPLATE_INFO_VERSION 1
+typedef struct abox_template_info {
+	uint32_t version;
+	char name[64];
+	char current[96];      /* its current version (folder name) */
+	int64_t created_ms;    /* Unix time in ms; 0: unknown (host) */
+	char *source;          /* what it was imported from, or NULL */
+	uint64_t entries, bytes, dropped;
+	char *user;            /* default user of commands */
+	char *workdir;         /* default working folder, or NULL (the user's home) */
+	char **env;            /* NULL-terminated, or NULL */
+	char *start_cmd, *ready_cmd;
+	uint16_t ready_port;
+	uint32_t ready_timeout_ms;
+} abox_template_info;
+
+/* What template name is and does; clear with abox_template_info_clear. */
+ABOX_EXPORT int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out,
+				      abox_error *err);
+ABOX_EXPORT void abox_template_info_clear(abox_template_info *info);
+/* Names of all templates, "host" first; NULL-terminated, free each and
+ * the array with free(). */
+ABOX_EXPORT int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err);
+ABOX_EXPORT int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
