@@ -200,7 +200,11 @@ struct sb_state;
  * limits, seccomp policy, env, metadata (*meta owns those strings, free
  * with strv_free) and what is left of its timeout. */
 int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, char ***meta, abox_error *err);
-/* abox_sandbox_create with a given id (a cold resume reuses the id). */
+/* Closes what a handle holds (socket, pidfd, template lock, runtime
+ * folder fd) and frees its strings; the struct itself stays. */
+void backend_release(abox_sandbox *sb);
+/* abox_sandbox_create with a given id (a cold resume reuses the id);
+ * create.c, in phases. */
 int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
 		   abox_error *err);
 /* abox_sandbox_kill; keep_record: the record stays (a cold pause). */
