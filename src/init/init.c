@@ -877,6 +877,15 @@ static void handle_checkpoint(int ci, const struct proto_frame *f)
 		send_error(ci, f->id, EINVAL, "checkpoint: bad token");
 		return;
 	}
+	/* an asker that is gone already (killed right after it sent this)
+	 * cannot dump, nor re-arm us: letting go now would leave a sandbox
+	 * nobody can reach, since its keeper, which saw us still listening,
+	 * has left. The request is dropped; everything stays as it was. */
+	struct pollfd hp = { .fd = clients[ci].fd, .events = POLLRDHUP };
+	if (poll(&hp, 1, 0) > 0 && (hp.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		free(tok);
+		return;
+	}
 	safe_snprintf(ckpt_token, sizeof(ckpt_token), "%s", tok);
 	free(tok);
 	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);

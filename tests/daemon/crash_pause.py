@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""SIGKILL of `abox pause --to-disk` at the edges of its dump: just before
-the checkpointer starts and just after it ended. The kill comes from a
-checkpointer wrapper (the real one runs inside it), so each edge is hit
-every time. Afterwards the sandbox must be either
-running with its processes, or paused to disk and resumable with them:
+"""SIGKILL of `abox pause --to-disk` at the edges of its dump (just before
+the checkpointer starts and just after it ended), right after its
+checkpoint request reached init, and at random points. The edges' kill
+comes from a checkpointer wrapper (the real one runs inside it), so each
+is hit every time. Afterwards the sandbox must be either running with its
+processes, or paused to disk and resumable with them:
 never lost, never frozen. As TAP.
 
 usage: crash_pause.py BUILD_DIR"""
 import json
 import os
+import random
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -115,6 +119,33 @@ def frozen(sid):
     return False
 
 
+def set_frozen(sid, on):
+    """Freezes (or thaws) the sandbox's tree by its cgroup, as a pause
+    does, and waits until the kernel says so."""
+    for cg in (record(sid) or {}).get("cgroups", "").splitlines():
+        for name, value in (("cgroup.freeze", "1" if on else "0"),
+                            ("freezer.state", "FROZEN" if on else "THAWED")):
+            try:
+                with open(os.path.join(cg, name), "w") as f:
+                    f.write(value)
+            except OSError:
+                pass
+    def settled():
+        for cg in (record(sid) or {}).get("cgroups", "").splitlines():
+            for name, test in (("cgroup.events", lambda t: ("frozen 1" in t) == on),
+                               ("freezer.state", lambda t: (t.strip() == "FROZEN") == on)):
+                try:
+                    with open(os.path.join(cg, name)) as f:
+                        if not test(f.read()):
+                            return False
+                except OSError:
+                    pass
+        return True
+    deadline = time.monotonic() + 10
+    while not settled() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def snapshots():
     return set(cli("snapshots", "ls").stdout.splitlines()[1:])
 
@@ -139,6 +170,47 @@ try:
                   f"{'' if killed else ' (the kill did not land)'}",
                   killed and ok and not frozen(sid), why)
         os.unlink(hook)
+    # a checkpoint request whose sender died right after sending it (a
+    # pause killed at that moment): init must not let go of its socket
+    # for a checkpoint nobody will make, since the sender's keeper saw
+    # it still listening and left; the request goes straight to init's
+    # socket here, so the race is hit every time
+    sid = new_sandbox()
+    made.append(sid)
+    name = b"stale"
+    payload = struct.pack("<HI", 25, len(name)) + name  # F_NAME
+    frame = struct.pack("<IHBBI", len(payload), 27, 0, 0, 1) + payload  # MSG_REQ_CHECKPOINT
+    # init frozen meanwhile, so that it finds the request and the
+    # sender's hang-up together, as after a kill
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(os.path.join(runtime, sid, "init.sock"))
+    time.sleep(0.2)  # init has taken the connection
+    set_frozen(sid, True)
+    c.sendall(frame)
+    c.close()
+    set_frozen(sid, False)
+    time.sleep(0.3)
+    ok, why = alive_and_counting(sid)
+    check("a checkpoint request whose sender is gone leaves init reachable", ok and not frozen(sid), why)
+    # and killed at random points of a whole pause to disk
+    sid = new_sandbox()
+    made.append(sid)
+    t = time.monotonic()
+    cli("pause", "--to-disk", sid)
+    span = time.monotonic() - t
+    cli("resume", sid)
+    lost = []
+    for rnd in range(6):
+        p = subprocess.Popen([abox, "pause", "--to-disk", sid], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(random.uniform(0, span * 1.2))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        time.sleep(0.3)
+        ok, why = alive_and_counting(sid)
+        if not ok or frozen(sid):
+            lost.append(f"round {rnd + 1}: {why}")
+    check(f"killed at random points of a pause to disk ({span:.2f} s): always kept", not lost, "; ".join(lost))
     for s in made:
         cli("kill", s, check_rc=False)
     made = []

@@ -375,9 +375,18 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 			_exit(0);
 		if (init_traced(sb->pid))
 			continue;
-		if (init_listens(rd)) {
-			/* armed; a checkpointer that ended after someone else
-			 * thawed it left it frozen again */
+		/* armed, and still so a moment later: init may have been
+		 * reading our parent's checkpoint request when we looked (it
+		 * refuses one whose sender is gone, but one read just before
+		 * the death is carried out) */
+		bool armed = init_listens(rd);
+		for (int k = 0; armed && k < 3; k++) {
+			nap_ms(50);
+			armed = init_listens(rd);
+		}
+		if (armed) {
+			/* a checkpointer that ended after someone else thawed
+			 * it left it frozen again */
 			thaw_at(freezer);
 			(void)backend_freeze_recover_now(sb->ctx, sb->id);
 			_exit(0);
