@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/checkpoint.h"
+#include "local/checkpoint/checkpoint.h"
 
 static char path[] = "/tmp/abox-ckpt-log.XXXXXX";
 

@@ -3,7 +3,7 @@
  * freezes/thaws, kills every task and removes the directories.
  *
  * Does not find the hierarchies (layout.c) or choose the limits
- * (backend/local.c). Runs in the CLI/daemon, never between clone and exec.
+ * (local/link.c). Runs in the CLI/daemon, never between clone and exec.
  * Kernel: v1 memory/pids/cpu/freezer; v2 controllers, cgroup.freeze (5.2)
  * and cgroup.kill (5.14), both checked on the sandbox's own v2 directory.
  * Cost: one O_PATH fd per directory, knobs written with openat() on it,

@@ -5,7 +5,7 @@
  * runs in (layout.c), creates one cgroup per sandbox *under that cgroup* in
  * every hierarchy it needs, writes limits, moves a process in, reports OOM
  * kills, freezes/thaws, kills every task, and removes what it created.
- * What it does not do: decide the limits (backend/local.c) or account disk
+ * What it does not do: decide the limits (local/link.c) or account disk
  * (the upper layer's filesystem does).
  * Runs in the CLI/daemon process (never between clone and exec).
  * Kernel: cgroup v1 memory/pids/cpu/freezer, cgroup v2 with cgroup.freeze

@@ -10,7 +10,7 @@
  * mount goes (the sandbox's namespace ends, or the fd is closed before
  * that), the kernel detaches the loop device and frees the file, so kill,
  * gc and every failure path release it without a step of their own.
- * What it does not do: pick sizes (backend/), build the overlays on it
+ * What it does not do: pick sizes (local/), build the overlays on it
  * (mount/).
  * Runs in the CLI/daemon. Needs loop devices (LOOP_CONFIGURE: 5.8+), the
  * new mount API (5.2+), ext4 and mkfs.ext4. */

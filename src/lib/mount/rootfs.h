@@ -7,7 +7,7 @@
  * borrows (/usr, ...), /proc with masks, a minimal /dev, read-only /sys,
  * pivot_root with the old root detached.
  * What it does not do: prepare the template (layer/) or pick sizes
- * (backend/).
+ * (local/).
  * Runs in the sandbox child between clone and exec: every function here is
  * async-signal-safe and uses only the strings prepared in the plan. Needs
  * overlayfs, tmpfs, devpts newinstance. */

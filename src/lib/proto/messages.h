@@ -137,7 +137,7 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 /* the OOM killer struck during it: never from init (the host counts OOM
  * kills itself), set by the remote backend from aboxd's end error */
 #define END_OOM_KILLED (1u << 1)
-/* The words of an OOM end's error (backend/proc.c writes them, aboxd
+/* The words of an OOM end's error (local/proc.c writes them, aboxd
  * passes them on, the remote backend reads them back). */
 #define END_OOM_WORDS ": out of memory"
 

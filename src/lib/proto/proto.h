@@ -11,7 +11,7 @@
  *
  * What it does: encode, decode (strict bounds, size limits), send, receive.
  * What it does not do: interpret messages (messages.h names them; init and
- * backend/ act on them).
+ * local/ act on them).
  * Runs in the CLI/daemon and in abox-init (so it depends on libc only). */
 #ifndef ABOX_PROTO_H
 #define ABOX_PROTO_H

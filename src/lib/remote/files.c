@@ -138,8 +138,9 @@ static size_t from_caller(char *d, size_t sz, size_t nm, void *ud)
 }
 
 int remote_file_write(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,
-		      uint64_t *size, abox_error *err)
+		      int parents, uint64_t *size, abox_error *err)
 {
+	(void)parents; /* envd's upload always makes the folders above */
 	char p[8192];
 	int r = files_path(sb, path, user, p, sizeof(p), err);
 	if (r < 0)
@@ -204,8 +205,8 @@ int remote_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_
 	return 0;
 }
 
-int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
-		     size_t *n, abox_error *err)
+int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_entry_fn fn,
+		     void *ud, abox_error *err)
 {
 	json_object *b = json_object_new_object(), *reply = NULL, *a;
 	json_object_object_add(b, "path", json_object_new_string(path));
@@ -218,21 +219,19 @@ int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsig
 		json_object_put(reply);
 		return abox_error_setx(err, EPROTO, "list '%s': the daemon's reply has no entries", path);
 	}
+	/* the daemon answers a listing whole: handed on in order */
 	size_t cnt = json_object_array_length(a);
-	abox_file_info *v = calloc(cnt ? cnt : 1, sizeof(*v));
-	if (!v) {
-		json_object_put(reply);
-		return abox_error_set(err, ENOMEM, "list");
+	abox_file_info e;
+	for (size_t i = 0; r >= 0 && i < cnt; i++) {
+		entry_from(json_object_array_get_idx(a, i), &e);
+		if (fn(&e, ud) != 0)
+			r = abox_error_setx(err, ECANCELED, "stopped by the caller");
 	}
-	for (size_t i = 0; i < cnt; i++)
-		entry_from(json_object_array_get_idx(a, i), &v[i]);
 	json_object_put(reply);
-	*out = v;
-	*n = cnt;
-	return 0;
+	return r;
 }
 
-int remote_file_op(abox_sandbox *sb, const char *method, const char *path, const char *to, const char *user,
+static int file_op(abox_sandbox *sb, const char *method, const char *path, const char *to, const char *user,
 		   abox_error *err)
 {
 	json_object *b = json_object_new_object();
@@ -245,4 +244,22 @@ int remote_file_op(abox_sandbox *sb, const char *method, const char *path, const
 	int r = remote_rpc(sb, "filesystem.Filesystem", method, user, b, NULL, err);
 	json_object_put(b);
 	return r;
+}
+
+int remote_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err)
+{
+	int r = file_op(sb, "MakeDir", path, NULL, user, err);
+	if (made)
+		*made = r == 0;
+	return r == -EEXIST ? (abox_error_clear(err), 0) : r;
+}
+
+int remote_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err)
+{
+	return file_op(sb, "Move", from, to, user, err);
+}
+
+int remote_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
+{
+	return file_op(sb, "Remove", path, NULL, user, err);
 }

@@ -117,7 +117,7 @@ static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
 }
 
 /* Whether aboxd's end event says the OOM killer struck (its error, as
- * backend/proc.c words it), so that the end carries ABOX_END_OOM here too. */
+ * local/proc.c words it), so that the end carries ABOX_END_OOM here too. */
 static bool oom_killed(json_object *o)
 {
 	json_object *e, *end, *er;
@@ -457,7 +457,7 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 		if (transient)
 			*transient = e == ECONNREFUSED || rp->transient;
 		r = abox_error_setx(err, e, "%s", rp->errmsg[0] ? rp->errmsg : "exec failed");
-		abox_proc_free(p);
+		proc_handle_free(p);
 		return r;
 	}
 	p->pid = rp->pid;
@@ -494,7 +494,7 @@ int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out
 	json_object_put(b);
 	if (r >= 0 && o->truncate_threshold &&
 	    (r = truncate_setup(*out, o->truncate_threshold, o->truncate_head, o->truncate_tail)) < 0) {
-		abox_proc_free(*out);
+		proc_handle_free(*out);
 		*out = NULL;
 		r = abox_error_set(err, -r, "exec: truncation");
 	}
@@ -510,16 +510,16 @@ int remote_truncate_finish(abox_proc *p, abox_error *err)
 		return 0;
 	abox_sandbox *sb = p->sb;
 	char path[sizeof(p->t_dir) + 16];
-	int made, r = abox_file_mkdir(sb, p->t_dir, rp->user, &made, err);
+	int made, r = remote_file_mkdir(sb, p->t_dir, rp->user, &made, err);
 	if (r >= 0) {
 		snprintf(path, sizeof(path), "%s/command.txt", p->t_dir);
-		r = abox_file_write(sb, path, rp->user, rp->cmdline, strlen(rp->cmdline), 0, err);
+		r = remote_file_write(sb, path, rp->user, -1, rp->cmdline, strlen(rp->cmdline), 0, NULL, err);
 	}
 	for (int i = 0; r >= 0 && i < 2; i++) {
 		uint64_t size;
 		(void)lseek(rp->spool[i], 0, SEEK_SET);
 		snprintf(path, sizeof(path), "%s/%s", p->t_dir, i ? "stderr.txt" : "stdout.txt");
-		r = abox_file_write_fd(sb, path, rp->user, rp->spool[i], 0, &size, err);
+		r = remote_file_write(sb, path, rp->user, rp->spool[i], NULL, 0, 0, &size, err);
 	}
 	if (r < 0)
 		return abox_error_prefix(err, "result: keep the complete output in the sandbox");
@@ -542,15 +542,26 @@ int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **o
 	return r;
 }
 
-int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
+int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch *w,
 		       abox_error *err)
 {
 	json_object *b = json_object_new_object();
 	json_object_object_add(b, "path", json_object_new_string(path));
 	json_object_object_add(b, "recursive", json_object_new_boolean(recursive != 0));
-	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, NULL, 0, out, NULL, err);
+	int r = stream_open(sb, "filesystem.Filesystem/WatchDir", path, b, user, NULL, 0, &w->stream, NULL, err);
 	json_object_put(b);
+	if (r >= 0)
+		w->id = w->stream->req;
 	return r;
+}
+
+int remote_watch_stop(abox_watch *w, bool answer, abox_error *err)
+{
+	(void)answer; /* ending the stream is the end: the daemon drops the watch */
+	(void)err;
+	proc_handle_free(w->stream);
+	w->stream = NULL;
+	return 0;
 }
 
 int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)

@@ -7,7 +7,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
-#include "backend/backend.h"
+#include "backend.h"
 
 struct remote {
 	char *base;      /* "http://host:port", no trailing slash */
@@ -68,14 +68,15 @@ int remote_rpc(abox_sandbox *sb, const char *service, const char *method, const 
 /* sandbox.c */
 int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
 		abox_error *err);
-extern const struct remote_ops remote_ops_table;
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
 /* A WatchDir stream held by an internal process handle on sb (its
  * events arrive on sb->conn as init's MSG_EV_FS_EVENT frames). */
-int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_proc **out,
+int remote_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch *w,
 		       abox_error *err);
+/* Ends the stream (the daemon drops the watch with it). */
+int remote_watch_stop(abox_watch *w, bool answer, abox_error *err);
 int remote_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 /* After END of a process started with truncation: writes its complete
  * output into the sandbox (once). */
@@ -88,11 +89,12 @@ void remote_proc_free(abox_proc *p);
 int remote_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud, uint64_t *size,
 		     abox_error *err);
 int remote_file_write(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,
-		      uint64_t *size, abox_error *err);
+		      int parents, uint64_t *size, abox_error *err);
 int remote_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err);
-int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
-		     size_t *n, abox_error *err);
-int remote_file_op(abox_sandbox *sb, const char *method, const char *path, const char *to, const char *user,
-		   abox_error *err);
+int remote_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_entry_fn fn,
+		     void *ud, abox_error *err);
+int remote_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err);
+int remote_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err);
+int remote_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err);
 
 #endif

@@ -140,9 +140,9 @@ static int r_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **ou
 	if (!o)
 		o = &d;
 	if (o->seccomp_policy)
-		return backend_remote_unsupported("create with a seccomp policy (the daemon's policy applies)", err);
+		return backend_unsupported(ctx, "create with a seccomp policy (the daemon's policy applies)", err);
 	if (o->pids)
-		return backend_remote_unsupported("create with a pids limit", err);
+		return backend_unsupported(ctx, "create with a pids limit", err);
 	json_object *b = json_object_new_object();
 	const char *tmpl = o->version >= 2 && o->snapshot ? o->snapshot : o->template_name;
 	if (tmpl)
@@ -570,12 +570,85 @@ static int r_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err)
 	return remote_call(ctx->remote, &q, NULL, NULL, err);
 }
 
-const struct remote_ops remote_ops_table = {
+/* The daemon collects, reaps and keeps spare disks for its own
+ * sandboxes: there is nothing for its client to do. */
+static int r_gc(abox_ctx *ctx, bool maybe, unsigned *removed, abox_error *err)
+{
+	(void)ctx, (void)maybe, (void)err;
+	if (removed)
+		*removed = 0;
+	return 0;
+}
+
+static int r_reap(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *next, abox_error *err)
+{
+	(void)ctx, (void)steps, (void)paused, (void)next, (void)err;
+	return 0;
+}
+
+static int r_spare_disks(abox_ctx *ctx, uint64_t bytes, unsigned count, abox_error *err)
+{
+	(void)ctx, (void)bytes, (void)count, (void)err;
+	return 0;
+}
+
+/* The ids of one query, every page. */
+static int r_list(abox_ctx *ctx, char ***ids, abox_error *err)
+{
+	abox_list_opts o = ABOX_LIST_OPTS_INIT;
+	abox_sandbox_info *v = NULL;
+	size_t n = 0;
+	int r = r_query(ctx, &o, &v, &n, NULL, err);
+	if (r < 0)
+		return r;
+	char **ids_out = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		if (ids_out)
+			ids_out[i] = strdup(v[i].id);
+		abox_sandbox_info_clear(&v[i]);
+	}
+	free(v);
+	if (!ids_out)
+		return abox_error_set(err, ENOMEM, "list");
+	*ids = ids_out;
+	return 0;
+}
+
+static int r_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
+			    abox_error *err)
+{
+	if (flags)
+		return backend_unsupported(sb->ctx, "snapshot --memory (the daemon decides)", err);
+	return r_snapshot(sb, name, out, err);
+}
+
+/* The daemon forks with memory when its checkpointer works: the flag
+ * is its choice, not the client's. */
+static int r_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags, abox_sandbox **forks,
+			abox_error *errs, abox_error *err)
+{
+	(void)flags;
+	return r_fork(sb, count, timeout_ms, forks, errs, err);
+}
+
+/* aboxd's DELETE forgets a snapshot in use, as E2B's does. */
+static int r_snapshot_remove_any(abox_ctx *ctx, const char *ref, bool forget, abox_error *err)
+{
+	(void)forget;
+	return r_snapshot_remove(ctx, ref, err);
+}
+
+static const struct abox_backend_ops remote_ops_table = {
+	.name = "a remote abox",
 	.open = r_open,
 	.close = r_close,
+	.gc = r_gc,
+	.reap = r_reap,
+	.spare_disks = r_spare_disks,
 	.create = r_create,
 	.connect = r_connect,
 	.info = r_info,
+	.list = r_list,
 	.query = r_query,
 	.kill = r_kill,
 	.release = r_release,
@@ -583,14 +656,13 @@ const struct remote_ops remote_ops_table = {
 	.pause = r_pause,
 	.resume = r_resume,
 	.metrics = r_metrics,
-	.snapshot = r_snapshot,
+	.snapshot = r_snapshot_flags,
+	.fork = r_fork_flags,
 	.snapshot_list = r_snapshot_list,
-	.snapshot_remove = r_snapshot_remove,
+	.snapshot_remove = r_snapshot_remove_any,
 	.proc_start = remote_proc_start,
 	.proc_attach = remote_proc_attach,
 	.proc_list = remote_proc_list,
-	.watch_start = remote_watch_start,
-	.fork = r_fork,
 	.proc_input = remote_proc_input,
 	.proc_signal = remote_proc_signal,
 	.proc_resize = remote_proc_resize,
@@ -600,10 +672,14 @@ const struct remote_ops remote_ops_table = {
 	.file_write = remote_file_write,
 	.file_stat = remote_file_stat,
 	.file_list = remote_file_list,
-	.file_op = remote_file_op,
+	.file_mkdir = remote_file_mkdir,
+	.file_move = remote_file_move,
+	.file_remove = remote_file_remove,
+	.watch_start = remote_watch_start,
+	.watch_stop = remote_watch_stop,
 };
 
-const struct remote_ops *remote_backend(void)
+const struct abox_backend_ops *remote_backend(void)
 {
 	return &remote_ops_table;
 }

@@ -1,6 +1,6 @@
 /* spawn/marks — ABOX_DEBUG timings of a create: the sandbox child and its
  * parent stamp their steps on a page they share, and the parent logs them
- * after the fact (backend/local.c). The child stamps between clone and
+ * after the fact (local/link.c). The child stamps between clone and
  * exec, so stamping is async-signal-safe. */
 #ifndef ABOX_SPAWN_MARKS_H
 #define ABOX_SPAWN_MARKS_H

@@ -2,7 +2,7 @@
  * the sandbox's v2 cgroup when there is one), builds the root filesystem,
  * applies confinement, and execs abox-init from its sealed memfd.
  *
- * What it does not do: decide paths, limits or policies (backend/local.c
+ * What it does not do: decide paths, limits or policies (local/link.c
  * prepares everything in a spawn_config before the clone, so the child
  * only makes system calls).
  * Runs in the CLI/daemon (parent) and in the sandbox child between clone

@@ -1,4 +1,4 @@
-/* backend/files.c — the host side of file operations: requests to
+/* local/files.c — the host side of file operations: requests to
  * abox-init, which does them inside the sandbox as the requested user
  * (see src/init/files.c for why the host never opens sandbox paths).
  * Runs in the CLI/daemon. */
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "base/accounts.h"
 #include "proto/messages.h"
 
@@ -167,11 +167,9 @@ static void read_size(const struct proto_frame *f, void *ud)
 			(void)proto_field_u64(&fl, &c->size);
 }
 
-int abox_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
+int local_file_read(abox_sandbox *sb, const char *path, const char *user, abox_data_fn fn, void *ud,
 		   uint64_t *size, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_read(sb, path, user, fn, ud, size, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_READ, &m, path, user, err);
 	if (r < 0)
@@ -248,20 +246,10 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 	return r;
 }
 
-int abox_file_write(abox_sandbox *sb, const char *path, const char *user, const void *data, size_t len,
-		    int parents, abox_error *err)
+int local_file_write(abox_sandbox *sb, const char *path, const char *user, int fd, const void *data, size_t len,
+		     int parents, uint64_t *size, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_write(sb, path, user, -1, data, len, NULL, err);
-	return write_from(sb, path, user, data, len, -1, parents, NULL, err);
-}
-
-int abox_file_write_fd(abox_sandbox *sb, const char *path, const char *user, int fd, int parents,
-		       uint64_t *size, abox_error *err)
-{
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_write(sb, path, user, fd, NULL, 0, size, err);
-	return write_from(sb, path, user, NULL, 0, fd, parents, size, err);
+	return write_from(sb, path, user, data, len, fd, parents, size, err);
 }
 
 static void parse_entry(const struct proto_frame *f, abox_file_info *e)
@@ -292,10 +280,8 @@ static void stat_ok(const struct proto_frame *f, void *ud)
 	parse_entry(f, ud);
 }
 
-int abox_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err)
+int local_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_file_info *out, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_stat(sb, path, user, out, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_STAT, &m, path, user, err);
 	if (r < 0)
@@ -304,49 +290,6 @@ int abox_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_fi
 	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "stat: send");
 	return wait_answer(sb, id, NULL, stat_ok, out, err);
-}
-
-int abox_file_exists(abox_sandbox *sb, const char *path, const char *user, int *exists, abox_error *err)
-{
-	abox_file_info info;
-	abox_error e2 = ABOX_ERROR_INIT;
-	int r = abox_file_stat(sb, path, user, &info, &e2);
-	if (r == -ENOENT || r == -ENOTDIR) {
-		*exists = 0;
-		return 0;
-	}
-	if (r < 0) {
-		if (err)
-			*err = e2;
-		return r;
-	}
-	*exists = 1;
-	return 0;
-}
-
-struct list_acc {
-	abox_file_info *v;
-	size_t n, cap;
-	int oom;
-};
-
-static int list_entry(const struct proto_frame *f, void *ud)
-{
-	struct list_acc *a = ud;
-	if (f->type != MSG_EV_ENTRY)
-		return 0;
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 32;
-		abox_file_info *nv = realloc(a->v, ncap * sizeof(*nv));
-		if (!nv) {
-			a->oom = 1;
-			return 1;
-		}
-		a->v = nv;
-		a->cap = ncap;
-	}
-	parse_entry(f, &a->v[a->n++]);
-	return 0;
 }
 
 /* Sends a listing request: depth checked here so that the caller learns
@@ -368,26 +311,6 @@ static int list_begin(abox_sandbox *sb, const char *path, const char *user, unsi
 	return 0;
 }
 
-int abox_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_info **out,
-		   size_t *n, abox_error *err)
-{
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_list(sb, path, user, depth, out, n, err);
-	uint32_t id;
-	int r = list_begin(sb, path, user, depth, &id, err);
-	if (r < 0)
-		return r;
-	struct list_acc a = { 0 };
-	r = wait_answer(sb, id, list_entry, NULL, &a, err);
-	if (r < 0 || a.oom) {
-		free(a.v);
-		return r < 0 ? r : abox_error_set(err, ENOMEM, "list");
-	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
-}
-
 struct list_each {
 	abox_file_entry_fn fn;
 	void *ud;
@@ -403,21 +326,10 @@ static int each_entry(const struct proto_frame *f, void *ud)
 	return c->fn(&c->e, c->ud);
 }
 
-int abox_file_list_each(abox_sandbox *sb, const char *path, const char *user, unsigned depth,
-			abox_file_entry_fn fn, void *userdata, abox_error *err)
+int local_file_list(abox_sandbox *sb, const char *path, const char *user, unsigned depth, abox_file_entry_fn fn,
+		    void *userdata, abox_error *err)
 {
-	if (REMOTE_SB(sb)) {
-		/* the remote daemon answers a listing whole: handed on in order */
-		abox_file_info *v = NULL;
-		size_t n = 0;
-		int r = sb->ctx->remote_ops->file_list(sb, path, user, depth, &v, &n, err);
-		for (size_t i = 0; r >= 0 && i < n; i++)
-			if (fn(&v[i], userdata) != 0)
-				r = abox_error_setx(err, ECANCELED, "stopped by the caller");
-		free(v);
-		return r;
-	}
-	uint32_t id;
+	uint32_t id = 0;
 	int r = list_begin(sb, path, user, depth, &id, err);
 	if (r < 0)
 		return r;
@@ -444,14 +356,8 @@ static void made_flag(const struct proto_frame *f, void *ud)
 			*(int *)ud = (int)v;
 }
 
-int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err)
+int local_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *made, abox_error *err)
 {
-	if (REMOTE_SB(sb)) {
-		int r = sb->ctx->remote_ops->file_op(sb, "MakeDir", path, NULL, user, err);
-		if (made)
-			*made = r == 0;
-		return r == -EEXIST ? (abox_error_clear(err), 0) : r;
-	}
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_MKDIR, &m, path, user, err);
 	if (r < 0)
@@ -466,10 +372,8 @@ int abox_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *m
 	return r;
 }
 
-int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err)
+int local_file_move(abox_sandbox *sb, const char *from, const char *to, const char *user, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_op(sb, "Move", from, to, user, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_MOVE, &m, from, user, err);
 	if (r < 0)
@@ -490,10 +394,8 @@ int abox_file_move(abox_sandbox *sb, const char *from, const char *to, const cha
 	return wait_answer(sb, id, NULL, NULL, NULL, err);
 }
 
-int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
+int local_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->file_op(sb, "Remove", path, NULL, user, err);
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_REMOVE, &m, path, user, err);
 	if (r < 0)
@@ -504,30 +406,9 @@ int abox_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_
 	return wait_answer(sb, id, NULL, NULL, NULL, err);
 }
 
-struct abox_watch {
-	abox_sandbox *sb;
-	uint32_t id;
-	bool gone; /* the sandbox went away */
-	abox_proc *stream; /* remote: the WatchDir stream feeding sb->conn */
-};
-
-int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch **out,
-		     abox_error *err)
+int local_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch *w,
+		      abox_error *err)
 {
-	if (REMOTE_SB(sb)) {
-		abox_watch *w = calloc(1, sizeof(*w));
-		if (!w)
-			return abox_error_set(err, ENOMEM, "watch");
-		int r = sb->ctx->remote_ops->watch_start(sb, path, user, recursive, &w->stream, err);
-		if (r < 0) {
-			free(w);
-			return r;
-		}
-		w->sb = sb;
-		w->id = w->stream->req;
-		*out = w;
-		return 0;
-	}
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_WATCH, &m, path, user, err);
 	if (r < 0)
@@ -538,128 +419,20 @@ int abox_watch_start(abox_sandbox *sb, const char *path, const char *user, int r
 		return abox_error_set(err, -r, "watch: send");
 	if ((r = wait_answer(sb, id, NULL, NULL, NULL, err)) < 0)
 		return r;
-	abox_watch *w = calloc(1, sizeof(*w));
-	if (!w) {
-		proto_msg_init(&m, MSG_REQ_FS_UNWATCH, id);
-		(void)backend_send(sb, &m);
-		return abox_error_set(err, ENOMEM, "watch");
-	}
-	w->sb = sb;
 	w->id = id;
-	*out = w;
 	return 0;
 }
 
-int abox_watch_fd(const abox_watch *w)
+int local_watch_stop(abox_watch *w, bool answer, abox_error *err)
 {
-	return w->sb->conn;
-}
-
-int abox_watch_dispatch(abox_watch *w, abox_fs_event_fn fn, void *ud, abox_error *err)
-{
-	for (;;) {
-		if (w->gone)
-			return abox_error_setx(err, EPIPE, "watch: the sandbox went away");
-		struct proto_frame f;
-		int k = proto_reader_next(&w->sb->rd, &f);
-		if (k < 0)
-			return abox_error_setx(err, EPROTO, "watch: broken frame from init");
-		if (k > 0) {
-			for (unsigned i = 0; i < f.nfds; i++)
-				close(f.fds[i]);
-			if (f.id != w->id || f.type != MSG_EV_FS_EVENT)
-				continue;
-			char evpath[4096] = "";
-			uint64_t type = 0;
-			size_t off = 0;
-			struct proto_field fl;
-			while (proto_field_next(&f, &off, &fl) > 0) {
-				if (fl.tag == F_PATH)
-					safe_snprintf(evpath, sizeof(evpath), "%.*s", (int)(fl.len < 4095 ? fl.len : 4095),
-						      (const char *)fl.val);
-				else if (fl.tag == F_TYPE)
-					(void)proto_field_u64(&fl, &type);
-			}
-			if (fn && fn((abox_fs_event_type)type, evpath, ud) != 0)
-				return 1;
-			continue;
-		}
-		k = proto_reader_fill(&w->sb->rd);
-		if (k == -EAGAIN)
-			return 0;
-		if (k <= 0)
-			w->gone = true;
-	}
-}
-
-void abox_watch_free(abox_watch *w)
-{
-	if (!w)
-		return;
-	if (w->stream) {
-		abox_proc_free(w->stream); /* ends the stream; the daemon drops the watch */
-		free(w);
-		return;
-	}
-	if (!w->gone) {
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_REQ_FS_UNWATCH, w->id);
-		(void)backend_send(w->sb, &m);
-		(void)flush_all(w->sb, NULL);
-	}
-	free(w);
-}
-
-int abox_file_watch(abox_sandbox *sb, const char *path, const char *user, int recursive, int timeout_ms,
-		    abox_fs_event_fn fn, void *ud, abox_error *err)
-{
-	abox_watch *w;
-	int r = abox_watch_start(sb, path, user, recursive, &w, err);
-	if (r < 0)
-		return r;
-	if (w->stream) {
-		/* remote: the same loop, and freeing the watch ends it */
-		int64_t end = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
-		for (;;) {
-			r = abox_watch_dispatch(w, fn, ud, err);
-			if (r != 0)
-				break;
-			int left = -1;
-			if (end && (left = (int)(end - clock_mono_ms())) <= 0)
-				break;
-			struct pollfd p = { .fd = abox_watch_fd(w), .events = POLLIN };
-			(void)poll(&p, 1, left);
-		}
-		abox_watch_free(w);
-		return r < 0 ? r : 0;
-	}
-	uint32_t id = w->id;
-	int64_t until = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
-	for (;;) {
-		r = abox_watch_dispatch(w, fn, ud, err);
-		if (r != 0)
-			break;
-		int wait = -1;
-		if (until) {
-			int64_t left = until - clock_mono_ms();
-			if (left <= 0)
-				break;
-			wait = (int)left;
-		}
-		struct pollfd p = { .fd = sb->conn, .events = POLLIN };
-		(void)poll(&p, 1, wait);
-	}
-	bool gone = w->gone;
-	free(w);
-	if (r < 0)
-		return r;
-	if (gone)
+	if (w->gone)
 		return 0;
 	struct proto_msg m;
-	proto_msg_init(&m, MSG_REQ_FS_UNWATCH, id);
-	if ((r = backend_send(sb, &m)) < 0)
+	proto_msg_init(&m, MSG_REQ_FS_UNWATCH, w->id);
+	int r = backend_send(w->sb, &m);
+	if (r < 0)
 		return abox_error_set(err, -r, "watch: send");
-	return wait_answer(sb, id, NULL, NULL, NULL, err);
+	return answer ? wait_answer(w->sb, w->id, NULL, NULL, NULL, err) : flush_all(w->sb, err);
 }
 
 /* ---- file metadata (src/init/meta.c) ---------------------------------- */
@@ -676,11 +449,9 @@ static int meta_unsupported(int r, abox_error *err)
 	return abox_error_setx(err, ENOTSUP, "file metadata: not kept here (%.400s)", why);
 }
 
-int abox_file_meta_set(abox_sandbox *sb, const char *path, const char *user, const char *const *kv, size_t n,
+int local_file_meta_set(abox_sandbox *sb, const char *path, const char *user, const char *const *kv, size_t n,
 		       abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return abox_error_setx(err, ENOTSUP, "file metadata: not over the remote backend");
 	struct proto_msg m;
 	int r = begin(sb, MSG_REQ_FS_META_SET, &m, path, user, err);
 	if (r < 0)
@@ -726,11 +497,9 @@ static int meta_entry(const struct proto_frame *f, void *ud)
 	return 0;
 }
 
-int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, const char *user, abox_meta_fn fn,
+int local_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, const char *user, abox_meta_fn fn,
 		       void *userdata, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return abox_error_setx(err, ENOTSUP, "file metadata: not over the remote backend");
 	if (n == 0)
 		return 0;
 	struct proto_msg m;
@@ -754,12 +523,6 @@ int abox_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, con
 	return r < 0 ? meta_unsupported(r, err) : r;
 }
 
-struct abox_accounts {
-	char *passwd, *group;
-	size_t passwd_len, group_len;
-	struct acct_user last; /* what abox_accounts_user's *home points into */
-};
-
 static void take_accounts(const struct proto_frame *f, void *ud)
 {
 	abox_accounts *a = ud;
@@ -778,10 +541,8 @@ static void take_accounts(const struct proto_frame *f, void *ud)
 	}
 }
 
-int abox_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err)
+int local_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return abox_error_setx(err, ENOTSUP, "accounts: not available for a remote sandbox");
 	if (sb->paused)
 		return backend_not_paused(sb, "accounts", err);
 	if (sb->conn < 0)
@@ -800,44 +561,11 @@ int abox_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err)
 		return abox_error_set(err, -r, "accounts: send");
 	}
 	if ((r = wait_answer(sb, id, NULL, take_accounts, a, err)) < 0) {
-		abox_accounts_free(a);
+		free(a->passwd);
+		free(a->group);
+		free(a);
 		return r;
 	}
 	*out = a;
 	return 0;
-}
-
-int abox_accounts_user(const abox_accounts *a, const char *name, uint32_t *uid, uint32_t *gid, const char **home)
-{
-	struct acct_user u;
-	if (!a || !a->passwd || acct_find_user(a->passwd, a->passwd_len, name, &u) < 0)
-		return -ABOX_ENOUSER;
-	/* the home lives in the handle until the next call or the free */
-	((abox_accounts *)a)->last = u;
-	if (uid)
-		*uid = u.uid;
-	if (gid)
-		*gid = u.gid;
-	if (home)
-		*home = a->last.home;
-	return 0;
-}
-
-int abox_accounts_user_name(const abox_accounts *a, uint32_t uid, char *buf, size_t n)
-{
-	return a && a->passwd ? acct_name_of(a->passwd, a->passwd_len, uid, buf, n) : -ENOENT;
-}
-
-int abox_accounts_group_name(const abox_accounts *a, uint32_t gid, char *buf, size_t n)
-{
-	return a && a->group ? acct_name_of(a->group, a->group_len, gid, buf, n) : -ENOENT;
-}
-
-void abox_accounts_free(abox_accounts *a)
-{
-	if (!a)
-		return;
-	free(a->passwd);
-	free(a->group);
-	free(a);
 }

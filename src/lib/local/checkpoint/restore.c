@@ -1,5 +1,5 @@
-/* backend/checkpoint_restore.c — a sandbox's processes back from their
- * checkpoint (see checkpoint.c).
+/* local/checkpoint/restore.c — a sandbox's processes back from their
+ * checkpoint (see checkpoint/hook.c).
  *
  * What the dump did not take is made again exactly as at create: the
  * cgroups with the recorded limits, the runtime folder with a new
@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "backend/checkpoint.h"
+#include "local/checkpoint/checkpoint.h"
 #include "base/fdpass.h"
 #include "disk/disk.h"
 #include "mount/rootfs.h"

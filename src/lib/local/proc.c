@@ -1,4 +1,4 @@
-/* backend/proc.c — processes inside a local sandbox: the exec request and
+/* local/proc.c — processes inside a local sandbox: the exec request and
  * the events init streams back, plus stdin and signals.
  * One process at a time per sandbox handle in this version.
  * Runs in the CLI/daemon. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "base/accounts.h"
 #include "store/state.h"
 #include "proto/messages.h"
@@ -24,10 +24,8 @@ static const struct user_entry users[] = {
 	{ "root", 0, 0, "/root" },
 };
 
-int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out, abox_error *err)
+int local_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->proc_start(sb, opts, out, err);
 	if (!opts || opts->version < 1 || !opts->argv || !opts->argv[0])
 		return abox_error_setx(err, EINVAL, "exec: no command given");
 	if (sb->paused)
@@ -124,7 +122,7 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	proto_put_u64(&m, F_FLAGS, flags);
 	if (!sb->oom_known) {
 		uint64_t n;
-		if (abox_sandbox_oom_kills(sb, &n, NULL) >= 0)
+		if (local_oom_kills(sb, &n, NULL) >= 0)
 			sb->oom_base = n;
 		sb->oom_known = true;
 	}
@@ -138,181 +136,11 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	return 0;
 }
 
-int abox_proc_fd(const abox_proc *p)
-{
-	return p->sb->conn;
-}
-
-int abox_proc_pid(const abox_proc *p)
-{
-	return p->pid;
-}
-
-static void deliver_end(abox_proc *p, abox_event *ev, abox_event_fn fn, void *ud)
-{
-	uint64_t ooms = 0;
-	abox_sandbox *sb = p->sb;
-	if (sb->oom_known && abox_sandbox_oom_kills(sb, &ooms, NULL) >= 0) {
-		if (ooms > sb->oom_base)
-			ev->end_flags |= ABOX_END_OOM;
-		sb->oom_base = ooms;
-	}
-	/* said in words too, for callers that pass the error on as it is
-	 * (aboxd's end event, and from there the SDKs' CommandExitError):
-	 * the OOM kill and the limit that was hit */
-	if ((ev->end_flags & ABOX_END_OOM) && !ev->error) {
-		char lim[32] = "";
-		if (sb->memory_limit)
-			format_size(sb->memory_limit, lim, sizeof(lim));
-		safe_snprintf(p->oom_msg, sizeof(p->oom_msg), "%s" END_OOM_WORDS "%s%s%s",
-			      ev->signal == SIGKILL ? "killed" : "a process of the sandbox was killed",
-			      lim[0] ? " (limit " : "", lim, lim[0] ? ")" : "");
-		ev->error = p->oom_msg;
-	}
-	p->ended = true;
-	p->exit_code = ev->exit_code;
-	p->sb->active = NULL;
-	if (fn)
-		fn(ev, ud);
-}
-
-/* init went away without an end event: the sandbox was killed (deadline,
- * OOM of init's tree, an outside kill). */
-static void deliver_lost(abox_proc *p, abox_event_fn fn, void *ud)
-{
-	abox_sandbox *sb = p->sb;
-	backend_reap_init(sb, true);
-	abox_event ev = { .type = ABOX_EVENT_END, .pid = p->pid, .exit_code = 128 + SIGKILL,
-			  .signal = SIGKILL, .end_flags = ABOX_END_LOST };
-	if (sb->timed_out || (sb->deadline_ms && clock_mono_ms() >= sb->deadline_ms - 5) ||
-	    (sb->dead && WIFEXITED(sb->init_status) && WEXITSTATUS(sb->init_status) == 124))
-		ev.end_flags = ABOX_END_TIMEOUT;
-	deliver_end(p, &ev, fn, ud);
-}
-
-static int pump_stdin(abox_proc *p);
-
-static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, void *ud, abox_error *err)
-{
-	for (unsigned i = 0; i < f->nfds; i++)
-		close(f->fds[i]);
-	if (f->id != p->req)
-		return 0; /* HELLO and events of other requests */
-
-	abox_event ev = { 0 };
-	_cleanup_free_ char *msg = NULL;
-	uint64_t v;
-	int64_t sv;
-	size_t off = 0;
-	struct proto_field fl;
-	int k;
-	while ((k = proto_field_next(f, &off, &fl)) > 0) {
-		switch (fl.tag) {
-		case F_PID:
-			if (proto_field_u64(&fl, &v) == 0)
-				ev.pid = (int)v;
-			break;
-		case F_DATA:
-			ev.data = fl.val;
-			ev.len = fl.len;
-			break;
-		case F_EXIT_CODE:
-			if (proto_field_i64(&fl, &sv) == 0)
-				ev.exit_code = (int)sv;
-			break;
-		case F_SIGNAL:
-			if (proto_field_u64(&fl, &v) == 0)
-				ev.signal = (int)v;
-			break;
-		case F_DROPPED:
-			if (proto_field_u64(&fl, &v) == 0)
-				ev.dropped = v;
-			break;
-		case F_FLAGS:
-			if (f->type == MSG_EV_END && proto_field_u64(&fl, &v) == 0 && (v & END_TIMED_OUT))
-				ev.end_flags |= ABOX_END_CMD_TIMEOUT;
-			if (f->type == MSG_EV_END && proto_field_u64(&fl, &v) == 0 && (v & END_OOM_KILLED))
-				ev.end_flags |= ABOX_END_OOM;
-			break;
-		case F_MESSAGE:
-			free(msg);
-			msg = NULL;
-			(void)proto_field_strdup(&fl, &msg);
-			break;
-		default:
-			break;
-		}
-	}
-	if (k < 0)
-		return abox_error_setx(err, EPROTO, "exec: malformed event from init");
-
-	switch (f->type) {
-	case MSG_EV_STDIN_ACK: {
-		uint64_t n = 0;
-		off = 0;
-		while (proto_field_next(f, &off, &fl) > 0)
-			if (fl.tag == F_COUNT)
-				(void)proto_field_u64(&fl, &n);
-		p->stdin_unacked = n > p->stdin_unacked ? 0 : p->stdin_unacked - (size_t)n;
-		/* a failed send means init is going away: its end event (or the
-		 * loss of the connection) follows and says what happened */
-		(void)pump_stdin(p);
-		return 0;
-	}
-	case MSG_EV_START:
-		p->pid = ev.pid;
-		backend_log(p->sb->ctx, ABOX_LOG_DEBUG, "exec %s: started as pid %d", p->sb->id, (int)ev.pid);
-		ev.type = ABOX_EVENT_START;
-		if (fn)
-			fn(&ev, ud);
-		return 0;
-	case MSG_EV_PTY:
-		ev.type = ABOX_EVENT_PTY;
-		if (fn)
-			fn(&ev, ud);
-		return 0;
-	case MSG_EV_STDOUT:
-	case MSG_EV_STDERR:
-		ev.type = f->type == MSG_EV_STDOUT ? ABOX_EVENT_STDOUT : ABOX_EVENT_STDERR;
-		if (p->t_threshold)
-			truncate_feed(p, f->type == MSG_EV_STDERR, ev.data, ev.len);
-		if (fn)
-			fn(&ev, ud);
-		return 0;
-	case MSG_EV_END:
-		backend_log(p->sb->ctx, ABOX_LOG_DEBUG, "exec %s: ended", p->sb->id);
-		ev.type = ABOX_EVENT_END;
-		p->exit_code = ev.exit_code;
-		ev.error = msg;
-		deliver_end(p, &ev, fn, ud);
-		return 1;
-	case MSG_EV_ERROR: {
-		/* init's errno, so callers can tell "no such process" (ESRCH)
-		 * from a failure */
-		uint64_t e = EIO;
-		off = 0;
-		while (proto_field_next(f, &off, &fl) > 0)
-			if (fl.tag == F_ERRNO)
-				(void)proto_field_u64(&fl, &e);
-		p->ended = true;
-		p->sb->active = NULL;
-		return abox_error_setx(err, e > 0 && e < 4096 ? (int)e : EIO, "%s", msg ? msg : "init reported an error");
-	}
-	default:
-		return 0;
-	}
-}
-
-/* How much one dispatch call does before it returns to its caller's loop,
- * so a flood of output never keeps the caller from its signals, stdin or
- * deadline. */
-#define DISPATCH_FRAMES 64
-
 /* A long-lived sandbox's deadline may have moved since this handle read
  * it: another process paused it (the clock stopped), resumed it or set a
  * new timeout. Re-reads the record and updates sb->deadline_ms; true when
  * it is still due. An ephemeral sandbox's deadline is this handle's own. */
-static bool deadline_still_due(abox_sandbox *sb)
+bool local_deadline_due(abox_sandbox *sb)
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return true;
@@ -326,92 +154,6 @@ static bool deadline_still_due(abox_sandbox *sb)
 		sb->deadline_ms = clock_mono_ms() + left;
 	sb_state_free(&st);
 	return sb->deadline_ms && left <= 0;
-}
-
-int abox_proc_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err)
-{
-	abox_sandbox *sb = p->sb;
-	if (p->ended)
-		return 1;
-	if (sb->deadline_ms && clock_mono_ms() >= sb->deadline_ms && deadline_still_due(sb)) {
-		sb->timed_out = true;
-		(void)abox_sandbox_kill(sb, NULL);
-		deliver_lost(p, fn, ud);
-		return 1;
-	}
-	if (proto_outq_len(&sb->out) && proto_flush(sb->conn, &sb->out) < 0) {
-		/* init is gone; what it said before is still readable */
-	}
-	for (int budget = DISPATCH_FRAMES; budget > 0;) {
-		struct proto_frame f;
-		int k = proto_reader_next(&sb->rd, &f);
-		if (k < 0)
-			return abox_error_setx(err, EPROTO, "exec: broken frame from init");
-		if (k > 0) {
-			budget--;
-			k = handle(p, &f, fn, ud, err);
-			if (k != 0)
-				return k;
-			continue;
-		}
-		k = proto_reader_fill(&sb->rd);
-		if (k == -EAGAIN)
-			break;
-		if (k < 0 && k != -ECONNRESET)
-			return abox_error_set(err, -k, "exec: read from init");
-		if (k <= 0) {
-			deliver_lost(p, fn, ud);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-int abox_proc_events(const abox_proc *p)
-{
-	return POLLIN | (proto_outq_len(&p->sb->out) ? POLLOUT : 0);
-}
-
-size_t abox_proc_stdin_pending(const abox_proc *p)
-{
-	return proto_outq_len(&p->stdin_q) + proto_outq_len(&p->sb->out);
-}
-
-bool abox_proc_buffered(const abox_proc *p)
-{
-	size_t consumed;
-	struct proto_frame f;
-	const struct proto_reader *rd = &p->sb->rd;
-	return !p->ended && rd->buf && proto_decode(rd->buf + rd->start, rd->end - rd->start, &f, &consumed) == 1;
-}
-
-int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
-{
-	int64_t until = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : 0;
-	for (;;) {
-		int r = abox_proc_dispatch(p, fn, ud, err);
-		if (r != 0)
-			return r;
-		int64_t now = clock_mono_ms();
-		int wait = -1;
-		if (until) {
-			if (now >= until)
-				return abox_error_setx(err, ETIMEDOUT, "wait: timed out");
-			wait = (int)(until - now);
-		}
-		if (p->sb->deadline_ms) {
-			int64_t left = p->sb->deadline_ms - now;
-			if (left < 0)
-				left = 0;
-			if (wait < 0 || left < wait)
-				wait = (int)left;
-		}
-		if (abox_proc_buffered(p))
-			continue; /* read but not yet delivered: no need to wait */
-		struct pollfd pfd = { .fd = p->sb->conn, .events = (short)abox_proc_events(p) };
-		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
-			return abox_error_set(err, errno, "wait: poll");
-	}
 }
 
 /* Sends queued stdin as far as init's window allows, then the close. */
@@ -446,10 +188,8 @@ static int pump_stdin(abox_proc *p)
 	return 0;
 }
 
-int abox_proc_write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err)
+static int write_stdin(abox_proc *p, const void *buf, size_t len, abox_error *err)
 {
-	if (p->remote)
-		return p->sb->ctx->remote_ops->proc_input(p, buf, len, false, err);
 	if (p->ended || !p->stdin_open)
 		return abox_error_setx(err, EPIPE, "stdin: the process's stdin is closed");
 	/* raw bytes wait here; frames are cut as the window opens */
@@ -494,10 +234,8 @@ static int simple_req(abox_proc *p, uint16_t type, int sig, const char *what, ab
 	return 0;
 }
 
-int abox_proc_close_stdin(abox_proc *p, abox_error *err)
+static int close_stdin(abox_proc *p, abox_error *err)
 {
-	if (p->remote)
-		return p->sb->ctx->remote_ops->proc_input(p, NULL, 0, true, err);
 	if (!p->stdin_open)
 		return 0;
 	p->stdin_open = false;
@@ -508,10 +246,8 @@ int abox_proc_close_stdin(abox_proc *p, abox_error *err)
 	return 0;
 }
 
-int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err)
+int local_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err)
 {
-	if (p->remote)
-		return p->sb->ctx->remote_ops->proc_resize(p, rows, cols, err);
 	if (!rows || !cols || rows > 1000 || cols > 1000)
 		return abox_error_setx(err, EINVAL, "resize: bad size %ux%u", rows, cols);
 	if (p->ended)
@@ -527,32 +263,25 @@ int abox_proc_resize(abox_proc *p, uint16_t rows, uint16_t cols, abox_error *err
 	return 0;
 }
 
-int abox_proc_signal(abox_proc *p, int sig, abox_error *err)
+int local_proc_signal(abox_proc *p, int sig, abox_error *err)
 {
-	if (p->remote)
-		return p->sb->ctx->remote_ops->proc_signal(p, sig, err);
 	if (sig <= 0 || sig >= 65)
 		return abox_error_setx(err, EINVAL, "signal: bad signal number %d", sig);
 	return simple_req(p, MSG_REQ_SIGNAL, sig, "signal", err);
 }
 
-void abox_proc_free(abox_proc *p)
+int local_proc_input(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err)
 {
-	if (!p)
-		return;
-	if (p->remote)
-		p->sb->ctx->remote_ops->proc_free(p); /* ends the stream, closes sb->conn */
-	proto_outq_free(&p->stdin_q);
-	truncate_free(p);
-	if (p->sb && p->sb->active == p)
-		p->sb->active = NULL;
-	free(p);
+	return close ? close_stdin(p, err) : write_stdin(p, buf, len, err);
 }
 
-int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
+void local_proc_stdin_ack(abox_proc *p)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->proc_attach(sb, pid, tag, out, err);
+	(void)pump_stdin(p);
+}
+
+int local_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)
+{
 	if ((pid <= 0) == (tag == NULL))
 		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
 	if (sb->paused)
@@ -591,10 +320,8 @@ struct list_ctx {
 	size_t n, cap;
 };
 
-int abox_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
+int local_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->proc_list(sb, out, n, err);
 	if (sb->paused)
 		return backend_not_paused(sb, "ps", err);
 	if (sb->conn < 0)

@@ -1,4 +1,4 @@
-/* backend/freeze.c — every freeze recorded before it is made, and undone
+/* local/freeze.c — every freeze recorded before it is made, and undone
  * when its maker died.
  *
  * A snapshot, a fork, a pause or a checkpoint freezes the sandbox's tree
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "proto/messages.h"
 #include "store/state.h"
 #include "store/store.h"
@@ -138,12 +138,12 @@ static void finish_cold(abox_ctx *ctx, const struct sb_state *st, struct cg_sand
 static int restart_clocks(abox_ctx *ctx, const struct sb_state *st, abox_error *err)
 {
 	abox_sandbox *sb = NULL;
-	int r = abox_sandbox_connect(ctx, st->id, &sb, err);
+	int r = local_connect(ctx, st->id, &sb, err);
 	if (r < 0)
 		return r;
 	uint64_t left = st->auto_pause ? 0 : backend_left_ms(st, clock_wall_ms());
 	r = backend_init_clocks(sb, left, CLOCKS_RUN, "thaw", err);
-	abox_sandbox_free(sb);
+	local_free(sb);
 	return r;
 }
 

@@ -1,4 +1,4 @@
-/* backend/autopause.c — sandboxes that pause at their deadline (E2B's
+/* local/autopause.c — sandboxes that pause at their deadline (E2B's
  * autoPause), never killed there.
  *
  * Two steps, so the slow one never delays the fast one: at the deadline
@@ -9,15 +9,15 @@
  * ended) when it asked for that. A memory pause that fails leaves it
  * frozen in place, with the reason logged: frozen is paused too.
  *
- * Not here: the pauses themselves (pause.c, pause_disk.c); who calls the
+ * Not here: the pauses themselves (pause.c, checkpoint/to_disk.c); who calls the
  * steps and how often (aboxd, abox gc). Runs in the CLI/daemon. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/backend.h"
-#include "backend/checkpoint.h"
+#include "local/local.h"
+#include "local/checkpoint/checkpoint.h"
 #include "store/state.h"
 
 struct due {
@@ -126,10 +126,10 @@ static void freeze_one(abox_ctx *ctx, const struct due *d, unsigned *n)
 	abox_sandbox *sb = NULL;
 	abox_error e = ABOX_ERROR_INIT;
 	int64_t late = clock_wall_ms() - d->deadline;
-	int r = abox_sandbox_connect(ctx, d->id, &sb, &e);
+	int r = local_connect(ctx, d->id, &sb, &e);
 	if (r >= 0)
 		r = backend_pause_warm(sb, true, &e);
-	abox_sandbox_free(sb);
+	local_free(sb);
 	if (r >= 0) {
 		(*n)++;
 		backend_log(ctx, ABOX_LOG_INFO, "sandbox %s frozen at its deadline (%lld ms after it; the freeze took %lld ms)",
@@ -221,10 +221,10 @@ static unsigned settle_pending(abox_ctx *ctx, char **ids)
 			continue; /* frozen in place is the pause with memory here */
 		abox_sandbox *sb = NULL;
 		abox_error e = ABOX_ERROR_INIT;
-		int r = abox_sandbox_connect(ctx, ids[i], &sb, &e);
+		int r = local_connect(ctx, ids[i], &sb, &e);
 		if (r >= 0)
-			r = abox_sandbox_pause_flags(sb, no_memory ? ABOX_PAUSE_NO_MEMORY : ABOX_PAUSE_TO_DISK, &e);
-		abox_sandbox_free(sb);
+			r = local_pause(sb, no_memory ? ABOX_PAUSE_NO_MEMORY : ABOX_PAUSE_TO_DISK, &e);
+		local_free(sb);
 		if (r >= 0) {
 			n++;
 			backend_log(ctx, ABOX_LOG_INFO, "sandbox %s paused at its deadline %s", ids[i],
@@ -238,14 +238,8 @@ static unsigned settle_pending(abox_ctx *ctx, char **ids)
 	return n;
 }
 
-int abox_reap_steps(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *next_deadline_ms, abox_error *err)
+int local_reap(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *next_deadline_ms, abox_error *err)
 {
-	if (paused)
-		*paused = 0;
-	if (next_deadline_ms)
-		*next_deadline_ms = 0;
-	if (REMOTE_CTX(ctx))
-		return 0; /* the daemon reaps its own */
 	if (steps & ~(ABOX_REAP_FREEZE | ABOX_REAP_MEMORY))
 		return abox_error_setx(err, EINVAL, "reap: unknown steps 0x%x", steps);
 	char **ids = NULL;
@@ -269,7 +263,3 @@ int abox_reap_steps(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *ne
 	return 0;
 }
 
-int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
-{
-	return abox_reap_steps(ctx, ABOX_REAP_FREEZE | ABOX_REAP_MEMORY, paused, NULL, err);
-}

@@ -1,4 +1,4 @@
-/* backend/truncate.c — output truncation for agents: while a command
+/* api/truncate.c — output truncation for agents: while a command
  * runs, each stream's first and last bytes are kept (bounded memory);
  * at its end, a stream longer than the budget is cut to head + a marker
  * naming how many characters were left out and where the whole output is +
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "backend/backend.h"
+#include "backend.h"
 
 static bool cont(uint8_t c)
 {
@@ -134,7 +134,7 @@ int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err)
 	if (!p->ended)
 		return abox_error_setx(err, EBUSY, "result: the process has not ended");
 	int fr;
-	if (p->remote && (fr = p->sb->ctx->remote_ops->truncate_finish(p, err)) < 0)
+	if (p->sb->ctx->be->truncate_finish && (fr = p->sb->ctx->be->truncate_finish(p, err)) < 0)
 		return fr;
 	abox_proc_result r = { .version = out->version, .exit_code = p->exit_code,
 			       .stdout_bytes = p->t_out.bytes, .stderr_bytes = p->t_err.bytes };

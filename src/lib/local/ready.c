@@ -1,4 +1,4 @@
-/* backend/ready.c — a template's start command, and waiting until what it
+/* local/ready.c — a template's start command, and waiting until what it
  * starts is ready (E2B templates' start and ready commands).
  *
  * The start command runs like any background command of the sandbox (as
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "layer/template_meta.h"
 
 static void sleep_ms(int ms)
@@ -50,7 +50,7 @@ static int run_once(abox_sandbox *sb, const char *const *argv, const char *tag, 
 	po.tag = tag;
 	po.flags = PROC_NOT_ONESHOT;
 	abox_proc *p;
-	int r = abox_proc_start(sb, &po, &p, err);
+	int r = local_proc_start(sb, &po, &p, err);
 	if (r < 0)
 		return r;
 	struct end_seen s = { 0 };
@@ -58,23 +58,23 @@ static int run_once(abox_sandbox *sb, const char *const *argv, const char *tag, 
 		/* started (or failed to): then it stays in the background */
 		int pid = -1;
 		for (int64_t end = clock_mono_ms() + timeout_ms; pid <= 0 && !s.ended && clock_mono_ms() < end;) {
-			r = abox_proc_wait(p, 50, on_event, &s, err);
+			r = events_wait(p, 50, on_event, &s, err);
 			if (r < 0 && r != -ETIMEDOUT)
 				break;
 			r = 0;
-			pid = abox_proc_pid(p);
+			pid = p->pid;
 		}
-		abox_proc_free(p);
+		proc_handle_free(p);
 		if (r < 0)
 			return r;
 		return s.ended ? s.code : 0;
 	}
-	r = abox_proc_wait(p, timeout_ms, on_event, &s, err);
+	r = events_wait(p, timeout_ms, on_event, &s, err);
 	if (r == -ETIMEDOUT) {
-		(void)abox_proc_signal(p, SIGKILL, NULL);
+		(void)local_proc_signal(p, SIGKILL, NULL);
 		abox_error_clear(err);
 	}
-	abox_proc_free(p);
+	proc_handle_free(p);
 	if (r < 0 && r != -ETIMEDOUT)
 		return r;
 	return s.ended ? s.code : 1;

@@ -1,4 +1,4 @@
-/* backend/describe.c — abox_ctx_describe: what this host offers a
+/* local/describe.c — abox_ctx_describe: what this host offers a
  * context's sandboxes, told by the modules that depend on it (cgroup
  * layout, abox-init, disks, the seccomp compiler), so a caller such as
  * `abox doctor` needs none of their internals. Kernel features that no
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "caps/caps.h"
 #include "cgroup/cgroup.h"
 #include "disk/disk.h"
@@ -60,12 +60,8 @@ static void describe_cgroups(abox_host_check_fn fn, void *ud)
 	cgroup_layout_free(&l);
 }
 
-int abox_ctx_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)
+int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)
 {
-	if (!ctx || !fn)
-		return abox_error_setx(err, EINVAL, "describe: no context or no callback");
-	if (REMOTE_CTX(ctx))
-		return abox_error_setx(err, ENOTSUP, "describe: a remote context (ask its daemon)");
 	describe_cgroups(fn, ud);
 	tell(fn, ud, "abox-init", true, true, "%s", ctx->init_path);
 	/* which writable layer long-lived sandboxes get here: made for real,

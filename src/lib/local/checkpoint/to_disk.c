@@ -1,5 +1,5 @@
-/* backend/pause_disk.c — pause to disk (E2B's pause: memory written out
- * and freed) and resume from it, with the checkpoint hook (checkpoint.c).
+/* local/checkpoint/to_disk.c — pause to disk (E2B's pause: memory written out
+ * and freed) and resume from it, with the checkpoint hook (checkpoint/hook.c).
  *
  * Pause: init lets go of its host fds, the tree is frozen, its files are
  * kept as a snapshot layer (as a pause without memory does), the hook
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend/checkpoint.h"
+#include "local/checkpoint/checkpoint.h"
 #include "proto/messages.h"
 #include "layer/snapshot.h"
 
@@ -202,7 +202,7 @@ static void end_leftover(abox_ctx *ctx, const struct sb_state *st)
 		return;
 	abox_sandbox *old = NULL;
 	if (proc_start_time(st->pid, &start) < 0 || start != st->pid_start ||
-	    abox_sandbox_connect(ctx, st->id, &old, NULL) < 0) {
+	    local_connect(ctx, st->id, &old, NULL) < 0) {
 		close(pidfd);
 		return;
 	}
@@ -212,7 +212,7 @@ static void end_leftover(abox_ctx *ctx, const struct sb_state *st)
 	old->pidfd = pidfd;
 	old->cold = false;
 	(void)backend_kill(old, true, NULL);
-	abox_sandbox_free(old);
+	local_free(old);
 }
 
 int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
@@ -260,16 +260,16 @@ int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 	if (r < 0)
 		goto out;
 	abox_sandbox *fresh = NULL;
-	if ((r = abox_sandbox_connect(ctx, sb->id, &fresh, err)) < 0)
+	if ((r = local_connect(ctx, sb->id, &fresh, err)) < 0)
 		goto out;
 	if (left && !st.auto_pause && (r = backend_init_timeout(fresh, left, "resume", err)) < 0) {
-		abox_sandbox_free(fresh);
+		local_free(fresh);
 		goto out;
 	}
 	abox_sandbox old = *sb;
 	*sb = *fresh;
 	*fresh = old;
-	abox_sandbox_free(fresh);
+	local_free(fresh);
 	backend_log(ctx, ABOX_LOG_DEBUG, "resume %s from disk: init is pid %d", sb->id, (int)rs.pid);
 out:
 	state_lock_hold(-1, NULL, NULL);

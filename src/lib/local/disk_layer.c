@@ -1,6 +1,6 @@
-/* backend/disk_layer.c — which writable layer a sandbox gets, and its
+/* local/disk_layer.c — which writable layer a sandbox gets, and its
  * disk (disk/). Runs in the CLI/daemon. */
-#include "backend/backend.h"
+#include "local/local.h"
 #include "disk/disk.h"
 
 bool backend_layer_on_disk(uint32_t flags)
@@ -33,9 +33,7 @@ int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 	return fd;
 }
 
-int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err)
+int local_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return 0; /* the daemon keeps its own */
 	return disk_spares_start(ctx->state_dir, disk_bytes ? disk_bytes : DEFAULT_DISK, count, err);
 }

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "proto/messages.h"
 #include "store/state.h"
 #include "versioned.h"
@@ -167,31 +167,15 @@ out:
 	return r;
 }
 
-int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
+int local_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->snapshot(sb, name, out, err);
-	return backend_snapshot(sb, name, 0, false, out, err);
-}
-
-int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
-				abox_error *err)
-{
-	if (REMOTE_SB(sb))
-		return flags ? backend_remote_unsupported("snapshot --memory (the daemon decides)", err) : sb->ctx->remote_ops->snapshot(sb, name, out, err);
-	if (flags & ~(ABOX_SNAPSHOT_MEMORY | ABOX_SNAPSHOT_TAKE_NAME))
-		return abox_error_setx(err, EINVAL, "snapshot: unknown flags 0x%x", flags);
-	if (out && out->version < 1)
-		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
 	uint32_t how = flags & ABOX_SNAPSHOT_TAKE_NAME ? SNAP_TAKE_NAME : 0;
 	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, how, out, err)
 					    : backend_snapshot(sb, name, how, false, out, err);
 }
 
-int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
+int local_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->snapshot_list(ctx, out, n, err);
 	_cleanup_(strv_freep) char **ids = NULL;
 	int r = snap_list(ctx->state_dir, &ids, err);
 	if (r < 0)
@@ -213,16 +197,7 @@ int abox_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_
 	return 0;
 }
 
-int abox_snapshot_remove(abox_ctx *ctx, const char *ref, abox_error *err)
+int local_snapshot_remove(abox_ctx *ctx, const char *ref, bool forget, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->snapshot_remove(ctx, ref, err);
-	return snap_remove(ctx->state_dir, ref, err);
-}
-
-int abox_snapshot_forget(abox_ctx *ctx, const char *ref, abox_error *err)
-{
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->snapshot_remove(ctx, ref, err); /* aboxd's DELETE forgets */
-	return snap_remove_ex(ctx->state_dir, ref, true, err);
+	return snap_remove_ex(ctx->state_dir, ref, forget, err);
 }

@@ -1,9 +1,9 @@
-/* backend/checkpoint — memory checkpoints of a sandbox through a
- * CRIU-compatible checkpoint hook (see checkpoint.c). */
+/* local/checkpoint — memory checkpoints of a sandbox through a
+ * CRIU-compatible checkpoint hook (see checkpoint/hook.c). */
 #ifndef ABOX_BACKEND_CHECKPOINT_H
 #define ABOX_BACKEND_CHECKPOINT_H
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "layer/layer.h"
 #include "store/state.h"
 
@@ -46,7 +46,7 @@ struct restored {
 int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hook, const char *images,
 		       const char *workdir, const char *id, const char *token, struct restored *out, abox_error *err);
 
-/* For checkpoint.c and checkpoint_restore.c */
+/* For checkpoint/hook.c and checkpoint/restore.c */
 void checkpoint_log_tail(const char *log, char *out, size_t n);
 int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err);
 /* cmds_fd: the commands' cgroup for init (cgroup_cmds_fd), or -1 */

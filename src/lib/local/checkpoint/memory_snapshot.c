@@ -1,4 +1,4 @@
-/* backend/memory_snap.c — snapshots with memory, and sandboxes restored
+/* local/checkpoint/memory_snapshot.c — snapshots with memory, and sandboxes restored
  * from them (snapshot --memory, fork --memory, create --from such a
  * snapshot).
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/checkpoint.h"
+#include "local/checkpoint/checkpoint.h"
 #include "layer/snapshot.h"
 #include "proto/messages.h"
 #include "store/store.h"
@@ -192,11 +192,11 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 	stack_free(&stk);
 	free(rs.cgroups);
 	abox_sandbox *sb = NULL;
-	if (r >= 0 && (r = abox_sandbox_connect(ctx, id, &sb, err)) >= 0 && o->timeout_ms)
+	if (r >= 0 && (r = local_connect(ctx, id, &sb, err)) >= 0 && o->timeout_ms)
 		r = backend_init_timeout(sb, o->timeout_ms, "create", err);
 	if (r < 0) {
 		if (sb) {
-			(void)abox_sandbox_kill(sb, NULL);
+			(void)local_kill(sb, NULL);
 		} else {
 			/* not reachable through a record: its cgroups end it */
 			struct cg_sandbox *cg = NULL;
@@ -208,7 +208,7 @@ int backend_create_restored(abox_ctx *ctx, const abox_sandbox_opts *o, const str
 			safe_snprintf(rd, sizeof(rd), "%s/%s", ctx->runtime_dir, id);
 			(void)store_rundir_remove(rd, NULL);
 		}
-		abox_sandbox_free(sb);
+		local_free(sb);
 		(void)state_remove(ctx->state_dir, id);
 		return abox_error_prefix(err, "create from %s", snap->id);
 	}

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "store/state.h"
 
 #define FORK_MAX 64
@@ -46,18 +46,9 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 	return 0;
 }
 
-int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
-		      abox_error *errs, abox_error *err)
-{
-	return abox_sandbox_fork_flags(sb, count, timeout_ms, 0, forks, errs, err);
-}
-
-int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+int local_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
 			    abox_sandbox **forks, abox_error *errs, abox_error *err)
 {
-	/* remote: the daemon forks with memory when its checkpointer works */
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->fork(sb, count, timeout_ms, forks, errs, err);
 	if (flags & ~ABOX_FORK_MEMORY)
 		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
 	if (count < 1 || count > FORK_MAX)
@@ -89,7 +80,7 @@ int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_m
 	int made = 0;
 	for (unsigned i = 0; i < count; i++) {
 		abox_error e = ABOX_ERROR_INIT;
-		if (abox_sandbox_create(sb->ctx, &o, &forks[i], &e) < 0) {
+		if (backend_create(sb->ctx, &o, NULL, &forks[i], &e) < 0) {
 			forks[i] = NULL;
 			if (errs)
 				errs[i] = e;

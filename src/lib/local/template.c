@@ -1,7 +1,7 @@
 /* Templates through the library. */
 #include <string.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "layer/layer.h"
 
 static void forward_progress(uint64_t entries, uint64_t bytes, unsigned layer, unsigned layers, void *ud)
@@ -46,11 +46,9 @@ static int opts_to_req(const abox_template_opts *opts, abox_template_opts *o, st
 	return 0;
 }
 
-int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
+int local_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
 			abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("template build", err);
 	abox_template_opts o;
 	struct template_import_req req;
 	int r = opts_to_req(opts, &o, &req, ctx, err);
@@ -68,11 +66,9 @@ int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, con
 	return 0;
 }
 
-int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
-			    abox_error *err)
+int local_template_import(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
+			  abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("template import", err);
 	abox_template_opts o;
 	struct template_import_req req;
 	int r0 = opts_to_req(opts, &o, &req, ctx, err);
@@ -91,20 +87,13 @@ int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source,
 	return 0;
 }
 
-int abox_template_import(abox_ctx *ctx, const char *name, const char *source, abox_error *err)
-{
-	return abox_template_import_ex(ctx, name, source, NULL, err);
-}
-
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
 }
 
-int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
+int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("template inspect", err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "abox_template_info: bad version");
 	struct template_info t = { .lock_fd = -1 };
@@ -157,16 +146,12 @@ void abox_template_info_clear(abox_template_info *i)
 	i->version = v;
 }
 
-int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err)
+int local_template_list(abox_ctx *ctx, char ***names, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("template list", err);
 	return template_list(ctx->state_dir, names, err);
 }
 
-int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
+int local_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("template remove", err);
 	return template_remove(ctx->state_dir, name, err);
 }

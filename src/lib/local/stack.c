@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 
 /* The kernel reads mount options from one page. */
 #define LOWER_MAX 3800

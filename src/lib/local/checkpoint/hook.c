@@ -1,4 +1,4 @@
-/* backend/checkpoint.c — memory checkpoints through a checkpoint hook.
+/* local/checkpoint/hook.c — memory checkpoints through a checkpoint hook.
  *
  * The hook is a CRIU-compatible program (CRIU itself by default: see
  * scripts/criu-setup.sh). Pause to disk: init lets go of every fd that leads
@@ -31,8 +31,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "backend/backend.h"
-#include "backend/checkpoint.h"
+#include "local/local.h"
+#include "local/checkpoint/checkpoint.h"
 #include "base/fdpass.h"
 #include "layer/layer.h"
 #include "mount/rootfs.h"
@@ -123,10 +123,8 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 			       tail);
 }
 
-int abox_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox_error *err)
+int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return backend_remote_unsupported("checkpointer", err);
 	if (hook_out)
 		*hook_out = NULL;
 	if (version)

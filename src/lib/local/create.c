@@ -1,9 +1,9 @@
-/* backend/create.c — a sandbox made on this machine, as phases: the
+/* local/create.c — a sandbox made on this machine, as phases: the
  * options checked, what it stands on prepared (snapshot stack, template,
  * environment, seccomp program), its runtime folder and cgroups made, the
  * sandbox child cloned, the record written, the handle made ready (the
  * template's start command). A create from a memory snapshot is restored
- * instead (checkpoint_restore.c).
+ * instead (checkpoint/restore.c).
  *
  * Everything the sandbox child needs is prepared before the clone, so the
  * child only makes system calls; a failure in any phase is undone by one
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "caps/caps.h"
 #include "disk/disk.h"
 #include "layer/layer.h"
@@ -138,10 +138,8 @@ static char **env_merge(char *const *base, const char *const *over)
 	return v;
 }
 
-int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
+int local_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->create(ctx, opts, out, err);
 	return backend_create(ctx, opts, NULL, out, err);
 }
 
@@ -450,7 +448,7 @@ static int create_record(struct create *c, abox_error *err)
 	}
 	if (r < 0) {
 		abox_error_prefix(err, "create: record");
-		(void)abox_sandbox_kill(sb, NULL);
+		(void)local_kill(sb, NULL);
 		(void)state_remove(ctx->state_dir, sb->id);
 	}
 	return r;
@@ -472,8 +470,8 @@ static int create_ready(struct create *c, abox_error *err)
 	int r = backend_template_start(sb, &c->tmpl.meta, err);
 	if (r < 0) {
 		abox_error_prefix(err, "create %s", sb->id);
-		(void)abox_sandbox_kill(sb, NULL);
-		abox_sandbox_free(sb);
+		(void)local_kill(sb, NULL);
+		local_free(sb);
 		c->sb = NULL;
 	}
 	return r;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "backend/checkpoint.h"
+#include "local/local.h"
+#include "local/checkpoint/checkpoint.h"
 #include "proto/messages.h"
 #include "store/state.h"
 
@@ -101,13 +101,6 @@ uint64_t backend_resume_left_ms(const struct sb_state *st)
 /* Warm pause and resume records are written without fsync: a frozen
  * sandbox's processes do not survive a power loss either, and the fsync
  * would be most of the latency. Cold pauses are durable. */
-int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
-{
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->pause(sb, 0, err);
-	return backend_pause_warm(sb, false, err);
-}
-
 int backend_pause_warm(abox_sandbox *sb, bool pending, abox_error *err)
 {
 	struct sb_state st = { 0 };
@@ -166,10 +159,8 @@ static void refresh_cold(abox_sandbox *sb)
 	sb_state_free(&st);
 }
 
-int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
+int local_resume(abox_sandbox *sb, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->resume(sb, err);
 	refresh_cold(sb);
 	if (sb->cold) {
 		/* paused to disk: its processes come back; else a cold start */
@@ -289,10 +280,8 @@ static int pause_cold(abox_sandbox *sb, abox_error *err)
 	return 0;
 }
 
-int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
+int local_pause(abox_sandbox *sb, uint32_t flags, abox_error *err)
 {
-	if (REMOTE_SB(sb))
-		return sb->ctx->remote_ops->pause(sb, flags, err);
 	if (flags & ~(ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK) ||
 	    (flags & (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK)) == (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK))
 		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
@@ -306,7 +295,7 @@ int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
 	}
 	if (sb->cold)
 		return abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused (without memory)", sb->id);
-	return abox_sandbox_pause(sb, err);
+	return backend_pause_warm(sb, false, err);
 }
 
 /* Cold resume: a new init on the kept files, same id and settings; the
@@ -352,7 +341,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		abox_sandbox old = *sb;
 		*sb = *fresh;
 		*fresh = old;
-		abox_sandbox_free(fresh);
+		local_free(fresh);
 	} else {
 		/* a create that failed late removes "its" record, which is the
 		 * paused sandbox's: put it back, the files are still there */

@@ -1,4 +1,4 @@
-/* api.c — the context: where state, runtime sockets, abox-init and the
+/* api/context.c — the context: where state, runtime sockets, abox-init and the
  * default policy are found. Runs in the CLI/daemon. */
 #include <limits.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "api/api.h"
 #include "caps/caps.h"
 #include "config.h"
 #include "versioned.h"
@@ -100,6 +100,7 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
 				    ABOX_SOURCE_DIR "/policies/default.json" };
 	ctx->default_policy = pick(pol_cands, ELEMENTSOF(pol_cands));
+	ctx->be = &local_backend_ops;
 	ctx->log = o.log;
 	ctx->log_userdata = o.log_userdata;
 	ctx->last_cap = caps_last_cap();
@@ -114,10 +115,10 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 					       "remote abox %s: this program was built without the remote backend "
 					       "(use libabox, or abox-remote)", url);
 		}
-		ctx->remote_ops = remote_backend();
-		int r = ctx->remote_ops->open(ctx, url, key, err);
+		ctx->be = remote_backend();
+		int r = ctx->be->open(ctx, url, key, err);
 		if (r < 0) {
-			ctx->remote_ops = NULL;
+			ctx->be = &local_backend_ops; /* nothing of the remote's to close */
 			abox_ctx_free(ctx);
 			return r;
 		}
@@ -142,8 +143,8 @@ void abox_ctx_free(abox_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	if (ctx->remote_ops)
-		ctx->remote_ops->close(ctx);
+	if (ctx->be && ctx->be->close)
+		ctx->be->close(ctx);
 	free(ctx->state_dir);
 	free(ctx->runtime_dir);
 	free(ctx->init_path);
@@ -154,7 +155,53 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx);
 }
 
-int backend_remote_unsupported(const char *what, abox_error *err)
+int backend_unsupported(const abox_ctx *ctx, const char *what, abox_error *err)
 {
-	return abox_error_setx(err, EOPNOTSUPP, "%s: not available through a remote abox", what);
+	return abox_error_setx(err, EOPNOTSUPP, "%s: not available through %s", what, ctx->be->name);
+}
+
+int abox_ctx_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)
+{
+	if (!ctx || !fn)
+		return abox_error_setx(err, EINVAL, "describe: no context or no callback");
+	return API_CALL(ctx, describe, "describe", ctx, fn, ud, err);
+}
+
+int abox_checkpointer_check(abox_ctx *ctx, char **hook, char **version, abox_error *err)
+{
+	API_NEED(ctx, "checkpointer");
+	return API_CALL(ctx, checkpointer_check, "checkpointer", ctx, hook, version, err);
+}
+
+int abox_gc(abox_ctx *ctx, unsigned *removed, abox_error *err)
+{
+	API_NEED(ctx, "gc");
+	return API_CALL(ctx, gc, "gc", ctx, false, removed, err);
+}
+
+int abox_gc_maybe(abox_ctx *ctx, unsigned *removed, abox_error *err)
+{
+	API_NEED(ctx, "gc");
+	return API_CALL(ctx, gc, "gc", ctx, true, removed, err);
+}
+
+int abox_spare_disks(abox_ctx *ctx, uint64_t disk_bytes, unsigned count, abox_error *err)
+{
+	API_NEED(ctx, "spare disks");
+	return API_CALL(ctx, spare_disks, "spare disks", ctx, disk_bytes, count, err);
+}
+
+int abox_reap_steps(abox_ctx *ctx, uint32_t steps, unsigned *paused, int64_t *next_deadline_ms, abox_error *err)
+{
+	if (paused)
+		*paused = 0;
+	if (next_deadline_ms)
+		*next_deadline_ms = 0;
+	API_NEED(ctx, "reap");
+	return API_CALL(ctx, reap, "reap", ctx, steps, paused, next_deadline_ms, err);
+}
+
+int abox_reap(abox_ctx *ctx, unsigned *paused, abox_error *err)
+{
+	return abox_reap_steps(ctx, ABOX_REAP_FREEZE | ABOX_REAP_MEMORY, paused, NULL, err);
 }

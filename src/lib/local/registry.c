@@ -1,4 +1,4 @@
-/* backend/registry.c — long-lived sandboxes found again by id: connect,
+/* local/registry.c — long-lived sandboxes found again by id: connect,
  * info, list. A record alone never makes a sandbox alive: its init must
  * still exist with the recorded start time (pidfd + /proc start time), so
  * a dead init or a reused pid is reported as such.
@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
-#include "backend/backend.h"
+#include "local/local.h"
 #include "store/state.h"
 
 void abox_strv_free(char **v)
@@ -19,28 +19,8 @@ void abox_strv_free(char **v)
 	strv_free(v);
 }
 
-int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err)
+int local_list(abox_ctx *ctx, char ***ids, abox_error *err)
 {
-	if (REMOTE_CTX(ctx)) {
-		/* the ids of one query, every page */
-		abox_list_opts o = ABOX_LIST_OPTS_INIT;
-		abox_sandbox_info *v = NULL;
-		size_t n = 0;
-		int r = abox_sandbox_query(ctx, &o, &v, &n, NULL, err);
-		if (r < 0)
-			return r;
-		char **ids_out = calloc(n + 1, sizeof(char *));
-		for (size_t i = 0; i < n; i++) {
-			if (ids_out)
-				ids_out[i] = strdup(v[i].id);
-			abox_sandbox_info_clear(&v[i]);
-		}
-		free(v);
-		if (!ids_out)
-			return abox_error_set(err, ENOMEM, "list");
-		*ids = ids_out;
-		return 0;
-	}
 	return state_list(ctx->state_dir, ids, err);
 }
 
@@ -52,10 +32,8 @@ void abox_sandbox_info_clear(abox_sandbox_info *info)
 	info->metadata_json = NULL;
 }
 
-int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
+int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->info(ctx, id, out, err);
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "info: abox_sandbox_info needs its version set");
 	/* "running" is said only of a sandbox that runs: a dead maker's
@@ -92,10 +70,8 @@ int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out,
 	return 0;
 }
 
-int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->connect(ctx, id, out, err);
 	/* a freeze whose maker died is undone before anyone talks to init */
 	if (id_ok(id))
 		(void)backend_freeze_recover(ctx, id);
@@ -189,11 +165,9 @@ static bool meta_matches(const char *json, const char *const *want)
 	return ok;
 }
 
-int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
+int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err)
 {
-	if (REMOTE_CTX(ctx))
-		return ctx->remote_ops->query(ctx, opts, infos, n, next, err);
 	abox_list_opts o = ABOX_LIST_OPTS_INIT;
 	if (opts) {
 		if (opts->version < 1)
@@ -218,7 +192,7 @@ int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_i
 		if (o.next_token && strcmp(ids[i], o.next_token) <= 0)
 			continue;
 		abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
-		if (abox_sandbox_info_get(ctx, ids[i], &in, NULL) < 0)
+		if (local_info(ctx, ids[i], &in, NULL) < 0)
 			continue; /* removed meanwhile */
 		if ((o.state && in.state != o.state) || !meta_matches(in.metadata_json, o.metadata)) {
 			abox_sandbox_info_clear(&in);

@@ -1,0 +1,134 @@
+/* api/sandbox.c — the public sandbox calls: checks, then the context's
+ * backend. Runs in the caller's process. */
+#include "api/api.h"
+
+int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
+{
+	API_NEED(ctx, "create");
+	API_NEED(out, "create");
+	return API_CALL(ctx, create, "create", ctx, opts, out, err);
+}
+
+int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+{
+	API_NEED(ctx, "connect");
+	API_NEED(id, "connect");
+	return API_CALL(ctx, connect, "connect", ctx, id, out, err);
+}
+
+int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
+{
+	API_NEED(ctx, "info");
+	API_NEED(id, "info");
+	return API_CALL(ctx, info, "info", ctx, id, out, err);
+}
+
+int abox_sandbox_list(abox_ctx *ctx, char ***ids, abox_error *err)
+{
+	API_NEED(ctx, "list");
+	return API_CALL(ctx, list, "list", ctx, ids, err);
+}
+
+int abox_sandbox_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
+		       char **next, abox_error *err)
+{
+	API_NEED(ctx, "list");
+	return API_CALL(ctx, query, "list", ctx, opts, infos, n, next, err);
+}
+
+const char *abox_sandbox_id(const abox_sandbox *sb)
+{
+	return sb->id;
+}
+
+uint64_t abox_sandbox_memory_limit(const abox_sandbox *sb)
+{
+	return sb->memory_limit;
+}
+
+int abox_sandbox_kill(abox_sandbox *sb, abox_error *err)
+{
+	API_NEED(sb, "kill");
+	return API_CALL(sb->ctx, kill, "kill", sb, err);
+}
+
+void abox_sandbox_free(abox_sandbox *sb)
+{
+	if (!sb)
+		return;
+	sb->ctx->be->release(sb);
+	free(sb);
+}
+
+int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
+{
+	API_NEED(sb, "set-timeout");
+	return API_CALL(sb->ctx, set_timeout, "set-timeout", sb, timeout_ms, err);
+}
+
+int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
+{
+	API_NEED(sb, "oom kills");
+	API_NEED(out, "oom kills");
+	return API_CALL(sb->ctx, oom_kills, "oom kills", sb, out, err);
+}
+
+int abox_sandbox_pause(abox_sandbox *sb, abox_error *err)
+{
+	return abox_sandbox_pause_flags(sb, 0, err);
+}
+
+int abox_sandbox_pause_flags(abox_sandbox *sb, uint32_t flags, abox_error *err)
+{
+	API_NEED(sb, "pause");
+	if (flags & ~(ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK) ||
+	    (flags & (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK)) == (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK))
+		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
+	return API_CALL(sb->ctx, pause, "pause", sb, flags, err);
+}
+
+int abox_sandbox_resume(abox_sandbox *sb, abox_error *err)
+{
+	API_NEED(sb, "resume");
+	return API_CALL(sb->ctx, resume, "resume", sb, err);
+}
+
+int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
+{
+	API_NEED(sb, "metrics");
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "metrics: abox_metrics needs its version set");
+	return API_CALL(sb->ctx, metrics, "metrics", sb, out, err);
+}
+
+int abox_sandbox_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *out, abox_error *err)
+{
+	return abox_sandbox_snapshot_flags(sb, name, 0, out, err);
+}
+
+int abox_sandbox_snapshot_flags(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
+				abox_error *err)
+{
+	API_NEED(sb, "snapshot");
+	if (flags & ~(ABOX_SNAPSHOT_MEMORY | ABOX_SNAPSHOT_TAKE_NAME))
+		return abox_error_setx(err, EINVAL, "snapshot: unknown flags 0x%x", flags);
+	if (out && out->version < 1)
+		return abox_error_setx(err, EINVAL, "snapshot: abox_snapshot_info needs its version set");
+	return API_CALL(sb->ctx, snapshot, "snapshot", sb, name, flags, out, err);
+}
+
+int abox_sandbox_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks,
+		      abox_error *errs, abox_error *err)
+{
+	return abox_sandbox_fork_flags(sb, count, timeout_ms, 0, forks, errs, err);
+}
+
+int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+			    abox_sandbox **forks, abox_error *errs, abox_error *err)
+{
+	API_NEED(sb, "fork");
+	API_NEED(forks, "fork");
+	if (flags & ~ABOX_FORK_MEMORY)
+		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
+	return API_CALL(sb->ctx, fork, "fork", sb, count, timeout_ms, flags, forks, errs, err);
+}

@@ -1,0 +1,40 @@
+/* api/template.c — the public template calls: checks, then the
+ * context's backend. Runs in the caller's process. */
+#include "api/api.h"
+
+int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
+			abox_error *err)
+{
+	API_NEED(ctx, "template build");
+	return API_CALL(ctx, template_build, "template build", ctx, name, recipe, opts, err);
+}
+
+int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
+			    abox_error *err)
+{
+	API_NEED(ctx, "template import");
+	return API_CALL(ctx, template_import, "template import", ctx, name, source, opts, err);
+}
+
+int abox_template_import(abox_ctx *ctx, const char *name, const char *source, abox_error *err)
+{
+	return abox_template_import_ex(ctx, name, source, NULL, err);
+}
+
+int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
+{
+	API_NEED(ctx, "template inspect");
+	return API_CALL(ctx, template_inspect, "template inspect", ctx, name, out, err);
+}
+
+int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err)
+{
+	API_NEED(ctx, "template list");
+	return API_CALL(ctx, template_list, "template list", ctx, names, err);
+}
+
+int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
+{
+	API_NEED(ctx, "template remove");
+	return API_CALL(ctx, template_remove, "template remove", ctx, name, err);
+}

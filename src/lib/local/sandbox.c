@@ -1,0 +1,118 @@
+/* local/sandbox.c — a running sandbox's timeout, OOM count and
+ * metrics, from its record, its cgroups and its init.
+ * Runs in the CLI/daemon. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "local/local.h"
+#include "disk/disk.h"
+#include "layer/layer.h"
+#include "layer/snapshot.h"
+#include "proto/messages.h"
+#include "store/state.h"
+#include "store/store.h"
+
+int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
+{
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
+		return abox_error_setx(err, EINVAL, "set-timeout: sandbox %s is ephemeral", sb->id);
+	_cleanup_close_ int lock = backend_lock(sb->ctx, sb->id, err);
+	if (lock < 0)
+		return lock;
+	struct sb_state st = { 0 };
+	int r = state_read(sb->ctx->state_dir, sb->id, &st, err);
+	if (r < 0)
+		return r;
+	if (st.paused_ms) {
+		/* the record is the truth, not this handle: a frozen init would
+		 * never answer, and we hold the lock resume and kill need */
+		sb->paused = true;
+		sb_state_free(&st);
+		return backend_not_paused(sb, "set-timeout", err);
+	}
+	if (!st.auto_pause) {
+		struct proto_msg m;
+		proto_msg_init(&m, MSG_REQ_SET_TIMEOUT, ++sb->next_req);
+		proto_put_u64(&m, F_TIMEOUT_MS, timeout_ms);
+		r = backend_call(sb, &m, "set-timeout", NULL, NULL, err);
+	}
+	if (r >= 0) {
+		st.deadline_ms = timeout_ms ? clock_wall_ms() + timeout_ms : 0;
+		r = state_write(sb->ctx->state_dir, &st, err);
+		sb->deadline_ms = timeout_ms && !st.auto_pause ? clock_mono_ms() + timeout_ms : 0;
+	}
+	sb_state_free(&st);
+	return r;
+}
+
+int local_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
+{
+	*out = 0;
+	/* a handle found by id opens the sandbox's cgroups on first use, so
+	 * that `abox exec` reports OOM kills as `abox run` does */
+	if (!sb->cg && sb->attached) {
+		int r;
+		if ((r = backend_layout(sb->ctx, err)) < 0 ||
+		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
+			return abox_error_prefix(err, "oom count");
+	}
+	if (!sb->cg)
+		return 0;
+	return cgroup_oom_kills(sb->cg, out, err);
+}
+
+static void disk_fields(const struct proto_frame *f, void *ud)
+{
+	abox_metrics *m = ud;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		if (fl.tag == F_DISK_USED)
+			(void)proto_field_u64(&fl, &m->disk_used);
+		else if (fl.tag == F_DISK_TOTAL)
+			(void)proto_field_u64(&fl, &m->disk_limit);
+	}
+}
+
+int local_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "metrics: abox_metrics needs its version set");
+	int r;
+	if (!sb->cg) {
+		if ((r = backend_layout(sb->ctx, err)) < 0 ||
+		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
+			return abox_error_prefix(err, "metrics");
+	}
+	struct cg_stats cs;
+	if ((r = cgroup_stats(sb->cg, &cs, err)) < 0)
+		return abox_error_prefix(err, "metrics");
+	abox_metrics m = { .version = out->version, .timestamp_ms = clock_wall_ms() };
+	struct proto_msg req;
+	proto_msg_init(&req, MSG_REQ_METRICS, ++sb->next_req);
+	if ((r = backend_call(sb, &req, "metrics", disk_fields, &m, err)) < 0)
+		return r;
+	m.cpu_used_usec = cs.cpu_usec;
+	/* what a machine reports as used: its files' page cache does not
+	 * count (the kernel drops it when memory runs short), its tmpfs
+	 * files do */
+	m.mem_used = cs.mem_current != UINT64_MAX && cs.mem_current > cs.mem_file ? cs.mem_current - cs.mem_file
+										     : cs.mem_current;
+	m.mem_limit = cs.mem_limit;
+	m.pids = cs.pids_current;
+	/* CPU share since the previous call on this handle, or on its first
+	 * call since the sandbox was made (what a one-shot client such as
+	 * the daemon's metrics route sees) */
+	int64_t now = clock_mono_ms(), wall = clock_wall_ms();
+	if (cs.cpu_usec != UINT64_MAX && sb->metrics_at_ms && now > sb->metrics_at_ms)
+		m.cpu_pct = (double)(cs.cpu_usec - sb->metrics_cpu_usec) / 10.0 / (double)(now - sb->metrics_at_ms);
+	else if (cs.cpu_usec != UINT64_MAX && !sb->metrics_at_ms && sb->created_wall_ms && wall > sb->created_wall_ms)
+		m.cpu_pct = (double)cs.cpu_usec / 10.0 / (double)(wall - sb->created_wall_ms);
+	sb->metrics_at_ms = now;
+	sb->metrics_cpu_usec = cs.cpu_usec;
+	*out = m;
+	return 0;
+}
+
