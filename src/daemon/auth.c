@@ -1,5 +1,5 @@
 /* auth.c — access tokens and signed URLs of the sandbox planes (see
- * auth.h). Runs in aboxd; needs nothing from the kernel but a random
+ * auth.h), and the control plane's keys and owners (control.h). Runs in aboxd; needs nothing from the kernel but a random
  * source for the secret's first start.
  *
  * A token is HMAC-SHA256(secret, "envd:" id) in hex: knowing one
@@ -24,6 +24,7 @@
 #include "base/base64.h"
 #include "base/sha256.h"
 #include "auth.h"
+#include "control.h"
 
 #define SECRET_LEN 32
 #define STORED_TOKEN_KEY "_aboxToken" /* control.c's record entry of secure sandboxes */
@@ -301,4 +302,86 @@ bool auth_signed_route(struct request *rq)
 	abox_strv_free(ids);
 	abox_ctx_free(ctx);
 	return true;
+}
+
+/* ---- keys and owners: a sandbox belongs to the key that made it ------- */
+
+void owner_tag(const char *key, char out[17])
+{
+	struct sha256 h;
+	char hex[65];
+	sha256_init(&h);
+	sha256_update(&h, key, strlen(key));
+	sha256_hex(&h, hex);
+	memcpy(out, hex, 16);
+	out[16] = '\0';
+}
+
+/* Constant time in the key's length: a wrong key teaches nothing by timing. */
+static bool same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = (unsigned char)(la != lb);
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+	return d == 0;
+}
+
+bool auth_key_known(const char *k)
+{
+	bool ok = false;
+	for (size_t i = 0; k && daemon_cfg.keys && daemon_cfg.keys[i]; i++)
+		ok |= same(k, daemon_cfg.keys[i]);
+	return ok;
+}
+
+bool control_authorized(struct request *rq)
+{
+	const char *k = header(rq, "X-API-Key");
+	if (!k)
+		return false;
+	bool ok = auth_key_known(k);
+	if (ok) {
+		rq->key = k;
+		owner_tag(k, rq->owner);
+	}
+	return ok;
+}
+
+/* The record's metadata without abox's own entries; *token: the access
+ * token when the sandbox is secure (malloc'd) */
+json_object *control_public_metadata(const abox_sandbox_info *in, char **token, char *owner)
+{
+	json_object *all = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL;
+	json_object *out = json_object_new_object();
+	if (all && json_object_is_type(all, json_type_object)) {
+		json_object_object_foreach(all, k, v) {
+			if (strncmp(k, "_abox", 5) != 0) {
+				json_object_object_add(out, k, json_object_get(v));
+				continue;
+			}
+			if (token && strcmp(k, TOKEN_KEY) == 0)
+				*token = strdup(json_object_get_string(v));
+			if (owner && strcmp(k, DAEMON_OWNER_KEY) == 0)
+				snprintf(owner, 17, "%s", json_object_get_string(v));
+		}
+	}
+	json_object_put(all);
+	return out;
+}
+
+int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *info)
+{
+	*info = (abox_sandbox_info){ .version = ABOX_SANDBOX_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_sandbox_info_get(ctx, id, info, &err);
+	if (r < 0)
+		return r;
+	char owner[17] = "";
+	json_object_put(control_public_metadata(info, NULL, owner));
+	if (info->state == ABOX_STATE_DEAD || (rq->owner[0] && strcmp(owner, rq->owner) != 0)) {
+		abox_sandbox_info_clear(info);
+		return -ENOENT;
+	}
+	return 0;
 }

@@ -18,6 +18,9 @@
 /* Loads <state>/aboxd.secret, making it (mode 0600) on first start;
  * state NULL: ABOX_ROOT or /var/lib/abox. 0, or -1 with a message on
  * stderr. */
+/* Whether k is one of the configured API keys, compared in constant time
+ * (a wrong key teaches nothing by timing). */
+bool auth_key_known(const char *k);
 int auth_init(const char *state);
 /* The sandbox's envdAccessToken and trafficAccessToken (NUL-terminated). */
 void auth_envd_token(const abox_sandbox_info *in, char out[AUTH_TOKEN_LEN + 1]);

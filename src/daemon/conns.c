@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "auth.h"
 #include "conns.h"
 #include "stream.h"
 
@@ -225,16 +226,6 @@ void conns_request_line(struct MHD_Connection *conn)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* Constant time in the key's length: a wrong key teaches nothing by timing. */
-static bool same_key(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = (unsigned char)(la != lb);
-	for (size_t i = 0; i < la; i++)
-		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-	return d == 0;
-}
-
 const char *conns_request_head(struct request *rq)
 {
 	struct conn *c = entry(rq->conn);
@@ -242,9 +233,7 @@ const char *conns_request_head(struct request *rq)
 	if (!t)
 		return NULL;
 	const char *k = header(rq, "X-API-Key");
-	bool ok = false;
-	for (size_t i = 0; k && daemon_cfg.keys && daemon_cfg.keys[i]; i++)
-		ok |= same_key(k, daemon_cfg.keys[i]);
+	bool ok = auth_key_known(k);
 	bool token = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Access-Token") ||
 		     MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "signature");
 	pthread_mutex_lock(&t->lock);

@@ -1,5 +1,7 @@
-/* abox-init internals shared by init.c (event loop) and child.c (starting
- * processes). Runs only inside the sandbox, as its PID 1. */
+/* abox-init internals shared by all of its parts: the event loop (init.c,
+ * clients.c, procs.c, exec.c, checkpoint.c; their tables are tables.h),
+ * starting processes (child.c), files, metadata, watches and users.
+ * Runs only inside the sandbox, as its PID 1. */
 #ifndef ABOX_INIT_H
 #define ABOX_INIT_H
 
@@ -13,7 +15,7 @@
 
 #define INIT_MAX_CLIENTS 256
 
-/* init.c, for the other parts of init */
+/* clients.c, for the other parts of init */
 void init_queue(int ci, struct proto_msg *m);
 void init_send_error(int ci, uint32_t id, int code, const char *msg);
 /* Writes a client's queue out until it is small again (bounded wait). */
@@ -85,10 +87,13 @@ bool watchdog_disarm(pid_t child);
 /* The timer's signal: init blocks it from its start and drains it through
  * its signalfd (sandbox root can send it too; it must not pile up). */
 int watchdog_signal(void);
-/* init.c: after a change of init's own credentials (setfsuid and back for
+/* self.c: after a change of init's own credentials (setfsuid and back for
  * file operations as a user). The kernel then resets the dumpable flag to
  * fs.suid_dumpable and drops the parent-death signal; both are put back. */
 void init_creds_changed(void);
+/* self.c: the creator's death ends the sandbox (PR_SET_PDEATHSIG, set
+ * before our exec) until it detaches us */
+extern bool creator_bound;
 
 /* Starts a child that execs req as a new session leader and returns: the
  * result of the exec is on fds->ep (see child_exec_result; it is there
