@@ -1,4 +1,5 @@
-/* abox-init/child.c — starts one command inside the sandbox.
+/* abox-init/child.c — starts one command inside the sandbox (the child
+ * side, up to its exec, is child_exec.c).
  *
  * Runs in abox-init (PID 1 of the sandbox) and, until its exec, in the
  * child. The child becomes a session leader so that a signal request
@@ -34,8 +35,6 @@
  * the cgroup's cgroup.procs instead (see CMDS_PROCS). */
 #include <fcntl.h>
 #include <sched.h>
-#include <termios.h>
-#include <grp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -45,8 +44,10 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "base/base.h"
+#include "child.h"
 #include "init.h"
 #include "proto/messages.h"
 
@@ -65,32 +66,28 @@ struct clone3_args {
 		set_tid_size, cgroup;
 };
 
-/* How commands reach their cgroup (INIT_CMDS_FD). CMDS_PROCS: v2 when
- * clone3 is refused (the default seccomp policy answers it ENOSYS, since
- * it cannot read clone3's flags): the forked child writes itself into the
- * cgroup's cgroup.procs, which costs it a few ms (the kernel's
- * threadgroup lock) but leaves init free meanwhile. */
-static enum { CMDS_NONE, CMDS_TASKS, CMDS_CLONE_INTO, CMDS_PROCS } cmds_mode;
+
+enum child_cmds child_cmds_mode;
 
 void child_cgroup_probe(void)
 {
 	struct statfs sf;
 	struct stat st;
-	cmds_mode = CMDS_NONE;
+	child_cmds_mode = CMDS_NONE;
 	if (fstatfs(INIT_CMDS_FD, &sf) < 0 || fstat(INIT_CMDS_FD, &st) < 0)
 		return;
 	fcntl(INIT_CMDS_FD, F_SETFD, FD_CLOEXEC);
 	if ((unsigned long)sf.f_type == CG1_MAGIC && S_ISREG(st.st_mode))
-		cmds_mode = CMDS_TASKS;
+		child_cmds_mode = CMDS_TASKS;
 	else if ((unsigned long)sf.f_type == CG2_MAGIC && S_ISDIR(st.st_mode))
-		cmds_mode = CMDS_CLONE_INTO;
+		child_cmds_mode = CMDS_CLONE_INTO;
 }
 
 void child_cgroup_drop(void)
 {
-	if (cmds_mode != CMDS_NONE)
+	if (child_cmds_mode != CMDS_NONE)
 		close(INIT_CMDS_FD);
-	cmds_mode = CMDS_NONE;
+	child_cmds_mode = CMDS_NONE;
 }
 
 void exec_req_free(struct exec_req *req)
@@ -103,205 +100,6 @@ void exec_req_free(struct exec_req *req)
 	free(req->tag);
 	free(req->tee_dir);
 	memset(req, 0, sizeof(*req));
-}
-
-static const char *env_get(char **env, const char *key)
-{
-	size_t k = strlen(key);
-	for (size_t i = 0; env && env[i]; i++)
-		if (strncmp(env[i], key, k) == 0 && env[i][k] == '=')
-			return env[i] + k + 1;
-	return NULL;
-}
-
-#if defined(__x86_64__)
-#define SHARED_VM_SPAWN 1
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#elif defined(__aarch64__)
-#define SHARED_VM_SPAWN 1
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
-			   x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
-	return x0;
-}
-#else
-/* elsewhere the child is forked (its own memory): libc is safe to use */
-#define SHARED_VM_SPAWN 0
-static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
-{
-	long r = syscall(n, a, b, c, d, e, f);
-	return r < 0 ? -errno : r;
-}
-#endif
-#define RS0(n) rsys(n, 0, 0, 0, 0, 0, 0)
-#define RS1(n, a) rsys(n, (long)(a), 0, 0, 0, 0, 0)
-#define RS2(n, a, b) rsys(n, (long)(a), (long)(b), 0, 0, 0, 0)
-#define RS3(n, a, b, c) rsys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
-#define RS4(n, a, b, c, d) rsys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-
-struct child_err {
-	int code;
-	char msg[480];
-};
-
-_Noreturn static void child_exit(int status)
-{
-	for (;;)
-		(void)RS1(SYS_exit_group, status);
-}
-
-_Noreturn static void child_fail(int errfd, int code, const char *what, const char *arg)
-{
-	struct child_err e = { .code = code };
-	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
-		      errno_name(code) ? errno_name(code) : "error");
-	const char *p = (const char *)&e;
-	for (size_t left = sizeof(e); left;) {
-		long w = RS3(SYS_write, errfd, p, left);
-		if (w == -EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		p += w;
-		left -= (size_t)w;
-	}
-	child_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
-}
-
-static void exec_path(const char *file, char **argv, char **envp, int errfd)
-{
-	if (strchr(file, '/')) {
-		long r = RS3(SYS_execve, file, argv, envp);
-		child_fail(errfd, (int)-r, "exec", file);
-	}
-	const char *path = env_get(envp, "PATH");
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	int first_err = ENOENT;
-	char buf[4096];
-	for (const char *p = path;; p++) {
-		const char *e = strchr(p, ':');
-		size_t dl = e ? (size_t)(e - p) : strlen(p);
-		if (dl + 1 + strlen(file) + 1 <= sizeof(buf)) {
-			if (dl == 0) {
-				buf[0] = '.';
-				dl = 1;
-			} else {
-				memcpy(buf, p, dl);
-			}
-			buf[dl] = '/';
-			strcpy(buf + dl + 1, file);
-			long r = RS3(SYS_execve, buf, argv, envp);
-			/* like execvp: remember a permission problem, keep looking
-			 * past missing entries */
-			if (r != -ENOENT && r != -ENOTDIR && first_err == ENOENT)
-				first_err = (int)-r;
-		}
-		if (!e)
-			break;
-		p = e;
-	}
-	child_fail(errfd, first_err, "exec", file);
-}
-
-int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen)
-{
-	struct child_err ce;
-	ssize_t got = read(ep, &ce, sizeof(ce));
-	if (got < 0)
-		return errno == EAGAIN || errno == EINTR ? -EAGAIN : 0;
-	if (got != (ssize_t)sizeof(ce))
-		return 0; /* EOF: the exec happened (or the child died first) */
-	ce.msg[sizeof(ce.msg) - 1] = '\0';
-	safe_snprintf(errbuf, errlen, "%s", ce.msg);
-	*exec_errno = ce.code;
-	return 1;
-}
-
-struct child_args {
-	const struct exec_req *req;
-	char **envp;
-	int in, out, err, ep;
-	bool pty;
-};
-
-/* fd new becomes a copy of old without close-on-exec (dup2 semantics,
- * also when they are the same number). */
-static long child_dup(int old, int new)
-{
-	return old == new ? RS3(SYS_fcntl, new, F_SETFD, 0) : RS3(SYS_dup3, old, new, 0);
-}
-
-/* The child, between its start and its exec. */
-__attribute__((noinline, noreturn)) static void child_exec(const struct child_args *a)
-{
-	const struct exec_req *req = a->req;
-	int ep = a->ep;
-	/* init blocks SIGCHLD and ignores SIGPIPE, and both would survive the
-	 * exec; it has no handlers (exec would reset those) */
-	uint64_t none = 0;
-	(void)RS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-	struct {
-		unsigned long handler, flags, restorer;
-		uint64_t mask;
-	} dfl = { 0 }; /* SIG_DFL */
-	(void)RS4(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(uint64_t));
-	(void)RS0(SYS_setsid);
-	long r;
-	/* v1: into the commands' cgroup before anything of the command's
-	 * own can allocate; a command that cannot get there does not run
-	 * (it would share init's cgroup and could take init down with it) */
-	if (cmds_mode == CMDS_TASKS && (r = RS3(SYS_write, INIT_CMDS_FD, "0", 1)) != 1)
-		child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
-	if (cmds_mode == CMDS_PROCS) {
-		long pfd = RS4(SYS_openat, INIT_CMDS_FD, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
-		r = pfd < 0 ? pfd : RS3(SYS_write, pfd, "0", 1);
-		if (r != 1)
-			child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
-		(void)RS1(SYS_close, pfd);
-	}
-	/* init is shielded from the OOM killer (-1000); commands must not
-	 * inherit that, or a memory hog could never be stopped */
-	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
-	if (oom >= 0) {
-		(void)RS3(SYS_write, oom, "0", 1);
-		(void)RS1(SYS_close, oom);
-	}
-	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
-		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
-	if ((r = child_dup(a->in, 0)) < 0 || (r = child_dup(a->out, 1)) < 0 || (r = child_dup(a->err, 2)) < 0)
-		child_fail(ep, (int)-r, "dup2", "stdio");
-	/* Keep only stdio and the exec-error pipe from here on: init's other
-	 * fds (other commands' stdin ends, the agent socket) are
-	 * close-on-exec, but a child stopped before its exec would otherwise
-	 * hold them open, and another command would never see EOF on its
-	 * stdin. */
-	if (child_dup(ep, 3) < 0)
-		child_exit(126);
-	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
-	ep = 3;
-	(void)RS3(SYS_close_range, 4, ~0U, 0);
-	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
-		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
-		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
-		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
-		child_fail(ep, (int)-r, "cwd", req->cwd);
-	exec_path(req->argv[0], req->argv, a->envp, ep);
-	child_exit(127);
 }
 
 static bool always_fork;
@@ -338,7 +136,7 @@ static bool sandbox_empty(void)
 static bool shared_vm_ok(void)
 {
 	static int dumpable_fd = -2;
-	if (always_fork || cmds_mode == CMDS_CLONE_INTO || cmds_mode == CMDS_PROCS)
+	if (always_fork || child_cmds_mode == CMDS_CLONE_INTO || child_cmds_mode == CMDS_PROCS)
 		return false;
 	if (dumpable_fd == -2) {
 		/* opened before the first command runs; /proc/sys is read-only
@@ -360,77 +158,113 @@ static bool shared_vm_ok(void)
 }
 #endif
 
-int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
-{
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
-	int r = 0;
+/* The fds of one start: stdin/stdout/stderr pipes (or a terminal's two
+ * ends) and the exec-error pipe; -1 = not made. */
+struct child_io {
+	int in[2], out[2], err[2], ep[2];
+	int master, slave;
+};
 
-	if (!req->argv || !req->argv[0])
-		return -EINVAL;
-	int master = -1, slave = -1;
+static void close_if(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Closes everything io holds (a start that failed). With a terminal,
+ * in[0] and out[1] are the slave and out[0] the master: each once. */
+static void child_io_close(struct child_io *io)
+{
+	if (io->master >= 0) {
+		close_if(io->in[1]);
+		close(io->master);
+		close_if(io->slave);
+		close_if(io->ep[0]);
+		close_if(io->ep[1]);
+		return;
+	}
+	close_if(io->slave);
+	for (int i = 0; i < 2; i++) {
+		close_if(io->in[i]);
+		close_if(io->out[i]);
+		close_if(io->err[i]);
+		close_if(io->ep[i]);
+	}
+}
+
+/* Makes the fds of a start: 0 or -errno (then io holds what was made). */
+static int child_io_open(const struct exec_req *req, struct child_io *io)
+{
 	if (req->pty_rows && req->pty_cols) {
 		/* A terminal: the master stays with init, the command gets the
 		 * peer as its controlling tty. /dev/pts/ptmx of the sandbox's
 		 * own devpts (a mount point the sandbox cannot replace), and the
 		 * peer through TIOCGPTPEER: no path the sandbox controls. */
-		master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+		io->master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 		int unlock = 0;
-		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0)
-			goto fail;
-		slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (slave < 0)
-			goto fail;
+		if (io->master < 0 || ioctl(io->master, TIOCSPTLCK, &unlock) < 0)
+			return -errno;
+		io->slave = ioctl(io->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (io->slave < 0)
+			return -errno;
 		struct winsize ws = { .ws_row = req->pty_rows, .ws_col = req->pty_cols };
-		(void)ioctl(master, TIOCSWINSZ, &ws);
-		in[0] = slave;
-		in[1] = fcntl(master, F_DUPFD_CLOEXEC, 0);
-		out[0] = master;
-		out[1] = slave;
-		if (in[1] < 0)
-			goto fail;
+		(void)ioctl(io->master, TIOCSWINSZ, &ws);
+		io->in[0] = io->slave;
+		io->in[1] = fcntl(io->master, F_DUPFD_CLOEXEC, 0);
+		io->out[0] = io->master;
+		io->out[1] = io->slave;
+		if (io->in[1] < 0)
+			return -errno;
 	} else if (req->flags & 1u) {
-		if (pipe2(in, O_CLOEXEC) < 0)
-			goto fail;
+		if (pipe2(io->in, O_CLOEXEC) < 0)
+			return -errno;
 	} else {
 		/* An empty pipe whose writer is gone: reads see EOF at once.
 		 * Not /dev/null by path: the sandbox owns /dev and could have
 		 * put a FIFO there that blocks PID 1 in open(). */
 		int e[2];
 		if (pipe2(e, O_CLOEXEC) < 0)
-			goto fail;
+			return -errno;
 		close(e[1]);
-		in[0] = e[0];
+		io->in[0] = e[0];
 	}
-	if ((master < 0 && pipe2(out, O_CLOEXEC) < 0) || (master < 0 && pipe2(err, O_CLOEXEC) < 0) ||
-	    pipe2(ep, O_CLOEXEC) < 0)
-		goto fail;
+	if ((io->master < 0 && pipe2(io->out, O_CLOEXEC) < 0) || (io->master < 0 && pipe2(io->err, O_CLOEXEC) < 0) ||
+	    pipe2(io->ep, O_CLOEXEC) < 0)
+		return -errno;
 	/* init never waits on the child: a child stopped before its exec
 	 * (SIGSTOP from a sandboxed process) must not stall PID 1 */
-	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	fcntl(io->ep[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
 
-	/* Environment: defaults first, the request's entries override. */
+/* The command's environment (its strings stay owned by req and env). */
+struct child_env {
+	char home[512], user[128], logname[128];
+	char **envp;
+};
+
+/* Defaults first, the request's entries override. 0 or -ENOMEM. */
+static int child_env_build(const struct exec_req *req, bool pty, struct child_env *ce)
+{
 	size_t n = strv_length(req->env);
 	char **envp = calloc(n + 8, sizeof(char *));
-	if (!envp) {
-		errno = ENOMEM;
-		goto fail;
-	}
+	if (!envp)
+		return -ENOMEM;
 	size_t k = 0;
 	static char path_def[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	static char lang_def[] = "LANG=C.UTF-8";
-	char home[512], user[128], logname[128];
-	safe_snprintf(home, sizeof(home), "HOME=%s", req->home ? req->home : "/");
-	safe_snprintf(user, sizeof(user), "USER=%s", req->user ? req->user : "root");
-	safe_snprintf(logname, sizeof(logname), "LOGNAME=%s", req->user ? req->user : "root");
 	static char term_def[] = "TERM=xterm-256color";
-	char *defs[] = { path_def, home, user, logname, lang_def, term_def };
-	for (size_t i = 0; i < ELEMENTSOF(defs) - (master >= 0 ? 0 : 1); i++) {
+	safe_snprintf(ce->home, sizeof(ce->home), "HOME=%s", req->home ? req->home : "/");
+	safe_snprintf(ce->user, sizeof(ce->user), "USER=%s", req->user ? req->user : "root");
+	safe_snprintf(ce->logname, sizeof(ce->logname), "LOGNAME=%s", req->user ? req->user : "root");
+	char *defs[] = { path_def, ce->home, ce->user, ce->logname, lang_def, term_def };
+	for (size_t i = 0; i < ELEMENTSOF(defs) - (pty ? 0 : 1); i++) {
 		const char *eq = strchr(defs[i], '=');
 		char key[32];
 		size_t kl = (size_t)(eq - defs[i]);
 		memcpy(key, defs[i], kl);
 		key[kl] = '\0';
-		if (!env_get(req->env, key))
+		if (!child_env_get(req->env, key))
 			envp[k++] = defs[i];
 	}
 	/* the sandbox's env comes first, the command's after it: for a key
@@ -445,11 +279,15 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 			envp[k++] = req->env[i];
 	}
 	envp[k] = NULL;
+	ce->envp = envp;
+	return 0;
+}
 
-	struct child_args a = {
-		.req = req, .envp = envp, .in = in[0], .out = out[1],
-		.err = master >= 0 ? slave : err[1], .ep = ep[1], .pty = master >= 0,
-	};
+/* Makes the child: sharing init's memory where that is safe, else
+ * forked (into the commands' cgroup by clone3 on v2). Its pid, or -1
+ * and errno. */
+static pid_t child_start(const struct child_args *a, struct exec_fds *fds)
+{
 	pid_t c = -1;
 	bool shared = false;
 #if SHARED_VM_SPAWN
@@ -459,8 +297,8 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		slot = sandbox_empty() ? &unguarded : watchdog_arm();
 	if (slot) {
 		shared = true;
-		c = clone(child_main, child_stack + CHILD_STACK,
-			  CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, &a, slot);
+		c = clone(child_main, child_stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD,
+			  (void *)a, slot);
 		int e = errno;
 		fds->stalled = slot != &unguarded && watchdog_disarm(c);
 		/* the child's change of uid set our dumpable flag to
@@ -473,71 +311,64 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 		/* a policy given with --seccomp may refuse CLONE_VM: fork */
 		shared = false;
 	}
-	if (!shared) {
-		fds->stalled = false;
-		/* its own memory: a tracer or a stop before its exec reaches
-		 * only the child */
-		if (cmds_mode == CMDS_CLONE_INTO) {
-			/* a fork made in the commands' cgroup: a raw clone3,
-			 * so no fork handlers of libc run (the child makes
-			 * raw system calls only) */
-			struct clone3_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
-						 .cgroup = (uint64_t)INIT_CMDS_FD };
-			c = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-			if (c < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL)) {
-				cmds_mode = CMDS_PROCS; /* from now on, for every command */
-				c = fork();
-			}
-		} else {
+	if (shared)
+		return c;
+	fds->stalled = false;
+	/* its own memory: a tracer or a stop before its exec reaches only
+	 * the child */
+	if (child_cmds_mode == CMDS_CLONE_INTO) {
+		/* a fork made in the commands' cgroup: a raw clone3, so no fork
+		 * handlers of libc run (the child makes raw system calls only) */
+		struct clone3_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+					  .cgroup = (uint64_t)INIT_CMDS_FD };
+		c = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (c < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL)) {
+			child_cmds_mode = CMDS_PROCS; /* from now on, for every command */
 			c = fork();
 		}
-		if (c == 0)
-			child_exec(&a);
+	} else {
+		c = fork();
 	}
-	if (c < 0) {
-		free(envp);
-		goto fail;
-	}
-	free(envp);
-	close(ep[1]);
-	close(in[0]);
-	if (master < 0) {
-		close(out[1]);
-		close(err[1]);
-	}
-	*pid = c;
-	fds->in = in[1];
-	fds->out = out[0];
-	fds->err = master >= 0 ? -1 : err[0];
-	fds->ep = ep[0];
-	return 0;
+	if (c == 0)
+		child_exec(a);
+	return c;
+}
 
-fail:
-	r = -errno;
-	if (master >= 0) {
-		/* in/out hold the pty ends: close each once */
-		if (in[1] >= 0)
-			close(in[1]);
-		close(master);
-		if (slave >= 0)
-			close(slave);
-		if (ep[0] >= 0)
-			close(ep[0]);
-		if (ep[1] >= 0)
-			close(ep[1]);
+int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
+{
+	struct child_io io = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, -1, -1 };
+	struct child_env ce;
+
+	if (!req->argv || !req->argv[0])
+		return -EINVAL;
+	int r = child_io_open(req, &io);
+	if (r == 0)
+		r = child_env_build(req, io.master >= 0, &ce);
+	if (r < 0) {
+		child_io_close(&io);
 		return r;
 	}
-	if (slave >= 0)
-		close(slave);
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-		if (err[i] >= 0)
-			close(err[i]);
-		if (ep[i] >= 0)
-			close(ep[i]);
+	struct child_args a = {
+		.req = req, .envp = ce.envp, .in = io.in[0], .out = io.out[1],
+		.err = io.master >= 0 ? io.slave : io.err[1], .ep = io.ep[1], .pty = io.master >= 0,
+	};
+	pid_t c = child_start(&a, fds);
+	r = c < 0 ? -errno : 0;
+	free(ce.envp);
+	if (c < 0) {
+		child_io_close(&io);
+		return r;
 	}
-	return r;
+	close(io.ep[1]);
+	close(io.in[0]);
+	if (io.master < 0) {
+		close(io.out[1]);
+		close(io.err[1]);
+	}
+	*pid = c;
+	fds->in = io.in[1];
+	fds->out = io.out[0];
+	fds->err = io.master >= 0 ? -1 : io.err[0];
+	fds->ep = io.ep[0];
+	return 0;
 }

@@ -1,4 +1,4 @@
-/* self.c — abox-init's own process attributes that the kernel resets
+/* creds.c — abox-init's own process attributes that the kernel resets
  * behind its back: not dumpable, and the parent-death signal that ties
  * an ephemeral sandbox to its creator. Runs only inside the sandbox, as
  * its PID 1. */

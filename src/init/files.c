@@ -12,7 +12,8 @@
  * Errors are the kernel's errno, sent as they are, so the host can tell
  * "not found" from "permission denied", "not a directory", "is a
  * directory", "exists" and "no space left". Reads and writes stream in
- * chunks: a file never sits in memory whole. Runs in abox-init. */
+ * chunks: a file never sits in memory whole (writes: files_write.c).
+ * Runs in abox-init. */
 #include <dirent.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -21,10 +22,10 @@
 #include <sys/stat.h>
 
 #include "base/base.h"
+#include "files.h"
 #include "init.h"
 #include "proto/messages.h"
 
-#define FS_CHUNK 65536
 /* the same limits as ABOX_FILE_LIST_MAX_DEPTH/_ENTRIES of the public
  * header: a listing is bounded for whoever asks */
 #define LIST_MAX_DEPTH 16
@@ -54,7 +55,7 @@ static const char *fs_what(uint16_t type)
 	}
 }
 
-static void fs_error(int ci, const struct proto_frame *f, int code, const char *path)
+void files_error(int ci, const struct proto_frame *f, int code, const char *path)
 {
 	char msg[600];
 	safe_snprintf(msg, sizeof(msg), "%s '%s': %s", fs_what(f->type), path ? path : "",
@@ -87,12 +88,6 @@ static void put_entry(struct proto_msg *m, const char *path, const char *name, c
 		}
 	}
 }
-
-struct fs_req {
-	char *path, *target;
-	struct init_ident id;
-	uint64_t flags, depth;
-};
 
 static int parse(const struct proto_frame *f, struct fs_req *r)
 {
@@ -143,7 +138,7 @@ static void fs_req_free(struct fs_req *r)
 }
 
 /* mkdir -p of path's parents (or of path itself when self). */
-static int make_dirs(const char *path, bool self)
+int files_make_dirs(const char *path, bool self)
 {
 	char p[4096];
 	size_t n = strlen(path);
@@ -174,7 +169,7 @@ static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
 {
 	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		fs_error(ci, f, errno, r->path);
+		files_error(ci, f, errno, r->path);
 		return;
 	}
 	struct stat st;
@@ -182,7 +177,7 @@ static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
 		/* a FIFO or device would block PID 1 or never end */
 		int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		close(fd);
-		fs_error(ci, f, e, r->path);
+		files_error(ci, f, e, r->path);
 		return;
 	}
 	static uint8_t buf[FS_CHUNK];
@@ -194,7 +189,7 @@ static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
 		if (n < 0) {
 			int e = errno;
 			close(fd);
-			fs_error(ci, f, e, r->path);
+			files_error(ci, f, e, r->path);
 			return;
 		}
 		if (n == 0)
@@ -213,104 +208,6 @@ static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
 	proto_msg_init(&m, MSG_EV_OK, f->id);
 	proto_put_u64(&m, F_SIZE, total);
 	init_queue(ci, &m);
-}
-
-/* The write in progress per client (one at a time; the host sends its
- * data frames in order under the FS_WRITE's id). */
-static struct {
-	uint32_t id;
-	int fd;
-	int error; /* first error: later data is dropped, close reports it */
-	uint64_t size;
-	char path[4096];
-	struct init_ident who;
-} writes[INIT_MAX_CLIENTS];
-
-void files_client_gone(int ci)
-{
-	if (writes[ci].fd > 0)
-		close(writes[ci].fd);
-	memset(&writes[ci], 0, sizeof(writes[ci]));
-}
-
-void files_client_moved(int from, int to)
-{
-	writes[to] = writes[from];
-	memset(&writes[from], 0, sizeof(writes[from]));
-}
-
-static void fs_write_open(int ci, const struct proto_frame *f, const struct fs_req *r)
-{
-	files_client_gone(ci);
-	writes[ci].id = f->id;
-	writes[ci].who = r->id;
-	safe_snprintf(writes[ci].path, sizeof(writes[ci].path), "%s", r->path);
-	int e = 0;
-	if ((r->flags & FS_PARENTS) && (e = make_dirs(r->path, false)) < 0) {
-		writes[ci].error = -e;
-		return;
-	}
-	int fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
-	if (fd < 0) {
-		writes[ci].error = errno;
-		return;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		writes[ci].error = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		close(fd);
-		return;
-	}
-	writes[ci].fd = fd;
-}
-
-static void fs_write_data(int ci, const struct proto_frame *f)
-{
-	if (writes[ci].id != f->id || writes[ci].error || writes[ci].fd <= 0)
-		return;
-	size_t off = 0;
-	struct proto_field fl;
-	while (proto_field_next(f, &off, &fl) > 0) {
-		if (fl.tag != F_DATA)
-			continue;
-		/* a layer in memory: an upload must not push init past the
-		 * sandbox's memory limit (see memguard.c) */
-		if (memguard_room(writes[ci].fd, fl.len) < 0) {
-			writes[ci].error = ENOSPC;
-			return;
-		}
-		if (write_full(writes[ci].fd, fl.val, fl.len) < 0) {
-			writes[ci].error = errno ? errno : EIO;
-			return;
-		}
-		writes[ci].size += fl.len;
-	}
-}
-
-static void fs_write_close(int ci, const struct proto_frame *f)
-{
-	if (writes[ci].id != f->id) {
-		fs_error(ci, f, EBADF, "");
-		return;
-	}
-	int e = writes[ci].error;
-	/* ENOSPC can also surface only at close on some filesystems */
-	if (!e && writes[ci].fd > 0 && close(writes[ci].fd) < 0)
-		e = errno;
-	else if (writes[ci].fd > 0 && e)
-		close(writes[ci].fd);
-	writes[ci].fd = 0;
-	if (e) {
-		struct proto_frame g = *f;
-		g.type = MSG_REQ_FS_WRITE;
-		fs_error(ci, &g, e, writes[ci].path);
-	} else {
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		proto_put_u64(&m, F_SIZE, writes[ci].size);
-		init_queue(ci, &m);
-	}
-	memset(&writes[ci], 0, sizeof(writes[ci]));
 }
 
 /* Walks a folder down to max_depth: with f, each entry is sent (and the
@@ -382,7 +279,7 @@ static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
 	for (int pass = 0; pass < 2; pass++) {
 		int fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
-			fs_error(ci, f, errno, r->path);
+			files_error(ci, f, errno, r->path);
 			return;
 		}
 		unsigned count = 0;
@@ -396,7 +293,7 @@ static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
 			return;
 		}
 		if (e < 0) {
-			fs_error(ci, f, -e, r->path);
+			files_error(ci, f, -e, r->path);
 			return;
 		}
 	}
@@ -408,14 +305,11 @@ static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
 void files_handle(int ci, const struct proto_frame *f)
 {
 	if (f->type == MSG_REQ_FS_DATA) {
-		if (writes[ci].id == f->id)
-			as_user(&writes[ci].who);
-		fs_write_data(ci, f);
-		as_init();
+		files_write_data(ci, f);
 		return;
 	}
 	if (f->type == MSG_REQ_FS_CLOSE) {
-		fs_write_close(ci, f);
+		files_write_close(ci, f);
 		return;
 	}
 	struct fs_req r = { 0 };
@@ -430,7 +324,7 @@ void files_handle(int ci, const struct proto_frame *f)
 		return;
 	}
 	if (k < 0) {
-		fs_error(ci, f, -k, r.path);
+		files_error(ci, f, -k, r.path);
 		fs_req_free(&r);
 		return;
 	}
@@ -442,11 +336,11 @@ void files_handle(int ci, const struct proto_frame *f)
 		fs_read(ci, f, &r);
 		break;
 	case MSG_REQ_FS_WRITE:
-		fs_write_open(ci, f, &r);
+		files_write_open(ci, f, &r);
 		break;
 	case MSG_REQ_FS_STAT:
 		if (lstat(r.path, &st) < 0) {
-			fs_error(ci, f, errno, r.path);
+			files_error(ci, f, errno, r.path);
 			break;
 		}
 		proto_msg_init(&m, MSG_EV_OK, f->id);
@@ -463,13 +357,13 @@ void files_handle(int ci, const struct proto_frame *f)
 		bool made = mkdir(r.path, 0755) == 0;
 		int e = made ? 0 : errno;
 		if (e == ENOENT)
-			e = -make_dirs(r.path, true), made = e == 0;
+			e = -files_make_dirs(r.path, true), made = e == 0;
 		else if (e == EEXIST && (lstat(r.path, &st) < 0 || !S_ISDIR(st.st_mode)))
 			e = EEXIST; /* a file is in the way */
 		else if (e == EEXIST)
 			e = 0;
 		if (e) {
-			fs_error(ci, f, e, r.path);
+			files_error(ci, f, e, r.path);
 			break;
 		}
 		proto_msg_init(&m, MSG_EV_OK, f->id);
@@ -479,7 +373,7 @@ void files_handle(int ci, const struct proto_frame *f)
 	}
 	case MSG_REQ_FS_MOVE:
 		if (!r.target || rename(r.path, r.target) < 0) {
-			fs_error(ci, f, r.target ? errno : EINVAL, r.path);
+			files_error(ci, f, r.target ? errno : EINVAL, r.path);
 			break;
 		}
 		proto_msg_init(&m, MSG_EV_OK, f->id);
@@ -494,7 +388,7 @@ void files_handle(int ci, const struct proto_frame *f)
 		 * too (the SDKs' remove of a missing file succeeds) */
 		int e = rm_rf_strict_at(AT_FDCWD, r.path);
 		if (e < 0) {
-			fs_error(ci, f, -e, r.path);
+			files_error(ci, f, -e, r.path);
 			break;
 		}
 		proto_msg_init(&m, MSG_EV_OK, f->id);

@@ -1,5 +1,6 @@
-/* abox-init internals shared by all of its parts: the event loop (init.c,
- * clients.c, procs.c, exec.c, checkpoint.c; their tables are tables.h),
+/* abox-init internals shared by all of its parts: the event loop (main.c,
+ * requests.c, clients.c, procs.c, output.c, stdin.c, exec.c,
+ * checkpoint.c; their tables are tables.h),
  * starting processes (child.c), files, metadata, watches and users.
  * Runs only inside the sandbox, as its PID 1. */
 #ifndef ABOX_INIT_H
@@ -87,11 +88,11 @@ bool watchdog_disarm(pid_t child);
 /* The timer's signal: init blocks it from its start and drains it through
  * its signalfd (sandbox root can send it too; it must not pile up). */
 int watchdog_signal(void);
-/* self.c: after a change of init's own credentials (setfsuid and back for
+/* creds.c: after a change of init's own credentials (setfsuid and back for
  * file operations as a user). The kernel then resets the dumpable flag to
  * fs.suid_dumpable and drops the parent-death signal; both are put back. */
 void init_creds_changed(void);
-/* self.c: the creator's death ends the sandbox (PR_SET_PDEATHSIG, set
+/* creds.c: the creator's death ends the sandbox (PR_SET_PDEATHSIG, set
  * before our exec) until it detaches us */
 extern bool creator_bound;
 

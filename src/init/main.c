@@ -19,31 +19,22 @@
  * which lack CAP_SYS_PTRACE, can neither ptrace it nor open its /proc
  * files (mem, fds, environ).
  *
- * This file is the poll loop and the dispatch of host frames; the client
- * table is clients.c, processes procs.c and exec.c, checkpoints
- * checkpoint.c, files files.c, meta.c and watch.c (tables.h holds what
- * they share). */
+ * This file is the start and the poll loop; requests.c maps each host
+ * request to its handler, the client table is clients.c, processes
+ * procs.c, output.c, stdin.c and exec.c, checkpoints checkpoint.c, files
+ * files.c, meta.c and watch.c (tables.h holds what they share). */
 #include <fcntl.h>
-#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 
 #include "base/base.h"
 #include "base/clock.h"
-#include "base/fdpass.h"
 #include "init.h"
 #include "proto/messages.h"
 #include "proto/proto.h"
@@ -53,10 +44,7 @@ int listen_fd = INIT_LISTEN_FD;
 bool ephemeral;
 bool exiting;
 int exit_code;
-static int64_t deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
-
-
-
+int64_t init_deadline_ms;
 
 /* A client went away: every table keyed by client number follows. */
 static void client_gone(unsigned ci, unsigned last)
@@ -68,169 +56,6 @@ static void client_gone(unsigned ci, unsigned last)
 		watch_client_moved((int)last, (int)ci);
 	}
 	procs_client_gone(ci, last);
-}
-
-void init_handle_frame(int ci, const struct proto_frame *f)
-{
-	for (unsigned i = 0; i < f->nfds; i++)
-		close(f->fds[i]); /* no request of this version passes fds in */
-	switch (f->type) {
-	case MSG_REQ_EXEC:
-		procs_exec(ci, f);
-		break;
-	case MSG_REQ_STDIN: {
-		const uint8_t *data = NULL;
-		size_t len = 0;
-		struct proc *p = proc_of_frame(ci, f, NULL, &data, &len);
-		if (!p)
-			break; /* stdin of a gone process: like a closed pipe */
-		if (p->in < 0 || p->close_in) {
-			proc_ack_stdin(p, len); /* consumed: dropped */
-			break;
-		}
-		if (p->inlen + len > STDIN_HARD_LIMIT) {
-			clients[ci].doomed = true; /* ignores the window */
-			return;
-		}
-		uint8_t *nb = realloc(p->inbuf, p->inlen + len);
-		if (!nb)
-			break;
-		p->inbuf = nb;
-		memcpy(p->inbuf + p->inlen, data, len);
-		p->inlen += len;
-		proc_flush_stdin(p);
-		break;
-	}
-	case MSG_REQ_STDIN_CLOSE: {
-		struct proc *p = proc_of_frame(ci, f, NULL, NULL, NULL);
-		if (p) {
-			p->close_in = true;
-			proc_flush_stdin(p);
-		}
-		break;
-	}
-	case MSG_REQ_SIGNAL: {
-		uint64_t sig = 0;
-		struct proc *p = proc_of_frame(ci, f, &sig, NULL, NULL);
-		if (!p || p->state == P_EXITED || sig == 0 || sig >= 65) {
-			init_send_error(ci, f->id, p && p->state != P_EXITED ? EINVAL : ESRCH,
-				   !p ? "signal: no such process" : p->state == P_EXITED ? "signal: the process has ended"
-										: "signal: bad signal number");
-			break;
-		}
-		/* the command is a session leader: its pid is its group id
-		 * (until its setsid ran, only the pid itself exists) */
-		if (kill(-p->pid, (int)sig) < 0 && errno == ESRCH)
-			(void)kill(p->pid, (int)sig);
-		break;
-	}
-	case MSG_REQ_DETACH: {
-		/* the creator recorded us: from now on we outlive it */
-		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
-		creator_bound = false;
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		init_queue(ci, &m);
-		break;
-	}
-	case MSG_REQ_SET_TIMEOUT: {
-		size_t off = 0;
-		struct proto_field fl;
-		uint64_t ms = 0, flags = 0;
-		bool have = false;
-		while (proto_field_next(f, &off, &fl) > 0) {
-			if (fl.tag == F_TIMEOUT_MS && proto_field_u64(&fl, &ms) == 0)
-				have = true;
-			else if (fl.tag == F_FLAGS)
-				(void)proto_field_u64(&fl, &flags);
-		}
-		if (!have || ms > (uint64_t)INT32_MAX * 1000) {
-			init_send_error(ci, f->id, EINVAL, "set-timeout: bad value");
-			break;
-		}
-		deadline_ms = ms ? clock_boot_ms() + (int64_t)ms : 0;
-		if (flags & (CLOCKS_STOP | CLOCKS_RUN))
-			procs_clocks_run(flags & CLOCKS_RUN);
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		init_queue(ci, &m);
-		break;
-	}
-	case MSG_REQ_ATTACH:
-		procs_attach(ci, f);
-		break;
-	case MSG_REQ_RESIZE: {
-		struct proc *p = proc_of_frame(ci, f, NULL, NULL, NULL);
-		uint64_t rows = 0, cols = 0;
-		size_t off = 0;
-		struct proto_field fl;
-		while (proto_field_next(f, &off, &fl) > 0) {
-			if (fl.tag == F_ROWS)
-				(void)proto_field_u64(&fl, &rows);
-			else if (fl.tag == F_COLS)
-				(void)proto_field_u64(&fl, &cols);
-		}
-		if (!p || !p->pty || p->out < 0 || !rows || !cols || rows > 1000 || cols > 1000) {
-			init_send_error(ci, f->id, p && p->pty ? EINVAL : ENOTTY,
-				   p && p->pty ? "resize: bad size" : "resize: not a process on a terminal");
-			break;
-		}
-		/* the kernel sends SIGWINCH to the terminal's foreground group */
-		struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
-		(void)ioctl(p->out, TIOCSWINSZ, &ws);
-		break;
-	}
-	case MSG_REQ_LIST:
-		procs_list(ci, f);
-		break;
-	case MSG_REQ_FS_READ:
-	case MSG_REQ_FS_WRITE:
-	case MSG_REQ_FS_DATA:
-	case MSG_REQ_FS_CLOSE:
-	case MSG_REQ_FS_STAT:
-	case MSG_REQ_FS_LIST:
-	case MSG_REQ_FS_MKDIR:
-	case MSG_REQ_FS_MOVE:
-	case MSG_REQ_FS_REMOVE:
-	case MSG_REQ_FS_WATCH:
-		files_handle(ci, f);
-		break;
-	case MSG_REQ_FS_META_GET:
-	case MSG_REQ_FS_META_SET:
-		meta_handle(ci, f);
-		break;
-	case MSG_REQ_ACCOUNTS:
-		users_accounts(ci, f);
-		break;
-	case MSG_REQ_FS_UNWATCH: {
-		watch_stop(ci, f->id);
-		struct proto_msg m;
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		init_queue(ci, &m);
-		break;
-	}
-	case MSG_REQ_METRICS: {
-		struct statfs sf;
-		struct proto_msg m;
-		if (fstatfs(INIT_LAYER_FD, &sf) < 0) {
-			init_send_error(ci, f->id, errno, "metrics: statfs of the writable layer failed");
-			break;
-		}
-		proto_msg_init(&m, MSG_EV_OK, f->id);
-		proto_put_u64(&m, F_DISK_USED, (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize);
-		proto_put_u64(&m, F_DISK_TOTAL, (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize);
-		init_queue(ci, &m);
-		break;
-	}
-	case MSG_REQ_CHECKPOINT:
-		ckpt_handle(ci, f);
-		break;
-	case MSG_REQ_SHUTDOWN:
-		init_shutdown(0);
-	default:
-		init_send_error(ci, f->id, EOPNOTSUPP, "unknown request type");
-		break;
-	}
 }
 
 int main(int argc, char **argv)
@@ -251,7 +76,7 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "spawn=fork") == 0)
 			child_always_fork();
 		else if (strncmp(argv[i], "timeout_ms=", 11) == 0)
-			deadline_ms = clock_boot_ms() + strtoll(argv[i] + 11, NULL, 10);
+			init_deadline_ms = clock_boot_ms() + strtoll(argv[i] + 11, NULL, 10);
 		else if (strncmp(argv[i], "memory=", 7) == 0)
 			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
 	}
@@ -321,8 +146,8 @@ int main(int argc, char **argv)
 		nfds_t watch_at = n;
 		n += watch_pollfds(&pfd[n]);
 		int timeout = -1;
-		if (deadline_ms) {
-			int64_t left = deadline_ms - clock_boot_ms();
+		if (init_deadline_ms) {
+			int64_t left = init_deadline_ms - clock_boot_ms();
 			if (left <= 0)
 				init_shutdown(124);
 			timeout = left > INT32_MAX ? INT32_MAX : (int)left;

@@ -1,31 +1,20 @@
-/* procs.c — abox-init's processes: exec requests, their output streamed
- * to every attached client (and kept in a bounded ring for late ones),
- * stdin under a credit window, reaping, timeouts, the bounded history of
- * ended ones, attach and list. Runs only inside the sandbox, as its PID 1. */
-#include <fcntl.h>
-#include <stddef.h>
-#include <poll.h>
+/* procs.c — abox-init's process table: slots and their release, the end
+ * of a process (its exit status, the end event, the bounded history of
+ * ended ones), reaping, per-command timeouts counted in running time, the
+ * lookup of the process a request names, and list. Output is output.c,
+ * stdin stdin.c, starting exec.c. Runs only inside the sandbox, as its
+ * PID 1. */
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "base/base.h"
 #include "base/clock.h"
-#include "base/fdpass.h"
 #include "init.h"
 #include "proto/messages.h"
 #include "proto/proto.h"
+#include "tables.h"
+
 #include "tables.h"
 
 struct proc procs[MAX_PROCS];
@@ -35,143 +24,16 @@ struct proc procs[MAX_PROCS];
  * the first command could start) and touched 256 cache lines on every
  * pass of the loop after. */
 unsigned procs_used;
-static size_t ring_total; /* all rings' bytes, against RING_BUDGET */
 static uint64_t exit_counter;
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static void ring_put(struct ring *r, const uint8_t *d, size_t n)
-{
-	if (n >= RING_MAX) {
-		r->dropped += r->len + (n - RING_MAX);
-		d += n - RING_MAX;
-		n = RING_MAX;
-		r->start = r->len = 0;
-	}
-	if (r->len + n > r->cap && r->cap < RING_MAX) {
-		size_t ncap = r->cap ? r->cap : 65536;
-		while (ncap < r->len + n && ncap < RING_MAX)
-			ncap *= 2;
-		uint8_t *nb = ring_total - r->cap + ncap <= RING_BUDGET ? malloc(ncap) : NULL;
-		if (nb) {
-			ring_total = ring_total - r->cap + ncap;
-			/* linearize into the bigger buffer */
-			for (size_t i = 0; i < r->len; i++)
-				nb[i] = r->buf[(r->start + i) % r->cap];
-			free(r->buf);
-			r->buf = nb;
-			r->cap = ncap;
-			r->start = 0;
-		}
-	}
-	if (!r->cap) {
-		r->dropped += n;
-		return;
-	}
-	if (n > r->cap) {
-		/* a ring that could not grow: only the newest bytes fit */
-		r->dropped += r->len + (n - r->cap);
-		d += n - r->cap;
-		n = r->cap;
-		r->start = r->len = 0;
-	}
-	if (r->len + n > r->cap) {
-		size_t drop = r->len + n - r->cap;
-		r->start = (r->start + drop) % r->cap;
-		r->len -= drop;
-		r->dropped += drop;
-	}
-	for (size_t i = 0; i < n;) {
-		size_t at = (r->start + r->len) % r->cap;
-		size_t k = r->cap - at < n - i ? r->cap - at : n - i;
-		memcpy(r->buf + at, d + i, k);
-		r->len += k;
-		i += k;
-	}
-}
-
-static void ring_free(struct ring *r)
-{
-	ring_total -= r->cap;
-	free(r->buf);
-	memset(r, 0, sizeof(*r));
-}
-
-/* Sends one event to every client attached to p (each under its own
- * request id). */
-static void broadcast(struct proc *p, struct proto_msg *m)
-{
-	for (unsigned ci = 0; ci < nclients; ci++) {
-		if (!p->att_req[ci])
-			continue;
-		m->id = p->att_req[ci];
-		if (!clients[ci].mute)
-			(void)proto_queue(&clients[ci].out, m);
-	}
-	proto_msg_free(m);
-}
-
-static void send_data(struct proc *p, uint16_t type, const void *buf, size_t n)
-{
-	ring_put(type == MSG_EV_STDERR ? &p->rerr : &p->rout, buf, n);
-	int *tee = type == MSG_EV_STDERR ? &p->tee_err : &p->tee_out;
-	if (*tee >= 0 && (memguard_room(*tee, n) < 0 || write_full(*tee, buf, n) < 0))
-		close_fd(tee); /* the layer is full: keep what fitted */
-	bool any = false;
-	for (unsigned ci = 0; ci < nclients && !any; ci++)
-		any = p->att_req[ci] != 0;
-	if (!any)
-		return;
-	struct proto_msg m;
-	proto_msg_init(&m, type, 0);
-	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	proto_put_bytes(&m, F_DATA, buf, n);
-	broadcast(p, &m);
-}
-
-/* Reads up to budget bytes from a pipe; closes it at EOF. */
-void proc_drain(struct proc *p, int *fd, uint16_t type, size_t budget)
-{
-	static uint8_t buf[CHUNK];
-	while (*fd >= 0 && budget > 0) {
-		ssize_t n = read(*fd, buf, budget < sizeof(buf) ? budget : sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			close_fd(fd);
-			return;
-		}
-		send_data(p, type, buf, (size_t)n);
-		budget -= (size_t)n;
-	}
-}
-
-/* What a pipe holds right now: the last output of an ended command, but
- * no more (a background child that keeps writing cannot hold the end
- * event back). */
-static size_t pending(int fd)
-{
-	int n = 0;
-	if (fd < 0 || ioctl(fd, FIONREAD, &n) < 0 || n < 0)
-		return 0;
-	return (size_t)n;
-}
 
 static void proc_close_io(struct proc *p)
 {
-	close_fd(&p->in);
-	close_fd(&p->out);
-	close_fd(&p->err);
-	close_fd(&p->ep);
-	close_fd(&p->tee_out);
-	close_fd(&p->tee_err);
+	proc_close_fd(&p->in);
+	proc_close_fd(&p->out);
+	proc_close_fd(&p->err);
+	proc_close_fd(&p->ep);
+	proc_close_fd(&p->tee_out);
+	proc_close_fd(&p->tee_err);
 	free(p->inbuf);
 	p->inbuf = NULL;
 	p->inlen = 0;
@@ -180,8 +42,8 @@ static void proc_close_io(struct proc *p)
 static void proc_release(struct proc *p)
 {
 	proc_close_io(p);
-	ring_free(&p->rout);
-	ring_free(&p->rerr);
+	proc_ring_free(&p->rout);
+	proc_ring_free(&p->rerr);
 	free(p->tag);
 	free(p->cmd);
 	free(p->error);
@@ -190,7 +52,7 @@ static void proc_release(struct proc *p)
 	p->owner = -1;
 }
 
-static void put_end(struct proto_msg *m, const struct proc *p)
+void proc_put_end(struct proto_msg *m, const struct proc *p)
 {
 	proto_put_u64(m, F_PID, (uint64_t)p->pid);
 	proto_put_i64(m, F_EXIT_CODE, p->exit_code);
@@ -256,8 +118,8 @@ static void proc_ended(struct proc *p)
 {
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_END, 0);
-	put_end(&m, p);
-	broadcast(p, &m);
+	proc_put_end(&m, p);
+	proc_broadcast(p, &m);
 	bool oneshot = p->oneshot;
 	proc_close_io(p);
 	p->state = P_EXITED;
@@ -281,8 +143,7 @@ static void proc_ended(struct proc *p)
 
 static void proc_finish(struct proc *p)
 {
-	proc_drain(p, &p->out, p->pty ? MSG_EV_PTY : MSG_EV_STDOUT, pending(p->out));
-	proc_drain(p, &p->err, MSG_EV_STDERR, pending(p->err));
+	proc_drain_pending(p);
 	if (WIFEXITED(p->status)) {
 		p->exit_code = WEXITSTATUS(p->status);
 		p->exit_signal = 0;
@@ -313,11 +174,11 @@ void proc_started(struct proc *p)
 		safe_snprintf(msg, sizeof(msg), "exec '%s': stopped before its exec, killed after %d ms",
 			      p->cmd ? p->cmd : "?", SPAWN_LIMIT_MS);
 	}
-	close_fd(&p->ep);
+	proc_close_fd(&p->ep);
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_START, 0);
 	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	broadcast(p, &m);
+	proc_broadcast(p, &m);
 	if (k == 0) {
 		p->state = P_RUNNING;
 		if (p->exited)
@@ -409,91 +270,6 @@ struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t *sig,
 	return best;
 }
 
-void proc_ack_stdin(struct proc *p, size_t n)
-{
-	if (n == 0)
-		return;
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_STDIN_ACK, p->owner_req);
-	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	proto_put_u64(&m, F_COUNT, n);
-	init_queue(p->owner, &m);
-}
-
-void proc_flush_stdin(struct proc *p)
-{
-	size_t done = 0;
-	while (p->in >= 0 && p->inlen > 0) {
-		ssize_t w = write(p->in, p->inbuf, p->inlen);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN)
-			break;
-		if (w < 0) {
-			/* the command closed its stdin: drop what is pending */
-			done += p->inlen;
-			p->inlen = 0;
-			close_fd(&p->in);
-			break;
-		}
-		memmove(p->inbuf, p->inbuf + w, p->inlen - (size_t)w);
-		p->inlen -= (size_t)w;
-		done += (size_t)w;
-	}
-	if (p->in >= 0 && p->inlen == 0 && p->close_in)
-		close_fd(&p->in);
-	proc_ack_stdin(p, done);
-}
-
-static void replay(int ci, uint32_t id, const struct proc *p, const struct ring *r, uint16_t type)
-{
-	if (r->dropped) {
-		/* the marker: this many bytes came before what is kept */
-		struct proto_msg m;
-		proto_msg_init(&m, type, id);
-		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-		proto_put_u64(&m, F_DROPPED, r->dropped);
-		proto_put_bytes(&m, F_DATA, "", 0);
-		init_queue(ci, &m);
-	}
-	for (size_t off = 0; off < r->len;) {
-		size_t at = (r->start + off) % r->cap;
-		size_t k = r->cap - at < r->len - off ? r->cap - at : r->len - off;
-		if (k > CHUNK)
-			k = CHUNK;
-		struct proto_msg m;
-		proto_msg_init(&m, type, id);
-		proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-		proto_put_bytes(&m, F_DATA, r->buf + at, k);
-		init_queue(ci, &m);
-		off += k;
-	}
-}
-
-/* Attaches a client to a running process (or one in the history): start,
- * what its streams kept, then live events (or the end right away). */
-void procs_attach(int ci, const struct proto_frame *f)
-{
-	struct proc *p = proc_of_frame(ci, f, NULL, NULL, NULL);
-	if (!p) {
-		init_send_error(ci, f->id, ESRCH, "attach: no such process");
-		return;
-	}
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_EV_START, f->id);
-	proto_put_u64(&m, F_PID, (uint64_t)p->pid);
-	init_queue(ci, &m);
-	replay(ci, f->id, p, &p->rout, p->pty ? MSG_EV_PTY : MSG_EV_STDOUT);
-	replay(ci, f->id, p, &p->rerr, MSG_EV_STDERR);
-	if (p->state == P_EXITED) {
-		proto_msg_init(&m, MSG_EV_END, f->id);
-		put_end(&m, p);
-		init_queue(ci, &m);
-		return;
-	}
-	p->att_req[ci] = f->id;
-}
-
 void procs_list(int ci, const struct proto_frame *f)
 {
 	for (unsigned i = 0; i < procs_used; i++) {
@@ -517,14 +293,6 @@ void procs_list(int ci, const struct proto_frame *f)
 	struct proto_msg ok;
 	proto_msg_init(&ok, MSG_EV_OK, f->id);
 	init_queue(ci, &ok);
-}
-
-bool proc_output_blocked(const struct proc *p)
-{
-	for (unsigned ci = 0; ci < nclients; ci++)
-		if (p->att_req[ci] && proto_outq_len(&clients[ci].out) > OUT_HIGH_WATER)
-			return true;
-	return false;
 }
 
 void init_end_after_flush(int code)

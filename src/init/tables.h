@@ -1,7 +1,8 @@
-/* tables — abox-init's own state, shared by its event loop (init.c),
- * its clients (clients.c), its processes (procs.c) and checkpoints
- * (checkpoint.c): the client and process tables and the flags of the
- * sandbox's end. Runs only inside the sandbox, as its PID 1. */
+/* tables — abox-init's own state, shared by its event loop (main.c), the
+ * request table (requests.c), its clients (clients.c), its processes
+ * (procs.c, output.c, stdin.c, exec.c) and checkpoints (checkpoint.c):
+ * the client and process tables, the sandbox's deadline and the flags of
+ * its end. Runs only inside the sandbox, as its PID 1. */
 #ifndef ABOX_INIT_TABLES_H
 #define ABOX_INIT_TABLES_H
 
@@ -90,6 +91,14 @@ extern int listen_fd;
 extern bool ephemeral;
 extern bool exiting; /* leave once every queued event is out */
 extern int exit_code;
+extern int64_t init_deadline_ms; /* CLOCK_BOOTTIME, 0 = none */
+
+static inline void proc_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
 
 _Noreturn static inline void init_shutdown(int code)
 {
@@ -109,26 +118,37 @@ void clients_add(int fd);
 bool clients_read(unsigned ci, void (*handle)(int ci, const struct proto_frame *f));
 bool clients_queues_empty(void);
 /* procs.c */
-void proc_drain(struct proc *p, int *fd, uint16_t type, size_t budget);
 int64_t procs_kill_timed_out(void);
 void procs_clocks_run(bool run);
 void proc_started(struct proc *p);
 void procs_reap(void);
-/* exec.c */
-void procs_exec(int ci, const struct proto_frame *f);
+/* The end event's fields for p. */
+void proc_put_end(struct proto_msg *m, const struct proc *p);
 struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t *sig, const uint8_t **data, size_t *len);
-void proc_ack_stdin(struct proc *p, size_t n);
-void proc_flush_stdin(struct proc *p);
-void procs_attach(int ci, const struct proto_frame *f);
 void procs_list(int ci, const struct proto_frame *f);
-bool proc_output_blocked(const struct proc *p);
 /* Client ci went away and client last takes its number. */
 void procs_client_gone(unsigned ci, unsigned last);
 void init_end_after_flush(int code);
+/* output.c */
+void proc_drain(struct proc *p, int *fd, uint16_t type, size_t budget);
+void proc_drain_pending(struct proc *p);
+/* Sends m to every client attached to p (each under its own request id)
+ * and frees it. */
+void proc_broadcast(struct proc *p, struct proto_msg *m);
+void proc_ring_free(struct ring *r);
+void procs_attach(int ci, const struct proto_frame *f);
+bool proc_output_blocked(const struct proc *p);
+/* stdin.c */
+void proc_ack_stdin(struct proc *p, size_t n);
+void proc_flush_stdin(struct proc *p);
+void proc_req_stdin(int ci, const struct proto_frame *f);
+void proc_req_stdin_close(int ci, const struct proto_frame *f);
+/* exec.c */
+void procs_exec(int ci, const struct proto_frame *f);
 /* checkpoint.c */
 void ckpt_handle(int ci, const struct proto_frame *f);
 void ckpt_rearm(void);
-/* init.c */
+/* requests.c */
 void init_handle_frame(int ci, const struct proto_frame *f);
 
 #endif

@@ -136,7 +136,7 @@ static void *watchdog_main(void *arg)
 static void watchdog_start(void)
 {
 	if (timer_id < 0) {
-		/* init blocks the signal from its start (see init.c); a policy
+		/* init blocks the signal from its start (see main.c); a policy
 		 * that refuses the calls the thread needs means no watchdog */
 		sigset_t set;
 		sigemptyset(&set);

@@ -1,0 +1,210 @@
+/* child_exec.c — the child side of a start in abox-init: what runs
+ * between the clone (or fork) and the exec. It may share init's memory
+ * (see child.c), so it makes raw system calls only and writes only its own
+ * stack: no libc state (errno, locks) of init's is touched. It joins the
+ * commands' cgroup, leaves init's OOM shield, takes its terminal and
+ * stdio, closes every other fd, drops to the user and execs; a failure on
+ * the way is written to the exec-error pipe for init to report. Runs
+ * inside the sandbox, in the child of PID 1. */
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <termios.h>
+
+#include "base/base.h"
+#include "child.h"
+#include "init.h"
+#include "proto/messages.h"
+
+const char *child_env_get(char **env, const char *key)
+{
+	size_t k = strlen(key);
+	for (size_t i = 0; env && env[i]; i++)
+		if (strncmp(env[i], key, k) == 0 && env[i][k] == '=')
+			return env[i] + k + 1;
+	return NULL;
+}
+
+#if defined(__x86_64__)
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
+			   x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+	return x0;
+}
+#else
+/* elsewhere the child is forked (its own memory): libc is safe to use */
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+	long r = syscall(n, a, b, c, d, e, f);
+	return r < 0 ? -errno : r;
+}
+#endif
+#define RS0(n) rsys(n, 0, 0, 0, 0, 0, 0)
+#define RS1(n, a) rsys(n, (long)(a), 0, 0, 0, 0, 0)
+#define RS2(n, a, b) rsys(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define RS3(n, a, b, c) rsys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define RS4(n, a, b, c, d) rsys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+
+struct child_err {
+	int code;
+	char msg[480];
+};
+
+_Noreturn static void child_exit(int status)
+{
+	for (;;)
+		(void)RS1(SYS_exit_group, status);
+}
+
+_Noreturn static void child_fail(int errfd, int code, const char *what, const char *arg)
+{
+	struct child_err e = { .code = code };
+	safe_snprintf(e.msg, sizeof(e.msg), "%s '%s': %s", what, arg,
+		      errno_name(code) ? errno_name(code) : "error");
+	const char *p = (const char *)&e;
+	for (size_t left = sizeof(e); left;) {
+		long w = RS3(SYS_write, errfd, p, left);
+		if (w == -EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		left -= (size_t)w;
+	}
+	child_exit(code == ENOENT && strcmp(what, "exec") == 0 ? 127 : 126);
+}
+
+static void exec_path(const char *file, char **argv, char **envp, int errfd)
+{
+	if (strchr(file, '/')) {
+		long r = RS3(SYS_execve, file, argv, envp);
+		child_fail(errfd, (int)-r, "exec", file);
+	}
+	const char *path = child_env_get(envp, "PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int first_err = ENOENT;
+	char buf[4096];
+	for (const char *p = path;; p++) {
+		const char *e = strchr(p, ':');
+		size_t dl = e ? (size_t)(e - p) : strlen(p);
+		if (dl + 1 + strlen(file) + 1 <= sizeof(buf)) {
+			if (dl == 0) {
+				buf[0] = '.';
+				dl = 1;
+			} else {
+				memcpy(buf, p, dl);
+			}
+			buf[dl] = '/';
+			strcpy(buf + dl + 1, file);
+			long r = RS3(SYS_execve, buf, argv, envp);
+			/* like execvp: remember a permission problem, keep looking
+			 * past missing entries */
+			if (r != -ENOENT && r != -ENOTDIR && first_err == ENOENT)
+				first_err = (int)-r;
+		}
+		if (!e)
+			break;
+		p = e;
+	}
+	child_fail(errfd, first_err, "exec", file);
+}
+
+int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen)
+{
+	struct child_err ce;
+	ssize_t got = read(ep, &ce, sizeof(ce));
+	if (got < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : 0;
+	if (got != (ssize_t)sizeof(ce))
+		return 0; /* EOF: the exec happened (or the child died first) */
+	ce.msg[sizeof(ce.msg) - 1] = '\0';
+	safe_snprintf(errbuf, errlen, "%s", ce.msg);
+	*exec_errno = ce.code;
+	return 1;
+}
+
+/* fd new becomes a copy of old without close-on-exec (dup2 semantics,
+ * also when they are the same number). */
+static long child_dup(int old, int new)
+{
+	return old == new ? RS3(SYS_fcntl, new, F_SETFD, 0) : RS3(SYS_dup3, old, new, 0);
+}
+
+/* The child, between its start and its exec. */
+__attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
+{
+	const struct exec_req *req = a->req;
+	int ep = a->ep;
+	/* init blocks SIGCHLD and ignores SIGPIPE, and both would survive the
+	 * exec; it has no handlers (exec would reset those) */
+	uint64_t none = 0;
+	(void)RS4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	struct {
+		unsigned long handler, flags, restorer;
+		uint64_t mask;
+	} dfl = { 0 }; /* SIG_DFL */
+	(void)RS4(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(uint64_t));
+	(void)RS0(SYS_setsid);
+	long r;
+	/* v1: into the commands' cgroup before anything of the command's
+	 * own can allocate; a command that cannot get there does not run
+	 * (it would share init's cgroup and could take init down with it) */
+	if (child_cmds_mode == CMDS_TASKS && (r = RS3(SYS_write, INIT_CMDS_FD, "0", 1)) != 1)
+		child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+	if (child_cmds_mode == CMDS_PROCS) {
+		long pfd = RS4(SYS_openat, INIT_CMDS_FD, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
+		r = pfd < 0 ? pfd : RS3(SYS_write, pfd, "0", 1);
+		if (r != 1)
+			child_fail(ep, r < 0 ? (int)-r : EIO, "join cgroup", "cmds");
+		(void)RS1(SYS_close, pfd);
+	}
+	/* init is shielded from the OOM killer (-1000); commands must not
+	 * inherit that, or a memory hog could never be stopped */
+	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
+	if (oom >= 0) {
+		(void)RS3(SYS_write, oom, "0", 1);
+		(void)RS1(SYS_close, oom);
+	}
+	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
+		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */
+	if ((r = child_dup(a->in, 0)) < 0 || (r = child_dup(a->out, 1)) < 0 || (r = child_dup(a->err, 2)) < 0)
+		child_fail(ep, (int)-r, "dup2", "stdio");
+	/* Keep only stdio and the exec-error pipe from here on: init's other
+	 * fds (other commands' stdin ends, the agent socket) are
+	 * close-on-exec, but a child stopped before its exec would otherwise
+	 * hold them open, and another command would never see EOF on its
+	 * stdin. */
+	if (child_dup(ep, 3) < 0)
+		child_exit(126);
+	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
+	ep = 3;
+	(void)RS3(SYS_close_range, 4, ~0U, 0);
+	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
+		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
+		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
+		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
+	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
+		child_fail(ep, (int)-r, "cwd", req->cwd);
+	exec_path(req->argv[0], req->argv, a->envp, ep);
+	child_exit(127);
+}
+
