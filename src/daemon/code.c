@@ -18,7 +18,7 @@
 
 #include "base/clock.h"
 #include "config.h"
-#include "envd.h"
+#include "envd/envd.h"
 #include "lifecycle.h"
 #include "stream.h"
 

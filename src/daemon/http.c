@@ -18,7 +18,7 @@
 #include "daemon.h"
 #include "stream.h"
 #include "wire.h"
-#include "envd.h"
+#include "envd/envd.h"
 #include "head.h"
 #include "conns.h"
 
