@@ -20,6 +20,7 @@
 #include "config.h"
 #include "envd/envd.h"
 #include "lifecycle.h"
+#include "planes.h"
 #include "stream.h"
 
 #define CTX_TAG "abox-ctx:"
