@@ -2,8 +2,9 @@
  * with: the request's sandbox, opened and checked (user, access token,
  * running, woken when it auto-resumes), the call's body, and errors as
  * Connect has them. The calls are process.c's and fs.c's (Connect RPC
- * with JSON for process.Process and filesystem.Filesystem, and /files);
- * the route table, /health and /metrics are router.c's.
+ * with JSON for process.Process and filesystem.Filesystem) and files.c's
+ * and upload.c's (/files); the route table, /health and /metrics are
+ * router.c's.
  *
  * Unary calls take and give plain JSON; server streams (Start, Connect)
  * are Connect envelopes (flag byte, 4-byte big-endian length, JSON), and
