@@ -21,59 +21,12 @@
 #include <time.h>
 
 #include "base/base64.h"
+#include "e2b/e2b.h"
 #include "auth.h"
 #include "daemon.h"
 #include "envd.h"
 #include "lifecycle.h"
 #include "wire.h"
-
-/* Connect's error codes and the HTTP status each one maps to. */
-static const char *connect_code(int e, unsigned *status)
-{
-	switch (e) {
-	case ABOX_ENOUSER:
-		*status = 401;
-		return "unauthenticated";
-	case ENOENT:
-	case ESRCH:
-		*status = 404;
-		return "not_found";
-	case EEXIST:
-		*status = 409;
-		return "already_exists";
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		*status = 403;
-		return "permission_denied";
-	case EINVAL:
-	case ENOTDIR:
-	case EISDIR:
-	case ENAMETOOLONG:
-	case EXDEV:
-	case E2BIG:
-	case ELOOP:
-		*status = 400;
-		return "invalid_argument";
-	case ENOTEMPTY:
-		*status = 409;
-		return "already_exists";
-	case ENOSPC:
-	case EDQUOT:
-	case EMFILE: /* a count limit (watchers) */
-		*status = 429;
-		return "resource_exhausted";
-	case EAGAIN:
-		*status = 412;
-		return "failed_precondition";
-	case EOPNOTSUPP:
-		*status = 501;
-		return "unimplemented";
-	default:
-		*status = 500;
-		return "internal";
-	}
-}
 
 enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 {
@@ -85,7 +38,7 @@ enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 	if (e == ABOX_ENOUSER) /* envd's words for a user the sandbox lacks */
 		snprintf(msg, sizeof(msg), "invalid username: '%s'", rq->user);
 	unsigned status;
-	const char *code = connect_code(e, &status);
+	const char *code = e2b_code_of_errno(e, &status);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "code", json_object_new_string(code));
 	json_object_object_add(o, "message", json_object_new_string(msg));
