@@ -1,13 +1,15 @@
 /* router.c — where a request goes: the calls libmicrohttpd makes for
  * every request of the API listeners (its start, its head and body, its
- * end), the choice of plane, and the envd plane's route table.
+ * end), the choice of plane, and the route tables of the control and
+ * envd planes.
  *
  * The envd and code planes are chosen by E2b-Sandbox-Id and
  * E2b-Sandbox-Port, or by a Host of the form <port>-<id>.<domain>;
  * everything else is the control plane. It answers nothing itself but
- * the refusals of a request's framing and body (400, 413, 503) and the
- * envd plane's /health, /metrics and /envs: the planes answer through
- * http.c. The admin listener (/metrics) is metrics.c's. Runs in aboxd. */
+ * the refusals of a request's framing and body (400, 413, 503), the
+ * planes' /health and envd's /metrics and /envs: the calls are the
+ * planes' own, and answer through http.c. The admin listener (/metrics)
+ * is metrics.c's. Runs in aboxd. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +158,7 @@ static enum MHD_Result envd_metrics(struct request *rq)
 	return reply_json(rq, 200, o);
 }
 
+/* The envd plane's route table (port 49983). */
 static enum MHD_Result envd_route(struct request *rq)
 {
 	const char *u = rq->url, *m = rq->method;
