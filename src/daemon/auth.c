@@ -24,10 +24,8 @@
 #include "base/base64.h"
 #include "base/sha256.h"
 #include "auth.h"
-#include "control.h"
 
 #define SECRET_LEN 32
-#define STORED_TOKEN_KEY "_aboxToken" /* control.c's record entry of secure sandboxes */
 
 static unsigned char secret[SECRET_LEN];
 
@@ -162,7 +160,7 @@ void auth_envd_token(const abox_sandbox_info *in, char out[AUTH_TOKEN_LEN + 1])
 {
 	json_object *m = in->metadata_json ? json_tokener_parse(in->metadata_json) : NULL, *v;
 	const char *kept = m && json_object_is_type(m, json_type_object) &&
-					   json_object_object_get_ex(m, STORED_TOKEN_KEY, &v)
+					   json_object_object_get_ex(m, TOKEN_KEY, &v)
 				   ? json_object_get_string(v)
 				   : NULL;
 	if (kept && *kept && strlen(kept) <= AUTH_TOKEN_LEN)

@@ -33,4 +33,17 @@ bool auth_request_ok(struct request *rq, const abox_sandbox_info *in);
  * and routes rq to its envd (rq->sandbox, rq->port). */
 bool auth_signed_route(struct request *rq);
 
+/* Owner tag of an API key (16 hex digits of its sha256). */
+void owner_tag(const char *key, char out[17]);
+/* Whether the sandbox is visible to rq's key; fills info (clear it). */
+int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *info);
+/* The control plane's owner checks, kept here beside the keys: whether
+ * rq carries an accepted API key (its owner tag then in rq->owner), and
+ * a sandbox's metadata as clients see it (reserved entries dropped; the
+ * stored access token in *token, the owner tag in owner, when asked). */
+bool control_authorized(struct request *rq);
+json_object *control_public_metadata(const abox_sandbox_info *in, char **token, char *owner);
+/* The record entry of a secure sandbox's access token (control_create.c). */
+#define TOKEN_KEY "_aboxToken"
+
 #endif

@@ -18,8 +18,9 @@
 
 #include "base/clock.h"
 #include "config.h"
-#include "envd.h"
+#include "envd/envd.h"
 #include "lifecycle.h"
+#include "planes.h"
 #include "stream.h"
 
 #define CTX_TAG "abox-ctx:"

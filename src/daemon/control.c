@@ -4,7 +4,8 @@
  * A sandbox belongs to the key that made it: its record carries the key's
  * owner tag as a hidden metadata entry, and every call on a sandbox of
  * another key answers 404, as if it did not exist. Metadata entries whose
- * names start with "_abox" are abox's own: never shown, never accepted. */
+ * names start with "_abox" are abox's own: never shown, never accepted.
+ * The route table is router.c's. Runs in aboxd. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,22 +76,65 @@ static json_object *detail_json(const abox_sandbox_info *in)
 	return o;
 }
 
-/* "/sandboxes/ID/rest" -> ID and rest; false when it is not that shape. */
-static bool split_id(const char *path, char id[ABOX_ID_LEN + 1], const char **rest)
+bool control_checkpointer_works(abox_ctx *ctx)
 {
-	size_t n = strcspn(path, "/");
-	if (n != ABOX_ID_LEN)
-		return false;
-	memcpy(id, path, ABOX_ID_LEN);
-	id[ABOX_ID_LEN] = '\0';
-	for (int i = 0; i < ABOX_ID_LEN; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9')))
-			return false;
-	*rest = path + ABOX_ID_LEN;
-	return true;
+	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
 }
 
-static enum MHD_Result list(struct request *rq, abox_ctx *ctx, bool v2)
+/* Network settings as E2B takes them ({allowOut, denyOut, ...} and
+ * allow_internet_access): checked for shape and stored as given (notes.c)
+ * until sandboxes get networking; today a sandbox has loopback only, so
+ * every deny already holds and no allow can. NULL and why when malformed;
+ * else a malloc'd JSON text to store, or "" when there is nothing to
+ * store. */
+char *control_network_note(json_object *net, json_object *allow, char *why, size_t whyn)
+{
+	if (net && !json_object_is_type(net, json_type_object) && !json_object_is_type(net, json_type_null)) {
+		snprintf(why, whyn, "network must be an object");
+		return NULL;
+	}
+	if (allow && !json_object_is_type(allow, json_type_boolean) && !json_object_is_type(allow, json_type_null)) {
+		snprintf(why, whyn, "allow_internet_access must be true or false");
+		return NULL;
+	}
+	if (net && json_object_is_type(net, json_type_object)) {
+		json_object_object_foreach(net, k, v) {
+			if (strcmp(k, "allowOut") && strcmp(k, "denyOut"))
+				continue; /* other settings are kept as they are */
+			size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+			if (!json_object_is_type(v, json_type_array) || n > 1024) {
+				snprintf(why, whyn, "network.%s must be an array of at most 1024 addresses or names", k);
+				return NULL;
+			}
+			for (size_t i = 0; i < n; i++) {
+				json_object *e = json_object_array_get_idx(v, i);
+				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
+				    json_object_get_string_len(e) > 253) {
+					snprintf(why, whyn, "network.%s[%zu] must be an address, a CIDR or a host name", k, i);
+					return NULL;
+				}
+			}
+		}
+	}
+	if (net && json_object_is_type(net, json_type_object) &&
+	    strlen(json_object_to_json_string_ext(net, JSON_C_TO_STRING_PLAIN)) > 60000) {
+		snprintf(why, whyn, "network settings over 60000 bytes");
+		return NULL;
+	}
+	bool have_net = net && json_object_is_type(net, json_type_object);
+	bool have_allow = allow && json_object_is_type(allow, json_type_boolean);
+	if (!have_net && !have_allow)
+		return strdup("");
+	json_object *o = have_net ? json_object_get(net) : json_object_new_object();
+	json_object_object_del(o, "allow_internet_access"); /* kept under its name in the config */
+	if (have_allow)
+		json_object_object_add(o, "allowInternetAccess", json_object_get(allow));
+	char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return text;
+}
+
+enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2)
 {
 	struct listing l;
 	char why[160];
@@ -217,7 +261,7 @@ static enum MHD_Result connect_sb(struct request *rq, abox_ctx *ctx, const char 
 /* A resume makes a paused sandbox running again: it takes a running slot
  * and its memory (its disk it holds already), so it is admitted like a
  * create, around connect_sb. */
-static enum MHD_Result connect_admitted(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
+enum MHD_Result control_connect(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume)
 {
 	/* the body is checked here, strictly, before connect_sb reads it:
 	 * "timeout": "60" or -5 is a 400, not the default */
@@ -253,7 +297,7 @@ static enum MHD_Result connect_admitted(struct request *rq, abox_ctx *ctx, const
 	return q;
 }
 
-static enum MHD_Result pause_sb(struct request *rq, abox_ctx *ctx, const char *id)
+enum MHD_Result control_pause(struct request *rq, abox_ctx *ctx, const char *id)
 {
 	enum MHD_Result sent;
 	bool memory = true;
@@ -288,7 +332,7 @@ static enum MHD_Result pause_sb(struct request *rq, abox_ctx *ctx, const char *i
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
 }
 
-static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id, const char *what)
+enum MHD_Result control_sandbox_call(struct request *rq, abox_ctx *ctx, const char *id, const char *what)
 {
 	enum MHD_Result sent;
 	abox_sandbox_info in;
@@ -379,76 +423,5 @@ static enum MHD_Result simple(struct request *rq, abox_ctx *ctx, const char *id,
 	}
 	abox_sandbox_free(sb);
 	abox_sandbox_info_clear(&in);
-	return q;
-}
-
-enum MHD_Result control_route(struct request *rq)
-{
-	const char *m = rq->method, *u = rq->url;
-	if (!strcmp(u, "/health"))
-		return reply_json(rq, 200, json_object_new_object());
-	if (!control_authorized(rq))
-		return reply_error(rq, 401, "Invalid API key (X-API-Key)");
-	abox_ctx *ctx = request_ctx();
-	if (!ctx)
-		return reply_error(rq, 500, "cannot open abox's state");
-	enum MHD_Result q;
-	char id[ABOX_ID_LEN + 1];
-	const char *rest = NULL;
-	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET"), del = !strcmp(m, "DELETE");
-	const char *p = !strncmp(u, "/v2/sandboxes", 13) ? u + 13 : !strncmp(u, "/sandboxes", 10) ? u + 10 : NULL;
-	bool v2 = !strncmp(u, "/v2/", 4);
-	if (p && !*p && post)
-		q = control_create(rq, ctx);
-	else if (p && !*p && get)
-		q = list(rq, ctx, v2);
-	else if (p && *p == '/' && split_id(p + 1, id, &rest)) {
-		if (!*rest && get)
-			q = simple(rq, ctx, id, "info");
-		else if (!*rest && del)
-			q = simple(rq, ctx, id, "kill");
-		else if (!strcmp(rest, "/connect") && post)
-			q = connect_admitted(rq, ctx, id, false);
-		else if (!strcmp(rest, "/resume") && post && !v2)
-			q = connect_admitted(rq, ctx, id, true);
-		else if (!strcmp(rest, "/pause") && post)
-			q = pause_sb(rq, ctx, id);
-		else if (!strcmp(rest, "/timeout") && post)
-			q = simple(rq, ctx, id, "timeout");
-		else if (!strcmp(rest, "/metrics") && get)
-			q = simple(rq, ctx, id, "metrics");
-		else if (!strcmp(rest, "/network") && !strcmp(m, "PUT"))
-			q = simple(rq, ctx, id, "network");
-		else if (!strcmp(rest, "/snapshots") && post)
-			q = control_snapshot(rq, ctx, id);
-		else if (!strcmp(rest, "/fork") && post)
-			q = control_fork(rq, ctx, id);
-		else
-			q = reply_error(rq, 404, "no route %s %s", m, u);
-	} else if (!strcmp(u, "/snapshots") && get) {
-		q = control_snapshots(rq, ctx);
-	} else if (!strncmp(u, "/templates/aliases/", 19) && get) {
-		q = control_template_alias(rq, ctx, u + 19);
-	} else if (!strcmp(u, "/volumes") || !strncmp(u, "/volumes/", 9)) {
-		q = reply_error(rq, 501, "volumes are not supported by abox (%s %s)", m, u);
-	} else if (!strncmp(u, "/templates/", 11) && del) {
-		abox_error err = ABOX_ERROR_INIT;
-		char sid[ABOX_ID_LEN + 1];
-		int r = control_snapshot_of(ctx, rq, u + 11, sid);
-		if (r < 0) {
-			q = reply_error(rq, 500, "cannot read the snapshots");
-		} else if (r == 0) {
-			q = reply_error(rq, 404, "template '%s' not found", u + 11);
-		} else if ((r = abox_snapshot_forget(ctx, sid, &err)) < 0) {
-			q = reply_abox_error(rq, &err, r);
-		} else {
-			note_remove("snapshots", sid);
-			note_remove("snapshot-source", sid);
-			q = reply_empty(rq, 204);
-		}
-	} else {
-		q = reply_error(rq, 404, "no route %s %s", m, u);
-	}
-	abox_ctx_free(ctx);
 	return q;
 }

@@ -1,20 +1,30 @@
-/* control.h — what the control plane's files share: control.c (routes,
- * lists, connect, pause and the simple calls), control_create.c (create),
- * control_snapshots.c (snapshots and forks) and the owner checks in
- * auth.c. Runs in aboxd. */
+/* control.h — the control plane's calls and what its files share:
+ * control.c (lists, connect, pause, the calls on one sandbox, and the
+ * pieces the others use), control_create.c (create) and
+ * control_snapshots.c (snapshots and forks), which call down into
+ * control.c, never the other way. Its route table is router.c's, its
+ * owner checks are auth.c's (auth.h). Runs in aboxd. */
 #ifndef ABOX_DAEMON_CONTROL_H
 #define ABOX_DAEMON_CONTROL_H
 
 #include <json-c/json.h>
 
+#include "auth.h"
 #include "daemon.h"
 
 #define DEFAULT_TIMEOUT_S 300
-#define TOKEN_KEY "_aboxToken"
 
-bool control_authorized(struct request *rq);
-json_object *control_public_metadata(const abox_sandbox_info *in, char **token, char *owner);
 char *control_network_note(json_object *net, json_object *allow, char *why, size_t whyn);
+/* The calls of the control plane, which router.c's route table makes
+ * with the request's context: the list of sandboxes (v2: GET
+ * /v2/sandboxes), connect or resume (legacy_resume: POST
+ * /sandboxes/{id}/resume), pause, a call on one sandbox (what: "info",
+ * "kill", "timeout", "metrics", "network") and DELETE /templates/{name}. */
+enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2);
+enum MHD_Result control_connect(struct request *rq, abox_ctx *ctx, const char *id, bool legacy_resume);
+enum MHD_Result control_pause(struct request *rq, abox_ctx *ctx, const char *id);
+enum MHD_Result control_sandbox_call(struct request *rq, abox_ctx *ctx, const char *id, const char *what);
+enum MHD_Result control_template_forget(struct request *rq, abox_ctx *ctx, const char *name);
 enum MHD_Result control_template_alias(struct request *rq, abox_ctx *ctx, const char *alias);
 enum MHD_Result control_create(struct request *rq, abox_ctx *ctx);
 bool control_checkpointer_works(abox_ctx *ctx);

@@ -33,59 +33,6 @@ static const struct wire_map_bounds env_bounds = {
 	.entries = 1024, .name_bytes = 256, .value_bytes = 32768, .total_bytes = 131072,
 };
 
-/* Network settings as E2B takes them ({allowOut, denyOut, ...} and
- * allow_internet_access): checked for shape and stored as given (notes.c)
- * until sandboxes get networking; today a sandbox has loopback only, so
- * every deny already holds and no allow can. NULL and why when malformed;
- * else a malloc'd JSON text to store, or "" when there is nothing to
- * store. */
-char *control_network_note(json_object *net, json_object *allow, char *why, size_t whyn)
-{
-	if (net && !json_object_is_type(net, json_type_object) && !json_object_is_type(net, json_type_null)) {
-		snprintf(why, whyn, "network must be an object");
-		return NULL;
-	}
-	if (allow && !json_object_is_type(allow, json_type_boolean) && !json_object_is_type(allow, json_type_null)) {
-		snprintf(why, whyn, "allow_internet_access must be true or false");
-		return NULL;
-	}
-	if (net && json_object_is_type(net, json_type_object)) {
-		json_object_object_foreach(net, k, v) {
-			if (strcmp(k, "allowOut") && strcmp(k, "denyOut"))
-				continue; /* other settings are kept as they are */
-			size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-			if (!json_object_is_type(v, json_type_array) || n > 1024) {
-				snprintf(why, whyn, "network.%s must be an array of at most 1024 addresses or names", k);
-				return NULL;
-			}
-			for (size_t i = 0; i < n; i++) {
-				json_object *e = json_object_array_get_idx(v, i);
-				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
-				    json_object_get_string_len(e) > 253) {
-					snprintf(why, whyn, "network.%s[%zu] must be an address, a CIDR or a host name", k, i);
-					return NULL;
-				}
-			}
-		}
-	}
-	if (net && json_object_is_type(net, json_type_object) &&
-	    strlen(json_object_to_json_string_ext(net, JSON_C_TO_STRING_PLAIN)) > 60000) {
-		snprintf(why, whyn, "network settings over 60000 bytes");
-		return NULL;
-	}
-	bool have_net = net && json_object_is_type(net, json_type_object);
-	bool have_allow = allow && json_object_is_type(allow, json_type_boolean);
-	if (!have_net && !have_allow)
-		return strdup("");
-	json_object *o = have_net ? json_object_get(net) : json_object_new_object();
-	json_object_object_del(o, "allow_internet_access"); /* kept under its name in the config */
-	if (have_allow)
-		json_object_object_add(o, "allowInternetAccess", json_object_get(allow));
-	char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return text;
-}
-
 static bool snapshot_named(abox_ctx *ctx, const char *ref)
 {
 	abox_snapshot_info *v = NULL;

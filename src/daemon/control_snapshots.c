@@ -20,11 +20,6 @@
 #include "base/sha256.h"
 #include "control.h"
 
-bool control_checkpointer_works(abox_ctx *ctx)
-{
-	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
-}
-
 /* Snapshots belong to the API key that made them, like sandboxes: one
  * key must not list, start from (and so read the files of) or delete
  * another key's snapshot. The daemon notes the owner of each snapshot it
@@ -229,4 +224,26 @@ enum MHD_Result control_snapshots(struct request *rq, abox_ctx *ctx)
 	}
 	free(v);
 	return reply_json(rq, 200, a);
+}
+
+/* DELETE /templates/{name}: a template made from a snapshot of the
+ * caller's is that snapshot, forgotten with its notes. */
+enum MHD_Result control_template_forget(struct request *rq, abox_ctx *ctx, const char *name)
+{
+	enum MHD_Result q;
+	abox_error err = ABOX_ERROR_INIT;
+	char sid[ABOX_ID_LEN + 1];
+	int r = control_snapshot_of(ctx, rq, name, sid);
+	if (r < 0) {
+		q = reply_error(rq, 500, "cannot read the snapshots");
+	} else if (r == 0) {
+		q = reply_error(rq, 404, "template '%s' not found", name);
+	} else if ((r = abox_snapshot_forget(ctx, sid, &err)) < 0) {
+		q = reply_abox_error(rq, &err, r);
+	} else {
+		note_remove("snapshots", sid);
+		note_remove("snapshot-source", sid);
+		q = reply_empty(rq, 204);
+	}
+	return q;
 }

@@ -43,9 +43,25 @@ struct daemon_config {
 	char *domain;         /* returned as `domain` (getHost) */
 	uint64_t memory_bytes, disk_bytes;
 	uint32_t cpu_millis;
+	char *unix_path;        /* also serve on this unix socket */
+	char *access_log_path;  /* a file, "-" for stderr, NULL for none */
+	char *admin_listen;     /* the metrics listener, default 127.0.0.1 */
+	int admin_port;         /* default 49990; 0: none */
+	unsigned idle_timeout;  /* s: a client silent this long is cut off (slowloris) */
+	/* connections: caps and the head deadline (conns.c) */
+	unsigned max_conns, per_client_conns, head_timeout;
+	json_object *limits;    /* "limits" as given, for admission_configure */
 };
 
+/* The configuration (config.c), set before the daemon serves and only
+ * read after. */
 extern struct daemon_config daemon_cfg;
+/* Reads the config file at path into daemon_cfg (a missing one is no
+ * error unless explicit): 0, or -1 with the reasons on stderr. */
+int config_load(const char *path, bool explicit);
+/* Sets daemon_cfg.keys to the key of <state>/aboxd.key, made on first
+ * start: 0, or -1 with a message on stderr. */
+int config_default_key(void);
 
 /* One request, built up across libmicrohttpd's calls. */
 struct request {
@@ -93,21 +109,14 @@ static inline int set_err(abox_error *err, int code, const char *msg)
 	return -code;
 }
 
-/* Queues a response, noting its status (for the access log and metrics). */
+/* The toolkit of every plane (http.c). Queues a response, noting its
+ * status (for the access log and metrics). */
 enum MHD_Result daemon_queue(struct request *rq, unsigned status, struct MHD_Response *r);
 /* A 200 whose body the reader produces as it comes (64 KiB blocks), of
  * unknown length; free_fn(cls) runs when it is over, or at once when no
  * response could be made. */
 enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,
 			     MHD_ContentReaderFreeCallback free_fn);
-/* The request is over: access log line, metrics. */
-void ops_request_done(struct request *rq);
-/* The admin listener's handler (GET /metrics). */
-enum MHD_Result ops_admin(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-			  const char *version, const char *upload, size_t *upload_size, void **con_cls);
-#include <stdio.h>
-extern FILE *access_log;
-
 /* Responses. Each returns MHD_YES/MHD_NO from queueing. */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);
 /* A Connect streaming call's failure as the protocol has it: HTTP 200 and
@@ -128,15 +137,15 @@ const char *header(struct request *rq, const char *name);
 const char *query(struct request *rq, const char *name);
 /* The body as a JSON object (NULL and a 400 sent when it is not one). */
 json_object *body_json(struct request *rq, enum MHD_Result *sent);
+/* A buffered body (not a streamed one): n more bytes of it, kept within
+ * DAEMON_MAX_BODY and DAEMON_BODY_BUDGET (past them it is dropped and
+ * marked too_big or no_room, to be answered at its end); and its memory
+ * given back. */
+void http_body_append(struct request *rq, const char *data, size_t n);
+void http_body_release(struct request *rq);
 
 /* A libabox context for this request (free with abox_ctx_free). */
 abox_ctx *request_ctx(void);
-
-/* The planes. */
-enum MHD_Result control_route(struct request *rq);
-enum MHD_Result envd_route(struct request *rq);
-enum MHD_Result code_route(struct request *rq);
-enum MHD_Result proxy_route(struct request *rq);
 
 /* Notes kept beside libabox's records (notes.c): kind "snapshots" (the
  * owner tag of a snapshot the daemon made) or "network" (a sandbox's
@@ -146,10 +155,5 @@ char *note_read(const char *kind, const char *id); /* malloc'd, or NULL */
 void note_remove(const char *kind, const char *id);
 /* Removes the notes of what no longer exists. */
 void notes_sweep(abox_ctx *ctx);
-
-/* Owner tag of an API key (16 hex digits of its sha256). */
-void owner_tag(const char *key, char out[17]);
-/* Whether the sandbox is visible to rq's key; fills info (clear it). */
-int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sandbox_info *info);
 
 #endif

@@ -2,16 +2,12 @@
  *
  *   aboxd [--config FILE] [--listen ADDR] [--port N]
  *
- * The config file (JSON, default /etc/abox/aboxd.json, optional) may name
- * "stateDir", "listen", "port", "apiKeys" (array), "domain",
- * "idleTimeoutSeconds" (60), "accessLog" (a file, or "-" for stderr),
- * "unixSocket" (also serve on that path),
- * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
- * for none), "maxConnections" (1000), "maxConnectionsPerClient" (64),
- * "headerTimeoutSeconds" (10; see conns.c), "defaults" {"memoryMB", "diskMB", "cpus"} and "limits"
- * (admission.h; the ABOXD_LIMIT_* environment wins). With no key configured, the
- * key in <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
- * digits, the shape the SDKs check; mode 0600) and printed once. */
+ * Start-up and shutdown: the options (which win over the config file,
+ * config.c), the admission limits (the ABOXD_LIMIT_* environment wins
+ * over the file's "limits"), the listeners (API on TCP and a unix
+ * socket, metrics on the admin one), the threads that enforce deadlines
+ * and keep house, and a stop on SIGTERM/SIGINT. Requests are router.c's.
+ * Runs as root on the host. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,150 +25,13 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "access_log.h"
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
 #include "conns.h"
-
-struct daemon_config daemon_cfg = {
-	.port = 49982,
-	.memory_bytes = 512ull << 20,
-	.disk_bytes = 1ull << 30,
-	.cpu_millis = 1000,
-};
-
-enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-			      const char *version, const char *upload, size_t *upload_size, void **con_cls);
-void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe);
-void *daemon_uri(void *cls, const char *uri, struct MHD_Connection *conn);
-
-/* a client silent this long is cut off (slowloris) */
-static unsigned idle_timeout = 60;
-static char *access_log_path, *admin_listen, *unix_path;
-static int admin_port = 49990;
-/* connections: caps and the head deadline (conns.c) */
-static unsigned max_conns = 1000, per_client_conns = 64, head_timeout = 10;
-
-static int load_config(const char *path, bool explicit)
-{
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		if (!explicit && errno == ENOENT)
-			return 0;
-		fprintf(stderr, "aboxd: config '%s': %s\n", path, strerror(errno));
-		return -1;
-	}
-	char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	json_object *o = json_tokener_parse(buf), *v;
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		fprintf(stderr, "aboxd: config '%s' is not a JSON object\n", path);
-		json_object_put(o);
-		return -1;
-	}
-	int r = 0;
-	json_object_object_foreach(o, k, val) {
-		if (!strcmp(k, "stateDir") && json_object_is_type(val, json_type_string))
-			daemon_cfg.state_dir = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "listen") && json_object_is_type(val, json_type_string))
-			daemon_cfg.listen = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "port") && json_object_is_type(val, json_type_int))
-			daemon_cfg.port = (uint16_t)json_object_get_int(val);
-		else if (!strcmp(k, "unixSocket") && json_object_is_type(val, json_type_string))
-			unix_path = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "accessLog") && json_object_is_type(val, json_type_string))
-			access_log_path = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "adminListen") && json_object_is_type(val, json_type_string))
-			admin_listen = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "adminPort") && json_object_is_type(val, json_type_int))
-			admin_port = json_object_get_int(val);
-		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
-			idle_timeout = (unsigned)json_object_get_int(val);
-		else if (!strcmp(k, "maxConnections") && json_object_is_type(val, json_type_int) &&
-			 json_object_get_int(val) >= 10)
-			max_conns = (unsigned)json_object_get_int(val);
-		else if (!strcmp(k, "maxConnectionsPerClient") && json_object_is_type(val, json_type_int) &&
-			 json_object_get_int(val) >= 0)
-			per_client_conns = (unsigned)json_object_get_int(val);
-		else if (!strcmp(k, "headerTimeoutSeconds") && json_object_is_type(val, json_type_int) &&
-			 json_object_get_int(val) >= 1)
-			head_timeout = (unsigned)json_object_get_int(val);
-		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
-			daemon_cfg.domain = strdup(json_object_get_string(val));
-		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {
-			size_t c = json_object_array_length(val);
-			daemon_cfg.keys = calloc(c + 1, sizeof(char *));
-			for (size_t i = 0; daemon_cfg.keys && i < c; i++)
-				daemon_cfg.keys[i] = strdup(json_object_get_string(json_object_array_get_idx(val, i)));
-		} else if (!strcmp(k, "limits")) {
-			char why[256];
-			if (admission_configure(val, why, sizeof(why)) < 0) {
-				fprintf(stderr, "aboxd: config '%s': %s\n", path, why);
-				r = -1;
-			}
-		} else if (!strcmp(k, "defaults") && json_object_is_type(val, json_type_object)) {
-			if (json_object_object_get_ex(val, "memoryMB", &v))
-				daemon_cfg.memory_bytes = (uint64_t)json_object_get_int64(v) << 20;
-			if (json_object_object_get_ex(val, "diskMB", &v))
-				daemon_cfg.disk_bytes = (uint64_t)json_object_get_int64(v) << 20;
-			if (json_object_object_get_ex(val, "cpus", &v))
-				daemon_cfg.cpu_millis = (uint32_t)(json_object_get_double(v) * 1000);
-		} else {
-			fprintf(stderr, "aboxd: config '%s': unknown or mistyped key '%s'\n", path, k);
-			r = -1;
-		}
-	}
-	json_object_put(o);
-	return r;
-}
-
-/* The key of <state>/aboxd.key, made on first start. */
-static int default_key(void)
-{
-	const char *state = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
-	if (!state || !*state)
-		state = "/var/lib/abox";
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/aboxd.key", state);
-	char key[64] = "";
-	FILE *f = fopen(path, "re");
-	if (f) {
-		if (!fgets(key, sizeof(key), f))
-			key[0] = '\0';
-		fclose(f);
-		key[strcspn(key, "\n")] = '\0';
-	}
-	if (!key[0]) {
-		unsigned char raw[20];
-		f = fopen("/dev/urandom", "re");
-		if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
-			fprintf(stderr, "aboxd: no randomness for an API key\n");
-			if (f)
-				fclose(f);
-			return -1;
-		}
-		fclose(f);
-		strcpy(key, "e2b_");
-		for (int i = 0; i < 20; i++)
-			snprintf(key + 4 + 2 * i, 3, "%02x", raw[i]);
-		mkdir(state, 0711);
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0 || dprintf(fd, "%s\n", key) < 0 || fsync(fd) < 0) {
-			fprintf(stderr, "aboxd: store the API key in '%s': %s\n", path, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			return -1;
-		}
-		close(fd);
-		fprintf(stderr, "aboxd: created the API key %s (kept in %s, mode 0600)\n", key, path);
-	}
-	daemon_cfg.keys = calloc(2, sizeof(char *));
-	if (!daemon_cfg.keys || !(daemon_cfg.keys[0] = strdup(key)))
-		return -1;
-	return 0;
-}
+#include "metrics.h"
+#include "router.h"
 
 /* What the library says while reaping (a sandbox frozen or paused at its
  * deadline, a pause that failed and why, a dead maker's freeze undone)
@@ -290,7 +149,15 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	if (load_config(config, explicit) < 0)
+	int cr = config_load(config, explicit);
+	if (daemon_cfg.limits) {
+		char why[256];
+		if (admission_configure(daemon_cfg.limits, why, sizeof(why)) < 0) {
+			fprintf(stderr, "aboxd: config '%s': %s\n", config, why);
+			cr = -1;
+		}
+	}
+	if (cr < 0)
 		return 1;
 	char lwhy[256];
 	if (admission_from_env(lwhy, sizeof(lwhy)) < 0) {
@@ -301,7 +168,7 @@ int main(int argc, char **argv)
 		daemon_cfg.listen = strdup(listen_addr);
 	if (port > 0 && port < 65536)
 		daemon_cfg.port = (uint16_t)port;
-	if (!daemon_cfg.keys && default_key() < 0)
+	if (!daemon_cfg.keys && config_default_key() < 0)
 		return 1;
 	if (auth_init(daemon_cfg.state_dir) < 0)
 		return 1;
@@ -332,14 +199,14 @@ int main(int argc, char **argv)
 	 * local source, so it has no per-client cap. libmicrohttpd's own
 	 * limit sits a little above ours, for connections cut and not yet
 	 * closed; poll, not select, so fds past FD_SETSIZE are served. */
-	struct conn_limits lim = { .max = max_conns, .per_client = per_client_conns,
-				   .head_ms = (int64_t)head_timeout * 1000, .idle_ms = (int64_t)idle_timeout * 1000 };
+	struct conn_limits lim = { .max = daemon_cfg.max_conns, .per_client = daemon_cfg.per_client_conns,
+				   .head_ms = (int64_t)daemon_cfg.head_timeout * 1000, .idle_ms = (int64_t)daemon_cfg.idle_timeout * 1000 };
 	struct conns *tcp_conns = conns_new(&lim);
 	lim.per_client = 0;
 	struct conns *unix_conns = conns_new(&lim);
 	if (!tcp_conns || !unix_conns)
 		return 1;
-	unsigned mhd_limit = max_conns + 64;
+	unsigned mhd_limit = daemon_cfg.max_conns + 64;
 	struct MHD_Daemon *d = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
 			MHD_USE_ITC | MHD_ALLOW_UPGRADE, 0,
@@ -347,7 +214,7 @@ int main(int argc, char **argv)
 		daemon_access, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
 		daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, daemon_uri, NULL,
 		MHD_OPTION_NOTIFY_CONNECTION, conns_notify, tcp_conns,
-		MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+		MHD_OPTION_CONNECTION_TIMEOUT, daemon_cfg.idle_timeout,
 		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
 		MHD_OPTION_END);
 	if (!d) {
@@ -360,15 +227,15 @@ int main(int argc, char **argv)
 	/* the same API on a unix socket, for local clients that should not
 	 * need a TCP port (mode 0660: root and the socket's group) */
 	struct MHD_Daemon *ud = NULL;
-	if (unix_path) {
+	if (daemon_cfg.unix_path) {
 		struct sockaddr_un un = { .sun_family = AF_UNIX };
 		int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (us < 0 || strlen(unix_path) >= sizeof(un.sun_path)) {
-			fprintf(stderr, "aboxd: unix socket '%s': %s\n", unix_path, us < 0 ? strerror(errno) : "path too long");
+		if (us < 0 || strlen(daemon_cfg.unix_path) >= sizeof(un.sun_path)) {
+			fprintf(stderr, "aboxd: unix socket '%s': %s\n", daemon_cfg.unix_path, us < 0 ? strerror(errno) : "path too long");
 			return 1;
 		}
-		strcpy(un.sun_path, unix_path);
-		unlink(unix_path);
+		strcpy(un.sun_path, daemon_cfg.unix_path);
+		unlink(daemon_cfg.unix_path);
 		mode_t old = umask(0117);
 		int b = bind(us, (struct sockaddr *)&un, sizeof(un));
 		umask(old);
@@ -378,30 +245,25 @@ int main(int argc, char **argv)
 					    0, NULL, NULL, daemon_access, NULL, MHD_OPTION_LISTEN_SOCKET, us,
 					    MHD_OPTION_NOTIFY_COMPLETED, daemon_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
 					    daemon_uri, NULL, MHD_OPTION_NOTIFY_CONNECTION, conns_notify, unix_conns,
-					    MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
+					    MHD_OPTION_CONNECTION_TIMEOUT, daemon_cfg.idle_timeout,
 					    MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 					    (size_t)(256 << 10), MHD_OPTION_END))) {
-			fprintf(stderr, "aboxd: cannot listen on unix socket '%s': %s\n", unix_path, strerror(errno));
+			fprintf(stderr, "aboxd: cannot listen on unix socket '%s': %s\n", daemon_cfg.unix_path, strerror(errno));
 			return 1;
 		}
-		fprintf(stderr, "aboxd: listening on unix:%s\n", unix_path);
+		fprintf(stderr, "aboxd: listening on unix:%s\n", daemon_cfg.unix_path);
 	}
-	/* the access log: a file, "-" for stderr, none when unset */
-	if (access_log_path && !strcmp(access_log_path, "-"))
-		access_log = stderr;
-	else if (access_log_path && !(access_log = fopen(access_log_path, "ae"))) {
-		fprintf(stderr, "aboxd: access log '%s': %s\n", access_log_path, strerror(errno));
+	if (access_log_open(daemon_cfg.access_log_path) < 0)
 		return 1;
-	}
 	/* Prometheus metrics on the admin listener (0: none) */
 	struct MHD_Daemon *admin = NULL;
-	if (admin_port > 0) {
-		struct sockaddr_in aa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)admin_port) };
-		if (inet_pton(AF_INET, admin_listen ? admin_listen : "127.0.0.1", &aa.sin_addr) != 1 ||
-		    !(admin = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, ops_admin,
+	if (daemon_cfg.admin_port > 0) {
+		struct sockaddr_in aa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)daemon_cfg.admin_port) };
+		if (inet_pton(AF_INET, daemon_cfg.admin_listen ? daemon_cfg.admin_listen : "127.0.0.1", &aa.sin_addr) != 1 ||
+		    !(admin = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, metrics_admin,
 					       NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&aa, MHD_OPTION_END))) {
-			fprintf(stderr, "aboxd: cannot listen for metrics on %s:%d\n", admin_listen ? admin_listen : "127.0.0.1",
-				admin_port);
+			fprintf(stderr, "aboxd: cannot listen for metrics on %s:%d\n", daemon_cfg.admin_listen ? daemon_cfg.admin_listen : "127.0.0.1",
+				daemon_cfg.admin_port);
 			return 1;
 		}
 	}
@@ -419,8 +281,8 @@ int main(int argc, char **argv)
 	MHD_quiesce_daemon(d);
 	if (ud)
 		MHD_quiesce_daemon(ud);
-	if (unix_path)
-		unlink(unix_path);
+	if (daemon_cfg.unix_path)
+		unlink(daemon_cfg.unix_path);
 	fprintf(stderr, "aboxd: stopping\n");
 	sleep(1);
 	/* the notes of sandboxes that ended since the last sweep go now,

@@ -23,7 +23,9 @@
 
 #include "base/fdpass.h"
 #include "daemon.h"
+#include "auth.h"
 #include "lifecycle.h"
+#include "planes.h"
 
 #define HEAD_MAX (64 << 10)
 

@@ -9,7 +9,7 @@
 
 #include <abox/common.h>
 
-#include "../../src/daemon/wire.h"
+#include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

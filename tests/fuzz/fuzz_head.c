@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../src/daemon/daemon.h"
-#include "../../src/daemon/head.h"
+#include "daemon.h"
+#include "head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/daemon/multipart.h"
+#include "multipart.h"
 
 struct acc {
 	uint64_t hash, bytes;

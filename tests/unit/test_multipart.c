@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/daemon/multipart.h"
+#include "multipart.h"
 
 struct seen {
 	char log[8192]; /* "B<filename>|" data "E|" per part */

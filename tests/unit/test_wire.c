@@ -6,7 +6,7 @@
 
 #include <abox/abox.h>
 
-#include "../../src/daemon/wire.h"
+#include "wire.h"
 
 static json_object *parse(const char *s, char *why)
 {

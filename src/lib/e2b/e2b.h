@@ -29,6 +29,18 @@ char *e2b_envelope(uint8_t flags, json_object *o, size_t *len);
  * back, so both sides use this one spelling. */
 #define END_TIMEOUT_ERROR "signal: killed (its timeout passed)"
 
+/* Connect's error codes (errors.c). An errno as aboxd answers it: the
+ * code, and in *status the HTTP status of a unary call's failure
+ * (ABOX_ENOUSER is unauthenticated, an unknown errno internal). */
+const char *e2b_code_of_errno(int e, unsigned *status);
+/* A code as the remote backend reads it back: its errno, or 0 for a
+ * code it does not know (then the HTTP status decides). */
+int e2b_errno_of_code(const char *code);
+/* The code a process stream ends with when a timeout passed (the
+ * command's or the connection's); the remote backend tells a command's
+ * end by it. */
+#define E2B_DEADLINE_EXCEEDED "deadline_exceeded"
+
 /* Bytes received and not yet decoded. */
 struct envq {
 	uint8_t *buf;

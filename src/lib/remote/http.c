@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/base64.h"
+#include "e2b/e2b.h"
 #include "remote/remote.h"
 
 void rbuf_free(struct rbuf *b)
@@ -39,18 +40,9 @@ static size_t collect(char *d, size_t sz, size_t nm, void *ud)
 
 int remote_errno(long status, const char *code)
 {
-	static const struct {
-		const char *code;
-		int e;
-	} codes[] = {
-		{ "not_found", ENOENT },	 { "already_exists", EEXIST },	     { "permission_denied", EACCES },
-		{ "unauthenticated", EACCES },	 { "invalid_argument", EINVAL },     { "resource_exhausted", ENOSPC },
-		{ "failed_precondition", EAGAIN }, { "unimplemented", EOPNOTSUPP }, { "deadline_exceeded", ETIMEDOUT },
-		{ "unavailable", EAGAIN },
-	};
-	for (size_t i = 0; code && i < ELEMENTSOF(codes); i++)
-		if (!strcmp(code, codes[i].code))
-			return codes[i].e;
+	int e = e2b_errno_of_code(code);
+	if (e)
+		return e;
 	switch (status) {
 	case 400:
 		return EINVAL;

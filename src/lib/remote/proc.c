@@ -130,7 +130,7 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 {
 	if (flags & E2B_END_STREAM) {
 		const char *code, *msg;
-		if (remote_end_error(o, &code, &msg) && !rp->watch_root && !rp->ended && !strcmp(code, "deadline_exceeded")) {
+		if (remote_end_error(o, &code, &msg) && !rp->watch_root && !rp->ended && !strcmp(code, E2B_DEADLINE_EXCEEDED)) {
 			/* aboxd (as envd) ends a command killed at its timeout this
 			 * way, with no end event: the caller gets init's timeout end */
 			json_object *ev = json_tokener_parse("{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false,"

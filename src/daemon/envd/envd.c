@@ -1,5 +1,10 @@
-/* envd.c — the in-sandbox API of E2B (envd): Connect RPC with JSON for
- * process.Process and filesystem.Filesystem, plus /health, /envs, /files.
+/* envd.c — what every call of the in-sandbox API of E2B (envd) starts
+ * with: the request's sandbox, opened and checked (user, access token,
+ * running, woken when it auto-resumes), the call's body, and errors as
+ * Connect has them. The calls are process.c's and fs.c's (Connect RPC
+ * with JSON for process.Process and filesystem.Filesystem) and files.c's
+ * and upload.c's (/files); the route table, /health and /metrics are
+ * router.c's.
  *
  * Unary calls take and give plain JSON; server streams (Start, Connect)
  * are Connect envelopes (flag byte, 4-byte big-endian length, JSON), and
@@ -7,7 +12,7 @@
  * The Linux user comes from "Authorization: Basic base64(user:)". Every
  * request, /health included, needs the sandbox's access token or a signed
  * URL (auth.c): without one, a local process could read the sandbox's
- * files or run commands in it. */
+ * files or run commands in it. Runs in aboxd. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,59 +21,12 @@
 #include <time.h>
 
 #include "base/base64.h"
+#include "e2b/e2b.h"
 #include "auth.h"
 #include "daemon.h"
 #include "envd.h"
 #include "lifecycle.h"
 #include "wire.h"
-
-/* Connect's error codes and the HTTP status each one maps to. */
-static const char *connect_code(int e, unsigned *status)
-{
-	switch (e) {
-	case ABOX_ENOUSER:
-		*status = 401;
-		return "unauthenticated";
-	case ENOENT:
-	case ESRCH:
-		*status = 404;
-		return "not_found";
-	case EEXIST:
-		*status = 409;
-		return "already_exists";
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		*status = 403;
-		return "permission_denied";
-	case EINVAL:
-	case ENOTDIR:
-	case EISDIR:
-	case ENAMETOOLONG:
-	case EXDEV:
-	case E2BIG:
-	case ELOOP:
-		*status = 400;
-		return "invalid_argument";
-	case ENOTEMPTY:
-		*status = 409;
-		return "already_exists";
-	case ENOSPC:
-	case EDQUOT:
-	case EMFILE: /* a count limit (watchers) */
-		*status = 429;
-		return "resource_exhausted";
-	case EAGAIN:
-		*status = 412;
-		return "failed_precondition";
-	case EOPNOTSUPP:
-		*status = 501;
-		return "unimplemented";
-	default:
-		*status = 500;
-		return "internal";
-	}
-}
 
 enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 {
@@ -80,7 +38,7 @@ enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 	if (e == ABOX_ENOUSER) /* envd's words for a user the sandbox lacks */
 		snprintf(msg, sizeof(msg), "invalid username: '%s'", rq->user);
 	unsigned status;
-	const char *code = connect_code(e, &status);
+	const char *code = e2b_code_of_errno(e, &status);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "code", json_object_new_string(code));
 	json_object_object_add(o, "message", json_object_new_string(msg));
@@ -218,76 +176,4 @@ json_object *envd_body(struct request *rq, bool enveloped, enum MHD_Result *sent
 		strcpy(rq->body, "{}");
 	}
 	return body_json(rq, sent);
-}
-
-/* Whether the sandbox is there and running: what the SDKs' isRunning()
- * asks. Like E2B's proxy, 502 when it is not. */
-static enum MHD_Result health(struct request *rq)
-{
-	abox_ctx *ctx = request_ctx();
-	abox_sandbox_info in;
-	bool up = ctx && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0, ok = true;
-	if (up) {
-		ok = auth_request_ok(rq, &in);
-		up = in.state == ABOX_STATE_RUNNING;
-		abox_sandbox_info_clear(&in);
-	}
-	abox_ctx_free(ctx);
-	if (!ok)
-		return reply_error(rq, 401, "invalid or missing X-Access-Token for sandbox %s", rq->sandbox);
-	return up ? reply_empty(rq, 204) : reply_error(rq, 502, "sandbox %s is not running", rq->sandbox);
-}
-
-/* envd's own GET /metrics: the sandbox's use, in envd's field names. */
-static enum MHD_Result envd_metrics(struct request *rq)
-{
-	enum MHD_Result sent;
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb)
-		return sent;
-	abox_metrics mt = { .version = ABOX_METRICS_VERSION };
-	abox_sandbox_info in;
-	abox_error err = ABOX_ERROR_INIT;
-	int r = abox_sandbox_metrics(h.sb, &mt, &err);
-	unsigned cpus = 1;
-	if (r >= 0 && abox_sandbox_info_get(h.ctx, rq->sandbox, &in, NULL) == 0) {
-		cpus = (in.cpu_millis + 999) / 1000;
-		abox_sandbox_info_clear(&in);
-	}
-	envd_close(&h);
-	if (r < 0)
-		return envd_error(rq, -r, "%s", err.msg);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "ts", json_object_new_int64(mt.timestamp_ms / 1000));
-	json_object_object_add(o, "cpu_count", json_object_new_int((int)cpus));
-	json_object_object_add(o, "cpu_used_pct", json_object_new_double(mt.cpu_pct));
-	json_object_object_add(o, "mem_total", json_object_new_int64((int64_t)mt.mem_limit));
-	json_object_object_add(o, "mem_used", json_object_new_int64((int64_t)mt.mem_used));
-	json_object_object_add(o, "mem_cache", json_object_new_int64(0));
-	json_object_object_add(o, "mem_total_mib", json_object_new_int64((int64_t)(mt.mem_limit >> 20)));
-	json_object_object_add(o, "mem_used_mib", json_object_new_int64((int64_t)(mt.mem_used >> 20)));
-	json_object_object_add(o, "disk_used", json_object_new_int64((int64_t)mt.disk_used));
-	json_object_object_add(o, "disk_total", json_object_new_int64((int64_t)mt.disk_limit));
-	return reply_json(rq, 200, o);
-}
-
-enum MHD_Result envd_route(struct request *rq)
-{
-	const char *u = rq->url, *m = rq->method;
-	if (!strcmp(u, "/health"))
-		return health(rq);
-	if (!strcmp(u, "/files"))
-		return !strcmp(m, "GET") ? files_get_stream(rq) : !strcmp(m, "POST") ? files_post(rq)
-										 : envd_error(rq, EINVAL, "method %s", m);
-	if (!strcmp(u, "/metrics") && !strcmp(m, "GET"))
-		return envd_metrics(rq);
-	if (!strcmp(u, "/envs") && !strcmp(m, "GET"))
-		return reply_json(rq, 200, json_object_new_object());
-	if (strcmp(m, "POST") != 0)
-		return envd_error(rq, EINVAL, "no route %s %s", m, u);
-	if (!strncmp(u, "/process.Process/", 17))
-		return process_rpc(rq, u + 17);
-	if (!strncmp(u, "/filesystem.Filesystem/", 23))
-		return filesystem_rpc(rq, u + 23);
-	return envd_error(rq, EOPNOTSUPP, "no such method %s", u);
 }

@@ -1,4 +1,7 @@
-/* envd — shared pieces of the envd plane (envd.c, process.c, fs.c). */
+/* envd — what the files of the envd plane share: the request's sandbox
+ * (envd.c), each call's entry point (process.c, fs.c, watch.c, files.c,
+ * upload.c, input.c, listdir.c) and EntryInfo (entry.c). Its route
+ * table is router.c's. Runs in aboxd. */
 #ifndef ABOX_DAEMON_ENVD_H
 #define ABOX_DAEMON_ENVD_H
 
@@ -31,7 +34,12 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method);
 enum MHD_Result watch_dir(struct request *rq);
 enum MHD_Result watcher_rpc(struct request *rq, const char *method);
 enum MHD_Result files_get_stream(struct request *rq);
-/* POST /files with an octet-stream body, streamed into the sandbox as it
+/* What GET and POST /files share (files.c): ?username= into rq->user
+ * (false: a name that cannot be a user), and a failed request's answer
+ * (envd's 401 for a user the sandbox lacks, else path and msg). */
+bool files_username(struct request *rq);
+enum MHD_Result files_fail(struct request *rq, int e, const char *user, const char *path, const char *msg);
+/* POST /files (upload.c) with an octet-stream body, streamed into the sandbox as it
  * arrives: begin at the request's first call (false: not such a request),
  * each chunk, the end (the reply), and free (also when the client left). */
 bool files_stream_begin(struct request *rq);
@@ -49,7 +57,7 @@ void input_stream_free(struct request *rq);
 /* ListDir's answer, streamed as init sends the entries (listdir.c); h is
  * taken over. */
 enum MHD_Result list_dir_stream(struct request *rq, sandbox_handle_t h, const char *path, unsigned depth);
-/* EntryInfo of proto3 JSON. */
+/* EntryInfo of proto3 JSON (entry.c). */
 json_object *entry_json(const abox_file_info *f, const abox_accounts *acc);
 
 #endif

@@ -16,7 +16,7 @@
 #include "envd.h"
 #include "lifecycle.h"
 #include "proctab.h"
-#include "e2b/e2b.h" /* END_TIMEOUT_ERROR */
+#include "e2b/e2b.h" /* END_TIMEOUT_ERROR, E2B_DEADLINE_EXCEEDED */
 #include "stream.h"
 
 struct pstream {
@@ -62,7 +62,7 @@ static void on_event(const abox_event *ev, void *ud)
 			 * SDKs raise as their timeout error; no end event (an exit
 			 * -1 would read as the command's own failure) */
 			json_object_put(b);
-			ebuf_end(&s->out, "deadline_exceeded", "the command's timeout passed: it was killed");
+			ebuf_end(&s->out, E2B_DEADLINE_EXCEEDED, "the command's timeout passed: it was killed");
 			break;
 		}
 		if (ev->signal)
@@ -102,7 +102,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (s->deadline_ms && clock_mono_ms() >= s->deadline_ms) {
 			/* a Connect's own timeout: it ends, the command runs on */
-			ebuf_end(&s->out, "deadline_exceeded", "the connection's timeout passed (the command goes on)");
+			ebuf_end(&s->out, E2B_DEADLINE_EXCEEDED, "the connection's timeout passed (the command goes on)");
 			continue;
 		}
 		if (!abox_proc_buffered(s->p)) {

@@ -1,16 +1,16 @@
-/* ops.c — what an operator watches: a JSON-lines access log (one line per
- * request: time, plane, method, route, status, duration, bytes, the
- * sandbox) and Prometheus metrics on an admin listener (requests and
- * latencies by route, sandboxes by state, creates, errors). Routes are
- * paths with sandbox ids replaced by {id}, so their number stays small. */
+/* metrics.c — Prometheus metrics on aboxd's admin listener: requests and
+ * latencies by route, sandboxes by state, creates, errors. Routes are
+ * paths with sandbox ids replaced by {id}, so their number stays small;
+ * the access log names requests by the same routes (access_log.c).
+ * It does not see requests come in: router.c counts each one at its
+ * end. Runs in aboxd. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "base/clock.h"
 #include "daemon.h"
-#include "stream.h"
+#include "metrics.h"
 
 #define ROUTES_MAX 256
 static const double buckets[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30 };
@@ -28,16 +28,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct route_stats routes[ROUTES_MAX];
 static size_t nroutes;
 static uint64_t creates, errors5xx;
-FILE *access_log;
-
-enum MHD_Result daemon_queue(struct request *rq, unsigned status, struct MHD_Response *r)
-{
-	rq->status = status;
-	return MHD_queue_response(rq->conn, status, r);
-}
 
 /* "/v2/sandboxes/abc.../connect" -> "/v2/sandboxes/{id}/connect" */
-static void route_of(const struct request *rq, char *out, size_t n)
+void metrics_route(const struct request *rq, char *out, size_t n)
 {
 	const char *plane = rq->port == DAEMON_ENVD_PORT ? "envd" : rq->port == DAEMON_CODE_PORT ? "code"
 							  : rq->port			 ? "proxy"
@@ -63,11 +56,8 @@ static void route_of(const struct request *rq, char *out, size_t n)
 	}
 }
 
-void ops_request_done(struct request *rq)
+void metrics_count(const struct request *rq, const char *route, double secs)
 {
-	double secs = (double)(clock_mono_ms() - rq->start_ms) / 1000.0;
-	char route[128];
-	route_of(rq, route, sizeof(route));
 	pthread_mutex_lock(&lock);
 	struct route_stats *st = NULL;
 	for (size_t i = 0; i < nroutes && !st; i++)
@@ -93,33 +83,6 @@ void ops_request_done(struct request *rq)
 	if (rq->status >= 500)
 		errors5xx++;
 	pthread_mutex_unlock(&lock);
-
-	if (access_log) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		struct tm tm;
-		gmtime_r(&ts.tv_sec, &tm);
-		char when[40];
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-		json_object *o = json_object_new_object();
-		char t[64];
-		snprintf(t, sizeof(t), "%s.%03ldZ", when, ts.tv_nsec / 1000000);
-		json_object_object_add(o, "time", json_object_new_string(t));
-		json_object_object_add(o, "route", json_object_new_string(route));
-		json_object_object_add(o, "path", json_object_new_string(rq->url ? rq->url : ""));
-		json_object_object_add(o, "status", json_object_new_int((int)rq->status));
-		json_object_object_add(o, "ms", json_object_new_double(secs * 1000.0));
-		json_object_object_add(o, "bytesIn", json_object_new_int64((int64_t)rq->len));
-		if (rq->sandbox[0])
-			json_object_object_add(o, "sandbox", json_object_new_string(rq->sandbox));
-		if (rq->owner[0])
-			json_object_object_add(o, "keyOwner", json_object_new_string(rq->owner));
-		pthread_mutex_lock(&lock);
-		fprintf(access_log, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-		fflush(access_log);
-		pthread_mutex_unlock(&lock);
-		json_object_put(o);
-	}
 }
 
 /* Prometheus text exposition of everything above, plus sandboxes by state. */
@@ -176,7 +139,7 @@ static char *render(void)
 	return out;
 }
 
-enum MHD_Result ops_admin(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+enum MHD_Result metrics_admin(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 			  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	(void)cls;
