@@ -65,9 +65,37 @@ void rbuf_free(struct rbuf *b);
 int remote_rpc(abox_sandbox *sb, const char *service, const char *method, const char *user, json_object *body,
 	       json_object **out, abox_error *err);
 
-/* sandbox.c */
-int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
-		abox_error *err);
+/* sandbox.c: the entries of one sandbox's lifecycle, and what the
+ * other control-plane files share */
+int remote_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out, abox_error *err);
+int remote_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err);
+int remote_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+int remote_kill(abox_sandbox *sb, abox_error *err);
+void remote_release(abox_sandbox *sb);
+int remote_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+int remote_pause(abox_sandbox *sb, uint32_t flags, abox_error *err);
+int remote_resume(abox_sandbox *sb, abox_error *err);
+int remote_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err);
+/* A handle on sandbox id as the daemon named it; NULL when id (or
+ * token, then dropped) could not safely go into a URL or header, or out
+ * of memory. */
+abox_sandbox *remote_sandbox_new(abox_ctx *ctx, const char *id, const char *token, uint32_t flags);
+/* out (its version kept) from one sandbox object of the daemon's. */
+void remote_info_from(json_object *o, abox_sandbox_info *out);
+/* POST body (NULL: {}) to a control-plane path. */
+int remote_post_json(abox_ctx *ctx, const char *path, json_object *body, bool idempotent, struct rbuf *resp,
+		     long *status, abox_error *err);
+/* query.c */
+int remote_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,
+		 abox_error *err);
+int remote_list(abox_ctx *ctx, char ***ids, abox_error *err);
+/* snapshot.c */
+int remote_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
+		    abox_error *err);
+int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+		abox_sandbox **forks, abox_error *errs, abox_error *err);
+int remote_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
+int remote_snapshot_remove(abox_ctx *ctx, const char *ref, bool forget, abox_error *err);
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
