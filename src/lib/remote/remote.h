@@ -6,8 +6,10 @@
 
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 
 #include "backend.h"
+#include "e2b/e2b.h"
 
 struct remote {
 	char *base;      /* "http://host:port", no trailing slash */
@@ -96,6 +98,49 @@ int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t 
 		abox_sandbox **forks, abox_error *errs, abox_error *err);
 int remote_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
 int remote_snapshot_remove(abox_ctx *ctx, const char *ref, bool forget, abox_error *err);
+/* proc.c and proc_reader.c: the stream behind a remote process (or a
+ * watch); the handle owns it, its thread writes what it reads */
+struct remote_proc {
+	pthread_t thread;
+	bool thread_started;
+	int fd;                  /* the thread's end of the socketpair */
+	uint32_t req;
+	CURL *easy;
+	CURLM *multi;
+	struct curl_slist *hdrs;
+	char *body;              /* the request envelope */
+	size_t body_len;
+	struct envq q;           /* incoming envelopes */
+	char err_body[4096];     /* the body of an error status */
+	size_t err_len;
+	bool ended;              /* an END frame went out */
+	bool failed;             /* the stream carried an error */
+	char errmsg[512];
+	int err;
+	/* start handshake with the caller's thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool decided;            /* START seen, or the call failed */
+	int pid;
+	volatile bool stop;
+	bool transient;          /* 502/503/504: nothing ran */
+	char *watch_root;        /* a WatchDir stream of that folder (else process events) */
+	/* output truncation: the complete streams, kept on the client while
+	 * they come and written into the sandbox when the result is read
+	 * (the protocol has no way to have the sandbox keep them) */
+	int spool[2];            /* stdout, stderr; -1 when not truncating */
+	char *user;              /* the command's user, for those files */
+	char *cmdline;
+	bool spool_written;
+	/* the command's own timeout (sent as Connect-Timeout-Ms) and when it
+	 * was asked for: a SIGKILL after it is reported as that timeout */
+	uint32_t timeout_ms;
+	int64_t t0_ms; /* when it started (monotonic) */
+};
+/* proc_reader.c: the stream thread's curl write callback (ud: the
+ * struct remote_proc) and the thread itself */
+size_t remote_proc_on_data(char *d, size_t sz, size_t nm, void *ud);
+void *remote_proc_run(void *arg);
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
