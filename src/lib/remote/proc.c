@@ -1,10 +1,8 @@
-/* remote/proc.c — a process started through aboxd's Connect API
- * (process.Process/Start, a server stream). A thread of the handle runs
- * the HTTP exchange and turns each Connect event into the frame init
- * itself would have sent, written to a socketpair whose other end is the
- * sandbox handle's connection: the dispatch code, the caller's poll loop
- * and back-pressure (the thread blocks when the caller stops reading)
- * are the local backend's own. Runs in the caller's process. */
+/* remote/proc.c — a process through aboxd's Connect API: start (with
+ * retries of what may run twice), attach, the list, and the unary calls on
+ * a running one (input, signal, resize); a WatchDir stream is held the same
+ * way. Each opens a server stream whose events a thread turns into init's
+ * frames (proc_reader.c). Runs in the caller's process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,279 +14,8 @@
 
 #include "base/clock.h"
 #include "base/base64.h"
-#include "proto/messages.h"
 #include "base/accounts.h"
 #include "remote/remote.h"
-#include "remote/stream.h"
-
-
-struct remote_proc {
-	pthread_t thread;
-	bool thread_started;
-	int fd;                  /* the thread's end of the socketpair */
-	uint32_t req;
-	CURL *easy;
-	CURLM *multi;
-	struct curl_slist *hdrs;
-	char *body;              /* the request envelope */
-	size_t body_len;
-	struct envq q;           /* incoming envelopes */
-	char err_body[4096];     /* the body of an error status */
-	size_t err_len;
-	bool ended;              /* an END frame went out */
-	bool failed;             /* the stream carried an error */
-	char errmsg[512];
-	int err;
-	/* start handshake with the caller's thread */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool decided;            /* START seen, or the call failed */
-	int pid;
-	volatile bool stop;
-	bool transient;          /* 502/503/504: nothing ran */
-	char *watch_root;        /* a WatchDir stream of that folder (else process events) */
-	/* output truncation: the complete streams, kept on the client while
-	 * they come and written into the sandbox when the result is read
-	 * (the protocol has no way to have the sandbox keep them) */
-	int spool[2];            /* stdout, stderr; -1 when not truncating */
-	char *user;              /* the command's user, for those files */
-	char *cmdline;
-	bool spool_written;
-	/* the command's own timeout (sent as Connect-Timeout-Ms) and when it
-	 * was asked for: a SIGKILL after it is reported as that timeout */
-	uint32_t timeout_ms;
-	int64_t t0_ms; /* when it started (monotonic) */
-};
-
-static void decide(struct remote_proc *rp, int pid, int e)
-{
-	pthread_mutex_lock(&rp->lock);
-	if (!rp->decided) {
-		rp->decided = true;
-		rp->pid = pid;
-		if (e)
-			rp->err = e;
-		pthread_cond_signal(&rp->cond);
-	}
-	pthread_mutex_unlock(&rp->lock);
-}
-
-static int send_frame(struct remote_proc *rp, struct proto_msg *m)
-{
-	int r = proto_send(rp->fd, m);
-	proto_msg_free(m);
-	return r;
-}
-
-/* Appends a data event's bytes to its stream's spool file. */
-static void spool(struct remote_proc *rp, json_object *o)
-{
-	json_object *e, *d, *v;
-	if (!json_object_object_get_ex(o, "event", &e) || !json_object_object_get_ex(e, "data", &d))
-		return;
-	int which = json_object_object_get_ex(d, "stdout", &v) || json_object_object_get_ex(d, "pty", &v) ? 0
-		    : json_object_object_get_ex(d, "stderr", &v)						 ? 1
-													 : -1;
-	unsigned char *raw = NULL;
-	size_t n = 0;
-	if (which < 0 || base64_decode(json_object_get_string(v), &raw, &n) < 0)
-		return;
-	(void)write_full(rp->spool[which], raw, n); /* a full disk here only costs the full-output files */
-	free(raw);
-}
-
-/* Whether a SIGKILL end was the command's own timeout. aboxd says so in
- * the end's error (also to a later attach); a daemon that does not is
- * taken at its word when the kill came once our timeout had passed. */
-static bool killed_after_timeout(const struct remote_proc *rp, json_object *o)
-{
-	json_object *e, *end, *st, *er;
-	if (!json_object_object_get_ex(o, "event", &e) || !json_object_object_get_ex(e, "end", &end) ||
-	    !json_object_object_get_ex(end, "status", &st) || !json_object_is_type(st, json_type_string) ||
-	    strcmp(json_object_get_string(st), "signal: killed") != 0)
-		return false;
-	if (json_object_object_get_ex(end, "error", &er) && json_object_is_type(er, json_type_string) &&
-	    strcmp(json_object_get_string(er), END_TIMEOUT_ERROR) == 0)
-		return true;
-	if (!rp->timeout_ms)
-		return false;
-	int64_t ms = clock_mono_ms() - rp->t0_ms;
-	return ms >= (int64_t)rp->timeout_ms;
-}
-
-/* Whether aboxd's end event says the OOM killer struck (its error, as
- * local/proc.c words it), so that the end carries ABOX_END_OOM here too. */
-static bool oom_killed(json_object *o)
-{
-	json_object *e, *end, *er;
-	return json_object_object_get_ex(o, "event", &e) && json_object_object_get_ex(e, "end", &end) &&
-	       json_object_object_get_ex(end, "error", &er) && json_object_is_type(er, json_type_string) &&
-	       strstr(json_object_get_string(er), END_OOM_WORDS) != NULL;
-}
-
-static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
-{
-	if (flags & E2B_END_STREAM) {
-		const char *code, *msg;
-		if (remote_end_error(o, &code, &msg) && !rp->watch_root && !rp->ended && !strcmp(code, E2B_DEADLINE_EXCEEDED)) {
-			/* aboxd (as envd) ends a command killed at its timeout this
-			 * way, with no end event: the caller gets init's timeout end */
-			json_object *ev = json_tokener_parse("{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false,"
-							     " \"status\": \"signal: killed\", \"error\": \"" END_TIMEOUT_ERROR "\"}}}");
-			int k = ev ? on_message(rp, 0, ev) : -ENOMEM;
-			json_object_put(ev);
-			return k;
-		}
-		if (remote_end_error(o, &code, &msg)) {
-			rp->failed = true;
-			rp->err = remote_refine(remote_errno(500, code), msg);
-			snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
-		}
-		return 0;
-	}
-	struct proto_msg m;
-	bool end = false, started = false;
-	int pid = rp->pid;
-	int k = rp->watch_root ? remote_watch_frame(o, rp->req, rp->watch_root, &started, &m)
-			       : remote_event_frame(o, rp->req, &pid, &end, &m);
-	if (started)
-		decide(rp, 1, 0); /* the watch is in place */
-	if (k < 0) {
-		rp->failed = true;
-		rp->err = EPROTO;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s: a malformed event from the daemon",
-			 rp->watch_root ? "watch" : "exec");
-		return k;
-	}
-	if (k == 0)
-		return 0;
-	if (end && killed_after_timeout(rp, o))
-		proto_put_u64(&m, F_FLAGS, END_TIMED_OUT);
-	else if (end && oom_killed(o))
-		proto_put_u64(&m, F_FLAGS, END_OOM_KILLED);
-	if (rp->spool[0] >= 0 && !rp->watch_root)
-		spool(rp, o);
-	if (send_frame(rp, &m) < 0) {
-		rp->failed = true;
-		rp->err = EPIPE;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: the handle was closed");
-		return -EPIPE;
-	}
-	if (end)
-		rp->ended = true;
-	if (pid != rp->pid)
-		decide(rp, pid, 0); /* the start: the caller learns the pid */
-	return 0;
-}
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
-{
-	struct remote_proc *rp = ud;
-	size_t n = sz * nm;
-	if (rp->stop)
-		return 0;
-	long status = 0;
-	curl_easy_getinfo(rp->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200) {
-		/* an error body: kept (bounded), judged at the end */
-		size_t room = rp->err_len < sizeof(rp->err_body) - 1 ? sizeof(rp->err_body) - 1 - rp->err_len : 0;
-		size_t k = n < room ? n : room;
-		memcpy(rp->err_body + rp->err_len, d, k);
-		rp->err_len += k;
-		rp->err_body[rp->err_len] = '\0';
-		return n;
-	}
-	int r = envq_push(&rp->q, d, n);
-	if (r < 0) {
-		rp->failed = true;
-		rp->err = r == -E2BIG ? EPROTO : -r;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a message from the daemon is over %u bytes", ENVQ_MAX);
-		return 0;
-	}
-	for (;;) {
-		uint8_t flags = 0;
-		json_object *o = NULL;
-		char why[160];
-		int k = envq_next(&rp->q, &flags, &o, why, sizeof(why));
-		if (k == 0)
-			return n;
-		if (k < 0) {
-			rp->failed = true;
-			rp->err = -k;
-			snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: %s", why);
-			return 0;
-		}
-		k = on_message(rp, flags, o);
-		json_object_put(o);
-		if (k < 0)
-			return 0;
-	}
-}
-
-static void *run(void *arg)
-{
-	struct remote_proc *rp = arg;
-	/* the caller's signals are the caller's: this thread takes none */
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	int running = 1;
-	CURLcode done = CURLE_OK;
-	while (running && !rp->stop) {
-		if (curl_multi_perform(rp->multi, &running) != CURLM_OK)
-			break;
-		int q;
-		CURLMsg *msg;
-		while ((msg = curl_multi_info_read(rp->multi, &q)))
-			if (msg->msg == CURLMSG_DONE)
-				done = msg->data.result;
-		if (running)
-			curl_multi_poll(rp->multi, NULL, 0, 1000, NULL);
-	}
-	long status = 0;
-	curl_easy_getinfo(rp->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (!rp->stop && !rp->ended) {
-		struct proto_msg m;
-		int e = 0;
-		char msg[sizeof(rp->errmsg)];
-		if (status && status != 200) {
-			json_object *o = NULL, *v;
-			json_tokener *t = json_tokener_new_ex(16);
-			if (t && rp->err_len)
-				o = json_tokener_parse_ex(t, rp->err_body, (int)rp->err_len);
-			if (t)
-				json_tokener_free(t);
-			const char *code = o && json_object_object_get_ex(o, "code", &v) ? json_object_get_string(v) : NULL;
-			e = remote_errno(status, code);
-			snprintf(msg, sizeof(msg), "%s",
-				 o && json_object_object_get_ex(o, "message", &v) ? json_object_get_string(v) : "exec failed");
-			json_object_put(o);
-		} else if (rp->failed) {
-			e = rp->err ? rp->err : EIO;
-			snprintf(msg, sizeof(msg), "%s", rp->errmsg);
-		} else if (done == CURLE_COULDNT_CONNECT) {
-			e = ECONNREFUSED;
-			snprintf(msg, sizeof(msg), "exec: %s", curl_easy_strerror(done));
-		} else {
-			e = EPIPE;
-			snprintf(msg, sizeof(msg), "exec: the daemon's stream ended without an end event (%s)",
-				 curl_easy_strerror(done));
-		}
-		if (status == 502 || status == 503 || status == 504)
-			rp->transient = true;
-		proto_msg_init(&m, MSG_EV_ERROR, rp->req);
-		proto_put_u64(&m, F_ERRNO, (uint64_t)e);
-		proto_put_str(&m, F_MESSAGE, msg);
-		(void)send_frame(rp, &m);
-		if (!rp->decided)
-			snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
-		decide(rp, 0, e);
-	}
-	decide(rp, 0, EPIPE);
-	close(rp->fd); /* the caller reads what came, then EOF */
-	rp->fd = -1;
-	return NULL;
-}
 
 static void rp_free(struct remote_proc *rp)
 {
@@ -426,7 +153,7 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 		rp->t0_ms = clock_mono_ms();
 	}
 	curl_easy_setopt(rp->easy, CURLOPT_HTTPHEADER, rp->hdrs);
-	curl_easy_setopt(rp->easy, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(rp->easy, CURLOPT_WRITEFUNCTION, remote_proc_on_data);
 	curl_easy_setopt(rp->easy, CURLOPT_WRITEDATA, rp);
 	curl_multi_add_handle(rp->multi, rp->easy);
 
@@ -437,7 +164,7 @@ static int stream_open(abox_sandbox *sb, const char *method, const char *watch_r
 	sp[0] = -1; /* owned by sb now */
 	(void)fcntl(sb->conn, F_SETFL, O_NONBLOCK);
 	proto_reader_init(&sb->rd, sb->conn);
-	if (pthread_create(&rp->thread, NULL, run, rp) != 0) {
+	if (pthread_create(&rp->thread, NULL, remote_proc_run, rp) != 0) {
 		r = abox_error_setx(err, EAGAIN, "exec: cannot start the stream thread");
 		goto fail;
 	}

@@ -6,8 +6,10 @@
 
 #include <curl/curl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 
 #include "backend.h"
+#include "e2b/e2b.h"
 
 struct remote {
 	char *base;      /* "http://host:port", no trailing slash */
@@ -65,9 +67,80 @@ void rbuf_free(struct rbuf *b);
 int remote_rpc(abox_sandbox *sb, const char *service, const char *method, const char *user, json_object *body,
 	       json_object **out, abox_error *err);
 
-/* sandbox.c */
-int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sandbox **forks, abox_error *errs,
-		abox_error *err);
+/* sandbox.c: the entries of one sandbox's lifecycle, and what the
+ * other control-plane files share */
+int remote_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out, abox_error *err);
+int remote_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err);
+int remote_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+int remote_kill(abox_sandbox *sb, abox_error *err);
+void remote_release(abox_sandbox *sb);
+int remote_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+int remote_pause(abox_sandbox *sb, uint32_t flags, abox_error *err);
+int remote_resume(abox_sandbox *sb, abox_error *err);
+int remote_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err);
+/* A handle on sandbox id as the daemon named it; NULL when id (or
+ * token, then dropped) could not safely go into a URL or header, or out
+ * of memory. */
+abox_sandbox *remote_sandbox_new(abox_ctx *ctx, const char *id, const char *token, uint32_t flags);
+/* out (its version kept) from one sandbox object of the daemon's. */
+void remote_info_from(json_object *o, abox_sandbox_info *out);
+/* POST body (NULL: {}) to a control-plane path. */
+int remote_post_json(abox_ctx *ctx, const char *path, json_object *body, bool idempotent, struct rbuf *resp,
+		     long *status, abox_error *err);
+/* query.c */
+int remote_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,
+		 abox_error *err);
+int remote_list(abox_ctx *ctx, char ***ids, abox_error *err);
+/* snapshot.c */
+int remote_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out,
+		    abox_error *err);
+int remote_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t flags,
+		abox_sandbox **forks, abox_error *errs, abox_error *err);
+int remote_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
+int remote_snapshot_remove(abox_ctx *ctx, const char *ref, bool forget, abox_error *err);
+/* proc.c and proc_reader.c: the stream behind a remote process (or a
+ * watch); the handle owns it, its thread writes what it reads */
+struct remote_proc {
+	pthread_t thread;
+	bool thread_started;
+	int fd;                  /* the thread's end of the socketpair */
+	uint32_t req;
+	CURL *easy;
+	CURLM *multi;
+	struct curl_slist *hdrs;
+	char *body;              /* the request envelope */
+	size_t body_len;
+	struct envq q;           /* incoming envelopes */
+	char err_body[4096];     /* the body of an error status */
+	size_t err_len;
+	bool ended;              /* an END frame went out */
+	bool failed;             /* the stream carried an error */
+	char errmsg[512];
+	int err;
+	/* start handshake with the caller's thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool decided;            /* START seen, or the call failed */
+	int pid;
+	volatile bool stop;
+	bool transient;          /* 502/503/504: nothing ran */
+	char *watch_root;        /* a WatchDir stream of that folder (else process events) */
+	/* output truncation: the complete streams, kept on the client while
+	 * they come and written into the sandbox when the result is read
+	 * (the protocol has no way to have the sandbox keep them) */
+	int spool[2];            /* stdout, stderr; -1 when not truncating */
+	char *user;              /* the command's user, for those files */
+	char *cmdline;
+	bool spool_written;
+	/* the command's own timeout (sent as Connect-Timeout-Ms) and when it
+	 * was asked for: a SIGKILL after it is reported as that timeout */
+	uint32_t timeout_ms;
+	int64_t t0_ms; /* when it started (monotonic) */
+};
+/* proc_reader.c: the stream thread's curl write callback (ud: the
+ * struct remote_proc) and the thread itself */
+size_t remote_proc_on_data(char *d, size_t sz, size_t nm, void *ud);
+void *remote_proc_run(void *arg);
 /* proc.c */
 int remote_proc_start(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 int remote_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);

@@ -1,6 +1,7 @@
 /* seccomp policy — internal interface between the reader (policy_json.c),
- * the parser (policy_parse.c), the compiler (policy.c), its self-check
- * (policy_verify.c) and the cache (policy_cache.c). Not installed, not
+ * the parser (policy_parse.c over policy_fields.c), the compiler
+ * (policy.c), its self-check (policy_verify.c) and the cache
+ * (policy_cache.c). Not installed, not
  * used outside src/lib/seccomp/ (and its unit test). */
 #ifndef ABOX_SECCOMP_POLICY_INTERNAL_H
 #define ABOX_SECCOMP_POLICY_INTERNAL_H
@@ -62,6 +63,42 @@ const char *policy_show(const char *s, char *buf, size_t n);
 int policy_parse(const char *json, size_t len, const char *source, struct policy_doc *out,
 		 abox_error *err);
 void policy_doc_free(struct policy_doc *d);
+
+/* Between the parser's walk (policy_parse.c) and its field values
+ * (policy_fields.c). */
+#define POLICY_MAX_LIST 64 /* caps, arches, flags, archMap entries */
+#define POLICY_PATH_LEN 96 /* a JSON location in a message */
+
+struct policy_pctx {
+	const char *source;
+	abox_error *err;
+	size_t total_names;
+};
+
+/* Sets c->err to "source: path: message" (path may be NULL or empty);
+ * returns -code. */
+int policy_fail(struct policy_pctx *c, int code, const char *path, const char *fmt, ...) _printf_(4, 5);
+void policy_pathf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
+/* Typed getters: 0, or policy_fail with the location. */
+int policy_want(struct policy_pctx *c, json_object *v, json_type t, const char *path, const char *what);
+int policy_get_string(struct policy_pctx *c, json_object *v, const char *path, bool allow_empty,
+		      const char **out);
+int policy_get_uint(struct policy_pctx *c, json_object *v, const char *path, uint64_t max, uint64_t *out);
+int policy_get_array(struct policy_pctx *c, json_object *v, const char *path, size_t max, size_t *n);
+/* An action field (and its errno/trace data field, ret may be NULL) as a
+ * libseccomp action. */
+int policy_parse_action(struct policy_pctx *c, json_object *act, json_object *ret, const char *path,
+			const char *act_field, const char *ret_field, uint32_t *out);
+int policy_parse_arch(struct policy_pctx *c, json_object *v, const char *path, uint32_t *out);
+/* Adds arch to d->arches once; refused when d is full or of the other
+ * byte order. */
+int policy_add_arch(struct policy_pctx *c, struct policy_doc *d, uint32_t arch, const char *path);
+int policy_parse_arch_map(struct policy_pctx *c, json_object *v, struct policy_doc *d);
+/* Docker's includes/excludes. */
+int policy_parse_filter(struct policy_pctx *c, json_object *v, const char *path, struct policy_filter *f);
+int policy_parse_arg(struct policy_pctx *c, json_object *v, const char *path, struct scmp_arg_cmp *out);
+/* Whether a top-level "flags" entry is one abox accepts. */
+bool policy_flag_known(const char *flag);
 
 /* Whether a rule applies to a sandbox with this env (Docker's semantics:
  * excluded when any excluded cap is held, the arch is listed or the kernel

@@ -4,7 +4,7 @@
  * What it does: size and NUL checks, json-c in strict mode with a depth
  * limit and UTF-8 validation, the whole input consumed, then a scan of the
  * text for what json-c accepts silently (see scan_raw). What it does not
- * do: look at the meaning of the fields (policy_parse.c).
+ * do: look at the meaning of the fields (policy_parse.c, policy_fields.c).
  * Runs in the CLI/daemon, on untrusted input. */
 #include <stdio.h>
 #include <string.h>

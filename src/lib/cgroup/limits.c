@@ -1,0 +1,92 @@
+/* cgroup/limits.c — writes a sandbox's memory, pids and CPU limits in
+ * the v1 or v2 spelling of the hierarchy that serves each, with no swap
+ * past the memory limit; and the commands' limit once init has left the
+ * sandbox's v2 directory.
+ *
+ * Does not choose the limits (local/link.c) or read usage (stats.c).
+ * Runs in the CLI/daemon, never between clone and exec. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cgroup/cgroup_internal.h"
+
+#define CPU_PERIOD_US 100000u
+
+/* The user's memory limit on the commands' cgroup, without swap past it. */
+static int cmds_limit(struct cg_sandbox *cg, uint64_t bytes, abox_error *err)
+{
+	const struct cg_dir *d = &cg->dir[cg->cmds];
+	bool v1 = d->version == CG_V1;
+	char mem[24];
+	snprintf(mem, sizeof(mem), "%" PRIu64, bytes);
+	int r = cgroup_knob_write(d, v1 ? "memory.limit_in_bytes" : "memory.max", mem, false, err);
+	if (r >= 0)
+		r = cgroup_knob_write(d, v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", v1 ? mem : "0",
+				      true, err);
+	return r;
+}
+
+/* Writes the limits in lim that are set. Any failure fails the whole
+ * create, so on success cg->lim (the request, from _begin) holds. */
+int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err)
+{
+	const struct cg_dir *m = lim->memory_bytes ? &cg->dir[cg->ctl[CG_MEMORY]] : NULL;
+	const struct cg_dir *p = lim->pids ? &cg->dir[cg->ctl[CG_PIDS]] : NULL;
+	const struct cg_dir *c = lim->cpu_millis ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
+	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1;
+	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
+	char mem[24], pids[24], cpu[48];
+
+	/* with a commands' cgroup below, the sandbox's own bound is the
+	 * commands' limit plus init's headroom (see CG_INIT_HEADROOM) */
+	uint64_t total = lim->memory_bytes + (cg->cmds >= 0 ? CG_INIT_HEADROOM : 0);
+	snprintf(mem, sizeof(mem), "%" PRIu64, total);
+	snprintf(pids, sizeof(pids), "%" PRIu64, lim->pids);
+	if (c1)
+		snprintf(cpu, sizeof(cpu), "%" PRIu64, quota);
+	else
+		snprintf(cpu, sizeof(cpu), "%" PRIu64 " %u", quota, CPU_PERIOD_US);
+	const struct {
+		const struct cg_dir *d;
+		const char *file, *val;
+		bool optional;
+	} knobs[] = {
+		{ m, m1 ? "memory.limit_in_bytes" : "memory.max", mem, false },
+		/* no swap past the limit: v1 memsw counts memory + swap, so
+		 * the same value leaves none; v2 limits swap separately */
+		{ m, m1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", m1 ? mem : "0", true },
+		{ p, "pids.max", pids, false },
+		/* v1 cpu.cfs_period_us is not written: a new cgroup always
+		 * starts at the kernel's default of 100 ms (not inherited) */
+		{ c, c1 ? "cpu.cfs_quota_us" : "cpu.max", cpu, false },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(knobs); i++) {
+		if (!knobs[i].d)
+			continue;
+		int r = cgroup_knob_write(knobs[i].d, knobs[i].file, knobs[i].val, knobs[i].optional, err);
+		if (r < 0)
+			return r;
+	}
+	/* v1: the commands' limit now; v2 needs the controller handed down
+	 * first, once init has left the sandbox's directory (cgroup_nest_finish) */
+	if (m1 && cg->cmds >= 0)
+		return cmds_limit(cg, lim->memory_bytes, err);
+	return 0;
+}
+
+int cgroup_nest_finish(struct cg_sandbox *cg, abox_error *err)
+{
+	if (!cg || cg->init_leaf < 0 || cg->cmds < 0)
+		return 0;
+	/* init is in its leaf now: the sandbox's directory is empty of
+	 * processes, so it may hand the memory controller down */
+	int r = cgroup_knob_write(&cg->dir[cg->v2], "cgroup.subtree_control", "+memory", false, err);
+	if (r < 0)
+		return r;
+	return cmds_limit(cg, cg->lim.memory_bytes, err);
+}
+
+const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg)
+{
+	return cg ? &cg->lim : NULL;
+}
