@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential meson ninja-build pkg-config
   libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
-  musl-tools clang cmake gperf
+  musl-tools clang clang-format cmake gperf
   python3 strace gdb debootstrap
 )
 

@@ -80,6 +80,15 @@ if [ "$secs" != 0 ]; then
   fi
 fi
 
+# the C lines changed since .ci/format-base keep to .clang-format
+if bash scripts/format-check.sh >"$build/format-check.txt" 2>&1; then
+  echo "format of changed lines: ok"
+  extra_pass=$((extra_pass + 1))
+else
+  echo "format of changed lines: FAILED"; tail -n 60 "$build/format-check.txt"
+  status=1; extra_fail=$((extra_fail + 1))
+fi
+
 read -r mp _ mf _ ms _ < <(echo "$main_line" | tr -d ',')
 total_pass=$((mp + extra_pass))
 total_fail=$((mf + extra_fail))
