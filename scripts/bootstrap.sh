@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential meson ninja-build pkg-config
-  libseccomp-dev libcap-dev libmnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
+  libseccomp-dev libcap-dev libmnl-dev libnftnl-dev libjson-c-dev libcriterion-dev libarchive-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev
   musl-tools clang clang-format cmake gperf
   python3 strace gdb debootstrap
+  iproute2 nftables conntrack openssl
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

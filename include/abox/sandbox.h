@@ -43,7 +43,33 @@ typedef struct abox_sandbox abox_sandbox;
  * starts them afresh. */
 #define ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY (1u << 4)
 
-#define ABOX_SANDBOX_OPTS_VERSION 2
+/* ---- networking -------------------------------------------------------- */
+
+/* What a sandbox may reach outside itself (docs/networking.md). Whatever
+ * the mode, it never reaches the host, other sandboxes, private and
+ * link-local addresses (cloud metadata), loopback or multicast, and has
+ * no IPv6; its DNS goes to abox's resolver, which applies the policy. */
+typedef enum abox_net_mode {
+	ABOX_NET_NONE = 0,     /* loopback only */
+	ABOX_NET_OPEN = 1,     /* out to the internet */
+	ABOX_NET_FILTERED = 2, /* allow_out and deny_out decide, as E2B's allowOut/denyOut */
+} abox_net_mode;
+
+#define ABOX_NET_OPTS_VERSION 1
+typedef struct abox_net_opts {
+	uint32_t version;
+	uint32_t mode; /* abox_net_mode */
+	/* NULL-terminated lists, filtered mode only. allow_out: IP addresses,
+	 * CIDR blocks, names ("example.com"; "*.example.com" for the names
+	 * below it; "*" for any); names need "0.0.0.0/0" in deny_out.
+	 * deny_out: IP addresses and CIDR blocks; "0.0.0.0/0" refuses all
+	 * that allow_out does not name. allow_out wins over deny_out. */
+	const char *const *allow_out;
+	const char *const *deny_out;
+} abox_net_opts;
+#define ABOX_NET_OPTS_INIT { ABOX_NET_OPTS_VERSION, ABOX_NET_NONE, NULL, NULL }
+
+#define ABOX_SANDBOX_OPTS_VERSION 3
 typedef struct abox_sandbox_opts {
 	uint32_t version;
 	uint32_t flags;            /* ABOX_SANDBOX_* */
@@ -58,8 +84,10 @@ typedef struct abox_sandbox_opts {
 	const char *const *env;      /* "K=V" for every command of the sandbox (a command's own env wins), or NULL */
 	/* version 2 */
 	const char *snapshot;        /* id or name: start from that snapshot's files (and its template) */
+	/* version 3 */
+	const abox_net_opts *net;    /* NULL: ABOX_NET_NONE */
 } abox_sandbox_opts;
-#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
+#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */
@@ -168,6 +196,31 @@ typedef struct abox_metrics {
 
 /* What the sandbox uses now. */
 ABOX_EXPORT int abox_sandbox_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err);
+/* Replaces a long-lived sandbox's egress policy, atomically: no packet
+ * meets half of the old one and half of the new, and flows to what the
+ * new one denies are cut. The mode can change between open and filtered;
+ * a sandbox made without networking (ABOX_NET_NONE) cannot get it later
+ * (-EOPNOTSUPP), nor lose it (use filtered with deny_out 0.0.0.0/0). */
+ABOX_EXPORT int abox_sandbox_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
+
+#define ABOX_NET_INFO_VERSION 1
+typedef struct abox_net_info {
+	uint32_t version;       /* set by the caller to ABOX_NET_INFO_VERSION */
+	uint32_t mode;          /* abox_net_mode in force */
+	char **allow_out;       /* as given, NULL-terminated or NULL */
+	char **deny_out;
+	char address[16];       /* the sandbox's IPv4 address; "" without networking */
+	char gateway[16];       /* where its DNS goes */
+	uint64_t tx_bytes, rx_bytes;       /* sent and received through its interface */
+	uint64_t dns_queries, dns_refused; /* refused: names its policy does not allow */
+	uint64_t proxy_connections, proxy_refused; /* decided by name (filtered with names) */
+} abox_net_info;
+
+/* A long-lived sandbox's network: its policy and counters. Free what it
+ * holds with abox_net_info_clear. */
+ABOX_EXPORT int abox_sandbox_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
+ABOX_EXPORT void abox_net_info_clear(abox_net_info *info);
+
 /* Number of processes the kernel's OOM killer ended inside the sandbox. */
 ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);
 /* Effective memory limit in bytes. */

@@ -26,6 +26,7 @@ struct abox_ctx {
 	char *runtime_dir;
 	char *init_path;
 	char *unpack_path;     /* abox-unpack, or NULL when not found */
+	char *netd_path;       /* abox-netd, or NULL when not found */
 	char *default_policy;
 	abox_log_fn log;
 	void *log_userdata;
@@ -84,6 +85,8 @@ struct abox_sandbox {
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
+	char *net_policy;        /* its egress policy (JSON), NULL: loopback only */
+	uint32_t net_slot;       /* with net_policy: its slot of the address pool */
 	uint64_t metrics_cpu_usec;
 };
 
@@ -147,6 +150,8 @@ struct abox_backend_ops {
 	void (*release)(abox_sandbox *sb);
 	int (*set_timeout)(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 	int (*oom_kills)(abox_sandbox *sb, uint64_t *out, abox_error *err);
+	int (*set_network)(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
+	int (*network)(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
 	int (*pause)(abox_sandbox *sb, uint32_t flags, abox_error *err);
 	int (*resume)(abox_sandbox *sb, abox_error *err);
 	int (*metrics)(abox_sandbox *sb, abox_metrics *out, abox_error *err);

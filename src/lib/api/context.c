@@ -97,6 +97,13 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 				       ABOX_BUILD_DIR "/abox-unpack" };
 	ctx->unpack_path = pick(unpack_cands, ELEMENTSOF(unpack_cands));
 
+	/* abox-netd (sandboxes' egress), found as the unpacker is */
+	char near_netd[PATH_MAX + 16];
+	snprintf(near_netd, sizeof(near_netd), "%s/abox-netd", dir);
+	const char *netd_cands[] = { getenv("ABOX_NETD"), near_netd, ABOX_LIBEXECDIR "/abox-netd",
+				     ABOX_BUILD_DIR "/abox-netd" };
+	ctx->netd_path = pick(netd_cands, ELEMENTSOF(netd_cands));
+
 	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
 				    ABOX_SOURCE_DIR "/policies/default.json" };
 	ctx->default_policy = pick(pol_cands, ELEMENTSOF(pol_cands));
@@ -147,6 +154,7 @@ void abox_ctx_free(abox_ctx *ctx)
 		ctx->be->close(ctx);
 	free(ctx->state_dir);
 	free(ctx->runtime_dir);
+	free(ctx->netd_path);
 	free(ctx->init_path);
 	free(ctx->unpack_path);
 	free(ctx->default_policy);

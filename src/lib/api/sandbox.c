@@ -132,3 +132,27 @@ int abox_sandbox_fork_flags(abox_sandbox *sb, unsigned count, uint32_t timeout_m
 		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
 	return API_CALL(sb->ctx, fork, "fork", sb, count, timeout_ms, flags, forks, errs, err);
 }
+
+int abox_sandbox_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *err)
+{
+	API_NEED(sb, "set network");
+	API_NEED(net, "set network");
+	return API_CALL(sb->ctx, set_network, "set network", sb, net, err);
+}
+
+int abox_sandbox_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err)
+{
+	API_NEED(ctx, "network");
+	API_NEED(id, "network");
+	API_NEED(out, "network");
+	return API_CALL(ctx, network, "network", ctx, id, out, err);
+}
+
+void abox_net_info_clear(abox_net_info *info)
+{
+	if (!info || info->version < 1)
+		return;
+	abox_strv_free(info->allow_out);
+	abox_strv_free(info->deny_out);
+	info->allow_out = info->deny_out = NULL;
+}

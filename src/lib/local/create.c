@@ -1,8 +1,9 @@
 /* local/create.c — a sandbox made on this machine, as phases: the
  * options checked, what it stands on prepared (snapshot stack, template,
- * environment, seccomp program), its runtime folder and cgroups made, the
- * sandbox child cloned, the record written, the handle made ready (the
- * template's start command). A create from a memory snapshot is restored
+ * environment, seccomp program), its runtime folder and cgroups made, its
+ * egress prepared (a slot of the pool, abox-netd reached), the sandbox
+ * child cloned (its interface made meanwhile), the record written, the
+ * handle made ready (the template's start command). A create from a memory snapshot is restored
  * instead (checkpoint/restore.c).
  *
  * Everything the sandbox child needs is prepared before the clone, so the
@@ -10,11 +11,13 @@
  * create_undo, leaving no folder, cgroup, process or mount.
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 
 #include "local/local.h"
@@ -22,6 +25,7 @@
 #include "disk/disk.h"
 #include "layer/layer.h"
 #include "layer/snapshot.h"
+#include "net/policy.h"
 #include "proto/messages.h"
 #include "seccomp/policy.h"
 #include "spawn/spawn.h"
@@ -46,6 +50,9 @@ struct create {
 	struct cg_limits lim;
 	uint64_t disk_bytes;
 	bool on_disk;
+	const char *net_json;   /* a record's policy (a cold resume, a fork), else opts.net's */
+	struct net_policy net;  /* the policy; mode none: loopback only */
+	struct local_net ln;
 };
 
 static unsigned kernel_version(void)
@@ -162,6 +169,11 @@ static int create_check(struct create *c, const abox_sandbox_opts *opts, abox_er
 	 * what a caller put last (aboxd puts its owner tag there) */
 	if (nmeta > STATE_MAX_META)
 		return abox_error_setx(err, E2BIG, "create: %zu metadata entries, at most %d", nmeta, STATE_MAX_META);
+	int r = c->net_json ? net_policy_parse(c->net_json, &c->net, err) : local_net_policy(o->net, &c->net, err);
+	if (r < 0)
+		return abox_error_prefix(err, "create");
+	if (c->net.mode != NET_MODE_NONE && !c->ctx->netd_path)
+		return abox_error_setx(err, ENOENT, "create: networking needs abox-netd, which is not installed");
 	return 0;
 }
 
@@ -278,6 +290,20 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 	return 0;
 }
 
+/* Its egress: a slot of the pool (recorded: a crash from here on leaves
+ * something gc finds), and abox-netd reached, started if need be, before
+ * the clone. */
+static int create_network(struct create *c, abox_error *err)
+{
+	if (c->net.mode == NET_MODE_NONE)
+		return 0;
+	int r = local_net_prepare(c->ctx, c->sb->id, &c->net, &c->ln, err);
+	if (r < 0)
+		return abox_error_prefix(err, "create");
+	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id, c->ln.slot);
+	return 0;
+}
+
 /* The sandbox child: init's image, the writable layer's disk, init's
  * arguments, then the clone (spawn/). */
 static int create_spawn(struct create *c, abox_error *err)
@@ -344,6 +370,7 @@ static int create_spawn(struct create *c, abox_error *err)
 			.user_gid = c->tmpl.user_gid,
 			.proc_masks = ctx->proc_masks,
 			.init_in_dev = !(o->flags & ABOX_SANDBOX_EPHEMERAL),
+			.resolv = c->ln.have_slot ? c->ln.resolv : NULL,
 		},
 		.listen_fd = c->listen_fd,
 		.init_memfd = c->memfd,
@@ -353,6 +380,8 @@ static int create_spawn(struct create *c, abox_error *err)
 		.last_cap = ctx->last_cap,
 		.cg = sb->cg,
 		.cg_layout = &ctx->cg,
+		.net_begin = c->ln.have_slot ? local_net_begin : NULL,
+		.net_ud = &c->ln,
 	};
 	for (unsigned i = 0; i < c->tmpl.ntrees; i++) {
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
@@ -385,6 +414,19 @@ static int create_spawn(struct create *c, abox_error *err)
 	sb->pid = res.pid;
 	sb->oom_known = true; /* a fresh cgroup: no kills yet */
 	sb->pidfd = res.pidfd;
+	/* its interface, which abox-netd made while the child worked; init
+	 * runs nothing of the sandbox's before create returns */
+	if ((r = local_net_finish(&c->ln, err)) < 0) {
+		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		backend_reap_init(sb, true);
+		return abox_error_prefix(err, "create");
+	}
+	if (c->ln.have_slot) {
+		if (!(sb->net_policy = strdup(c->ln.policy_json)))
+			return abox_error_set(err, ENOMEM, "create");
+		sb->net_slot = c->ln.slot;
+		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: network attached", sb->id);
+	}
 	/* never block on init: requests wait in sb->out, see backend_send */
 	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
@@ -418,6 +460,8 @@ static int create_record(struct create *c, abox_error *err)
 		.auto_pause = (o->flags & ABOX_SANDBOX_AUTO_PAUSE) != 0,
 		.tmpfs_layer = !c->on_disk,
 		.auto_no_memory = (o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) != 0,
+		.net_policy = sb->net_policy,
+		.net_slot = sb->net_slot,
 	};
 	/* forks of this sandbox must get the same policy, not the default:
 	 * record where it is */
@@ -492,7 +536,12 @@ static void create_undo(struct create *c, bool failed)
 	template_info_free(&c->tmpl);
 	policy_bpf_free(&c->bpf);
 	stack_free(&c->stk);
+	net_policy_free(&c->net);
 	abox_sandbox *sb = c->sb;
+	if (failed && !(sb && sb->net_policy))
+		local_net_undo(c->ctx, &c->ln); /* (a sandbox's own is its kill's) */
+	free(c->ln.policy_json);
+	c->ln.policy_json = NULL;
 	if (!failed || !sb)
 		return;
 	if (sb->cg)
@@ -507,10 +556,18 @@ static void create_undo(struct create *c, bool failed)
 int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
 		   abox_error *err)
 {
+	return backend_create_net(ctx, opts, fixed_id, NULL, out, err);
+}
+
+int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, const char *net_json,
+		       abox_sandbox **out, abox_error *err)
+{
 	struct create c = {
 		.ctx = ctx,
 		.o = ABOX_SANDBOX_OPTS_INIT,
 		.fixed_id = fixed_id,
+		.net_json = net_json,
+		.ln = { .conn = -1 },
 		.stk = { .lock = -1 },
 		.tmpl = { .lock_fd = -1 },
 		.listen_fd = -1,
@@ -518,12 +575,17 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		.disk_fd = -1,
 	};
 	int r = create_check(&c, opts, err);
-	if (r < 0)
+	if (r < 0) {
+		net_policy_free(&c.net);
 		return r;
-	if (create_from_memory(&c, out, &r, err))
+	}
+	if (create_from_memory(&c, out, &r, err)) {
+		net_policy_free(&c.net);
 		return r;
+	}
 	if ((r = create_prepare(&c, err)) < 0 || (r = create_rundir_and_cgroups(&c, err)) < 0 ||
-	    (r = create_spawn(&c, err)) < 0 || (r = create_record(&c, err)) < 0 || (r = create_ready(&c, err)) < 0) {
+	    (r = create_network(&c, err)) < 0 || (r = create_spawn(&c, err)) < 0 || (r = create_record(&c, err)) < 0 ||
+	    (r = create_ready(&c, err)) < 0) {
 		create_undo(&c, c.sb != NULL);
 		return r < 0 ? r : -EIO;
 	}

@@ -80,7 +80,8 @@ int local_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t f
 	int made = 0;
 	for (unsigned i = 0; i < count; i++) {
 		abox_error e = ABOX_ERROR_INIT;
-		if (backend_create(sb->ctx, &o, NULL, &forks[i], &e) < 0) {
+		/* the source's egress policy, each fork in a slot of its own */
+		if (backend_create_net(sb->ctx, &o, NULL, st.net_policy, &forks[i], &e) < 0) {
 			forks[i] = NULL;
 			if (errs)
 				errs[i] = e;

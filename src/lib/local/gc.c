@@ -15,6 +15,11 @@
 #include "store/state.h"
 #include "store/store.h"
 
+static bool net_owned(abox_ctx *ctx, const char *id)
+{
+	return store_has_owner(ctx->runtime_dir, ctx->state_dir, id);
+}
+
 static int gc_now(abox_ctx *ctx, unsigned *removed, abox_error *err)
 {
 	(void)local_reap(ctx, ABOX_REAP_FREEZE | ABOX_REAP_MEMORY, NULL, NULL, NULL);
@@ -27,7 +32,12 @@ static int gc_now(abox_ctx *ctx, unsigned *removed, abox_error *err)
 		backend_log(ctx, ABOX_LOG_DEBUG, "gc without a cgroup layout: %s", lerr.msg);
 	template_sweep(ctx->state_dir, NULL);
 	snap_sweep(ctx->state_dir);
-	return store_gc(ctx->runtime_dir, ctx->state_dir, have_layout ? &ctx->cg : NULL, removed, err);
+	int r = store_gc(ctx->runtime_dir, ctx->state_dir, have_layout ? &ctx->cg : NULL, removed, err);
+	/* after the records: a dead sandbox's record goes first, its slot of
+	 * the address pool (and its elements, flows) then */
+	if (r >= 0)
+		(void)local_net_gc(ctx, net_owned, removed);
+	return r;
 }
 
 #define GC_INTERVAL_S 10

@@ -115,6 +115,13 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 		if (r >= 0)
 			r = k;
 	}
+	/* its network (elements, flows, slot): not for a cold pause, whose
+	 * resume takes the same slot again */
+	if (!keep_record) {
+		int k = local_net_teardown(sb, r < 0 ? NULL : err);
+		if (r >= 0)
+			r = k;
+	}
 	if (long_lived && !keep_record)
 		(void)state_remove(sb->ctx->state_dir, sb->id);
 	backend_release(sb);

@@ -103,6 +103,8 @@ void backend_release(abox_sandbox *sb)
 	sb->template_lock = -1;
 	free(sb->rundir);
 	sb->rundir = NULL;
+	free(sb->net_policy);
+	sb->net_policy = NULL;
 	if (sb->rundir_fd >= 0)
 		close(sb->rundir_fd); /* releases the lock: nothing is left to clean */
 	sb->rundir_fd = -1;

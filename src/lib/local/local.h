@@ -7,6 +7,7 @@
 #define ABOX_LOCAL_H
 
 #include "backend.h"
+#include "net/config.h"
 
 /* limits of a sandbox created without them */
 #define DEFAULT_MEMORY (512ULL << 20)
@@ -46,6 +47,37 @@ void backend_release(abox_sandbox *sb);
  * create.c, in phases. */
 int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, abox_sandbox **out,
 		   abox_error *err);
+/* The same with the egress policy of a record (JSON; NULL: opts->net's):
+ * a cold resume and forks keep their sandbox's. */
+int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, const char *net_json,
+		       abox_sandbox **out, abox_error *err);
+
+/* A sandbox's egress as create makes it (network.c). */
+struct net_policy;
+struct local_net {
+	struct net_config cfg;
+	char id[ABOX_ID_LEN + 1];
+	uint32_t slot;
+	bool have_slot, sent, attached;
+	char *policy_json; /* as recorded */
+	int conn;          /* to abox-netd, while the attach is under way */
+	char resolv[64];   /* the sandbox's resolv.conf */
+};
+/* The policy of versioned options (NULL: none). */
+int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
+/* Before the clone: the slot taken, netd reached (started when needed). */
+int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, struct local_net *ln,
+		      abox_error *err);
+/* spawn_config.net_begin: asks netd to attach the new namespace. */
+int local_net_begin(void *ud, int netns_fd, abox_error *err);
+/* After the clone: netd's answer. */
+int local_net_finish(struct local_net *ln, abox_error *err);
+/* A failed create's egress, taken apart. */
+void local_net_undo(abox_ctx *ctx, struct local_net *ln);
+/* A killed sandbox's (sb->net_policy): elements, flows, slot. */
+int local_net_teardown(abox_sandbox *sb, abox_error *err);
+/* Slots whose sandbox nothing speaks for any more, released. */
+int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), unsigned *removed);
 /* abox_sandbox_kill; keep_record: the record stays (a cold pause). */
 int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err);
 
@@ -187,6 +219,9 @@ int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error
 int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
 int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err);
+/* network.c */
+int local_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
+int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
 /* sandbox.c */
 int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 int local_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);

@@ -327,7 +327,7 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 		o.timeout_ms = (uint32_t)(backend_resume_left_ms(&st) > UINT32_MAX ? UINT32_MAX
 										  : backend_resume_left_ms(&st));
 	abox_sandbox *fresh = NULL;
-	r = o.snapshot ? backend_create(ctx, &o, sb->id, &fresh, err)
+	r = o.snapshot ? backend_create_net(ctx, &o, sb->id, st.net_policy, &fresh, err)
 		       : abox_error_setx(err, EBADMSG, "resume: the record of %s names no files", sb->id);
 	if (r >= 0) {
 		/* the new record: keep when the sandbox was first created */

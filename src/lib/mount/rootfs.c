@@ -389,6 +389,13 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	safe_snprintf(p, sizeof(p), "%s/upper/root/etc/hosts", s);
 	if ((r = write_new(p, plan->hosts, err)) < 0)
 		return r;
+	if (plan->resolv) {
+		/* over whatever the template has (a link to a resolver on the
+		 * sandbox's own loopback would never reach abox's) */
+		safe_snprintf(p, sizeof(p), "%s/upper/root/etc/resolv.conf", s);
+		if ((r = write_new(p, plan->resolv, err)) < 0)
+			return r;
+	}
 
 	char root[PATH_BUF], lower[2048];
 	safe_snprintf(root, sizeof(root), "%s/root", s);

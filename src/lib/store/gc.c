@@ -184,7 +184,7 @@ static int rmdir_cgroup_tree(int parent, const char *name, int depth)
 /* Whether anything of ours still speaks for sandbox id: its runtime
  * folder (any state folder's sandboxes share it), an ephemeral record,
  * a create under way, or its record in our state folder. */
-static bool has_owner(const char *runtime_dir, const char *state_dir, const char *id)
+bool store_has_owner(const char *runtime_dir, const char *state_dir, const char *id)
 {
 	static const char *const pre[] = { "", "", ".new-", ".new-" };
 	static const char *const suf[] = { "", STORE_RUN_SUFFIX, "", STORE_RUN_SUFFIX };
@@ -211,7 +211,7 @@ static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *id = de->d_name + 5;
-		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) || has_owner(runtime_dir, state_dir, id))
+		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) || store_has_owner(runtime_dir, state_dir, id))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||

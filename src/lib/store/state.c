@@ -160,6 +160,15 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	json_object_object_add(o, "env", strv_to_json(s->env));
 	if (s->snapshots)
 		json_object_object_add(o, "snapshots", strv_to_json(s->snapshots));
+	if (s->net_policy) {
+		json_object *np = json_tokener_parse(s->net_policy);
+		if (!np) {
+			json_object_put(o);
+			return abox_error_setx(err, EINVAL, "the network policy of %s is not JSON", s->id);
+		}
+		json_object_object_add(o, "network", np);
+		json_object_object_add(o, "netSlot", json_object_new_uint64(s->net_slot));
+	}
 	json_object *meta = json_object_new_object();
 	for (unsigned i = 0; i < s->nmeta; i++)
 		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
@@ -259,6 +268,12 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
 	t.env = js_strv(o, "env");
 	t.snapshots = js_strv(o, "snapshots");
+	json_object *np = js_get(o, "network", json_type_object);
+	if (np) {
+		const char *nps = json_object_to_json_string_ext(np, JSON_C_TO_STRING_PLAIN);
+		t.net_policy = nps ? strdup(nps) : NULL;
+		t.net_slot = (uint32_t)get_u64(o, "netSlot");
+	}
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
 		json_object_object_foreach(meta, k, v)
@@ -297,6 +312,7 @@ void sb_state_free(struct sb_state *s)
 	free(s->workdir);
 	free(s->checkpoint);
 	free(s->checkpoint_token);
+	free(s->net_policy);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);
 		free(s->meta_values[i]);

@@ -45,6 +45,10 @@ int store_runrec_write(int fd, const char *content, abox_error *err);
  * cgroups they recorded. Cheap when there are none. *removed counts them. */
 int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_layout *layout,
 	     unsigned *removed, abox_error *err);
+/* Whether anything of ours still speaks for sandbox id: its runtime
+ * folder or ephemeral record (any state folder's), a create under way,
+ * or its record in state_dir. */
+bool store_has_owner(const char *runtime_dir, const char *state_dir, const char *id);
 /* Removes the cgroup folders a sandbox recorded (one path per line),
  * ending what still runs in them. Each path is checked as gc checks it
  * (layout may be NULL: then its filesystem must be a cgroup one), so a

@@ -1,0 +1,248 @@
+/* local/network.c — a sandbox's egress on this machine: its policy
+ * checked, a slot of the address pool taken (recorded before anything is
+ * made, so a crash leaves something gc finds), abox-netd asked to attach
+ * the sandbox's namespace while the sandbox child builds its root, and
+ * everything taken apart again at kill, gc and a failed create; policy
+ * changes and the counters.
+ * What the packets meet is netd's and the table's (src/netd/); the
+ * library holds no netlink code, so the CLI stays a static musl program.
+ * Runs in the CLI/daemon. */
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "local/local.h"
+#include "net/client.h"
+#include "net/config.h"
+#include "net/policy.h"
+#include "net/slots.h"
+#include "store/state.h"
+#include "versioned.h"
+
+int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err)
+{
+	abox_net_opts o = ABOX_NET_OPTS_INIT;
+	if (in && versioned_copy_in(VERSIONED_NET_OPTS, &o, in) < 0)
+		return abox_error_setx(err, EINVAL, "abox_net_opts: bad version %u", in->version);
+	int r = net_policy_make((enum net_mode)o.mode, o.allow_out, o.deny_out, out, err);
+	return r < 0 ? abox_error_prefix(err, "network") : 0;
+}
+
+static void resolv_conf(const struct net_config *cfg, uint32_t slot, char *buf, size_t n)
+{
+	uint32_t gw = net_slot_gateway(cfg, slot);
+	char a[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &gw, a, sizeof(a));
+	/* every port-53 packet ends at abox's resolver whatever this says;
+	 * naming the gateway keeps tools that read it honest */
+	snprintf(buf, n, "nameserver %s\n", a);
+}
+
+int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, struct local_net *ln,
+		      abox_error *err)
+{
+	memset(ln, 0, sizeof(*ln));
+	ln->conn = -1;
+	if (p->mode == NET_MODE_NONE)
+		return 0;
+	int r = net_config_load(ctx->state_dir, &ln->cfg, err);
+	if (r < 0)
+		return abox_error_prefix(err, "network");
+	if (!(ln->policy_json = net_policy_json(p)))
+		return abox_error_set(err, ENOMEM, "network");
+	if ((r = net_slot_take(ctx->state_dir, &ln->cfg, id, ln->policy_json, &ln->slot, err)) < 0)
+		return abox_error_prefix(err, "network");
+	ln->have_slot = true;
+	memcpy(ln->id, id, sizeof(ln->id));
+	/* connected now, so a netd that must be started starts before the
+	 * clone, not on the sandbox's critical path */
+	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
+		return abox_error_prefix(err, "network");
+	resolv_conf(&ln->cfg, ln->slot, ln->resolv, sizeof(ln->resolv));
+	return 0;
+}
+
+int local_net_begin(void *ud, int netns_fd, abox_error *err)
+{
+	struct local_net *ln = ud;
+	int r = net_client_send(ln->conn, "attach", ln->id, ln->slot, netns_fd, err);
+	ln->sent = r >= 0;
+	return r;
+}
+
+int local_net_finish(struct local_net *ln, abox_error *err)
+{
+	if (ln->conn < 0 || !ln->sent)
+		return 0;
+	int r = net_client_wait(ln->conn, NULL, err);
+	close(ln->conn);
+	ln->conn = -1;
+	if (r < 0)
+		return abox_error_prefix(err, "network");
+	ln->attached = true;
+	return 0;
+}
+
+/* A sandbox's elements and flows gone, then its slot: netd first (it
+ * reads the slot to know what to remove), the slot last (a crash in
+ * between leaves a slot gc finds). */
+static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *err)
+{
+	int r = net_client_call(ctx->state_dir, ctx->netd_path, "remove", id, slot, -1, NULL, err);
+	if (r < 0)
+		return abox_error_prefix(err, "network");
+	net_slot_release(ctx->state_dir, slot, id);
+	return 0;
+}
+
+void local_net_undo(abox_ctx *ctx, struct local_net *ln)
+{
+	if (ln->conn >= 0) {
+		/* an attach sent and not waited for: its answer first, so the
+		 * remove below comes after it */
+		if (ln->sent)
+			(void)net_client_wait(ln->conn, NULL, NULL);
+		close(ln->conn);
+		ln->conn = -1;
+	}
+	if (ln->have_slot)
+		(void)teardown(ctx, ln->id, ln->slot, NULL);
+	ln->have_slot = false;
+	free(ln->policy_json);
+	ln->policy_json = NULL;
+}
+
+int local_net_teardown(abox_sandbox *sb, abox_error *err)
+{
+	if (!sb->net_policy)
+		return 0;
+	int r = teardown(sb->ctx, sb->id, sb->net_slot, err);
+	if (r >= 0) {
+		free(sb->net_policy);
+		sb->net_policy = NULL;
+	}
+	return r;
+}
+
+int local_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *err)
+{
+	struct net_policy p;
+	int r = local_net_policy(net, &p, err);
+	if (r < 0)
+		return r;
+	if (sb->flags & ABOX_SANDBOX_EPHEMERAL) {
+		net_policy_free(&p);
+		return abox_error_setx(err, EOPNOTSUPP, "network: only a long-lived sandbox's policy can change");
+	}
+	_cleanup_close_ int lock = backend_lock(sb->ctx, sb->id, err);
+	if (lock < 0) {
+		net_policy_free(&p);
+		return lock;
+	}
+	struct sb_state st = { 0 };
+	if ((r = state_read(sb->ctx->state_dir, sb->id, &st, err)) < 0) {
+		net_policy_free(&p);
+		return r;
+	}
+	_cleanup_free_ char *json = NULL;
+	if (!st.net_policy)
+		r = abox_error_setx(err, EOPNOTSUPP, "network: sandbox %s was made without networking; its mode cannot change now",
+				    sb->id);
+	else if (p.mode == NET_MODE_NONE)
+		r = abox_error_setx(err, EOPNOTSUPP, "network: a sandbox keeps its interface; to let nothing out, use "
+						     "filtered with deny-out 0.0.0.0/0");
+	else if (!(json = net_policy_json(&p)))
+		r = abox_error_set(err, ENOMEM, "network");
+	net_policy_free(&p);
+	/* the slot file first: netd's resolver and proxy read the policy
+	 * from it, and the table follows at once */
+	if (r >= 0 && (r = net_slot_update(sb->ctx->state_dir, st.net_slot, sb->id, json, err)) >= 0)
+		r = net_client_call(sb->ctx->state_dir, sb->ctx->netd_path, "policy", sb->id, st.net_slot, -1, NULL, err);
+	if (r >= 0) {
+		free(st.net_policy);
+		st.net_policy = TAKE_PTR(json);
+		r = state_write(sb->ctx->state_dir, &st, err);
+		if (r >= 0) {
+			free(sb->net_policy);
+			sb->net_policy = strdup(st.net_policy);
+		}
+	}
+	sb_state_free(&st);
+	return r < 0 ? abox_error_prefix(err, "network") : 0;
+}
+
+static char **strv_dup(char **v)
+{
+	size_t n = strv_length(v);
+	char **d = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; d && i < n; i++)
+		if (!(d[i] = strdup(v[i]))) {
+			strv_free(d);
+			return NULL;
+		}
+	return d;
+}
+
+int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "network: abox_net_info needs its version set");
+	struct sb_state st = { 0 };
+	int r = state_read(ctx->state_dir, id, &st, err);
+	if (r < 0)
+		return r;
+	abox_net_info i = { .version = ABOX_NET_INFO_VERSION };
+	struct net_policy p = { 0 };
+	if (st.net_policy && (r = net_policy_parse(st.net_policy, &p, err)) >= 0) {
+		i.mode = p.mode;
+		i.allow_out = p.allow_out ? strv_dup(p.allow_out) : NULL;
+		i.deny_out = p.deny_out ? strv_dup(p.deny_out) : NULL;
+		struct net_config cfg;
+		if (net_config_load(ctx->state_dir, &cfg, NULL) >= 0) {
+			uint32_t a = net_slot_address(&cfg, st.net_slot), g = net_slot_gateway(&cfg, st.net_slot);
+			inet_ntop(AF_INET, &a, i.address, sizeof(i.address));
+			inet_ntop(AF_INET, &g, i.gateway, sizeof(i.gateway));
+		}
+		/* the counters from netd when it runs (never started for this) */
+		json_object *o = NULL;
+		if (net_client_status(ctx->state_dir, NULL, NULL) >= 0 &&
+		    net_client_call(ctx->state_dir, NULL, "stats", id, st.net_slot, -1, &o, NULL) >= 0) {
+			i.tx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "txBytes", json_type_int));
+			i.rx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "rxBytes", json_type_int));
+			i.dns_queries = (uint64_t)json_object_get_uint64(js_get(o, "dnsQueries", json_type_int));
+			i.dns_refused = (uint64_t)json_object_get_uint64(js_get(o, "dnsRefused", json_type_int));
+			i.proxy_connections = (uint64_t)json_object_get_uint64(js_get(o, "proxyConnections", json_type_int));
+			i.proxy_refused = (uint64_t)json_object_get_uint64(js_get(o, "proxyRefused", json_type_int));
+		}
+		json_object_put(o);
+	}
+	net_policy_free(&p);
+	sb_state_free(&st);
+	if (r < 0)
+		return r;
+	versioned_copy_out(VERSIONED_NET_INFO, out, &i);
+	return 0;
+}
+
+int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), unsigned *removed)
+{
+	uint32_t *slots = NULL;
+	size_t n = 0;
+	if (net_slots_list(ctx->state_dir, &slots, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char id[ABOX_ID_LEN + 1];
+		if (net_slot_read(ctx->state_dir, slots[i], id, NULL, NULL) < 0 || alive(ctx, id))
+			continue;
+		abox_error e = ABOX_ERROR_INIT;
+		if (teardown(ctx, id, slots[i], &e) < 0)
+			backend_log(ctx, ABOX_LOG_WARNING, "gc: network of %s: %s", id, e.msg);
+		else if (removed)
+			(*removed)++;
+	}
+	free(slots);
+	return 0;
+}

@@ -1,0 +1,32 @@
+/* net/client — the library's side of abox-netd (src/netd/): the one
+ * process that holds libmnl and libnftnl, makes sandboxes' veths and
+ * table elements, and serves their DNS and name proxy. The library asks
+ * it over its control socket (net_netd_address) and starts it when none
+ * answers, so a daemonless `abox run --net open` needs nothing running
+ * beforehand; abox-netd leaves by itself once no sandbox needs it.
+ * Runs in the creator (CLI, aboxd, the library's caller). */
+#ifndef ABOX_NET_CLIENT_H
+#define ABOX_NET_CLIENT_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+struct json_object;
+
+/* A connection to abox-netd of state_dir, started (netd_path, its log
+ * in <state>/net/netd.log) when none answers. The fd, or -errno. */
+int net_client_connect(const char *state_dir, const char *netd_path, abox_error *err);
+/* Sends a request for sandbox id in slot (fd: sent along, -1 none). */
+int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int fd, abox_error *err);
+/* Waits for the answer: 0, or the -errno and message netd gave. *out
+ * (when not NULL) gets the answer object (json_object_put it). */
+int net_client_wait(int conn, struct json_object **out, abox_error *err);
+/* connect + send + wait, the connection closed. */
+int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id, uint32_t slot,
+		    int fd, struct json_object **out, abox_error *err);
+/* The status of a running abox-netd, without starting one: -ESRCH when
+ * none runs. */
+int net_client_status(const char *state_dir, struct json_object **out, abox_error *err);
+
+#endif

@@ -1,0 +1,230 @@
+/* net/slots.c — the pool's slots on disk (see slots.h). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/json.h"
+#include "net/slots.h"
+
+void net_host_ifname(const char *id, char name[IFNAMSIZ])
+{
+	snprintf(name, IFNAMSIZ, "%s%.12s", NET_IF_PREFIX, id);
+}
+
+static int slots_dir(const char *state_dir, char *p, size_t n, bool make, abox_error *err)
+{
+	snprintf(p, n, "%s/net", state_dir);
+	if (make && mkdir(p, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "net: mkdir '%s'", p);
+	snprintf(p, n, "%s/net/slots", state_dir);
+	if (make && mkdir(p, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "net: mkdir '%s'", p);
+	return 0;
+}
+
+static char *slot_text(const char *id, const char *policy_json)
+{
+	json_object *o = json_object_new_object();
+	json_object *p = json_tokener_parse(policy_json);
+	if (!o || !p) {
+		json_object_put(o);
+		json_object_put(p);
+		return NULL;
+	}
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "policy", p);
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	char *d = s ? strdup(s) : NULL;
+	json_object_put(o);
+	return d;
+}
+
+/* A complete temporary file beside the slots, its name in tmp. */
+static int temp_file(const char *dir, const char *id, const char *policy_json, char *tmp, size_t n,
+		     abox_error *err)
+{
+	_cleanup_free_ char *text = slot_text(id, policy_json);
+	if (!text)
+		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
+	snprintf(tmp, n, "%s/.tmp-%s-%d", dir, id, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return abox_error_set(err, errno, "net: create '%s'", tmp);
+	int r = write_full(fd, text, strlen(text));
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0) {
+		unlink(tmp);
+		return abox_error_set(err, -r, "net: write '%s'", tmp);
+	}
+	return 0;
+}
+
+int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1], char **policy_json,
+		  abox_error *err)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/net/slots/%u", state_dir, slot);
+	_cleanup_free_ char *text = NULL;
+	int r = read_file_at(AT_FDCWD, p, 1 << 20, &text, NULL);
+	if (r < 0)
+		return r == -ENOENT ? -ENOENT : abox_error_set(err, -r, "net: read slot %u", slot);
+	json_object *o = json_tokener_parse(text);
+	const char *sid = js_str(o, "id");
+	json_object *pol = js_get(o, "policy", json_type_object);
+	if (!sid || !id_ok(sid) || !pol) {
+		json_object_put(o);
+		return abox_error_setx(err, EPROTO, "net: slot %u: not a slot record", slot);
+	}
+	memcpy(id, sid, ABOX_ID_LEN + 1);
+	r = 0;
+	if (policy_json) {
+		const char *s = json_object_to_json_string_ext(pol, JSON_C_TO_STRING_PLAIN);
+		if (!(*policy_json = s ? strdup(s) : NULL))
+			r = abox_error_set(err, ENOMEM, "net: slot %u", slot);
+	}
+	json_object_put(o);
+	return r;
+}
+
+static uint32_t next_hint(const char *dir, uint32_t nslots)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/../next", dir);
+	_cleanup_free_ char *t = NULL;
+	if (read_file_at(AT_FDCWD, p, 64, &t, NULL) < 0)
+		return 0;
+	unsigned long v = strtoul(t, NULL, 10);
+	return (uint32_t)(v % nslots);
+}
+
+static void set_hint(const char *dir, uint32_t next)
+{
+	char p[4200], q[4200], v[24];
+	snprintf(p, sizeof(p), "%s/../next", dir);
+	snprintf(q, sizeof(q), "%s/../.next-%d", dir, (int)getpid());
+	snprintf(v, sizeof(v), "%u\n", next);
+	int fd = open(q, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	bool ok = write_full(fd, v, strlen(v)) >= 0;
+	close(fd);
+	if (!ok || rename(q, p) < 0)
+		unlink(q);
+}
+
+int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
+		  uint32_t *slot, abox_error *err)
+{
+	char dir[4096], tmp[4300], p[4300];
+	int r = slots_dir(state_dir, dir, sizeof(dir), true, err);
+	if (r < 0)
+		return r;
+	if ((r = temp_file(dir, id, policy_json, tmp, sizeof(tmp), err)) < 0)
+		return r;
+	uint32_t n = net_config_slots(c), start = next_hint(dir, n);
+	r = -ENOSPC;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = (start + i) % n;
+		snprintf(p, sizeof(p), "%s/%u", dir, s);
+		if (link(tmp, p) == 0) {
+			*slot = s;
+			set_hint(dir, (s + 1) % n);
+			r = 0;
+			break;
+		}
+		if (errno != EEXIST) {
+			r = abox_error_set(err, errno, "net: take slot %u", s);
+			break;
+		}
+		char holder[ABOX_ID_LEN + 1];
+		if (net_slot_read(state_dir, s, holder, NULL, NULL) == 0 && !strcmp(holder, id) &&
+		    rename(tmp, p) == 0) {
+			/* ours already (a cold resume): its policy refreshed */
+			*slot = s;
+			return 0;
+		}
+	}
+	unlink(tmp);
+	if (r == -ENOSPC)
+		return abox_error_setx(err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)", n);
+	return r;
+}
+
+int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json, abox_error *err)
+{
+	char dir[4096], tmp[4300], p[4300];
+	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);
+	if (r < 0 || (r = temp_file(dir, id, policy_json, tmp, sizeof(tmp), err)) < 0)
+		return r;
+	char holder[ABOX_ID_LEN + 1];
+	if ((r = net_slot_read(state_dir, slot, holder, NULL, err)) < 0 || strcmp(holder, id)) {
+		unlink(tmp);
+		return r < 0 ? r : abox_error_setx(err, ESTALE, "net: slot %u is not sandbox %s's", slot, id);
+	}
+	snprintf(p, sizeof(p), "%s/%u", dir, slot);
+	if (rename(tmp, p) < 0) {
+		r = abox_error_set(err, errno, "net: record the policy of slot %u", slot);
+		unlink(tmp);
+	}
+	return r;
+}
+
+void net_slot_release(const char *state_dir, uint32_t slot, const char *id)
+{
+	char holder[ABOX_ID_LEN + 1], p[4200];
+	if (net_slot_read(state_dir, slot, holder, NULL, NULL) < 0 || strcmp(holder, id))
+		return;
+	snprintf(p, sizeof(p), "%s/net/slots/%u", state_dir, slot);
+	(void)unlink(p);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int net_slots_list(const char *state_dir, uint32_t **slots, size_t *n, abox_error *err)
+{
+	char dir[4096];
+	slots_dir(state_dir, dir, sizeof(dir), false, NULL);
+	*slots = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : abox_error_set(err, errno, "net: open '%s'", dir);
+	size_t cap = 0;
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long v = strtoul(de->d_name, &end, 10);
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || v > UINT32_MAX)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint32_t *nv = realloc(*slots, cap * sizeof(**slots));
+			if (!nv) {
+				r = abox_error_set(err, ENOMEM, "net: list slots");
+				break;
+			}
+			*slots = nv;
+		}
+		(*slots)[(*n)++] = (uint32_t)v;
+	}
+	closedir(d);
+	if (r < 0) {
+		free(*slots);
+		*slots = NULL;
+		*n = 0;
+		return r;
+	}
+	if (*n)
+		qsort(*slots, *n, sizeof(**slots), cmp_u32);
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* net/slots — which sandbox holds which /30 of the pool, on disk so that
+ * it survives crashes: <state>/net/slots/<n> holds the sandbox's id and
+ * its egress policy ({"id":"…","policy":{…}}). A slot is taken by
+ * linking a complete file to its name (fails when taken: no two creators
+ * get one slot, and no half-written slot file is ever seen), changed by
+ * rename, freed by unlink. abox-netd reads the same files to know whose
+ * packet it is answering. Slots are handed out round-robin from where
+ * the last one was taken, so a slot freed a moment ago (whose old veth
+ * the kernel may still be tearing down) is not the next one given.
+ * Runs in the creator, gc and abox-netd. */
+#ifndef ABOX_NET_SLOTS_H
+#define ABOX_NET_SLOTS_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+#include "net/config.h"
+
+/* Takes a free slot for id with its policy (JSON). -ENOSPC when the pool
+ * is full. A slot id already holds (a cold resume) is taken again. */
+int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
+		  uint32_t *slot, abox_error *err);
+/* Replaces the policy of id's slot (atomic: readers see old or new). */
+int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json, abox_error *err);
+/* The id and policy (malloc'd) in a slot; -ENOENT when free. */
+int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1], char **policy_json,
+		  abox_error *err);
+/* Frees id's slot (a slot someone else holds now is left alone). */
+void net_slot_release(const char *state_dir, uint32_t slot, const char *id);
+/* Every taken slot, ascending (malloc'd array). */
+int net_slots_list(const char *state_dir, uint32_t **slots, size_t *n, abox_error *err);
+/* The host end of id's veth: NET_IF_PREFIX and 12 characters of the id. */
+void net_host_ifname(const char *id, char name[IFNAMSIZ]);
+
+#endif

@@ -1,0 +1,151 @@
+/* netd/attach.c — a sandbox's veth, addresses and table elements (see
+ * attach.h). */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attach.h"
+#include "net/slots.h"
+#include "nft.h"
+#include "nl.h"
+
+int attach_uplink(const struct net_config *cfg, char name[IFNAMSIZ], abox_error *err)
+{
+	if (cfg->uplink[0]) {
+		snprintf(name, IFNAMSIZ, "%s", cfg->uplink);
+		return 0;
+	}
+	struct nl nl;
+	int r = nl_open(&nl, err);
+	if (r >= 0)
+		r = nl_default_uplink(&nl, name, err);
+	nl_close(&nl);
+	return r;
+}
+
+int attach_table(const struct net_config *cfg, const char *uplink, abox_error *err)
+{
+	struct nl nl;
+	int r = nl_open(&nl, err);
+	if (r < 0)
+		return r;
+	int idx = nl_link_index(&nl, uplink, err);
+	/* replies to sandboxes come in through the uplink: it forwards
+	 * (it and the sandboxes' veths only, not every interface) */
+	r = idx < 0 ? idx : nl_link_up(&nl, idx, true, err);
+	nl_close(&nl);
+	if (r < 0)
+		return abox_error_prefix(err, "uplink '%s'", uplink);
+	struct nft n;
+	if ((r = nft_open(&n, cfg->table, err)) < 0)
+		return r;
+	struct nft_table_cfg tc = {
+		.uplink = uplink,
+		.pool = cfg->pool,
+		.pool_prefix = cfg->pool_prefix,
+		.dns_port = cfg->dns_port,
+		.proxy_port = cfg->proxy_port,
+		.allow_smtp = cfg->allow_smtp,
+	};
+	r = nft_table_ensure(&n, &tc, err);
+	nft_close(&n);
+	return r;
+}
+
+/* A route socket of the namespace of netns_fd: this thread goes there
+ * for the socket() call and comes straight back. */
+static int nl_open_in(struct nl *nl, int netns_fd, abox_error *err)
+{
+	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0)
+		return abox_error_set(err, errno, "open own network namespace");
+	if (setns(netns_fd, CLONE_NEWNET) < 0)
+		return abox_error_set(err, errno, "enter the sandbox's network namespace");
+	int r = nl_open(nl, err);
+	/* a thread left in a sandbox's namespace would open every later
+	 * socket there (DNS forwarding, the proxy's connections) */
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort();
+	return r;
+}
+
+int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
+		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err)
+{
+	char host_if[IFNAMSIZ];
+	net_host_ifname(id, host_if);
+	uint32_t addr = net_slot_address(cfg, slot), gw = net_slot_gateway(cfg, slot);
+	*table_made = false;
+	struct nl host = { 0 }, in = { 0 };
+	int r = nl_open(&host, err);
+	if (r < 0)
+		return r;
+	int hidx = -1, sidx;
+	if ((r = nl_open_in(&in, netns_fd, err)) < 0 || (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
+		goto out;
+	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 || (r = nl_addr_add(&host, hidx, gw, 30, err)) < 0 ||
+	    (r = nl_link_up(&host, hidx, true, err)) < 0)
+		goto out;
+	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 || (r = nl_addr_add(&in, sidx, addr, 30, err)) < 0 ||
+	    (r = nl_link_up(&in, sidx, false, err)) < 0 || (r = nl_route_default(&in, sidx, gw, err)) < 0)
+		goto out;
+
+	struct nft n;
+	if ((r = nft_open(&n, cfg->table, err)) < 0)
+		goto out;
+	struct nft_sandbox s = { .ifname = host_if, .addr = addr, .policy = policy };
+	abox_error e = ABOX_ERROR_INIT;
+	r = nft_sandbox_add(&n, &s, &e);
+	if (r == -ENOENT) {
+		/* no table (the first sandbox, or one removed by hand) */
+		int m = attach_table(cfg, uplink, err);
+		*table_made = m > 0;
+		r = m < 0 ? m : nft_sandbox_add(&n, &s, err);
+	} else if (r < 0 && err) {
+		*err = e;
+	}
+	nft_close(&n);
+out:
+	if (r < 0 && hidx > 0)
+		(void)nl_link_del(&host, host_if, NULL);
+	nl_close(&in);
+	nl_close(&host);
+	return r;
+}
+
+int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *policy,
+		  abox_error *err)
+{
+	struct nft n;
+	int r = nft_open(&n, cfg->table, err);
+	if (r < 0)
+		return r;
+	char ifname[IFNAMSIZ];
+	net_host_ifname(id, ifname);
+	struct nft_sandbox s = { .ifname = ifname, .addr = net_slot_address(cfg, slot), .policy = policy };
+	r = policy ? nft_sandbox_del(&n, &s, err) : nft_sandbox_purge(&n, ifname, err);
+	nft_close(&n);
+	int c = nft_ct_flush(s.addr, r < 0 ? NULL : err);
+	return r < 0 ? r : c;
+}
+
+int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *old,
+		    const struct net_policy *cur, abox_error *err)
+{
+	struct nft n;
+	int r = nft_open(&n, cfg->table, err);
+	if (r < 0)
+		return r;
+	char ifname[IFNAMSIZ];
+	net_host_ifname(id, ifname);
+	uint32_t addr = net_slot_address(cfg, slot);
+	struct nft_sandbox o = { .ifname = ifname, .addr = addr, .policy = old };
+	struct nft_sandbox c = { .ifname = ifname, .addr = addr, .policy = cur };
+	r = nft_sandbox_replace(&n, old ? &o : NULL, &c, err);
+	if (r >= 0)
+		r = nft_learned_flush(&n, ifname, err);
+	nft_close(&n);
+	return r;
+}

@@ -1,0 +1,34 @@
+/* netd/attach — a sandbox's egress plumbing: a veth pair between the
+ * host and the sandbox's network namespace, the gateway (.1 of the
+ * sandbox's /30) on the host end, the sandbox's address (.2) on its eth0
+ * with a default route, and the sandbox's elements in abox's nftables
+ * table; and taking the elements and flows away again.
+ * Runs in abox-netd (its control thread). */
+#ifndef ABOX_NETD_ATTACH_H
+#define ABOX_NETD_ATTACH_H
+
+#include "net/config.h"
+#include "net/policy.h"
+
+/* The veth into netns_fd, addresses, route and elements of sandbox id in
+ * slot. *table_made: the table was missing and is made now (the other
+ * sandboxes' elements are to be restored). On failure the veth is gone. */
+int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
+		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err);
+/* The sandbox's elements, learned addresses and conntrack entries gone
+ * (missing pieces are fine); policy NULL: what was added is not known,
+ * whatever the table holds for the sandbox goes. The veth goes with the
+ * namespace. */
+int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *policy,
+		  abox_error *err);
+/* Its elements replaced by cur's (old's taken away in the same batch;
+ * old NULL: whatever is there for the sandbox). Learned addresses are
+ * forgotten: names still allowed are learned again at their next lookup. */
+int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *old,
+		    const struct net_policy *cur, abox_error *err);
+/* The table made for cfg when missing, the uplink forwarding: 1 when made. */
+int attach_table(const struct net_config *cfg, const char *uplink, abox_error *err);
+/* The uplink cfg names, or the default route's. */
+int attach_uplink(const struct net_config *cfg, char name[IFNAMSIZ], abox_error *err);
+
+#endif

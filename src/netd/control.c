@@ -1,0 +1,315 @@
+/* netd/control.c — what the library asks of abox-netd, one JSON object a
+ * message on a SOCK_SEQPACKET socket (abstract name: see net/netd.h):
+ *   {"op":"attach","id":…,"slot":N} with the sandbox's network namespace
+ *       as an fd: the veth, addresses, route and elements;
+ *   {"op":"remove","id":…,"slot":N}: its elements and flows gone;
+ *   {"op":"policy","id":…,"slot":N}: the slot file holds a new policy:
+ *       the elements replaced in one batch, learned addresses forgotten,
+ *       proxied connections to names no longer allowed cut;
+ *   {"op":"stats","id":…,"slot":N}: its counters;
+ *   {"op":"status"}: what netd serves (for `abox doctor`);
+ *   {"op":"stop"}: leave now (tests, and gc when nothing is served).
+ * Answers: {"ok":true,…} or {"ok":false,"errno":N,"error":"…"}.
+ * Only root (or netd's own user) may ask: the peer's credentials are
+ * checked on every connection, since an abstract socket has no file
+ * mode to do it.
+ * Runs in abox-netd's control thread. */
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "base/clock.h"
+#include "base/fdpass.h"
+#include "base/json.h"
+#include "net/slots.h"
+#include "netd.h"
+#include "nl.h"
+
+#define MSG_MAX 65536
+
+static json_object *answer_err(const abox_error *e)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(false));
+	json_object_object_add(o, "errno", json_object_new_int(e->code ? e->code : EIO));
+	json_object_object_add(o, "error", json_object_new_string(e->msg));
+	return o;
+}
+
+static json_object *answer_ok(void)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(true));
+	return o;
+}
+
+/* The sandbox a request names, as its slot file says; the id must be the
+ * slot's holder. Lock held. */
+static struct sbx *named(json_object *req, abox_error *err)
+{
+	const char *id = js_str(req, "id");
+	json_object *sv = js_get(req, "slot", json_type_int);
+	int64_t slot = sv ? json_object_get_int64(sv) : -1;
+	if (!id || !id_ok(id) || slot < 0 || slot >= net_config_slots(&netd.cfg)) {
+		abox_error_setx(err, EINVAL, "a request needs an id and a slot of the pool");
+		return NULL;
+	}
+	struct sbx *s = sbx_get((uint32_t)slot);
+	if (!s || strcmp(s->id, id)) {
+		abox_error_setx(err, ESTALE, "slot %lld is not sandbox %s's", (long long)slot, id);
+		return NULL;
+	}
+	return s;
+}
+
+static json_object *do_attach(json_object *req, int fd)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	if (fd < 0) {
+		abox_error_setx(&e, EINVAL, "attach needs the sandbox's network namespace");
+		return answer_err(&e);
+	}
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = named(req, &e);
+	int r = s ? 0 : -1;
+	bool made = false;
+	if (s) {
+		r = attach_sandbox(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, fd, &made, &e);
+		if (r >= 0) {
+			net_policy_free(&s->applied);
+			/* what was applied, kept for an exact removal later */
+			char *j = net_policy_json(&s->policy);
+			if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
+				memset(&s->applied, 0, sizeof(s->applied));
+			free(j);
+			s->attached = true;
+		}
+	}
+	pthread_mutex_unlock(&netd.lock);
+	if (made) {
+		/* the table was missing: every other sandbox's elements
+		 * are restored from its slot file */
+		netd_log("the table was missing: made anew, restoring the sandboxes' elements");
+		pthread_mutex_lock(&netd.lock);
+		for (size_t i = 0; i < netd.nsbx; i++) {
+			struct sbx *o = netd.sbx[i];
+			if (o != s && o->attached)
+				(void)attach_repolicy(&netd.cfg, o->id, o->slot, NULL, &o->policy, NULL);
+		}
+		pthread_mutex_unlock(&netd.lock);
+	}
+	return r < 0 ? answer_err(&e) : answer_ok();
+}
+
+static json_object *do_remove(json_object *req)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	const char *id = js_str(req, "id");
+	json_object *sv = js_get(req, "slot", json_type_int);
+	int64_t slot = sv ? json_object_get_int64(sv) : -1;
+	if (!id || !id_ok(id) || slot < 0 || slot >= net_config_slots(&netd.cfg)) {
+		abox_error_setx(&e, EINVAL, "remove needs an id and a slot of the pool");
+		return answer_err(&e);
+	}
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = sbx_get((uint32_t)slot);
+	int r;
+	/* what was applied, removed exactly; not known here (a netd
+	 * restarted since): whatever the table holds for the sandbox */
+	bool known = s && !strcmp(s->id, id) && s->applied.mode != NET_MODE_NONE;
+	r = attach_remove(&netd.cfg, id, (uint32_t)slot, known ? &s->applied : NULL, &e);
+	if (r >= 0 && s && !strcmp(s->id, id)) {
+		s->attached = false;
+		sbx_drop((uint32_t)slot);
+	}
+	pthread_mutex_unlock(&netd.lock);
+	return r < 0 ? answer_err(&e) : answer_ok();
+}
+
+static json_object *do_policy(json_object *req)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = named(req, &e);
+	int r = -1;
+	uint32_t slot = 0;
+	if (s) {
+		slot = s->slot;
+		bool known = s->applied.mode != NET_MODE_NONE;
+		r = attach_repolicy(&netd.cfg, s->id, s->slot, known ? &s->applied : NULL, &s->policy, &e);
+		if (r >= 0) {
+			net_policy_free(&s->applied);
+			char *j = net_policy_json(&s->policy);
+			if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
+				memset(&s->applied, 0, sizeof(s->applied));
+			free(j);
+			s->attached = true;
+		}
+	}
+	pthread_mutex_unlock(&netd.lock);
+	if (r >= 0)
+		proxy_recheck(slot);
+	return r < 0 ? answer_err(&e) : answer_ok();
+}
+
+static void put_u64(json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+static json_object *do_stats(json_object *req)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = named(req, &e);
+	struct netd_counters c = s ? s->c : (struct netd_counters){ 0 };
+	char ifname[IFNAMSIZ] = "";
+	if (s)
+		memcpy(ifname, s->ifname, sizeof(ifname));
+	pthread_mutex_unlock(&netd.lock);
+	if (!s)
+		return answer_err(&e);
+	struct nl nl;
+	struct nl_link_stats ls = { 0 };
+	if (nl_open(&nl, &e) >= 0) {
+		(void)nl_link_stats(&nl, ifname, &ls, NULL);
+		nl_close(&nl);
+	}
+	json_object *o = answer_ok();
+	/* the host end's receive counters are what the sandbox sent */
+	put_u64(o, "txBytes", ls.rx_bytes);
+	put_u64(o, "rxBytes", ls.tx_bytes);
+	put_u64(o, "txPackets", ls.rx_packets);
+	put_u64(o, "rxPackets", ls.tx_packets);
+	put_u64(o, "dnsQueries", c.dns_queries);
+	put_u64(o, "dnsRefused", c.dns_refused);
+	put_u64(o, "dnsRebindDropped", c.dns_rebind);
+	put_u64(o, "proxyConnections", c.proxy_conns);
+	put_u64(o, "proxyRefused", c.proxy_refused);
+	put_u64(o, "proxyBytesOut", c.proxy_bytes_out);
+	put_u64(o, "proxyBytesIn", c.proxy_bytes_in);
+	return o;
+}
+
+static json_object *do_status(void)
+{
+	json_object *o = answer_ok();
+	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+	json_object_object_add(o, "uplink", json_object_new_string(netd.uplink));
+	json_object_object_add(o, "table", json_object_new_string(netd.cfg.table));
+	json_object_object_add(o, "dnsPort", json_object_new_int(netd.cfg.dns_port));
+	json_object_object_add(o, "proxyPort", json_object_new_int(netd.cfg.proxy_port));
+	json_object_object_add(o, "resolvers", json_object_new_int((int)netd.cfg.nresolvers));
+	pthread_mutex_lock(&netd.lock);
+	json_object_object_add(o, "sandboxes", json_object_new_int((int)netd.nsbx));
+	pthread_mutex_unlock(&netd.lock);
+	return o;
+}
+
+static bool peer_allowed(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
+/* One request: its answer (NULL: leave the connection). */
+static json_object *handle(const char *buf, size_t n, int fd, bool *stop)
+{
+	json_tokener *tok = json_tokener_new_ex(8);
+	json_object *req = tok ? json_tokener_parse_ex(tok, buf, (int)n) : NULL;
+	bool whole = tok && json_tokener_get_error(tok) == json_tokener_success;
+	json_tokener_free(tok);
+	abox_error e = ABOX_ERROR_INIT;
+	json_object *ans;
+	const char *op = whole ? js_str(req, "op") : NULL;
+	if (!op)
+		ans = (abox_error_setx(&e, EINVAL, "not a request"), answer_err(&e));
+	else if (!strcmp(op, "attach"))
+		ans = do_attach(req, fd);
+	else if (!strcmp(op, "remove"))
+		ans = do_remove(req);
+	else if (!strcmp(op, "policy"))
+		ans = do_policy(req);
+	else if (!strcmp(op, "stats"))
+		ans = do_stats(req);
+	else if (!strcmp(op, "status"))
+		ans = do_status();
+	else if (!strcmp(op, "stop"))
+		ans = answer_ok(), *stop = true;
+	else
+		ans = (abox_error_setx(&e, EINVAL, "unknown request '%s'", op), answer_err(&e));
+	json_object_put(req);
+	return ans;
+}
+
+static void serve(int c)
+{
+	char *buf = malloc(MSG_MAX);
+	bool stop = false;
+	while (buf && !stop) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		/* a client is the library: it asks at once or is gone */
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		int fd = -1;
+		size_t nfds = 0;
+		ssize_t n = fd_recv(c, buf, MSG_MAX - 1, &fd, 1, &nfds, 0);
+		if (n <= 0) {
+			if (nfds && fd >= 0)
+				close(fd);
+			break;
+		}
+		if (!nfds)
+			fd = -1;
+		json_object *ans = handle(buf, (size_t)n, fd, &stop);
+		if (fd >= 0)
+			close(fd);
+		pthread_mutex_lock(&netd.lock);
+		netd.last_busy_ms = clock_mono_ms();
+		pthread_mutex_unlock(&netd.lock);
+		const char *s = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
+		(void)send(c, s, strlen(s), MSG_NOSIGNAL);
+		json_object_put(ans);
+	}
+	free(buf);
+	if (stop) {
+		netd_log("asked to stop");
+		exit(0);
+	}
+}
+
+static void *control_main(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	for (;;) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			netd_log("control: accept: %s", strerror(errno));
+			sleep(1);
+			continue;
+		}
+		if (peer_allowed(c))
+			serve(c);
+		close(c);
+	}
+	return NULL;
+}
+
+int control_start(int listen_fd, abox_error *err)
+{
+	pthread_t t;
+	int r = pthread_create(&t, NULL, control_main, (void *)(intptr_t)listen_fd);
+	if (r)
+		return abox_error_set(err, r, "start the control thread");
+	pthread_detach(t);
+	return 0;
+}
