@@ -1033,7 +1033,8 @@ static int fill_del_if(struct nftnl_set *s, const void *ud)
 	struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create(d->all);
 	if (!it)
 		return -ENOMEM;
-	for (struct nftnl_set_elem *e = nftnl_set_elems_iter_cur(it); e; e = nftnl_set_elems_iter_next(it)) {
+	/* iter_next hands out the current element, then moves on */
+	for (struct nftnl_set_elem *e; (e = nftnl_set_elems_iter_next(it));) {
 		uint32_t len = 0, elen = 0;
 		const uint8_t *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
 		const uint8_t *ke = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY_END, &elen);
@@ -1097,8 +1098,7 @@ int nft_ifaces(struct nft *n, char ***out, abox_error *err)
 	char **v = calloc(cap + 1, sizeof(char *));
 	struct nftnl_set_elems_iter *it = v ? nftnl_set_elems_iter_create(all) : NULL;
 	r = it ? 0 : -ENOMEM;
-	for (struct nftnl_set_elem *e = it ? nftnl_set_elems_iter_cur(it) : NULL; r >= 0 && e;
-	     e = nftnl_set_elems_iter_next(it)) {
+	for (struct nftnl_set_elem *e; r >= 0 && it && (e = nftnl_set_elems_iter_next(it));) {
 		uint32_t len = 0;
 		const char *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
 		if (!k || len != KEY_IF)

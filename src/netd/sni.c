@@ -35,6 +35,7 @@ static int host_copy(const uint8_t *s, size_t len, char *name)
 			if (label == 0)
 				return -EINVAL;
 			label = 0;
+			name[i] = '.';
 			continue;
 		}
 		if (c >= 'A' && c <= 'Z')
