@@ -104,16 +104,39 @@ void cli_close_gc(struct cli_sandbox *s);
 	{ "pids", required_argument, NULL, 'P' },              \
 	{ "cpus", required_argument, NULL, 'C' },              \
 	{ "timeout", required_argument, NULL, 'T' },           \
-	{ "seccomp", required_argument, NULL, 'S' }
+	{ "seccomp", required_argument, NULL, 'S' },           \
+	{ "net", required_argument, NULL, 'N' },               \
+	{ "allow-out", required_argument, NULL, 'O' },         \
+	{ "deny-out", required_argument, NULL, 'X' }
 /* clang-format on */
 
-/* What those options make: the sandbox's options, and the -e K=V values
- * (env has room for one per argument; the verb says whose they are). */
+/* What those options make: the sandbox's options, the -e K=V values and
+ * the network's lists (each has room for one per argument: cli_new_init
+ * makes them). */
 struct cli_new_sandbox {
 	abox_sandbox_opts so;
 	const char **env;
 	size_t nenv;
+	abox_net_opts net;
+	bool net_given;
+	const char **allow, **deny;
+	size_t nallow, ndeny;
 };
+/* Room for argc values of each list; -1 when out of memory. */
+int cli_new_init(struct cli_new_sandbox *ns, int argc);
+void cli_new_free(struct cli_new_sandbox *ns);
+/* After the options: the network's mode and lists put together (lists
+ * without --net mean filtered; filtered without --deny-out lets out only
+ * what --allow-out names). -1 once it has said what is wrong. */
+int cli_new_finish(const char *verb, struct cli_new_sandbox *ns);
+/* The text of the network options, for usage texts. */
+#define CLI_NET_USAGE                                                                              \
+	"      --net MODE        none (loopback only, the default), open (the internet, never\n"      \
+	"                        private, link-local or host addresses) or filtered\n"                 \
+	"      --allow-out X     filtered: an IP, CIDR or name (example.com, *.example.com) it may\n"   \
+	"                        reach (repeatable; names need --deny-out 0.0.0.0/0)\n"                \
+	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"  \
+	"                        everything --allow-out does not name is refused)\n"
 
 /* Takes getopt_long's c and its value val into ns; the verb has looked at
  * its own options first. Returns 1 when c is one of CLI_SANDBOX_LONGOPTS,
@@ -135,6 +158,7 @@ int cmd_kill(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_set_timeout(int argc, char **argv);
+int cmd_network(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);

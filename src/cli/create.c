@@ -18,12 +18,11 @@ int cmd_create(int argc, char **argv)
 		{ 0 },
 	};
 	_cleanup_free_ const char **meta = calloc((size_t)argc + 1, sizeof(char *));
-	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
-	struct cli_new_sandbox ns = { .so = ABOX_SANDBOX_OPTS_INIT, .env = env };
+	_cleanup_(cli_new_free) struct cli_new_sandbox ns;
 	abox_sandbox_opts *so = &ns.so;
 	size_t nmeta = 0;
 	int c;
-	if (!meta || !env)
+	if (cli_new_init(&ns, argc) < 0 || !meta)
 		return EXIT_ABOX;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+t:m:e:h", longopts, NULL)) != -1) {
@@ -42,14 +41,16 @@ int cmd_create(int argc, char **argv)
 		case 'h':
 			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... [-e K=V]...\n"
 			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] [--timeout SECS]\n"
-			       "                   [--auto-pause] [--seccomp FILE] [--layer disk|tmpfs]\n\n"
+			       "                   [--auto-pause] [--seccomp FILE] [--layer disk|tmpfs]\n"
+			       "                   [--net none|open|filtered] [--allow-out X]... [--deny-out X]...\n\n"
 			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
 			       "or its timeout, whether or not any abox process is running. --from starts it\n"
 			       "with the files of a snapshot (id or name) on that snapshot's template.\n"
 			       "--auto-pause: at its timeout it is paused with its memory (to disk when the\n"
 			       "checkpointer works), not killed; aboxd or any `abox gc` does it.\n"
 			       "--layer: its files on a disk of its own of --disk's size (the default: they\n"
-			       "never count as its memory), or in memory ('tmpfs').\n");
+			       "never count as its memory), or in memory ('tmpfs').\n"
+			       "--net: what it may reach outside (`abox run --help`; the default: nothing).\n");
 			return 0;
 		default:
 			if (cli_sandbox_opt("create", c, optarg, &ns) <= 0)
@@ -61,7 +62,8 @@ int cmd_create(int argc, char **argv)
 		return EXIT_ABOX;
 	}
 	so->metadata = nmeta ? meta : NULL;
-	so->env = ns.nenv ? env : NULL;
+	if (cli_new_finish("create", &ns) < 0)
+		return EXIT_ABOX;
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
 	int rc = cli_create(so, &s);
 	if (rc)

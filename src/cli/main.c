@@ -40,6 +40,7 @@ static const struct verb verbs[] = {
 	{ "info", "[--json] ID", "one sandbox's state, limits and metadata", cmd_info, false },
 	{ "metrics", "[--json] ID", "CPU, memory, disk and processes in use", cmd_metrics, false },
 	{ "set-timeout", "ID SECS", "move a sandbox's deadline (from now; 0 = none)", cmd_set_timeout, false },
+	{ "network", "ID [--net MODE ...]", "a sandbox's egress: show it, or change its policy", cmd_network, false },
 	{ "pause", "ID...", "freeze sandboxes (memory kept, timeout clock stopped)", cmd_pause, false },
 	{ "resume", "ID...", "thaw paused sandboxes", cmd_resume, false },
 	{ "snapshot", "[--name N] ID", "copy a sandbox's files into a snapshot", cmd_snapshot, false },

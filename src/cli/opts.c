@@ -155,8 +155,67 @@ int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_san
 	case 'S':
 		so->seccomp_policy = val;
 		break;
+	case 'N':
+		if (!strcmp(val, "none"))
+			ns->net.mode = ABOX_NET_NONE;
+		else if (!strcmp(val, "open"))
+			ns->net.mode = ABOX_NET_OPEN;
+		else if (!strcmp(val, "filtered"))
+			ns->net.mode = ABOX_NET_FILTERED;
+		else {
+			cli_err("%s: --net '%s': expected none, open or filtered", verb, val);
+			r = -1;
+		}
+		ns->net_given = true;
+		break;
+	case 'O':
+		ns->allow[ns->nallow++] = val;
+		break;
+	case 'X':
+		ns->deny[ns->ndeny++] = val;
+		break;
 	default:
 		return 0;
 	}
 	return r < 0 ? -1 : 1;
+}
+
+int cli_new_init(struct cli_new_sandbox *ns, int argc)
+{
+	*ns = (struct cli_new_sandbox){ .so = ABOX_SANDBOX_OPTS_INIT, .net = ABOX_NET_OPTS_INIT };
+	ns->env = calloc((size_t)argc + 1, sizeof(char *));
+	ns->allow = calloc((size_t)argc + 1, sizeof(char *));
+	ns->deny = calloc((size_t)argc + 1, sizeof(char *));
+	if (!ns->env || !ns->allow || !ns->deny) {
+		cli_new_free(ns);
+		return -1;
+	}
+	return 0;
+}
+
+void cli_new_free(struct cli_new_sandbox *ns)
+{
+	free(ns->env);
+	free(ns->allow);
+	free(ns->deny);
+	ns->env = NULL;
+	ns->allow = ns->deny = NULL;
+}
+
+int cli_new_finish(const char *verb, struct cli_new_sandbox *ns)
+{
+	ns->so.env = ns->nenv ? ns->env : NULL;
+	bool lists = ns->nallow || ns->ndeny;
+	if (lists && !ns->net_given)
+		ns->net.mode = ABOX_NET_FILTERED;
+	if (lists && ns->net.mode != ABOX_NET_FILTERED) {
+		cli_err("%s: --allow-out and --deny-out go with --net filtered", verb);
+		return -1;
+	}
+	if (ns->net.mode == ABOX_NET_FILTERED && !ns->ndeny)
+		ns->deny[ns->ndeny++] = "0.0.0.0/0";
+	ns->net.allow_out = ns->nallow ? ns->allow : NULL;
+	ns->net.deny_out = ns->ndeny ? ns->deny : NULL;
+	ns->so.net = ns->net.mode == ABOX_NET_NONE ? NULL : &ns->net;
+	return 0;
 }

@@ -28,6 +28,7 @@ static void usage(FILE *f)
 		"      --cpus N          CPU limit, e.g. 0.5 or 2 (default 1)\n"
 		"      --timeout SECS    kill the sandbox after SECS seconds\n"
 		"      --seccomp FILE    seccomp policy (OCI linux.seccomp JSON)\n"
+		CLI_NET_USAGE
 		"  -h, --help            this text\n"
 		"\n"
 		"Exit status: the command's; 128+N if signal N ended it; 124 on --timeout;\n"
@@ -44,12 +45,11 @@ int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
-	struct cli_new_sandbox ns = { .so = ABOX_SANDBOX_OPTS_INIT, .env = env };
+	_cleanup_(cli_new_free) struct cli_new_sandbox ns;
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
 	int c, r;
 
-	if (!env)
+	if (cli_new_init(&ns, argc) < 0)
 		return EXIT_ABOX;
 	ns.so.flags = ABOX_SANDBOX_EPHEMERAL;
 	optind = 1;
@@ -77,8 +77,12 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: missing command (usage: abox run [OPTIONS] -- CMD [ARG...])");
 		return EXIT_ABOX;
 	}
+	if (cli_new_finish("run", &ns) < 0)
+		return EXIT_ABOX;
 	po.argv = (const char *const *)argv + optind;
-	po.env = ns.nenv ? env : NULL;
+	/* -e is the command's here (the sandbox ends with it anyway) */
+	po.env = ns.so.env;
+	ns.so.env = NULL;
 	/* how an end is told: the limit a kill for memory hit, the timeout */
 	struct cli_proc_opts o = { .memory_text = "512M", .timeout_s = (ns.so.timeout_ms + 999) / 1000 };
 	char membuf[32];

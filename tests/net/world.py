@@ -211,3 +211,28 @@ class World:
             p.kill()
             p.wait()
         subprocess.run(["rm", "-rf", self.dir])
+
+
+# ---- TAP ----------------------------------------------------------------
+
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    return bool(cond)
+
+
+def finish():
+    print(f"1..{len(results)}")
+    for i, (name, ok, detail) in enumerate(results, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+        if not ok:
+            for dl in str(detail)[:2000].splitlines():
+                print(f"# {dl}")
+    sys.exit(0 if results and all(ok for _, ok, _ in results) else 1)
+
+
+def broke():
+    import traceback
+    check("no step raised", False, traceback.format_exc()[-1500:])
