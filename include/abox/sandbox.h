@@ -69,6 +69,14 @@ typedef struct abox_net_opts {
 } abox_net_opts;
 #define ABOX_NET_OPTS_INIT { ABOX_NET_OPTS_VERSION, ABOX_NET_NONE, NULL, NULL }
 
+/* Checks network options as abox_sandbox_create and
+ * abox_sandbox_set_network do, making nothing. The message is the cause
+ * alone, in E2B's words where E2B has them ("invalid denied CIDR x",
+ * "invalid allowed address x", "When specifying allowed domains in allow
+ * out, you must include 'ALL_TRAFFIC' in deny out to block all other
+ * traffic."). */
+ABOX_EXPORT int abox_net_check(const abox_net_opts *net, abox_error *err);
+
 #define ABOX_SANDBOX_OPTS_VERSION 3
 typedef struct abox_sandbox_opts {
 	uint32_t version;

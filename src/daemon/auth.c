@@ -383,3 +383,10 @@ int sandbox_visible(struct request *rq, abox_ctx *ctx, const char *id, abox_sand
 	}
 	return 0;
 }
+
+bool auth_traffic_ok(const abox_sandbox_info *in, const char *given)
+{
+	char traffic[AUTH_TOKEN_LEN + 1];
+	auth_traffic_token(in, traffic);
+	return same_secret(traffic, given);
+}

@@ -25,6 +25,9 @@ int auth_init(const char *state);
 /* The sandbox's envdAccessToken and trafficAccessToken (NUL-terminated). */
 void auth_envd_token(const abox_sandbox_info *in, char out[AUTH_TOKEN_LEN + 1]);
 void auth_traffic_token(const abox_sandbox_info *in, char out[AUTH_TOKEN_LEN + 1]);
+/* Whether given (may be NULL) is its traffic token, compared in
+ * constant time. */
+bool auth_traffic_ok(const abox_sandbox_info *in, const char *given);
 /* Whether rq carries a credential of sandbox in for its plane. A signed
  * URL also fixes rq->user to the user it was signed for. */
 bool auth_request_ok(struct request *rq, const abox_sandbox_info *in);

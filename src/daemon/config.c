@@ -8,8 +8,10 @@
  * "adminListen"/"adminPort" (Prometheus /metrics, 127.0.0.1:49990; port 0
  * for none), "maxConnections" (1000), "maxConnectionsPerClient" (64),
  * "headerTimeoutSeconds" (10; see conns.c), "defaults" {"memoryMB",
- * "diskMB", "cpus"} and "limits" (admission.h; kept as given, for
- * admission_configure). With no key configured, the key in
+ * "diskMB", "cpus"}, "limits" (admission.h; kept as given, for
+ * admission_configure) and "network" {"default": "open" | "none"} (what
+ * a create without network settings gets; E2B's is open; the host's side
+ * of egress is the state folder's network.json, docs/networking.md). With no key configured, the key in
  * <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once.
  * Command-line options and the environment are main.c's. Runs in aboxd,
@@ -34,6 +36,7 @@ struct daemon_config daemon_cfg = {
 	.max_conns = 1000,
 	.per_client_conns = 64,
 	.head_timeout = 10,
+	.net_default = ABOX_NET_OPEN,
 };
 
 int config_load(const char *path, bool explicit)
@@ -71,6 +74,18 @@ int config_load(const char *path, bool explicit)
 			daemon_cfg.admin_listen = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "adminPort") && json_object_is_type(val, json_type_int))
 			daemon_cfg.admin_port = json_object_get_int(val);
+		else if (!strcmp(k, "network") && json_object_is_type(val, json_type_object)) {
+			json_object *d;
+			const char *m = json_object_object_get_ex(val, "default", &d) ? json_object_get_string(d) : "open";
+			if (!strcmp(m, "open"))
+				daemon_cfg.net_default = ABOX_NET_OPEN;
+			else if (!strcmp(m, "none"))
+				daemon_cfg.net_default = ABOX_NET_NONE;
+			else {
+				fprintf(stderr, "aboxd: config '%s': network.default must be \"open\" or \"none\"\n", path);
+				r = -1;
+			}
+		}
 		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
 			daemon_cfg.idle_timeout = (unsigned)json_object_get_int(val);
 		else if (!strcmp(k, "maxConnections") && json_object_is_type(val, json_type_int) &&

@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
+#include "network.h"
 #include "lifecycle.h"
 #include "listing.h"
 #include "wire.h"
@@ -68,11 +69,7 @@ static json_object *detail_json(const abox_sandbox_info *in)
 			       json_object_new_string(in->state == ABOX_STATE_PAUSED ? "paused" : "running"));
 	json_object_object_add(o, "metadata", control_public_metadata(in, NULL, NULL));
 	json_object_object_add(o, "lifecycle", lifecycle_json(in));
-	char *net = note_read("network", in->id);
-	json_object *nj = net && *net ? json_tokener_parse(net) : NULL;
-	if (nj)
-		json_object_object_add(o, "network", nj);
-	free(net);
+	network_detail(in->id, o);
 	return o;
 }
 
@@ -81,58 +78,6 @@ bool control_checkpointer_works(abox_ctx *ctx)
 	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
 }
 
-/* Network settings as E2B takes them ({allowOut, denyOut, ...} and
- * allow_internet_access): checked for shape and stored as given (notes.c)
- * until sandboxes get networking; today a sandbox has loopback only, so
- * every deny already holds and no allow can. NULL and why when malformed;
- * else a malloc'd JSON text to store, or "" when there is nothing to
- * store. */
-char *control_network_note(json_object *net, json_object *allow, char *why, size_t whyn)
-{
-	if (net && !json_object_is_type(net, json_type_object) && !json_object_is_type(net, json_type_null)) {
-		snprintf(why, whyn, "network must be an object");
-		return NULL;
-	}
-	if (allow && !json_object_is_type(allow, json_type_boolean) && !json_object_is_type(allow, json_type_null)) {
-		snprintf(why, whyn, "allow_internet_access must be true or false");
-		return NULL;
-	}
-	if (net && json_object_is_type(net, json_type_object)) {
-		json_object_object_foreach(net, k, v) {
-			if (strcmp(k, "allowOut") && strcmp(k, "denyOut"))
-				continue; /* other settings are kept as they are */
-			size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-			if (!json_object_is_type(v, json_type_array) || n > 1024) {
-				snprintf(why, whyn, "network.%s must be an array of at most 1024 addresses or names", k);
-				return NULL;
-			}
-			for (size_t i = 0; i < n; i++) {
-				json_object *e = json_object_array_get_idx(v, i);
-				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
-				    json_object_get_string_len(e) > 253) {
-					snprintf(why, whyn, "network.%s[%zu] must be an address, a CIDR or a host name", k, i);
-					return NULL;
-				}
-			}
-		}
-	}
-	if (net && json_object_is_type(net, json_type_object) &&
-	    strlen(json_object_to_json_string_ext(net, JSON_C_TO_STRING_PLAIN)) > 60000) {
-		snprintf(why, whyn, "network settings over 60000 bytes");
-		return NULL;
-	}
-	bool have_net = net && json_object_is_type(net, json_type_object);
-	bool have_allow = allow && json_object_is_type(allow, json_type_boolean);
-	if (!have_net && !have_allow)
-		return strdup("");
-	json_object *o = have_net ? json_object_get(net) : json_object_new_object();
-	json_object_object_del(o, "allow_internet_access"); /* kept under its name in the config */
-	if (have_allow)
-		json_object_object_add(o, "allowInternetAccess", json_object_get(allow));
-	char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return text;
-}
 
 enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2)
 {
@@ -332,6 +277,40 @@ enum MHD_Result control_pause(struct request *rq, abox_ctx *ctx, const char *id)
 	return r < 0 ? reply_abox_error(rq, &err, r) : reply_empty(rq, 204);
 }
 
+/* PUT /sandboxes/{id}/network: the egress replaced in force at once
+ * (flows to what is now denied cut), then the settings GET shows. */
+static enum MHD_Result network_put(struct request *rq, abox_sandbox *sb, const char *id)
+{
+	enum MHD_Result sent;
+	json_object *b = body_json(rq, &sent);
+	if (!b)
+		return sent;
+	char why[512];
+	unsigned st = 0;
+	struct e2b_net en;
+	char *old = note_read("network", id);
+	enum MHD_Result q;
+	if (network_parse_update(b, old, &en, &st, why, sizeof(why)) < 0) {
+		q = reply_error(rq, st, "%s", why);
+	} else {
+		abox_error err = ABOX_ERROR_INIT;
+		int r = abox_sandbox_set_network(sb, &en.opts, &err);
+		if (r == -EOPNOTSUPP)
+			q = reply_error(rq, 409, "sandbox %s has no network to change (made while aboxd's network.default "
+						 "was none)", id);
+		else if (r < 0)
+			q = reply_abox_error(rq, &err, r);
+		else if (note_write("network", id, json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN)) < 0)
+			q = reply_error(rq, 500, "the new policy is in force, but cannot be stored for GET");
+		else
+			q = reply_empty(rq, 204);
+		network_free(&en);
+	}
+	free(old);
+	json_object_put(b);
+	return q;
+}
+
 enum MHD_Result control_sandbox_call(struct request *rq, abox_ctx *ctx, const char *id, const char *what)
 {
 	enum MHD_Result sent;
@@ -404,20 +383,7 @@ enum MHD_Result control_sandbox_call(struct request *rq, abox_ctx *ctx, const ch
 			q = reply_json(rq, 200, a);
 		}
 	} else if (!strcmp(what, "network")) {
-		json_object *b = body_json(rq, &sent), *allow = NULL;
-		char why[256], *text = NULL;
-		if (!b) {
-			q = sent;
-		} else if (json_object_object_get_ex(b, "allow_internet_access", &allow),
-			   !(text = control_network_note(b, allow, why, sizeof(why)))) {
-			q = reply_error(rq, 400, "%s", why);
-		} else if (*text ? note_write("network", id, text) < 0 : (note_remove("network", id), false)) {
-			q = reply_error(rq, 500, "cannot store the sandbox's network settings");
-		} else {
-			q = reply_empty(rq, 204); /* stored; enforced when sandboxes get networking */
-		}
-		free(text);
-		json_object_put(b);
+		q = network_put(rq, sb, id);
 	} else {
 		q = reply_json(rq, 200, detail_json(&in));
 	}

@@ -14,7 +14,7 @@
 
 #define DEFAULT_TIMEOUT_S 300
 
-char *control_network_note(json_object *net, json_object *allow, char *why, size_t whyn);
+
 /* The calls of the control plane, which router.c's route table makes
  * with the request's context: the list of sandboxes (v2: GET
  * /v2/sandboxes), connect or resume (legacy_resume: POST

@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
+#include "network.h"
 #include "lifecycle.h"
 #include "listing.h"
 #include "wire.h"
@@ -132,7 +133,8 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	int64_t timeout = 0, mem = 0, disk = 0, cpus = 0;
 	bool secure = false, auto_pause = false;
 	char **meta = NULL, **env = NULL;
-	char *netnote = NULL;
+	struct e2b_net en = { 0 };
+	unsigned nst = 0;
 	enum MHD_Result q;
 	if (json_get_string(b, "templateID", &tmpl, bad, sizeof(bad)) < 0 ||
 	    json_get_int(b, "timeout", 0, 86400 * 30, &timeout, bad, sizeof(bad)) < 0 ||
@@ -174,12 +176,8 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	}
 	/* no token is kept: every sandbox's is derived (auth.c), `secure`
 	 * or not */
-	json_object *net = NULL, *allow = NULL;
-	json_object_object_get_ex(b, "network", &net);
-	json_object_object_get_ex(b, "allow_internet_access", &allow);
-	netnote = control_network_note(net, allow, bad, sizeof(bad));
-	if (!netnote) {
-		q = reply_error(rq, 400, "%s", bad);
+	if (network_parse_create(b, &en, &nst, bad, sizeof(bad)) < 0) {
+		q = reply_error(rq, nst, "%s", bad);
 		goto out;
 	}
 	abox_sandbox_opts o = ABOX_SANDBOX_OPTS_INIT;
@@ -189,6 +187,7 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	o.cpu_millis = cpus > 0 ? (uint32_t)cpus * 1000 : daemon_cfg.cpu_millis;
 	o.metadata = (const char *const *)meta;
 	o.env = (const char *const *)env;
+	o.net = en.opts.mode == ABOX_NET_NONE ? NULL : &en.opts;
 	if (auto_pause)
 		o.flags |= ABOX_SANDBOX_AUTO_PAUSE;
 	/* SDK 2.51's lifecycle.onTimeout {action: 'pause', keepMemory: false} */
@@ -225,7 +224,9 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 		q = reply_error(rq, create_status(r, &err), "%s", err.msg);
 		goto out;
 	}
-	if (*netnote && note_write("network", abox_sandbox_id(sb), netnote) < 0) {
+	const char *notetext = json_object_object_length(en.note) ?
+				       json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN) : NULL;
+	if (notetext && note_write("network", abox_sandbox_id(sb), notetext) < 0) {
 		undo_create(sb);
 		q = reply_error(rq, 500, "cannot store the sandbox's network settings");
 		goto out;
@@ -242,7 +243,7 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	q = reply_json(rq, 201, control_sandbox_json(&in));
 	abox_sandbox_info_clear(&in);
 out:
-	free(netnote);
+	network_free(&en);
 	abox_strv_free(meta);
 	abox_strv_free(env);
 	json_object_put(b);

@@ -8,7 +8,11 @@
  * reachable this way. Plain requests go upstream as HTTP/1.0 (one request
  * per connection, no chunked replies to undo); a request asking for an
  * Upgrade (WebSocket) goes as HTTP/1.1 and, when upstream agrees (101),
- * both sockets are spliced until either side closes. */
+ * both sockets are spliced until either side closes.
+ * A sandbox made with network.allowPublicTraffic false is reached only
+ * with its traffic token (E2B-Traffic-Access-Token); one with
+ * network.maskRequestHost gets that Host ("${PORT}": the port asked for)
+ * instead of the client's (network.c). */
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include "daemon.h"
 #include "auth.h"
 #include "lifecycle.h"
+#include "network.h"
 #include "planes.h"
 
 #define HEAD_MAX (64 << 10)
@@ -100,6 +105,7 @@ struct hdrbuf {
 	char *p;
 	size_t len, cap;
 	bool upgrade;
+	const char *host; /* sent instead of the client's Host, or NULL */
 };
 
 static void hb_add(struct hdrbuf *b, const char *s)
@@ -133,6 +139,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 			return MHD_YES;
 	if (!strcasecmp(k, "Connection") && !b->upgrade)
 		return MHD_YES;
+	if (!strcasecmp(k, "Host") && b->host)
+		return MHD_YES; /* the mask's, added with the request line */
 	hb_add(b, k);
 	hb_add(b, ": ");
 	hb_add(b, v ? v : "");
@@ -219,6 +227,26 @@ enum MHD_Result proxy_route(struct request *rq)
 	bool woke = wake == 0 && in.state == ABOX_STATE_PAUSED;
 	pid_t pid = in.pid;
 	bool running = in.state == ABOX_STATE_RUNNING || woke;
+	bool public_traffic;
+	char mask[320], host[400] = "";
+	(void)network_ingress(in.id, &public_traffic, mask, sizeof(mask));
+	if (!public_traffic) {
+		if (!auth_traffic_ok(&in, header(rq, "E2B-Traffic-Access-Token"))) {
+			abox_sandbox_info_clear(&in);
+			abox_ctx_free(ctx);
+			return reply_error(rq, 403, "sandbox %s takes traffic only with its traffic access token "
+						    "(E2B-Traffic-Access-Token): it was made with allowPublicTraffic false",
+					   rq->sandbox);
+		}
+	}
+	if (*mask) {
+		/* "${PORT}" stands for the port the request was for */
+		char *at = strstr(mask, "${PORT}");
+		if (at)
+			snprintf(host, sizeof(host), "%.*s%u%s", (int)(at - mask), mask, rq->port, at + 7);
+		else
+			snprintf(host, sizeof(host), "%s", mask);
+	}
 	abox_sandbox_info_clear(&in);
 	if (woke && sandbox_visible(rq, ctx, rq->sandbox, &in) == 0) {
 		pid = in.pid; /* a resume from disk restores init under a new pid */
@@ -239,11 +267,15 @@ enum MHD_Result proxy_route(struct request *rq)
 		return reply_error(rq, 502, "%s", why);
 
 	const char *up = header(rq, "Upgrade");
-	struct hdrbuf h = { .upgrade = up != NULL };
+	struct hdrbuf h = { .upgrade = up != NULL, .host = *host ? host : NULL };
 	char line[8400];
 	snprintf(line, sizeof(line), "%s %s HTTP/%s\r\n", rq->method, rq->raw_uri[0] ? rq->raw_uri : rq->url,
 		 up ? "1.1" : "1.0");
 	hb_add(&h, line);
+	if (h.host) {
+		snprintf(line, sizeof(line), "Host: %s\r\n", h.host);
+		hb_add(&h, line);
+	}
 	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, copy_header, &h);
 	if (rq->len) {
 		snprintf(line, sizeof(line), "Content-Length: %zu\r\n", rq->len);

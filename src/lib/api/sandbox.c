@@ -1,6 +1,8 @@
 /* api/sandbox.c — the public sandbox calls: checks, then the context's
  * backend. Runs in the caller's process. */
 #include "api/api.h"
+#include "net/policy.h"
+#include "versioned.h"
 
 int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
@@ -155,4 +157,17 @@ void abox_net_info_clear(abox_net_info *info)
 	abox_strv_free(info->allow_out);
 	abox_strv_free(info->deny_out);
 	info->allow_out = info->deny_out = NULL;
+}
+
+int abox_net_check(const abox_net_opts *net, abox_error *err)
+{
+	API_NEED(net, "network check");
+	abox_net_opts o = ABOX_NET_OPTS_INIT;
+	if (versioned_copy_in(VERSIONED_NET_OPTS, &o, net) < 0)
+		return abox_error_setx(err, EINVAL, "abox_net_opts: bad version %u", net->version);
+	struct net_policy p;
+	int r = net_policy_make((enum net_mode)o.mode, o.allow_out, o.deny_out, &p, err);
+	if (r >= 0)
+		net_policy_free(&p);
+	return r;
 }
