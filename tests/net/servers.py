@@ -5,6 +5,7 @@ namespace that stands for it, on documentation addresses only.
     203.0.113.10  HTTP 80, HTTPS 443, UDP echo 7, a server-first banner
                   on 2222, an SMTP banner on 25, HTTP on 8080
     203.0.113.11  HTTP 80, HTTPS 443 (another site)
+    203.0.113.12  a server-first banner on 80 (banner.test)
     169.254.169.254  HTTP 80: a stand-in for a cloud metadata service
 
 usage: servers.py DIR   (DIR: the certificates, the query log, ready)"""
@@ -15,6 +16,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 
 ZONE = {
     "allowed.test": "203.0.113.10",
@@ -27,6 +29,7 @@ ZONE = {
     "meta.test": "169.254.169.254",
     "host.test": "198.51.100.2",
     "deny.test": "203.0.113.11",
+    "banner.test": "203.0.113.12",
 }
 
 DIR = sys.argv[1]
@@ -105,9 +108,29 @@ class HTTP(socketserver.StreamRequestHandler):
             if len(head) > 65536:
                 return
         host = ""
+        upgrade = False
         for line in head.split(b"\r\n")[1:]:
             if line.lower().startswith(b"host:"):
                 host = line[5:].strip().decode("latin-1")
+            if line.lower().startswith(b"upgrade:") and b"websocket" in line.lower():
+                upgrade = True
+        if upgrade:
+            # switched, then an echo of whatever comes
+            self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+            self.wfile.flush()
+            while True:
+                d = self.request.recv(4096)
+                if not d:
+                    return
+                self.request.sendall(d)
+        if head.startswith(b"GET /stream"):
+            # a byte every 50 ms for a minute: a long flow to cut
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n\r\n")
+            for _ in range(1200):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.05)
+            return
         sni = getattr(self.request, "abox_sni", "")
         here = self.request.getsockname()[0]
         body = f"hello from {here} host={host} sni={sni}\n".encode()
@@ -132,13 +155,14 @@ class TLSServer(socketserver.ThreadingTCPServer):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(DIR, "server.pem"), os.path.join(DIR, "server.key"))
         ctx.sni_callback = on_sni
+        ctx.set_alpn_protocols(["http/1.1", "h2"])
         sock.settimeout(10)
         try:
             t = ctx.wrap_socket(sock, server_side=True)
         except (ssl.SSLError, OSError):
             sock.close()
             raise OSError("handshake failed")
-        t.abox_sni = seen.get("sni", "")
+        t.abox_sni = seen.get("sni", "") + (",alpn=" + t.selected_alpn_protocol() if t.selected_alpn_protocol() else "")
         return t, addr
 
 
@@ -185,6 +209,7 @@ def main():
     serve(UDP(("203.0.113.10", 7), Echo))
     serve(TCP(("203.0.113.10", 2222), Banner))
     serve(TCP(("203.0.113.10", 25), SMTP))
+    serve(TCP(("203.0.113.12", 80), Banner))
     with open(os.path.join(DIR, "ready"), "w") as f:
         f.write("ok\n")
     threading.Event().wait()

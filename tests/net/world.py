@@ -109,7 +109,7 @@ class World:
         for c in (("ip", "link", "set", "lo", "up"), ("ip", "addr", "add", "198.51.100.1/24", "dev", "wan0"),
                   ("ip", "link", "set", "wan0", "up")):
             sh(*c, ns=self.inet)
-        for a in ("203.0.113.10/32", "203.0.113.11/32", "203.0.113.53/32", "169.254.169.254/32"):
+        for a in ("203.0.113.10/32", "203.0.113.11/32", "203.0.113.12/32", "203.0.113.53/32", "169.254.169.254/32"):
             sh("ip", "addr", "add", a, "dev", "lo", ns=self.inet)
         srv = subprocess.Popen(["nsenter", "-t", str(self.inet), "-n", "--", sys.executable,
                                 os.path.join(os.path.dirname(__file__), "servers.py"), self.dir],

@@ -233,6 +233,14 @@ int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), un
 	size_t n = 0;
 	if (net_slots_list(ctx->state_dir, &slots, &n, NULL) < 0)
 		return 0;
+	/* sandboxes with networking and no netd (it was killed): started
+	 * again, which reconciles the table; until then their DNS and named
+	 * connections fail, and nothing else opens */
+	if (n && ctx->netd_path) {
+		int c = net_client_connect(ctx->state_dir, ctx->netd_path, NULL);
+		if (c >= 0)
+			close(c);
+	}
 	for (size_t i = 0; i < n; i++) {
 		char id[ABOX_ID_LEN + 1];
 		if (net_slot_read(ctx->state_dir, slots[i], id, NULL, NULL) < 0 || alive(ctx, id))
