@@ -18,20 +18,29 @@ if [ ! -f "$dir/node_modules/@e2b/code-interpreter/package.json" ]; then
     npm install --no-audit --no-fund --loglevel=error "e2b@$ver" "@e2b/code-interpreter@${ABOX_E2B_CI_VERSION:-2.8.0}" >/dev/null)
 fi
 # flows.mjs and every other scripted flow file beside it, or the one named
-# (flows that need a daemon set up their own way live in folders below)
+# (flows that need a daemon set up their own way live in folders below),
+# as paths below tests/e2b/; lib.mjs is what they share, no flow
 if [ -n "${3:-}" ]; then
-  flows=("$src/$3")
+  flows=("$3")
 else
-  flows=("$src"/*.mjs)
+  flows=()
+  for f in "$src"/*.mjs; do
+    [ "$(basename "$f")" = lib.mjs ] || flows+=("$(basename "$f")")
+  done
 fi
-cp "${flows[@]}" "$dir/"
+# copied beside the SDK as they lie below tests/e2b/, so that their imports
+# of lib.mjs hold
+for f in lib.mjs "${flows[@]}"; do
+  mkdir -p "$(dirname "$dir/$f")"
+  cp "$src/$f" "$dir/$f"
+done
 
 e2b_start "$build" "$dir/aboxd-$(basename "${3:-all}" .mjs).log" "$dir/all.tap"
 status=0
 # each file's TAP, numbered on into one plan
 for f in "${flows[@]}"; do
-  f=$(basename "$f")
-  (cd "$dir" && node "$f") > "$dir/${f%.mjs}.tap" || status=1
-  e2b_add "$f" "$dir/${f%.mjs}.tap"
+  tap=$dir/$(basename "$f" .mjs).tap
+  (cd "$dir" && node "$f") > "$tap" || status=1
+  e2b_add "$(basename "$f")" "$tap"
 done
 e2b_end $status
