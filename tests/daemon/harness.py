@@ -131,8 +131,8 @@ def _body(body):
 class Daemon:
     """aboxd on a free loopback port with keys of its own, started on
     construction and waited for. env: changes to this environment (None
-    removes a name); wrap: a command aboxd's own runs under; timeout: of
-    each request, in seconds."""
+    removes a name); wrap: the start of a command line that runs aboxd's
+    own (host_mounts: unshare); timeout: of each request, in seconds."""
 
     def __init__(self, build, name, extra_config=None, env=None, keys=2, timeout=60, wrap=()):
         self.build = build
