@@ -65,6 +65,14 @@ static void compile_ok(const char *json, struct policy_bpf *b)
 	cr_assert_eq(compile(json, b, &err), 0, "%s for: %.200s", err.msg, json);
 }
 
+/* compile_ok into a new program */
+static struct policy_bpf compiled(const char *json)
+{
+	struct policy_bpf b = { 0 };
+	compile_ok(json, &b);
+	return b;
+}
+
 /* Compiles and expects failure with `code` and a message containing each
  * of the needles (NULL-terminated). policy_check must agree unless the
  * error only shows up at compile time. */
@@ -423,10 +431,9 @@ static int getppid_gives_1337(void)
 
 Test(kernel, distinctive_errno)
 {
-	struct policy_bpf b = { 0 };
-	compile_ok("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
-		   "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1337}]}",
-		   &b);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
+			 "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1337}]}");
 	in_child(&b, getppid_gives_1337);
 	policy_bpf_free(&b);
 }
@@ -455,8 +462,7 @@ Test(kernel, args_rule_wins_over_plain_rule)
 	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1338},"
 	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ALLOW\","
 	    "\"args\":[{\"index\":0,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}]}";
-	struct policy_bpf b = { 0 };
-	compile_ok(json, &b);
+	struct policy_bpf b = compiled(json);
 	in_child(&b, args_rule_wins);
 	policy_bpf_free(&b);
 }
@@ -476,8 +482,7 @@ Test(regression, pseudo_syscall_rule_with_x32)
 	    "\"op\":\"SCMP_CMP_EQ\"}]},"
 	    "{\"names\":[\"socketcall\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,"
 	    "\"op\":\"SCMP_CMP_EQ\"}]}]}";
-	struct policy_bpf b = { 0 };
-	compile_ok(json, &b);
+	struct policy_bpf b = compiled(json);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X32, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
@@ -518,10 +523,9 @@ Test(regression, verify_catches_a_wrong_program)
 
 Test(regression, foreign_architecture_listed)
 {
-	struct policy_bpf b = { 0 };
-	compile_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_AARCH64\"],"
-		   "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
-		   &b);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_AARCH64\"],"
+			 "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_AARCH64, "getpid", NULL), ALLOW);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW,
 		     "native arch is always in");
@@ -538,8 +542,7 @@ static uint32_t action_of(const char *action_json)
 	    json, sizeof(json),
 	    "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],%s}]}",
 	    action_json);
-	struct policy_bpf b = { 0 };
-	compile_ok(json, &b);
+	struct policy_bpf b = compiled(json);
 	uint32_t r = sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL);
 	cr_assert_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	policy_bpf_free(&b);
@@ -564,10 +567,9 @@ Test(actions, every_action)
 
 Test(actions, default_actions)
 {
-	struct policy_bpf b = { 0 };
-	compile_ok("{\"defaultAction\":\"SCMP_ACT_KILL_PROCESS\","
-		   "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
-		   &b);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_KILL_PROCESS\","
+			 "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL), SCMP_ACT_KILL_PROCESS);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	policy_bpf_free(&b);
@@ -660,12 +662,11 @@ Test(strict, unknown_syscall_in_deny_rule)
 
 Test(strict, unknown_syscall_in_allow_rule_is_skipped)
 {
-	struct policy_bpf b = { 0 };
-	compile_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
-		   "{\"names\":[\"getpid\",\"some_future_call\",\"lsm_get_self_attr\"],"
-		   "\"action\":\"SCMP_ACT_ALLOW\"},"
-		   "{\"names\":[\"another_one\"],\"action\":\"SCMP_ACT_LOG\"}]}",
-		   &b);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
+			 "{\"names\":[\"getpid\",\"some_future_call\",\"lsm_get_self_attr\"],"
+			 "\"action\":\"SCMP_ACT_ALLOW\"},"
+			 "{\"names\":[\"another_one\"],\"action\":\"SCMP_ACT_LOG\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL), ERRNO(ENOSYS));
 	policy_bpf_free(&b);
@@ -786,10 +787,9 @@ Test(strict, args_rules)
 
 Test(strict, values_above_int64_max)
 {
-	struct policy_bpf b = { 0 };
-	compile_ok(RULE("{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,"
-			"\"value\":18446744073709551615,\"op\":\"SCMP_CMP_EQ\"}]}"),
-		   &b);
+	struct policy_bpf b =
+		compiled(RULE("{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,"
+			      "\"value\":18446744073709551615,\"op\":\"SCMP_CMP_EQ\"}]}"));
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", (uint64_t[6]){ UINT64_MAX }),
 		     ERRNO(EPERM));
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", (uint64_t[6]){ 0xffffffff }),
