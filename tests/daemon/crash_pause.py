@@ -127,6 +127,16 @@ def snapshots():
     return set(cli("snapshots", "ls").stdout.splitlines()[1:])
 
 
+# a kernel on which the installed CRIU cannot dump at all (its trial
+# hangs or fails: `abox doctor` says so) has nothing here to kill in
+# the middle: every case is a skip, counted as one
+doctor = cli("doctor", check_rc=False).stdout
+if "cannot checkpoint on this kernel" in doctor and "ok    checkpointer" not in doctor:
+    why = next(ln for ln in doctor.splitlines() if "cannot checkpoint on this kernel" in ln)
+    print("1..1")
+    print(f"ok 1 - pauses to disk killed midway # SKIP {why.strip()}")
+    sys.exit(0)
+
 made = []
 with steps(lambda: cli.kill(*made)):
     snaps_before = snapshots()

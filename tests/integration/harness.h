@@ -107,7 +107,19 @@ void sandbox_suite_init(void);
 void sandbox_suite_fini(void);
 /* .init of a suite that needs a working checkpointer (CRIU through the
  * checkpoint hook): sandbox_suite_init, and a failure when `abox doctor`
- * does not say it works. */
+ * does not say it works — unless doctor says this kernel cannot
+ * checkpoint at all (CRIU installed and tried: its trial dump fails or
+ * hangs), which checkpoint_unusable() then holds. */
 void checkpoint_suite_init(void);
+/* Why this host cannot checkpoint (doctor's line), or NULL. */
+const char *checkpoint_unusable(void);
+/* At the start of a case that needs a working checkpointer: skipped,
+ * with doctor's reason, on a kernel that cannot checkpoint (a skip is
+ * counted as one, never as a pass). */
+#define CHECKPOINT_NEEDED()                                                                      \
+	do {                                                                                     \
+		if (checkpoint_unusable())                                                       \
+			cr_skip_test("this kernel cannot checkpoint: %s", checkpoint_unusable()); \
+	} while (0)
 
 #endif

@@ -69,6 +69,7 @@ static bool cgroups_exist(const char *id)
 
 Test(checkpoint, pause_to_disk_frees_memory_and_resume_continues_the_counter)
 {
+	CHECKPOINT_NEEDED();
 	char *id = create();
 	start_counter(id);
 	ABOX_OK("exec", "-d", id, "--", "python3", "-c",
@@ -120,6 +121,7 @@ Test(checkpoint, pause_to_disk_frees_memory_and_resume_continues_the_counter)
  * resume, not while away. */
 Test(checkpoint, command_timeout_waits_while_on_disk)
 {
+	CHECKPOINT_NEEDED();
 	char *id = create();
 	ABOX_OK("exec", "-d", "--tag", "waiter", "--timeout", "2", id, "--", "sleep", "1000");
 	ABOX_OK("pause", "--to-disk", id);
@@ -137,6 +139,7 @@ Test(checkpoint, command_timeout_waits_while_on_disk)
 
 Test(checkpoint, kill_of_a_sandbox_on_disk_leaves_nothing)
 {
+	CHECKPOINT_NEEDED();
 	char *id = create();
 	start_counter(id);
 	wait_counter(id, 2);
@@ -154,6 +157,7 @@ Test(checkpoint, kill_of_a_sandbox_on_disk_leaves_nothing)
 
 Test(checkpoint, memory_fork_gives_independent_counters)
 {
+	CHECKPOINT_NEEDED();
 	char *src = create();
 	start_counter(src);
 	long at = wait_counter(src, 5);
@@ -192,6 +196,7 @@ Test(checkpoint, memory_fork_gives_independent_counters)
 
 Test(checkpoint, memory_snapshot_restores_into_new_sandboxes)
 {
+	CHECKPOINT_NEEDED();
 	char *src = create();
 	start_counter(src);
 	ABOX_OK("exec", src, "--", "sh", "-c", "echo from-source > /tmp/f");
@@ -236,9 +241,64 @@ Test(checkpoint, without_a_working_checkpointer_the_sandbox_runs_on)
 	free(s);
 	wait_counter(id, c + 3);
 	ABOX_OK("exec", id, "--", "true");
+	if (checkpoint_unusable()) {
+		/* the recorded checkpointer failed its trial here: refused
+		 * at once, naming where the reason is, the sandbox untouched;
+		 * the pause that keeps memory freezes it in place */
+		ABOX_EXPECT(125, NULL, "abox doctor", "pause", "--to-disk", id);
+		ABOX_EXPECT(NONZERO, NULL, "doctor", "fork", "--memory", id);
+		ABOX_OK("pause", id);
+		s = sandbox_state(id);
+		cr_assert_str_eq(s, "paused");
+		free(s);
+		ABOX_OK("resume", id);
+		wait_counter(id, c + 5);
+		kill_and_free(id);
+		return;
+	}
 	/* and a real checkpoint still works after that */
 	ABOX_OK("pause", "--to-disk", id);
 	ABOX_OK("resume", id);
 	wait_counter(id, c + 5);
+	kill_and_free(id);
+}
+
+/* A checkpointer that passes `criu check` but never finishes a dump (as
+ * CRIU on a paravirtualised kernel): its trial fails once, in bounded
+ * time, and it is then never used — not even tried again — so a pause
+ * to disk is refused at once instead of hanging. */
+Test(checkpoint, a_checkpointer_whose_dump_hangs_is_never_used)
+{
+	char rec[4200], keep[4300], hook[] = "/tmp/abox-hanging-criu.XXXXXX";
+	snprintf(rec, sizeof(rec), "%s/checkpointer", state_root());
+	snprintf(keep, sizeof(keep), "%s.kept", rec);
+	int fd = mkstemp(hook);
+	cr_assert(fd >= 0);
+	const char script[] = "#!/bin/sh\n"
+			      "case \"$1\" in check|--version) echo 'Version: 0.0-hangs'; exit 0 ;; esac\n"
+			      "exec sleep 600\n";
+	cr_assert(write(fd, script, sizeof(script) - 1) == (ssize_t)(sizeof(script) - 1));
+	fchmod(fd, 0755);
+	close(fd);
+	cr_assert(rename(rec, keep) == 0 || errno == ENOENT);
+	FILE *f = fopen(rec, "w");
+	fprintf(f, "%s\n", hook);
+	fclose(f);
+	setenv("ABOX_CHECKPOINT_TRIAL_S", "2", 1);
+	struct run_result r;
+	ABOX(&r, "doctor");
+	cr_expect(strstr(r.out, "cannot checkpoint on this kernel") && strstr(r.out, "did not finish in 2 s"),
+		  "doctor does not say the hanging checkpointer cannot checkpoint:\n%s", r.out);
+	run_result_free(&r);
+	char *id = create();
+	/* no second trial: the verdict is kept for this checkpointer */
+	ABOX(&r, "pause", "--to-disk", id);
+	cr_expect(r.status == 125 && r.seconds < 1.5, "pause --to-disk: status %d after %.1f s: %s", r.status,
+		  r.seconds, r.err);
+	run_result_free(&r);
+	unsetenv("ABOX_CHECKPOINT_TRIAL_S");
+	unlink(rec);
+	(void)rename(keep, rec);
+	unlink(hook);
 	kill_and_free(id);
 }

@@ -11,6 +11,7 @@ TestSuite(oom_resume, .init = checkpoint_suite_init, .fini = sandbox_suite_fini,
 
 Test(oom_resume, commands_keep_their_cgroup_after_a_pause_to_disk)
 {
+	CHECKPOINT_NEEDED();
 	char *id = CREATE("--memory", "64M", "--timeout", "200");
 	ABOX_OK("pause", "--to-disk", id);
 	ABOX_OK("resume", id);
