@@ -9,24 +9,12 @@
  *   A third argument "spares": disks made ahead (abox_spare_disks), as
  *   aboxd does; a pause of [gap ms] (fourth argument, default 0) after
  *   each round gives the helper its time between creates. */
-#include <abox/abox.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double ms_since(const struct timespec *a)
-{
-	struct timespec b;
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
-}
+#include "lib_bench.h"
 
 static void log_line(abox_log_level level, const char *msg, void *ud)
 {
@@ -37,9 +25,7 @@ static void log_line(abox_log_level level, const char *msg, void *ud)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 50;
-	if (n < 1)
-		n = 50;
+	int n = bench_runs(argc, argv, 50);
 	const char *kind = argc > 2 ? argv[2] : "tmpfs";
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx;
@@ -58,8 +44,7 @@ int main(int argc, char **argv)
 	double *total = calloc((size_t)n, sizeof(double)), *create = calloc((size_t)n, sizeof(double));
 	const char *argv_true[] = { "true", NULL };
 	for (int i = 0; i < n; i++) {
-		struct timespec t0;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		double t0 = bench_now_ms();
 		abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 		so.flags = strcmp(kind, "long") == 0	   ? 0
 			   : strcmp(kind, "long-tmpfs") == 0 ? ABOX_SANDBOX_LAYER_TMPFS
@@ -70,26 +55,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "lib_create: %s\n", err.msg);
 			return 1;
 		}
-		create[i] = ms_since(&t0);
-		abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-		po.argv = argv_true;
-		abox_proc *p;
-		if (abox_proc_start(sb, &po, &p, &err) < 0 || abox_proc_wait(p, -1, NULL, NULL, &err) < 0) {
+		create[i] = bench_now_ms() - t0;
+		if (bench_exec(sb, argv_true, NULL, NULL, &err) < 0) {
 			fprintf(stderr, "lib_create: %s\n", err.msg);
 			return 1;
 		}
-		abox_proc_free(p);
 		if (!(so.flags & ABOX_SANDBOX_EPHEMERAL) && abox_sandbox_kill(sb, &err) < 0) {
 			fprintf(stderr, "lib_create: %s\n", err.msg);
 			return 1;
 		}
 		abox_sandbox_free(sb);
-		total[i] = ms_since(&t0);
+		total[i] = bench_now_ms() - t0;
 		if (gap_ms > 0)
 			nanosleep(&(struct timespec){ .tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000L }, NULL);
 	}
-	qsort(total, (size_t)n, sizeof(double), cmp);
-	qsort(create, (size_t)n, sizeof(double), cmp);
+	bench_sort(total, n);
+	bench_sort(create, n);
 	printf("%.3f %.3f %.3f\n", total[n / 2], total[(n * 9) / 10], create[n / 2]);
 	abox_ctx_free(ctx);
 	return 0;

@@ -3,27 +3,12 @@
  * first command finished, and FLEET sandboxes each streaming a command at
  * once (one thread and context each). Prints medians and p90 in ms.
  *   usage: lib_remote [RUNS] [FLEET] */
-#include <abox/abox.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int run(abox_sandbox *sb, const char *const *argv, uint64_t *bytes, abox_error *err);
+#include "lib_bench.h"
 
 static void count(const abox_event *ev, void *ud)
 {
@@ -31,25 +16,19 @@ static void count(const abox_event *ev, void *ud)
 		*(uint64_t *)ud += ev->len;
 }
 
+/* bench_exec, the bytes of stdout counted into *bytes (unless NULL) */
 static int run(abox_sandbox *sb, const char *const *argv, uint64_t *bytes, abox_error *err)
 {
-	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	po.argv = argv;
-	abox_proc *p;
 	uint64_t n = 0;
-	int r = abox_proc_start(sb, &po, &p, err);
-	if (r < 0)
-		return r;
-	r = abox_proc_wait(p, -1, count, &n, err);
-	abox_proc_free(p);
+	int r = bench_exec(sb, argv, count, &n, err);
 	if (bytes)
 		*bytes = n;
-	return r < 0 ? r : 0;
+	return r;
 }
 
 static void report(const char *what, double *t, int n)
 {
-	qsort(t, (size_t)n, sizeof(double), cmp);
+	bench_sort(t, n);
 	printf("%-38s median %8.3f ms   p90 %8.3f ms   (%d runs)\n", what, t[n / 2], t[(n * 9) / 10], n);
 }
 
@@ -65,7 +44,7 @@ static void *fleet_member(void *arg)
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx = NULL;
 	abox_sandbox *sb = NULL;
-	double a = now_ms();
+	double a = bench_now_ms();
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	so.timeout_ms = 300000;
 	const char *argv[] = { "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; sleep 0.05; done", NULL };
@@ -75,7 +54,7 @@ static void *fleet_member(void *arg)
 		m->failed = 1;
 		snprintf(m->why, sizeof(m->why), "%s", err.msg[0] ? err.msg : "no output");
 	}
-	m->ms = now_ms() - a;
+	m->ms = bench_now_ms() - a;
 	if (sb) {
 		(void)abox_sandbox_kill(sb, NULL);
 		abox_sandbox_free(sb);
@@ -86,33 +65,28 @@ static void *fleet_member(void *arg)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 200, fleet = argc > 2 ? atoi(argv[2]) : 100;
-	if (n < 1)
-		n = 200;
+	int n = bench_runs(argc, argv, 200), fleet = argc > 2 ? atoi(argv[2]) : 100;
 	if (fleet < 1)
 		fleet = 100;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_ctx *ctx;
-	abox_sandbox *sb;
-	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
-	so.timeout_ms = 600000;
 	if (!getenv("ABOX_REMOTE")) {
 		fprintf(stderr, "lib_remote: set ABOX_REMOTE (and ABOX_API_KEY)\n");
 		return 2;
 	}
-	if (abox_ctx_new(NULL, &ctx, &err) < 0 || abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
-		fprintf(stderr, "lib_remote: %s\n", err.msg);
+	abox_error err = ABOX_ERROR_INIT;
+	abox_ctx *ctx;
+	abox_sandbox *sb = bench_sandbox("lib_remote", 600000, &ctx);
+	if (!sb)
 		return 1;
-	}
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	double *t = calloc((size_t)(n > fleet ? n : fleet), sizeof(double));
 	const char *argv_true[] = { "true", NULL };
 	for (int i = 0; i < n; i++) {
-		double a = now_ms();
+		double a = bench_now_ms();
 		if (run(sb, argv_true, NULL, &err) < 0) {
 			fprintf(stderr, "lib_remote: %s\n", err.msg);
 			return 1;
 		}
-		t[i] = now_ms() - a;
+		t[i] = bench_now_ms() - a;
 	}
 	(void)abox_sandbox_kill(sb, NULL);
 	abox_sandbox_free(sb);
@@ -120,13 +94,13 @@ int main(int argc, char **argv)
 
 	int m = n / 4 > 10 ? n / 4 : 10;
 	for (int i = 0; i < m; i++) {
-		double a = now_ms();
+		double a = bench_now_ms();
 		so.timeout_ms = 60000;
 		if (abox_sandbox_create(ctx, &so, &sb, &err) < 0 || run(sb, argv_true, NULL, &err) < 0) {
 			fprintf(stderr, "lib_remote: %s\n", err.msg);
 			return 1;
 		}
-		t[i] = now_ms() - a;
+		t[i] = bench_now_ms() - a;
 		(void)abox_sandbox_kill(sb, NULL);
 		abox_sandbox_free(sb);
 	}
@@ -135,7 +109,7 @@ int main(int argc, char **argv)
 
 	struct member *ms = calloc((size_t)fleet, sizeof(*ms));
 	pthread_t *th = calloc((size_t)fleet, sizeof(*th));
-	double a = now_ms();
+	double a = bench_now_ms();
 	for (int i = 0; i < fleet; i++)
 		pthread_create(&th[i], NULL, fleet_member, &ms[i]);
 	int failed = 0;
@@ -145,7 +119,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "lib_remote: fleet: %s\n", ms[i].why);
 		t[i] = ms[i].ms;
 	}
-	double wall = now_ms() - a;
+	double wall = bench_now_ms() - a;
 	char what[64];
 	snprintf(what, sizeof(what), "fleet of %d streaming at once", fleet);
 	report(what, t, fleet);

@@ -12,62 +12,25 @@ import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, broke, check, envelope, finish, free_port, recv_until, wait_for  # noqa: E402
+
 build = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-key_a = "e2b_" + os.urandom(20).hex()
-key_b = "e2b_" + os.urandom(20).hex()
-port = free_port()
 admin = free_port()
 access = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
 access.close()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
 unix_path = os.path.join(tempfile.gettempdir(), f"aboxd-abuse-{os.getpid()}.sock")
-json.dump({"port": port, "apiKeys": [key_a, key_b], "idleTimeoutSeconds": 2, "adminPort": admin,
-           "accessLog": access.name, "unixSocket": unix_path}, conf)
-conf.close()
-log = open(os.path.join(build, "aboxd-abuse.log"), "w")
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
-base = f"http://127.0.0.1:{port}"
-
-
-def req(method, path, body=None, headers=None, raw=False):
-    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    r = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(r, timeout=30) as resp:
-            out = resp.read()
-            return resp.status, out if raw else (json.loads(out) if out else None)
-    except urllib.error.HTTPError as e:
-        out = e.read()
-        try:
-            return e.code, json.loads(out) if out else None
-        except ValueError:
-            return e.code, out
+d = Daemon(build, "abuse", timeout=30, extra_config={"idleTimeoutSeconds": 2, "adminPort": admin,
+                                                      "accessLog": access.name, "unixSocket": unix_path})
 
 
 def raw_exchange(payload, wait=2.0):
-    s = socket.create_connection(("127.0.0.1", port), timeout=wait + 5)
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=wait + 5)
     s.sendall(payload)
     s.settimeout(wait)
     chunks = []
@@ -94,52 +57,44 @@ def envd(sid, path, body, token=None, user=None):
         h["X-Access-Token"] = token
     if user:
         h["Authorization"] = "Basic " + base64.b64encode(f"{user}:".encode()).decode()
-    return req("POST", path, body, h)
+    return d.req("POST", path, body, h)
 
 
 try:
-    for _ in range(50):
-        try:
-            if req("GET", "/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-
-    A = {"X-API-Key": key_a, "Content-Type": "application/json"}
-    B = {"X-API-Key": key_b, "Content-Type": "application/json"}
-    st, body = req("GET", "/v2/sandboxes")
+    A, B = d.key(0), d.key(1)
+    st, body = d.req("GET", "/v2/sandboxes")
     check("no key: 401 with a JSON message", st == 401 and body.get("code") == 401 and body.get("message"), body)
-    st, body = req("GET", "/v2/sandboxes", headers={"X-API-Key": "e2b_" + "1" * 40})
+    st, body = d.req("GET", "/v2/sandboxes", headers={"X-API-Key": "e2b_" + "1" * 40})
     check("wrong key: 401", st == 401, body)
 
-    st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120, "secure": True}, A)
+    st, sb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120, "secure": True}, A)
     check("create (secure) with key A: 201 and an access token", st == 201 and sb.get("envdAccessToken"), sb)
     sid, token = sb["sandboxID"], sb.get("envdAccessToken")
 
-    st, _ = req("GET", f"/sandboxes/{sid}", headers=B)
+    st, _ = d.req("GET", f"/sandboxes/{sid}", headers=B)
     check("key B cannot see key A's sandbox (404)", st == 404)
-    st, _ = req("DELETE", f"/sandboxes/{sid}", headers=B)
+    st, _ = d.req("DELETE", f"/sandboxes/{sid}", headers=B)
     check("key B cannot kill it (404)", st == 404)
-    st, lst = req("GET", "/v2/sandboxes", headers=B)
+    st, lst = d.req("GET", "/v2/sandboxes", headers=B)
     check("key B's list does not show it", st == 200 and all(s["sandboxID"] != sid for s in lst), lst)
 
     # snapshots belong to their key too: B may not list, start from (and so
     # read the files of) or delete A's
-    st, snap = req("POST", f"/sandboxes/{sid}/snapshots", {"name": f"abuse-{os.getpid()}"}, A)
+    st, snap = d.req("POST", f"/sandboxes/{sid}/snapshots", {"name": f"abuse-{os.getpid()}"}, A)
     check("key A snapshots its sandbox", st == 201 and snap.get("snapshotID"), snap)
     snap_id = snap.get("snapshotID", "")
-    st, lst = req("GET", "/snapshots", headers=B)
+    st, lst = d.req("GET", "/snapshots", headers=B)
     check("key B's snapshot list does not show it", st == 200 and all(x["snapshotID"] != snap_id for x in lst), lst)
-    st, lst = req("GET", "/snapshots", headers=A)
+    st, lst = d.req("GET", "/snapshots", headers=A)
     check("key A's does", st == 200 and any(x["snapshotID"] == snap_id for x in lst), lst)
     for ref in (snap_id, f"abuse-{os.getpid()}"):
-        st, body = req("POST", "/v2/sandboxes", {"templateID": ref, "timeout": 60}, B)
+        st, body = d.req("POST", "/v2/sandboxes", {"templateID": ref, "timeout": 60}, B)
         check(f"key B cannot start from it by {'id' if ref == snap_id else 'name'} (404)", st == 404, body)
         if st == 201:
-            req("DELETE", f"/sandboxes/{body['sandboxID']}", headers=B)
-    st, _ = req("DELETE", f"/templates/{snap_id}", headers=B)
+            d.req("DELETE", f"/sandboxes/{body['sandboxID']}", headers=B)
+    st, _ = d.req("DELETE", f"/templates/{snap_id}", headers=B)
     check("key B cannot delete it (404)", st == 404)
-    st, _ = req("DELETE", f"/templates/{snap_id}", headers=A)
+    st, _ = d.req("DELETE", f"/templates/{snap_id}", headers=A)
     check("key A deletes it (204)", st == 204)
 
     path = "/filesystem.Filesystem/Stat"
@@ -167,48 +122,48 @@ try:
         return "/files?" + urllib.parse.urlencode(q)
 
     plane = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
-    st, _ = req("POST", signed("/tmp/signed.txt", "write", int(time.time()) + 60), b"signed upload",
-                dict(plane, **{"Content-Type": "application/octet-stream"}))
+    st, _ = d.req("POST", signed("/tmp/signed.txt", "write", int(time.time()) + 60), b"signed upload",
+                  dict(plane, **{"Content-Type": "application/octet-stream"}))
     check("a signed upload URL writes without the token", st == 200, st)
-    st, got = req("GET", signed("/tmp/signed.txt", "read"), headers=plane, raw=True)
+    st, got = d.req_raw("GET", signed("/tmp/signed.txt", "read"), headers=plane)
     check("a signed download URL reads it", st == 200 and got == b"signed upload", (st, got))
-    st, _ = req("GET", signed("/tmp/signed.txt", "write"), headers=plane, raw=True)
+    st, _ = d.req_raw("GET", signed("/tmp/signed.txt", "write"), headers=plane)
     check("a write signature does not read (401)", st == 401, st)
-    st, _ = req("GET", signed("/tmp/signed.txt", "read", int(time.time()) - 5), headers=plane, raw=True)
+    st, _ = d.req_raw("GET", signed("/tmp/signed.txt", "read", int(time.time()) - 5), headers=plane)
     check("an expired signature is refused (401)", st == 401, st)
-    st, _ = req("GET", signed("/tmp/other.txt", "read", tok="0" * len(token)), headers=plane, raw=True)
+    st, _ = d.req_raw("GET", signed("/tmp/other.txt", "read", tok="0" * len(token)), headers=plane)
     check("a signature made without the token is refused (401)", st == 401, st)
     root_h = dict(plane, **{"X-Access-Token": token, "Content-Type": "application/octet-stream",
                             "Authorization": "Basic " + base64.b64encode(b"root:").decode()})
-    st, _ = req("POST", "/files?path=/root/secret.txt", b"root only", root_h)
-    st2, got = req("GET", signed("/root/secret.txt", "read"),
-                   headers=dict(plane, **{"Authorization": "Basic " + base64.b64encode(b"root:").decode()}), raw=True)
+    st, _ = d.req("POST", "/files?path=/root/secret.txt", b"root only", root_h)
+    st2, got = d.req_raw("GET", signed("/root/secret.txt", "read"),
+                         headers=dict(plane, **{"Authorization": "Basic " + base64.b64encode(b"root:").decode()}))
     check("a signed URL runs as the user it names, whatever Authorization says", st == 200 and st2 == 403, (st, st2, got))
     forged = signed("/tmp/signed.txt", "read").replace("signed.txt", "other.txt", 1)
-    st, _ = req("GET", forged, headers=plane, raw=True)
+    st, _ = d.req_raw("GET", forged, headers=plane)
     check("a signature is for its own path only (401)", st == 401, st)
 
-    st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "metadata": {"_aboxOwner": "x"}}, A)
+    st, body = d.req("POST", "/v2/sandboxes", {"templateID": "base", "metadata": {"_aboxOwner": "x"}}, A)
     check("reserved metadata names are refused (400)", st == 400, body)
-    st, body = req("POST", "/v2/sandboxes", b"{not json", A)
+    st, body = d.req("POST", "/v2/sandboxes", b"{not json", A)
     check("bad JSON: 400 naming the problem", st == 400 and "JSON" in body.get("message", ""), body)
     deep = b"{\"a\":" * 200 + b"1" + b"}" * 200
-    st, body = req("POST", "/v2/sandboxes", deep, A)
+    st, body = d.req("POST", "/v2/sandboxes", deep, A)
     check("JSON nested 200 deep: 400", st == 400, body)
-    st, body = req("POST", "/v2/sandboxes", b"x" * (65 << 20), A)
+    st, body = d.req("POST", "/v2/sandboxes", b"x" * (65 << 20), A)
     check("a 65 MiB body: 413", st == 413, body)
-    st, body = req("POST", "/v2/sandboxes", {"templateID": "no-such-template"}, A)
+    st, body = d.req("POST", "/v2/sandboxes", {"templateID": "no-such-template"}, A)
     check("unknown template: 404", st == 404, body)
 
-    smuggle = (b"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() +
+    smuggle = (b"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + d.keys[0].encode() +
                b"\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-               b"DELETE /sandboxes/" + sid.encode() + b" HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() +
+               b"DELETE /sandboxes/" + sid.encode() + b" HTTP/1.1\r\nHost: x\r\nX-API-Key: " + d.keys[0].encode() +
                b"\r\n\r\n")
     out = raw_exchange(smuggle)
-    st, _ = req("GET", f"/sandboxes/{sid}", headers=A)
+    st, _ = d.req("GET", f"/sandboxes/{sid}", headers=A)
     check("CL+TE smuggling: the hidden DELETE did not run", st == 200, out[:200])
 
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection(("127.0.0.1", d.port))
     s.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\n")
     t0 = time.time()
     s.settimeout(15)
@@ -222,16 +177,16 @@ try:
     check("a slow client is cut off (idle timeout)", closed and time.time() - t0 < 10, time.time() - t0)
 
     h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
-    st, body = req("GET", "/files?path=../../../../../../etc/shadow", headers=h, raw=True)
+    st, body = d.req_raw("GET", "/files?path=../../../../../../etc/shadow", headers=h)
     host_shadow = open("/etc/shadow", "rb").read()
     check("/files ../ stays in the sandbox", body != host_shadow and st in (403, 404), (st, str(body)[:80]))
-    st, body = req("GET", "/files?path=/proc/1/root/etc/shadow&username=root", headers=h, raw=True)
+    st, body = d.req_raw("GET", "/files?path=/proc/1/root/etc/shadow&username=root", headers=h)
     check("/files /proc/1/root stays in the sandbox", body != host_shadow, (st, str(body)[:80]))
 
     # a 300 MiB file each way: streamed, never held whole by aboxd
     import hashlib
     big = os.urandom(1 << 20) * 300
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=120)
     c.putrequest("POST", "/files?path=/home/user/big.bin")
     for k, v in {**h, "Content-Type": "application/octet-stream", "Content-Length": str(len(big))}.items():
         c.putheader(k, v)
@@ -239,33 +194,32 @@ try:
     rss = 0
     for i in range(0, len(big), 1 << 22):
         c.send(big[i:i + (1 << 22)])
-        for l in open(f"/proc/{daemon.pid}/status"):
+        for l in open(f"/proc/{d.proc.pid}/status"):
             if l.startswith("VmRSS:"):
                 rss = max(rss, int(l.split()[1]))
     r = c.getresponse()
     r.read()
     c.close()
     check("a 300 MiB upload streams in (200, aboxd stays under 64 MiB)", r.status == 200 and rss < 65536, (r.status, rss))
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=120)
     c.request("GET", "/files?path=/home/user/big.bin", headers=h)
     r = c.getresponse()
-    d = hashlib.sha256()
+    sha = hashlib.sha256()
     got = 0
     while True:
         chunk = r.read(1 << 20)
         if not chunk:
             break
-        d.update(chunk)
+        sha.update(chunk)
         got += len(chunk)
     c.close()
-    check("and streams back out intact", r.status == 200 and got == len(big) and d.hexdigest() == hashlib.sha256(big).hexdigest(),
+    check("and streams back out intact", r.status == 200 and got == len(big) and sha.hexdigest() == hashlib.sha256(big).hexdigest(),
           (r.status, got))
     del big
-    st, body = req("GET", "/files?path=/home/user/missing.bin", headers=h)
+    st, body = d.req("GET", "/files?path=/home/user/missing.bin", headers=h)
     check("a missing file is a 404, not an empty 200", st == 404, (st, body))
-    start = json.dumps({"process": {"cmd": "true"}}).encode()
-    st, body = req("POST", "/process.Process/Start", bytes([0]) + len(start).to_bytes(4, "big") + start,
-                   dict(h, **{"Content-Type": "application/connect+json", "Connect-Timeout-Ms": "soon"}), raw=True)
+    st, body = d.req_raw("POST", "/process.Process/Start", envelope({"process": {"cmd": "true"}}),
+                         dict(h, **{"Content-Type": "application/connect+json", "Connect-Timeout-Ms": "soon"}))
     # a streaming call fails as Connect has it: HTTP 200, one end-of-stream
     # message with the error (a bare status would lose the message)
     check("Start with a Connect-Timeout-Ms that is not a number: invalid_argument naming it",
@@ -273,13 +227,12 @@ try:
           (st, body))
 
     # metrics: envd's own /metrics and the control plane's, CPU share included
-    busy = json.dumps({"process": {"cmd": "sh", "args": ["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]}}).encode()
-    st, _ = req("POST", "/process.Process/Start", bytes([0]) + len(busy).to_bytes(4, "big") + busy,
-                dict(h, **{"Content-Type": "application/connect+json"}), raw=True)
-    st, em = req("GET", "/metrics", headers=h)
+    busy = envelope({"process": {"cmd": "sh", "args": ["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]}})
+    st, _ = d.req_raw("POST", "/process.Process/Start", busy, dict(h, **{"Content-Type": "application/connect+json"}))
+    st, em = d.req("GET", "/metrics", headers=h)
     check("envd /metrics: envd's fields", st == 200 and em.get("mem_total") == 512 << 20 and em.get("cpu_count") == 1
           and em.get("disk_total", 0) > 0 and em.get("cpu_used_pct", 0) > 0, em)
-    st, cm = req("GET", f"/sandboxes/{sid}/metrics", headers=A)
+    st, cm = d.req("GET", f"/sandboxes/{sid}/metrics", headers=A)
     check("control plane metrics: a CPU share since create, not 0", st == 200 and cm and cm[-1].get("cpuUsedPct", 0) > 0,
           cm)
 
@@ -287,8 +240,8 @@ try:
     import gzip as gz
     plain = (b"compressible line\n" * 200000) + os.urandom(1 << 20)
     hz = dict(h, **{"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
-    st, _ = req("POST", "/files?path=/home/user/gz.bin", gz.compress(plain), hz)
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    st, _ = d.req("POST", "/files?path=/home/user/gz.bin", gz.compress(plain), hz)
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=120)
     c.request("GET", "/files?path=/home/user/gz.bin", headers=dict(h, **{"Accept-Encoding": "br, gzip;q=0.9"}))
     r = c.getresponse()
     wire = r.read()
@@ -297,24 +250,24 @@ try:
     check("a gzip upload is stored inflated, a gzip download comes deflated and intact",
           st == 200 and enc == "gzip" and len(wire) < len(plain) // 2 and gz.decompress(wire) == plain,
           (st, enc, len(wire)))
-    st, got = req("GET", "/files?path=/home/user/gz.bin", headers=dict(h, **{"Accept-Encoding": "gzip;q=0"}), raw=True)
+    st, got = d.req_raw("GET", "/files?path=/home/user/gz.bin", headers=dict(h, **{"Accept-Encoding": "gzip;q=0"}))
     check("gzip;q=0 gets the plain bytes", st == 200 and got == plain, st)
-    st, body = req("POST", "/files?path=/home/user/bad.gz", b"this is not gzip at all" * 100, hz)
-    st2, _ = req("GET", "/files?path=/home/user/bad.gz", headers=h, raw=True)
+    st, body = d.req("POST", "/files?path=/home/user/bad.gz", b"this is not gzip at all" * 100, hz)
+    st2, _ = d.req_raw("GET", "/files?path=/home/user/bad.gz", headers=h)
     check("a body that is not gzip: 400 naming it, and no file left", st == 400 and "gzip" in str(body) and st2 == 404,
           (st, body, st2))
-    st, body = req("POST", "/files?path=/home/user/cut.gz", gz.compress(plain)[:100000], hz)
-    st2, _ = req("GET", "/files?path=/home/user/cut.gz", headers=h, raw=True)
+    st, body = d.req("POST", "/files?path=/home/user/cut.gz", gz.compress(plain)[:100000], hz)
+    st2, _ = d.req_raw("GET", "/files?path=/home/user/cut.gz", headers=h)
     check("a cut gzip body: 400, and no file left", st == 400 and st2 == 404, (st, body, st2))
-    st, body = req("POST", "/files?path=/home/user/br.bin", b"x", dict(hz, **{"Content-Encoding": "br"}))
+    st, body = d.req("POST", "/files?path=/home/user/br.bin", b"x", dict(hz, **{"Content-Encoding": "br"}))
     check("an encoding abox does not take: 400 naming it", st == 400 and "br" in str(body), (st, body))
 
     # the polling watchers (for clients that cannot hold a stream)
     st, w = envd(sid, "/filesystem.Filesystem/CreateWatcher", {"path": "/tmp"}, token=token)
     check("CreateWatcher gives an id", st == 200 and w.get("watcherId"), w)
     wid = w.get("watcherId", "")
-    st, _ = req("POST", "/files?path=/tmp/watched.txt", b"x",
-                {**h, "Content-Type": "application/octet-stream"})
+    st, _ = d.req("POST", "/files?path=/tmp/watched.txt", b"x",
+                  {**h, "Content-Type": "application/octet-stream"})
     # events are collected as they come: poll (a loaded host may take a
     # moment), keeping every event handed out
     seen = []
@@ -337,31 +290,33 @@ try:
     check("RemoveWatcher, then it is not_found", st == 200 and st2 == 404)
 
     # autoPause: at its deadline aboxd pauses it instead of killing it
-    st, ap = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 2, "autoPause": True}, A)
+    st, ap = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 2, "autoPause": True}, A)
     apid = ap.get("sandboxID", "")
     # the daemon looks once a second; a pause on a host busy writing back
     # may take a while: wait for a settled state, up to 20 s
     t0 = time.time()
     while True:
         time.sleep(0.25)
-        st, info = req("GET", f"/sandboxes/{apid}", headers=A)
+        st, info = d.req("GET", f"/sandboxes/{apid}", headers=A)
         if st != 200 or info.get("state") != "running" or time.time() - t0 > 20:
             break
     check("autoPause: paused at its deadline, not killed", st == 200 and info.get("state") == "paused",
           (st, info, round(time.time() - t0, 1)))
-    st, _ = req("POST", f"/sandboxes/{apid}/connect", {"timeout": 30}, A)
-    st2, info = req("GET", f"/sandboxes/{apid}", headers=A)
+    st, _ = d.req("POST", f"/sandboxes/{apid}/connect", {"timeout": 30}, A)
+    st2, info = d.req("GET", f"/sandboxes/{apid}", headers=A)
     check("autoPause: connect resumes it (201)", st == 201 and info.get("state") == "running", (st, info))
-    req("DELETE", f"/sandboxes/{apid}", headers=A)
+    d.req("DELETE", f"/sandboxes/{apid}", headers=A)
 
     # StreamInput: a client stream over one chunked HTTP/1.1 request; each
     # piece of input reaches the process while the request is still open
-    st, isb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, A)
+    st, isb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, A)
     iid, itok = isb["sandboxID"], isb["envdAccessToken"]
 
-    def envelope(obj, flags=0):
-        b = json.dumps(obj).encode()
-        return bytes([flags]) + len(b).to_bytes(4, "big") + b
+    def when_there(path):
+        """The bytes of a file of that sandbox once it is there (5 s at most)."""
+        ih = {"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983", "X-Access-Token": itok}
+        _, got = wait_for(lambda: d.req_raw("GET", f"/files?path={path}", headers=ih), lambda r: r[0] == 200, 100, 0.05)
+        return got
 
     def chunk(b):
         return f"{len(b):x}\r\n".encode() + b + b"\r\n"
@@ -371,30 +326,18 @@ try:
                 f"X-Access-Token: {itok}\r\n"
                 "Content-Type: application/connect+json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
 
-    starter = socket.create_connection(("127.0.0.1", port), timeout=30)
+    starter = socket.create_connection(("127.0.0.1", d.port), timeout=30)
     body = envelope({"process": {"cmd": "sh", "args": ["-c", "read a; echo \"$a\" > /tmp/first; read b; "
                                                        "echo \"$b\" > /tmp/second"]},
                      "stdin": True, "tag": "reader"})
     starter.sendall((f"POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: {iid}\r\n"
                      "E2b-Sandbox-Port: 49983\r\nContent-Type: application/connect+json\r\n"
                      f"X-Access-Token: {itok}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
-    got = b""
-    while b'"start"' not in got:
-        c = starter.recv(65536)
-        if not c:
-            break
-        got += c
-    feeder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    got = recv_until(starter, lambda got: b'"start"' in got)
+    feeder = socket.create_connection(("127.0.0.1", d.port), timeout=30)
     feeder.sendall(stream_head("/process.Process/StreamInput") + chunk(envelope({"start": {"process": {"tag": "reader"}}}))
                    + chunk(envelope({"data": {"input": {"stdin": base64.b64encode(b"one\n").decode()}}})))
-    first = None
-    for _ in range(100):
-        st, first = req("GET", "/files?path=/tmp/first", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983",
-                                                                   "X-Access-Token": itok},
-                        raw=True)
-        if st == 200:
-            break
-        time.sleep(0.05)
+    first = when_there("/tmp/first")
     check("StreamInput: input arrives while the request is still open", first == b"one\n", first)
     feeder.sendall(chunk(envelope({"keepalive": {}})) +
                    chunk(envelope({"data": {"input": {"stdin": base64.b64encode(b"two\n").decode()}}})) + b"0\r\n\r\n")
@@ -411,14 +354,7 @@ try:
     feeder.close()
     check("StreamInput: 200, an empty message and a clean end-stream",
           resp.startswith(b"HTTP/1.1 200") and b"\x02\x00\x00\x00\x02{}" in resp, resp[:400])
-    second = None
-    for _ in range(100):
-        st, second = req("GET", "/files?path=/tmp/second", headers={"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983",
-                                                                   "X-Access-Token": itok},
-                         raw=True)
-        if st == 200:
-            break
-        time.sleep(0.05)
+    second = when_there("/tmp/second")
     check("StreamInput: the rest arrives too", second == b"two\n", second)
     starter.close()
 
@@ -433,44 +369,44 @@ try:
     out = stream_input(b"\x00\xff\xff\xff\xffgarbage")
     check("StreamInput: a lying envelope is refused, the daemon stays up", b"invalid_argument" in out or b"HTTP/1.1 4" in out,
           out[:400])
-    req("DELETE", f"/sandboxes/{iid}", headers=A)
+    d.req("DELETE", f"/sandboxes/{iid}", headers=A)
 
     # network settings: checked, stored and shown (enforced once sandboxes
     # get networking; today they have loopback only)
-    st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "network": {"allowOut": [7]}}, A)
+    st, body = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "network": {"allowOut": [7]}}, A)
     check("create with a malformed network: 400 naming it", st == 400 and "allowOut" in body.get("message", ""), body)
-    st, nsb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "allow_internet_access": False,
-                                            "network": {"denyOut": ["10.0.0.0/8"]}}, A)
+    st, nsb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "allow_internet_access": False,
+                                              "network": {"denyOut": ["10.0.0.0/8"]}}, A)
     nid = nsb.get("sandboxID", "")
-    st, det = req("GET", f"/sandboxes/{nid}", headers=A)
+    st, det = d.req("GET", f"/sandboxes/{nid}", headers=A)
     net = det.get("network", {}) if isinstance(det, dict) else {}
     check("network settings are stored and shown", net.get("denyOut") == ["10.0.0.0/8"]
           and net.get("allowInternetAccess") is False, det)
-    st, body = req("PUT", f"/sandboxes/{nid}/network", {"denyOut": "all"}, A)
+    st, body = d.req("PUT", f"/sandboxes/{nid}/network", {"denyOut": "all"}, A)
     check("network update with a malformed body: 400", st == 400, body)
-    st, _ = req("PUT", f"/sandboxes/{nid}/network", {"allowOut": ["example.com"]}, A)
-    st2, det = req("GET", f"/sandboxes/{nid}", headers=A)
+    st, _ = d.req("PUT", f"/sandboxes/{nid}/network", {"allowOut": ["example.com"]}, A)
+    st2, det = d.req("GET", f"/sandboxes/{nid}", headers=A)
     check("network update replaces the settings (204)", st == 204 and det.get("network") == {"allowOut": ["example.com"]},
           det)
-    st, _ = req("PUT", f"/sandboxes/{nid}/network", {"allowOut": []}, B)
+    st, _ = d.req("PUT", f"/sandboxes/{nid}/network", {"allowOut": []}, B)
     check("key B cannot update it (404)", st == 404)
-    req("DELETE", f"/sandboxes/{nid}", headers=A)
+    d.req("DELETE", f"/sandboxes/{nid}", headers=A)
     state = os.environ.get("ABOX_ROOT") or "/var/lib/abox"
     check("kill removes the stored settings", not os.path.exists(f"{state}/aboxd-network/{nid}"))
 
-    st, _ = req("DELETE", f"/sandboxes/{sid}", headers=A)
+    st, _ = d.req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)
     # sandboxes it made and that ended (killed, or at their deadline) leave
     # no zombie behind: the daemon is their parent and reaps them
-    st, esb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 1}, A)
+    st, esb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 1}, A)
     time.sleep(2.5)
-    req("GET", f"/sandboxes/{esb.get('sandboxID', '')}", headers=A)
+    d.req("GET", f"/sandboxes/{esb.get('sandboxID', '')}", headers=A)
 
     def zombies():
         kids = []
-        for t in os.listdir(f"/proc/{daemon.pid}/task"):
+        for t in os.listdir(f"/proc/{d.proc.pid}/task"):
             try:
-                kids += open(f"/proc/{daemon.pid}/task/{t}/children").read().split()
+                kids += open(f"/proc/{d.proc.pid}/task/{t}/children").read().split()
             except OSError:
                 pass
         out = []
@@ -488,20 +424,15 @@ try:
         if not zombies():
             break
         time.sleep(0.25)
-        req("GET", f"/sandboxes/{esb.get('sandboxID', '')}", headers=A)
+        d.req("GET", f"/sandboxes/{esb.get('sandboxID', '')}", headers=A)
     check("no zombie sandbox inits under the daemon", zombies() == [], zombies())
 
-    st, _ = req("GET", "/health")
+    st, _ = d.req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
     us = socket.socket(socket.AF_UNIX)
     us.connect(unix_path)
-    us.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key_a.encode() + b"\r\nConnection: close\r\n\r\n")
-    got = b""
-    while True:
-        c = us.recv(4096)
-        if not c:
-            break
-        got += c
+    us.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + d.keys[0].encode() + b"\r\nConnection: close\r\n\r\n")
+    got = recv_until(us)
     us.close()
     mode = os.stat(unix_path).st_mode & 0o777
     check("the same API on the unix socket (mode 0660)", got.startswith(b"HTTP/1.1 200") and mode == 0o660, (got[:60], oct(mode)))
@@ -519,24 +450,9 @@ try:
           len(lines) >= 20 and all("route" in l and "status" in l and "ms" in l for l in lines) and
           any(l["status"] == 401 for l in lines), lines[:3])
 except Exception:
-    # a step that broke is a failed case with its traceback, and the
-    # cases before it are still reported
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
+    broke()
 finally:
-    daemon.terminate()
-    daemon.wait(timeout=10)
-    os.unlink(conf.name)
+    d.stop()
     os.unlink(access.name)
-    # what the product removes lazily (the layers of pauses and forks,
-    # records of expired sandboxes) goes now, not at the next gc
-    subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
     check("the unix socket is removed at exit", not os.path.exists(unix_path))
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"  # {dl}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, check, broke, finish  # noqa: E402
+from harness import Daemon, check, finish  # noqa: E402
 
 build = sys.argv[1]
 
@@ -43,8 +43,7 @@ def create(d, key, **kw):
 
 
 # 1. nothing configured: the host's own size bounds one sandbox
-d = Daemon(build, "admission-host")
-try:
+with Daemon(build, "admission-host") as d:
     A = d.key(0)
     before = d.sandboxes()
     expect(d, "memoryMB 1 TiB on this host", "/v2/sandboxes", {"templateID": "base", "memoryMB": 1048576}, A, 400,
@@ -58,18 +57,13 @@ try:
     if sid:
         d.req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("the refused creates left no sandbox", d.sandboxes() == before, (before, d.sandboxes()))
-except Exception:
-    broke()
-finally:
-    d.stop()
 
 # 2. configured limits: per sandbox in the config file, per key from the environment
-d = Daemon(build, "admission-key", keys=3,
-           extra_config={"limits": {"sandboxMemoryMB": 1024, "sandboxTimeoutSeconds": 3600, "keySandboxes": 5}},
-           env={"ABOXD_LIMIT_KEY_SANDBOXES": "2", "ABOXD_LIMIT_KEY_MEMORY_MB": "768",
-                "ABOXD_LIMIT_KEY_DISK_MB": "1536"})
 made = []
-try:
+with Daemon(build, "admission-key", keys=3,
+            extra_config={"limits": {"sandboxMemoryMB": 1024, "sandboxTimeoutSeconds": 3600, "keySandboxes": 5}},
+            env={"ABOXD_LIMIT_KEY_SANDBOXES": "2", "ABOXD_LIMIT_KEY_MEMORY_MB": "768",
+                 "ABOXD_LIMIT_KEY_DISK_MB": "1536"}) as d:
     A, B, C = d.key(0), d.key(1), d.key(2)
     before = d.sandboxes()
     expect(d, "memoryMB 2048 over limits.sandboxMemoryMB", "/v2/sandboxes",
@@ -123,14 +117,9 @@ try:
     check("key C: what still fits both is made", c2, got)
     left = d.sandboxes() - before
     check("only the admitted sandboxes exist", left == set(made), (left, made))
-except Exception:
-    broke()
-finally:
-    d.stop()
 
 # 3. snapshot storage per key
-d = Daemon(build, "admission-snap", extra_config={"limits": {"keySnapshotMB": 4}})
-try:
+with Daemon(build, "admission-snap", extra_config={"limits": {"keySnapshotMB": 4}}) as d:
     A, B = d.key(0), d.key(1)
     sid, got = create(d, A, secure=True)
     check("a sandbox to snapshot", sid, got)
@@ -148,14 +137,9 @@ try:
     st, v = d.req("GET", "/v2/sandboxes", headers=A)
     check("the source still runs", st == 200 and any(s["sandboxID"] == sid and s["state"] == "running" for s in v),
           (st, v))
-except Exception:
-    broke()
-finally:
-    d.stop()
 
 # 4. the host's capacity: memory limits within hostOvercommit times the host's memory, a reserve kept free
-d = Daemon(build, "admission-capacity", extra_config={"limits": {"hostOvercommit": 1}})
-try:
+with Daemon(build, "admission-capacity", extra_config={"limits": {"hostOvercommit": 1}}) as d:
     A, B = d.key(0), d.key(1)
     before = d.sandboxes()
     big = mem_total_mb() - 256
@@ -170,38 +154,21 @@ try:
     if h2:
         d.req("DELETE", f"/sandboxes/{h2}", headers=B)
     check("the refused create left no sandbox", d.sandboxes() == before, (before, d.sandboxes()))
-except Exception:
-    broke()
-finally:
-    d.stop()
-d = Daemon(build, "admission-reserve", extra_config={"limits": {"hostReserveMB": 1 << 39}})
-try:
+with Daemon(build, "admission-reserve", extra_config={"limits": {"hostReserveMB": 1 << 39}}) as d:
     expect(d, "a reserve larger than the host: every create is refused", "/v2/sandboxes", {"templateID": "base"},
            d.key(0), 429, ["host capacity", "limits.hostReserveMB"])
-except Exception:
-    broke()
-finally:
-    d.stop()
+
 
 # 5. a bad limit is a startup error naming it
-bad = Daemon(build, "admission-bad", env={"ABOXD_LIMIT_KEY_SANDBOXES": "lots"})
-try:
-    bad.proc.wait(timeout=10)
-    log = open(os.path.join(build, "aboxd-admission-bad.log")).read()
-    check("ABOXD_LIMIT_KEY_SANDBOXES=lots: aboxd refuses to start, naming it",
-          bad.proc.returncode not in (0, None) and "ABOXD_LIMIT_KEY_SANDBOXES" in log, (bad.proc.returncode, log))
-except Exception:
-    broke()
-finally:
-    bad.stop()
-bad = Daemon(build, "admission-bad-file", extra_config={"limits": {"keySandboxez": 3}})
-try:
-    bad.proc.wait(timeout=10)
-    log = open(os.path.join(build, "aboxd-admission-bad-file.log")).read()
-    check("an unknown limit in the config file: aboxd refuses to start, naming it",
-          bad.proc.returncode not in (0, None) and "limits.keySandboxez" in log, (bad.proc.returncode, log))
-except Exception:
-    broke()
-finally:
-    bad.stop()
+def refused_start(name, case, word, **daemon):
+    with Daemon(build, name, **daemon) as bad:
+        bad.proc.wait(timeout=10)
+        log = open(bad.log.name).read()
+        check(case, bad.proc.returncode not in (0, None) and word in log, (bad.proc.returncode, log))
+
+
+refused_start("admission-bad", "ABOXD_LIMIT_KEY_SANDBOXES=lots: aboxd refuses to start, naming it",
+              "ABOXD_LIMIT_KEY_SANDBOXES", env={"ABOXD_LIMIT_KEY_SANDBOXES": "lots"})
+refused_start("admission-bad-file", "an unknown limit in the config file: aboxd refuses to start, naming it",
+              "limits.keySandboxez", extra_config={"limits": {"keySandboxez": 3}})
 finish()

@@ -11,45 +11,24 @@ dangling symlink is a 404; EROFS, EXDEV are 4xx naming the cause.
 usage: bounds.py BUILD_DIR"""
 import base64
 import hashlib
-import http.client
 import json
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
-import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, broke, check, finish  # noqa: E402
 
 build = sys.argv[1]
-results = []
 MiB = 1 << 20
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-key = "e2b_" + os.urandom(20).hex()
-port = free_port()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "apiKeys": [key], "adminPort": 0}, conf)
-conf.close()
-log = open(os.path.join(build, "aboxd-bounds.log"), "w")
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
+d = Daemon(build, "bounds", keys=1, timeout=120)
+key = d.keys[0]
 
 
 def status_kb(field):
-    with open(f"/proc/{daemon.pid}/status") as f:
+    with open(f"/proc/{d.proc.pid}/status") as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
@@ -59,33 +38,11 @@ def status_kb(field):
 def peak_growth(fn):
     """Runs fn; returns (its result, how far aboxd's peak RSS rose over
     its RSS before, in bytes)."""
-    with open(f"/proc/{daemon.pid}/clear_refs", "w") as f:
+    with open(f"/proc/{d.proc.pid}/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current RSS
     before = status_kb("VmRSS")
     out = fn()
     return out, (status_kb("VmHWM") - before) * 1024
-
-
-def request(method, path, body=None, headers=None, timeout=120):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        try:
-            return r.status, r.read(), r
-        except http.client.IncompleteRead as e:
-            # fewer bytes than its Content-Length: a reply that lies
-            return -r.status, e.partial, r
-    finally:
-        c.close()
-
-
-def jreq(method, path, body=None, headers=None):
-    st, out, _ = request(method, path, json.dumps(body).encode() if body is not None else None, headers)
-    try:
-        return st, json.loads(out) if out else None
-    except ValueError:
-        return st, out
 
 
 def parallel(fns):
@@ -109,7 +66,7 @@ def raw_body(path, headers, total, chunked=False, piece=b"x" * (1 << 20)):
     """Sends total bytes of body (chunked or with a Content-Length) and
     returns the status line's code, or 0 when the daemon cut the
     connection before answering."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=120)
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=120)
     head = f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
     for k, v in headers.items():
         head += f"{k}: {v}\r\n"
@@ -143,17 +100,10 @@ def raw_body(path, headers, total, chunked=False, piece=b"x" * (1 << 20)):
         return 0
 
 
-A = {"X-API-Key": key, "Content-Type": "application/json"}
+A = d.key(0)
 sid = None
 try:
-    for _ in range(50):
-        try:
-            if jreq("GET", "/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-
-    st, sb = jreq("POST", "/v2/sandboxes",
+    st, sb = d.req("POST", "/v2/sandboxes",
                   {"templateID": "base", "timeout": 600, "secure": True, "memoryMB": 2048, "diskSizeMB": 2048}, A)
     check("create a sandbox", st == 201, sb)
     sid, token = sb["sandboxID"], sb.get("envdAccessToken")
@@ -163,7 +113,7 @@ try:
         plane["X-Access-Token"] = token
 
     def rpc(method, body):
-        return jreq("POST", f"/filesystem.Filesystem/{method}", body, dict(plane, **{"Content-Type": "application/json"}))
+        return d.req("POST", f"/filesystem.Filesystem/{method}", body, dict(plane, **{"Content-Type": "application/json"}))
 
     def sh(cmd):
         return subprocess.run([os.path.join(build, "abox"), "exec", "-u", "root", sid, "--", "sh", "-c", cmd],
@@ -224,7 +174,7 @@ try:
 
     # a client that asks before it sends (curl does for big bodies) is
     # told at once, and sends nothing
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
     s.sendall(f"POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
               f"Content-Length: {big}\r\nExpect: 100-continue\r\n\r\n".encode())
     try:
@@ -254,18 +204,18 @@ try:
         return f"multipart/form-data; boundary={boundary}", b + f"--{boundary}--\r\n".encode()
 
     def sandbox_sha(path):
-        st, data, _ = request("GET", f"/files?path={path}", headers=plane)
+        st, data = d.call("GET", f"/files?path={path}", headers=plane)
         return st, hashlib.sha256(data).hexdigest(), len(data)
 
     data80 = os.urandom(80 * MiB)
     ct, body = multipart([("file", "/home/user/big.bin", data80)])
-    st, out, _ = request("POST", "/files?path=/home/user/big.bin", body, dict(plane, **{"Content-Type": ct}))
+    st, out = d.call("POST", "/files?path=/home/user/big.bin", body, dict(plane, **{"Content-Type": ct}))
     ok = st == 200 and json.loads(out)[0]["path"] == "/home/user/big.bin"
     check("an 80 MB multipart upload as the SDKs send it: 200", ok, (st, out[:300]))
     check("... and the file is the one sent", sandbox_sha("/home/user/big.bin") ==
           (200, hashlib.sha256(data80).hexdigest(), len(data80)))
-    st, out, _ = request("POST", "/files?path=/home/user/big2.bin", data80,
-                         dict(plane, **{"Content-Type": "application/octet-stream"}))
+    st, out = d.call("POST", "/files?path=/home/user/big2.bin", data80,
+                     dict(plane, **{"Content-Type": "application/octet-stream"}))
     check("an 80 MB octet-stream upload: 200, the same bytes",
           st == 200 and sandbox_sha("/home/user/big2.bin")[1] == hashlib.sha256(data80).hexdigest(), (st, out[:300]))
     del body
@@ -273,7 +223,7 @@ try:
     def upload70(i):
         # each its own bytes: concurrent writers must not mix them
         ct, b = multipart([("file", f"/tmp/u{i}.bin", data80[i * MiB: i * MiB + 70 * MiB])])
-        return request("POST", f"/files?path=/tmp/u{i}.bin", b, dict(plane, **{"Content-Type": ct}))[0]
+        return d.call("POST", f"/files?path=/tmp/u{i}.bin", b, dict(plane, **{"Content-Type": ct}))[0]
 
     out, grew = peak_growth(lambda: parallel([lambda i=i: upload70(i) for i in range(8)]))
     check("8 multipart uploads of 70 MB at once: 200 each", all(o == 200 for o in out), out)
@@ -287,7 +237,7 @@ try:
     ct, body = multipart([("file", "/home/user/a.txt", b"alpha\r\n--not-a-boundary\r\n" * 5000),
                           ("note", None, b"a form field, not a file"),
                           ("file", "/home/user/b.txt", b"beta")])
-    st, out, _ = request("POST", "/files", body, dict(plane, **{"Content-Type": ct}))
+    st, out = d.call("POST", "/files", body, dict(plane, **{"Content-Type": ct}))
     names = [e.get("path") for e in json.loads(out)] if st == 200 else out
     check("a multipart body of two files (no ?path=): each at its filename", names == ["/home/user/a.txt",
           "/home/user/b.txt"], (st, names))
@@ -295,7 +245,7 @@ try:
           hashlib.sha256(b"alpha\r\n--not-a-boundary\r\n" * 5000).hexdigest() and
           sandbox_sha("/home/user/b.txt")[2] == 4)
     ct, body = multipart([("file", "/home/user/cut.txt", b"z" * 100000)])
-    st, out, _ = request("POST", "/files", body[:-200], dict(plane, **{"Content-Type": ct}))
+    st, out = d.call("POST", "/files", body[:-200], dict(plane, **{"Content-Type": ct}))
     check("a multipart body that ends inside a part: 400, no half file",
           st == 400 and sandbox_sha("/home/user/cut.txt")[0] == 404, (st, out[:200]))
     st = raw_body("/v2/sandboxes", {"X-API-Key": key, "Content-Type": "application/json"}, 65 * MiB, chunked=True)
@@ -305,38 +255,27 @@ try:
     sh("ln -sf /home/user/nowhere /home/user/dangling && printf 'target bytes' > /home/user/t.txt && "
        "ln -sf t.txt /home/user/link && ln -sf loop1 /home/user/loop2 && ln -sf loop2 /home/user/loop1 && "
        "echo x > /dev/shm/x")
-    st, out, _ = request("GET", "/files?path=/home/user/dangling", headers=plane)
+    st, out = d.call("GET", "/files?path=/home/user/dangling", headers=plane)
     check("GET of a dangling symlink: 404 naming it", st == 404 and b"dangling" in out, (st, out[:200]))
-    st, out, _ = request("GET", "/files?path=/home/user/link", headers=plane)
+    st, out = d.call("GET", "/files?path=/home/user/link", headers=plane)
     check("GET of a symlink: its target's bytes, whole", st == 200 and out == b"target bytes", (st, out[:200]))
-    st, out, _ = request("GET", "/files?path=/home/user/loop1", headers=plane)
+    st, out = d.call("GET", "/files?path=/home/user/loop1", headers=plane)
     check("GET of a symlink cycle: 400", st == 400, (st, out[:200]))
-    st, out, _ = request("POST", "/files?path=/sys/abox-test", b"x",
-                         dict(plane, **{"Content-Type": "application/octet-stream"}))
+    st, out = d.call("POST", "/files?path=/sys/abox-test", b"x",
+                     dict(plane, **{"Content-Type": "application/octet-stream"}))
     check("a write on a read-only mount (EROFS): 403 naming the cause",
           st == 403 and b"Read-only file system" in out, (st, out[:200]))
     st, body = rpc("Move", {"source": "/dev/shm/x", "destination": "/home/user/x"})
     check("a move across filesystems (EXDEV): 400 naming the cause",
           st == 400 and "cross-device" in str(body), (st, body))
 except Exception:
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
+    broke()
 finally:
     try:
         if sid:
-            jreq("DELETE", f"/sandboxes/{sid}", headers=A)
-        alive = daemon.poll() is None
-        check("aboxd is still serving at the end", alive and jreq("GET", "/health")[0] == 200)
+            d.req("DELETE", f"/sandboxes/{sid}", headers=A)
+        alive = d.proc.poll() is None
+        check("aboxd is still serving at the end", alive and d.req("GET", "/health")[0] == 200)
     finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
-        os.unlink(conf.name)
-        subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"  # {dl}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+        d.stop()
+finish()

@@ -5,16 +5,14 @@ pid that is not there is not_found; List gives cmd, args, cwd, envs and tag
 as Start was given them; a sandbox's info has its lifecycle.
 
     usage: cmds.py BUILD_DIR"""
-import base64
 import json
 import os
 import struct
 import sys
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, broke, check, finish  # noqa: E402
+from harness import Daemon, check, envelope, envelopes, finish  # noqa: E402
 
 build = sys.argv[1]
 d = Daemon(build, "cmds")
@@ -31,29 +29,24 @@ def envd_h(sid, stream=False, timeout_ms=None):
     return h
 
 
+def open_stream(sid, method, body, timeout_ms=None):
+    """A streamed call of process.Process, its answer still to read."""
+    r = urllib.request.Request(f"{d.base}/process.Process/{method}", data=envelope(body), method="POST",
+                               headers=envd_h(sid, True, timeout_ms))
+    return urllib.request.urlopen(r, timeout=60)
+
+
 def stream(sid, method, body, timeout_ms=None):
     """The envelopes of a streamed call, as (flags, json) pairs."""
-    raw = json.dumps(body).encode()
-    data = struct.pack(">BI", 0, len(raw)) + raw
-    r = urllib.request.Request(f"{d.base}/process.Process/{method}", data=data, method="POST",
-                               headers=envd_h(sid, True, timeout_ms))
-    with urllib.request.urlopen(r, timeout=60) as resp:
-        out = resp.read()
-    env = []
-    while len(out) >= 5:
-        fl, n = struct.unpack(">BI", out[:5])
-        env.append((fl, json.loads(out[5:5 + n])))
-        out = out[5 + n:]
-    return env
+    with open_stream(sid, method, body, timeout_ms) as resp:
+        return envelopes(resp.read())
 
 
 def start_bg(sid, cmd, args, **kw):
     """Starts a command and reads its stream until the start event: the pid
     (the rest of the stream is dropped; the command runs on)."""
-    raw = json.dumps({"process": {"cmd": cmd, "args": args, **kw.get("proc", {})}, **kw.get("top", {})}).encode()
-    r = urllib.request.Request(f"{d.base}/process.Process/Start", data=struct.pack(">BI", 0, len(raw)) + raw,
-                               method="POST", headers=envd_h(sid, True, 0))
-    resp = urllib.request.urlopen(r, timeout=60)
+    proc = {"cmd": cmd, "args": args, **kw.get("proc", {})}
+    resp = open_stream(sid, "Start", {"process": proc, **kw.get("top", {})}, 0)
     fl, n = struct.unpack(">BI", resp.read(5))
     ev = json.loads(resp.read(n))
     resp.close()
@@ -66,7 +59,7 @@ def end_of(env):
     return (ends[0] if ends else None), next((e["end"] for e in events if "end" in e), None)
 
 
-try:
+with d:
     st, sb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, d.key(0))
     check("create", st == 201, sb)
     sid = sb["sandboxID"]
@@ -104,17 +97,9 @@ try:
     check("a killed command leaves the list", all(x.get("pid") != pid for x in v.get("processes", [])), v)
 
     pid2 = start_bg(sid, "/bin/sleep", ["60"])
-    raw = json.dumps({"process": {"pid": pid2}}).encode()
-    r = urllib.request.Request(f"{d.base}/process.Process/Connect", data=struct.pack(">BI", 0, len(raw)) + raw,
-                               method="POST", headers=envd_h(sid, True, 0))
-    resp = urllib.request.urlopen(r, timeout=60)
+    resp = open_stream(sid, "Connect", {"process": {"pid": pid2}}, 0)
     d.req("POST", "/process.Process/SendSignal", {"process": {"pid": pid2}, "signal": "SIGNAL_SIGKILL"}, envd_h(sid))
-    out = resp.read()
-    env = []
-    while len(out) >= 5:
-        fl, n = struct.unpack(">BI", out[:5])
-        env.append((fl, json.loads(out[5:5 + n])))
-        out = out[5 + n:]
+    env = envelopes(resp.read())
     trailer, end = end_of(env)
     check("a killed command's end: status and error 'signal: killed'",
           end and end.get("status") == "signal: killed" and end.get("error") == "signal: killed", env)
@@ -134,8 +119,4 @@ try:
     st, info = d.req("GET", f"/sandboxes/{sb2.get('sandboxID')}", headers=d.key(0))
     check("info of an autoPause+autoResume sandbox: lifecycle {onTimeout: pause, autoResume: true}",
           info.get("lifecycle") == {"onTimeout": "pause", "autoResume": True}, info)
-except Exception:
-    broke()
-finally:
-    d.stop()
 finish()

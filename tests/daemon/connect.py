@@ -6,47 +6,20 @@ sandbox resumed by connect gets the timeout it asked for. TAP.
 
 usage: connect.py BUILD_DIR"""
 import datetime
-import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, check, finish  # noqa: E402
 
 build = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
-key = "e2b_" + os.urandom(20).hex()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "apiKeys": [key], "adminPort": 0}, conf)
-conf.close()
-log = open(os.path.join(build, "aboxd-connect.log"), "w")
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
-H = {"X-API-Key": key, "Content-Type": "application/json"}
+d = Daemon(build, "connect", keys=1)
+H = d.key(0)
 
 
 def req(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    r = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method, headers=H)
-    try:
-        with urllib.request.urlopen(r, timeout=60) as resp:
-            out = resp.read()
-            return resp.status, json.loads(out) if out else None
-    except urllib.error.HTTPError as e:
-        out = e.read()
-        return e.code, json.loads(out) if out else None
+    return d.req(method, path, body, H)
 
 
 def left(sid):
@@ -56,17 +29,9 @@ def left(sid):
     return end.timestamp() - time.time()
 
 
-made = []
-try:
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
-            break
-        except OSError:
-            time.sleep(0.1)
+with d:
     st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 3600})
     sid = sb["sandboxID"]
-    made.append(sid)
     check("a 1 h sandbox starts with about 3600 s", 3590 < left(sid) <= 3600, left(sid))
     for route in ("/sandboxes/{}/connect", "/v2/sandboxes/{}/connect"):
         p = route.format(sid)
@@ -89,7 +54,6 @@ try:
     for auto in (False, True):
         st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 300, "autoPause": auto})
         zid = sb["sandboxID"]
-        made.append(zid)
         st, _ = req("POST", f"/sandboxes/{zid}/timeout", {"timeout": 0})
         want = "paused" if auto else None
         got = "running"
@@ -101,21 +65,4 @@ try:
                 break
         check(f"setTimeout(0) ends the sandbox now ({'paused: autoPause' if auto else 'killed'})",
               st == 204 and got == want, (st, st2, got))
-except Exception:
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
-finally:
-    for sid in made:
-        req("DELETE", f"/sandboxes/{sid}")
-    daemon.terminate()
-    daemon.wait(timeout=10)
-    os.unlink(conf.name)
-    subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"# {dl}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

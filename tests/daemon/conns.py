@@ -14,64 +14,26 @@ is cut at the head deadline, however slowly it trickles bytes, while an
 idle connection that did send a request with a key keeps the idle timeout.
 
 usage: conns.py BUILD_DIR"""
-import json
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, broke, check, finish, recv_until  # noqa: E402
 
 build = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-key = "e2b_" + os.urandom(20).hex()
-port = free_port()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
 # the idle timeout the issue saw locking everyone out; the head deadline
 # and per-client cap are left at their defaults (10 s, 64)
-json.dump({"port": port, "apiKeys": [key], "idleTimeoutSeconds": 60, "adminPort": 0}, conf)
-conf.close()
-log = open(os.path.join(build, "aboxd-conns.log"), "w")
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log)
-base = f"http://127.0.0.1:{port}"
-KEY = {"X-API-Key": key, "Content-Type": "application/json"}
-
-
-def req(method, path, body=None, headers=None, raw=False):
-    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    r = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(r, timeout=30) as resp:
-            out = resp.read()
-            return resp.status, out if raw else (json.loads(out) if out else None)
-    except urllib.error.HTTPError as e:
-        out = e.read()
-        try:
-            return e.code, json.loads(out) if out else None
-        except ValueError:
-            return e.code, out
+d = Daemon(build, "conns", keys=1, timeout=30, extra_config={"idleTimeoutSeconds": 60})
+key = d.keys[0]
+KEY = d.key(0)
 
 
 def raw_exchange(payload, wait=5.0, source=None):
     """Sends payload, reads until the daemon closes or wait passes:
     (seconds taken, status or None, the answer)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=wait + 5,
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=wait + 5,
                                  source_address=(source, 0) if source else None)
     t0 = time.time()
     s.sendall(payload)
@@ -96,13 +58,6 @@ def head(line, *headers, body=b""):
 
 K = b"X-API-Key: " + key.encode()
 try:
-    for _ in range(100):
-        try:
-            if req("GET", "/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-
     # -- malformed heads ---------------------------------------------------
     t, st, out = raw_exchange(head(b"GET /v2/sandboxes HTTP/1.1", K, b"Content-Length: 0", b"Content-Length: 5"))
     check("differing duplicate Content-Length: 400 naming it", st == 400 and b"Content-Length" in out, out[:300])
@@ -139,28 +94,27 @@ try:
     check("equal duplicate Content-Length and plain heads still served (200)", st == 200, out[:300])
 
     # a NUL in a /files path named another file than the one sent
-    st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120, "secure": True}, KEY)
+    st, sb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120, "secure": True}, KEY)
     check("create a sandbox (201)", st == 201, sb)
     sid, token = sb["sandboxID"], sb.get("envdAccessToken", "")
     plane = [b"E2b-Sandbox-Id: " + sid.encode(), b"E2b-Sandbox-Port: 49983", b"X-Access-Token: " + token.encode()]
+    files_h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
     t, st, out = raw_exchange(head(b"POST /files?path=/tmp/cut%00.txt HTTP/1.1", *plane,
                                    b"Content-Type: application/octet-stream", b"Content-Length: 4", body=b"data"))
-    st2, _ = req("GET", "/files?path=/tmp/cut", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
-                                                         "X-Access-Token": token}, raw=True)
+    st2, _ = d.req_raw("GET", "/files?path=/tmp/cut", headers=files_h)
     check("/files?path=/tmp/cut%00.txt: 400 naming the NUL, and no /tmp/cut written",
           st == 400 and b"NUL" in out and st2 == 404, (st, st2, out[:300]))
     chunked = (b"POST /files?path=/tmp/chunked.txt HTTP/1.1\r\nHost: x\r\n" + b"".join(h + b"\r\n" for h in plane) +
                b"Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                b"5\r\nhello\r\n0\r\n\r\n")
     t, st, out = raw_exchange(chunked)
-    st2, got = req("GET", "/files?path=/tmp/chunked.txt", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
-                                                                  "X-Access-Token": token}, raw=True)
+    st2, got = d.req_raw("GET", "/files?path=/tmp/chunked.txt", headers=files_h)
     check("a chunked upload is still taken", st == 200 and got == b"hello", (st, st2, got, out[:300]))
     # many requests with a token in progress from one address (an SDK's
     # command streams and uploads) are not held against its cap
     ups = []
     for i in range(70):
-        u = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=("127.0.0.6", 0))
+        u = socket.create_connection(("127.0.0.1", d.port), timeout=30, source_address=("127.0.0.6", 0))
         u.sendall(head(f"POST /files?path=/tmp/up{i} HTTP/1.1".encode(), *plane,
                        b"Content-Type: application/octet-stream", b"Content-Length: 1", b"Connection: close"))
         ups.append(u)
@@ -169,26 +123,20 @@ try:
     for u in ups:
         try:
             u.sendall(b"x")
-            got = b""
-            while True:
-                c = u.recv(4096)
-                if not c:
-                    break
-                got += c
-            answers.append(got[:12])
+            answers.append(recv_until(u)[:12])
         except OSError as e:
             answers.append(repr(e))
         u.close()
     check("70 uploads with a token at once from one address (over its cap of 64): all taken",
           answers.count(b"HTTP/1.1 200") == 70, sorted(set(map(str, answers))))
-    req("DELETE", f"/sandboxes/{sid}", headers=KEY)
+    d.req("DELETE", f"/sandboxes/{sid}", headers=KEY)
 
     # -- one client cannot lock the others out -----------------------------
     def flood(source, n):
         out = []
         for _ in range(n):
             try:
-                out.append(socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0)))
+                out.append(socket.create_connection(("127.0.0.1", d.port), timeout=5, source_address=(source, 0)))
             except OSError:
                 break
         return out
@@ -240,7 +188,7 @@ try:
     # still gets in, one more without a key is refused at once
     slow = []
     for _ in range(64):
-        u = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.7", 0))
+        u = socket.create_connection(("127.0.0.1", d.port), timeout=10, source_address=("127.0.0.7", 0))
         u.sendall(head(b"POST /v2/sandboxes HTTP/1.1", b"Content-Type: application/json", b"Content-Length: 100",
                        body=b"{"))
         slow.append(u)
@@ -262,7 +210,7 @@ try:
     ends = {}
 
     def trickle():
-        s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+        s = socket.create_connection(("127.0.0.1", d.port), source_address=("127.0.0.4", 0))
         t0 = time.time()
         s.sendall(b"GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\n")
         try:
@@ -280,7 +228,7 @@ try:
         s.close()
 
     def idle_after(name, payload):
-        s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+        s = socket.create_connection(("127.0.0.1", d.port), source_address=("127.0.0.4", 0))
         t0 = time.time()
         s.sendall(payload)
         s.settimeout(30)
@@ -312,25 +260,10 @@ try:
     check("one idle after a request with a key keeps the idle timeout and serves the next request",
           wk[0].startswith(b"HTTP/1.1 200") and wk[1].startswith(b"HTTP/1.1 200"), wk)
 
-    st, _ = req("GET", "/health")
+    st, _ = d.req("GET", "/health")
     check("the daemon still serves after all that", st == 200)
 except Exception:
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
+    broke()
 finally:
-    daemon.terminate()
-    try:
-        daemon.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
-    os.unlink(conf.name)
-    subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"  # {dl}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+    d.stop()
+finish()

@@ -7,50 +7,24 @@ and nothing half-made is left. As TAP.
 
 usage: crash.py BUILD_DIR [ROUNDS]"""
 import glob
-import http.client
 import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Cli, Daemon, check, finish, steps  # noqa: E402
 
 build = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 12
-abox = os.path.join(build, "abox")
-state = os.environ.get("ABOX_ROOT") or os.path.join(build, "test-state")
-runtime = os.environ.get("ABOX_RUNTIME_DIR") or os.path.join(build, "test-run")
-env = dict(os.environ, ABOX_ROOT=state, ABOX_RUNTIME_DIR=runtime,
-           ABOX_INIT=os.environ.get("ABOX_INIT", os.path.join(build, "abox-init")))
-env.pop("ABOX_REMOTE", None)
 # the checkpointer is not what this test is about: files snapshots only
-env["ABOX_CHECKPOINTER"] = "/nonexistent/checkpointer"
+cli = Cli(build, ABOX_CHECKPOINTER="/nonexistent/checkpointer")
+abox, state, runtime, env, record = cli.path, cli.state, cli.runtime, cli.env, cli.record
 random.seed(int(os.environ.get("CRASH_SEED", str(int(time.time())))))
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def cli(*args, timeout=60, check_rc=True):
-    p = subprocess.run([abox, *args], env=env, capture_output=True, text=True, timeout=timeout)
-    if check_rc and p.returncode != 0:
-        raise RuntimeError(f"abox {' '.join(args)}: rc {p.returncode}: {p.stderr.strip()}")
-    return p
-
-
-def record(sid):
-    try:
-        with open(os.path.join(state, "sandboxes", sid, "state.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def frozen(sid):
@@ -138,16 +112,6 @@ def crash_cli(label, args_of, sources, recover):
           not stuck, "; ".join(stuck))
 
 
-def sdk_call(port, key, method, path, body=None, timeout=60):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"X-API-Key": key, "Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, (json.loads(data) if data and data[:1] in b"[{" else data)
-
-
 def checkpointer_works():
     p = subprocess.run([abox, "doctor"], env={k: v for k, v in env.items() if k != "ABOX_CHECKPOINTER"},
                        capture_output=True, text=True)
@@ -155,49 +119,27 @@ def checkpointer_works():
 
 
 def crash_daemon(n, memory=False):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    key = "e2b_" + os.urandom(20).hex()
-    conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"port": port, "adminPort": 0, "apiKeys": [key]}, conf)
-    conf.close()
-    log = open(os.path.join(build, "aboxd-crash.log"), "w")
-
-    def start():
-        denv = {k: v for k, v in env.items() if k != "ABOX_CHECKPOINTER"} if memory else env
-        d = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name], stderr=log, env=denv)
-        for _ in range(100):
-            try:
-                if sdk_call(port, key, "GET", "/health", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
-        return d
-
-    daemon = start()
+    d = Daemon(build, "crash", keys=1, env=dict(cli.changes, ABOX_CHECKPOINTER=None) if memory else cli.changes)
+    A = d.key(0)
     sid = None
     try:
-        st, sb = sdk_call(port, key, "POST", "/sandboxes", {"templateID": "base", "timeout": 900})
+        st, sb = d.req("POST", "/sandboxes", {"templateID": "base", "timeout": 900}, A)
         sid = sb["sandboxID"]
         cli("exec", sid, "--", "sh", "-c",
             "mkdir -p /home/user/fill && cd /home/user/fill && for i in $(seq 1500); do echo $i > $i; done && "
             "head -c 24M /dev/zero > big", timeout=120)
         t = time.monotonic()
-        st, _ = sdk_call(port, key, "POST", f"/sandboxes/{sid}/snapshots", {})
+        st, _ = d.req("POST", f"/sandboxes/{sid}/snapshots", {}, A)
         span = max(time.monotonic() - t, 0.05) * 1.2
         stuck, late = [], []
         for i in range(n):
-            th = threading.Thread(target=lambda: _quiet(sdk_call, port, key, "POST", f"/sandboxes/{sid}/snapshots",
-                                                        {}))
+            th = threading.Thread(target=lambda: _quiet(d.req, "POST", f"/sandboxes/{sid}/snapshots", {}, A))
             th.start()
             time.sleep(random.uniform(0, span))
-            daemon.kill()
-            daemon.wait()
+            d.kill()
             th.join()
             was = frozen(sid)
-            daemon = start()
+            d.start()
             # the restarted daemon alone (its first tick) thaws it: no
             # other client looks before
             t = time.monotonic()
@@ -222,16 +164,15 @@ def crash_daemon(n, memory=False):
               f"restarted daemon thaws the source "
               f"({span:.2f} s window; thawed after {late})", not stuck, "; ".join(stuck))
         t = time.monotonic()
-        st, _ = sdk_call(port, key, "DELETE", f"/sandboxes/{sid}")
+        st, _ = d.req("DELETE", f"/sandboxes/{sid}", headers=A)
         check(f"aboxd{' (memory snapshots)' if memory else ''}: DELETE of that source answers at once",
               st == 204 and time.monotonic() - t < 10, st)
         sid = None
     finally:
         if sid:
             cli("kill", sid, check_rc=False)
-        daemon.kill()
-        daemon.wait()
-        os.unlink(conf.name)
+        d.kill()
+        d.stop()
 
 
 def _quiet(fn, *a):
@@ -303,7 +244,7 @@ def leftovers(keep):
 
 
 sources = []
-try:
+with steps(lambda: cli.kill(*sources)):
     # a frozen sandbox an old run left would count here: start from none
     sources = [new_source() for _ in range(2)]
 
@@ -355,17 +296,4 @@ try:
         cli("snapshots", "rm", line.split()[0], check_rc=False)
     left = leftovers(set()) + my_cgroups()
     check("nothing half-made is left (snapshot temp folders, freeze marks, runtime folders)", not left, left)
-except Exception:
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1500:])
-finally:
-    for s in sources:
-        subprocess.run([abox, "kill", s], env=env, capture_output=True)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok and detail:
-        for line in str(detail).splitlines():
-            print(f"# {line}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

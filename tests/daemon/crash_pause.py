@@ -18,36 +18,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Cli, check, finish, steps  # noqa: E402
 
 build = sys.argv[1]
-abox = os.path.join(build, "abox")
-state = os.environ.get("ABOX_ROOT") or os.path.join(build, "test-state")
-runtime = os.environ.get("ABOX_RUNTIME_DIR") or os.path.join(build, "test-run")
-env = dict(os.environ, ABOX_ROOT=state, ABOX_RUNTIME_DIR=runtime,
-           ABOX_INIT=os.environ.get("ABOX_INIT", os.path.join(build, "abox-init")))
-env.pop("ABOX_REMOTE", None)
-env.pop("ABOX_CHECKPOINTER", None)
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def cli(*args, timeout=120, check_rc=True, e=None):
-    p = subprocess.run([abox, *args], env=e or env, capture_output=True, text=True, timeout=timeout)
-    if check_rc and p.returncode != 0:
-        raise RuntimeError(f"abox {' '.join(args)}: rc {p.returncode}: {p.stderr.strip()}")
-    return p
-
-
-def record(sid):
-    try:
-        with open(os.path.join(state, "sandboxes", sid, "state.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+cli = Cli(build, timeout=120, ABOX_CHECKPOINTER=None)
+abox, state, runtime, env, record = cli.path, cli.state, cli.runtime, cli.env, cli.record
 
 
 def real_checkpointer():
@@ -150,8 +127,18 @@ def snapshots():
     return set(cli("snapshots", "ls").stdout.splitlines()[1:])
 
 
+# a kernel on which the installed CRIU cannot dump at all (its trial
+# hangs or fails: `abox doctor` says so) has nothing here to kill in
+# the middle: every case is a skip, counted as one
+doctor = cli("doctor", check_rc=False).stdout
+if "cannot checkpoint on this kernel" in doctor and "ok    checkpointer" not in doctor:
+    why = next(ln for ln in doctor.splitlines() if "cannot checkpoint on this kernel" in ln)
+    print("1..1")
+    print(f"ok 1 - pauses to disk killed midway # SKIP {why.strip()}")
+    sys.exit(0)
+
 made = []
-try:
+with steps(lambda: cli.kill(*made)):
     snaps_before = snapshots()
     real = real_checkpointer()
     check("a working checkpointer is set up (CI runs the CRIU set-up first)", real and os.access(real, os.X_OK), real)
@@ -160,7 +147,7 @@ try:
         for rnd in range(3):
             sid = new_sandbox()
             made.append(sid)
-            p = cli("pause", "--to-disk", sid, check_rc=False, e=dict(env, ABOX_CHECKPOINTER=hook))
+            p = cli("pause", "--to-disk", sid, check_rc=False, env=dict(env, ABOX_CHECKPOINTER=hook))
             killed = p.returncode == -signal.SIGKILL
             # the next one to look: a command (through the keeper's
             # re-arm, or a resume from the recorded pause)
@@ -227,17 +214,4 @@ try:
     left = [d for d in os.listdir(runtime) if len(d) == 20] if os.path.isdir(runtime) else []
     left = [d for d in left if record(d) is None]
     check("nothing is left behind (runtime folders without a record)", not left, left)
-except Exception:
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1500:])
-finally:
-    for s in made:
-        subprocess.run([abox, "kill", s], env=env, capture_output=True)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok and detail:
-        for line in str(detail).splitlines():
-            print(f"# {line}")
-sys.exit(0 if results and all(ok for _, ok, _ in results) else 1)
+finish()

@@ -7,7 +7,6 @@ between two pages moves nothing), X-Total-Running; snapshots filtered by
 of them is a 400 naming it, never ignored.
 
 usage: lists.py BUILD_DIR"""
-import http.client
 import json
 import os
 import sys
@@ -15,7 +14,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, check, broke, finish  # noqa: E402
+from harness import Daemon, check, finish  # noqa: E402
 
 build = sys.argv[1]
 d = Daemon(build, "lists")
@@ -26,16 +25,12 @@ TAG = "lists-" + os.urandom(4).hex()
 def get(path, **q):
     """status, body, headers of a GET with query q (and this test's tag)."""
     q = {"metadata": urllib.parse.urlencode({"t": TAG}), **{k: v for k, v in q.items() if v is not None}}
-    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-    c.request("GET", path + "?" + urllib.parse.urlencode(q), headers=A)
-    r = c.getresponse()
-    body = r.read()
-    c.close()
+    st, body, headers = d.exchange("GET", path + "?" + urllib.parse.urlencode(q), headers=A)
     try:
         body = json.loads(body)
     except ValueError:
         pass
-    return r.status, body, {k.lower(): v for k, v in r.getheaders()}
+    return st, body, headers
 
 
 def ids(v):
@@ -43,7 +38,7 @@ def ids(v):
 
 
 made = []
-try:
+with d:
     for i in range(5):
         st, sb = d.req("POST", "/sandboxes", {"templateID": "base", "timeout": 300, "metadata": {"t": TAG}}, A)
         made.append(sb["sandboxID"])
@@ -136,10 +131,4 @@ try:
     check("metrics with start after end: 400", st == 400, (st, v))
     st, v = d.req("GET", f"/sandboxes/{made[1]}/metrics?start=soon", headers=A)
     check("metrics with a start that is no number: 400", st == 400, (st, v))
-except Exception:
-    broke()
-finally:
-    for sid in made:
-        d.req("DELETE", f"/sandboxes/{sid}", headers=A)
-    d.stop()
 finish()

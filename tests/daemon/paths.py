@@ -11,13 +11,12 @@ usage: paths.py BUILD_DIR"""
 import base64
 import json
 import os
-import struct
 import sys
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, check, broke, finish  # noqa: E402
+from harness import Daemon, check, envelope, envelopes, finish  # noqa: E402
 
 build = sys.argv[1]
 d = Daemon(build, "paths")
@@ -48,14 +47,10 @@ def run(sid, token, cmd, cwd=None, user="user"):
     proc = {"cmd": "/bin/sh", "args": ["-c", cmd]}
     if cwd is not None:
         proc["cwd"] = cwd
-    msg = json.dumps({"process": proc}).encode()
-    st, data = d.req_raw("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(msg)) + msg,
+    st, data = d.req_raw("POST", "/process.Process/Start", envelope({"process": proc}),
                          plane(sid, token, user, "application/connect+json"))
-    out, end, off = b"", None, 0
-    while st == 200 and off + 5 <= len(data):
-        n = struct.unpack(">I", data[off + 1:off + 5])[0]
-        frame = json.loads(data[off + 5:off + 5 + n] or b"{}")
-        off += 5 + n
+    out, end = b"", None
+    for _, frame in envelopes(data) if st == 200 else []:
         ev = frame.get("event", {})
         if "data" in ev and "stdout" in ev["data"]:
             out += base64.b64decode(ev["data"]["stdout"])
@@ -64,8 +59,7 @@ def run(sid, token, cmd, cwd=None, user="user"):
     return out.decode(errors="replace"), end, (st, data[-300:])
 
 
-sid = None
-try:
+with d:
     st, sb = d.req("POST", "/sandboxes", {"templateID": "base", "timeout": 300}, A)
     sid, tok = sb["sandboxID"], sb["envdAccessToken"]
 
@@ -139,12 +133,4 @@ try:
     check("an absolute path is as given", st == 200 and b"/tmp/abs.txt" in body, (st, body[:200]))
     st, body = upload(sid, tok, "/root/nope.txt", b"x", "user")
     check("user still may not write in /root (403)", st == 403, (st, body[:200]))
-    d.req("DELETE", f"/sandboxes/{sid}", headers=A)
-    sid = None
-except Exception:
-    broke()
-finally:
-    if sid:
-        d.req("DELETE", f"/sandboxes/{sid}", headers=A)
-    d.stop()
 finish()

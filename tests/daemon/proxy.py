@@ -7,35 +7,16 @@ sandbox, and no port opened on the host.
 usage: proxy.py BUILD_DIR"""
 import base64
 import hashlib
-import http.client
-import json
 import os
 import socket
-import struct
 import subprocess
 import sys
-import tempfile
-import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, check, envelope, finish, recv_until, wait_for  # noqa: E402
 
 build = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
-key = "e2b_" + os.urandom(20).hex()
-conf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump({"port": port, "adminPort": 0, "apiKeys": [key], "domain": "abox.test"}, conf)
-conf.close()
-daemon = subprocess.Popen([os.path.join(build, "aboxd"), "--config", conf.name],
-                          stderr=open(os.path.join(build, "aboxd-proxy.log"), "w"))
+d = Daemon(build, "proxy", keys=1, extra_config={"domain": "abox.test"}, timeout=30)
 
 # an HTTP server and a WebSocket echo server, run inside the sandbox
 SERVER = r'''
@@ -70,68 +51,40 @@ while True:
 '''
 
 
-def call(method, path, body=None, headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request(method, path, body=body, headers=headers or {})
-    r = c.getresponse()
-    data = r.read()
-    hdrs = dict(r.getheaders())
-    c.close()
-    return r.status, data, hdrs
-
-
 def envd_run(sid, cmd):
-    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
-    call("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(msg)) + msg,
-         {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json",
-          "X-Access-Token": token})
+    d.call("POST", "/process.Process/Start", envelope({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}),
+           {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json",
+            "X-Access-Token": token})
 
 
-sid = None
-try:
-    for _ in range(50):
-        try:
-            if call("GET", "/health")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-    st, data, _ = call("POST", "/v2/sandboxes", json.dumps({"templateID": "base", "timeout": 120}),
-                       {"X-API-Key": key, "Content-Type": "application/json"})
-    sid, token = json.loads(data)["sandboxID"], json.loads(data)["envdAccessToken"]
+with d:
+    st, sb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120}, d.key(0))
+    sid, token = sb["sandboxID"], sb["envdAccessToken"]
     envd_run(sid, "cat > /tmp/srv.py <<'EOF'\n" + SERVER + "\nEOF\nnohup python3 /tmp/srv.py >/dev/null 2>&1 &")
-    for _ in range(100):
-        st, data, _ = call("GET", "/files?path=/tmp/ready", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983",
-                                                                  "X-Access-Token": token})
-        if st == 200:
-            break
-        time.sleep(0.1)
+    envd = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
+    wait_for(lambda: d.call("GET", "/files?path=/tmp/ready", headers=envd)[0], lambda st: st == 200, 100, 0.1)
 
     to8000 = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8000"}
-    st, data, hdrs = call("GET", "/some/path?q=a%20b&x=1", headers=to8000)
+    st, data, hdrs = d.exchange("GET", "/some/path?q=a%20b&x=1", headers=to8000)
     check("GET through the proxy, query string intact", st == 200 and data == b"path=/some/path?q=a%20b&x=1", (st, data))
     check("upstream headers come back", hdrs.get("X-From") == "sandbox", hdrs)
-    st, data, _ = call("POST", "/echo", b"abcdef", to8000)
+    st, data = d.call("POST", "/echo", b"abcdef", to8000)
     check("POST body through the proxy, status kept", st == 201 and data == b"fedcba", (st, data))
-    st, data, _ = call("GET", "/by-host", headers={"Host": f"8000-{sid}.abox.test"})
+    st, data = d.call("GET", "/by-host", headers={"Host": f"8000-{sid}.abox.test"})
     check("the Host form routes too", st == 200 and data == b"path=/by-host", (st, data))
-    st, data, _ = call("GET", "/", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8009"})
+    st, data = d.call("GET", "/", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8009"})
     check("a closed port is a 502 naming it", st == 502 and b"8009" in data, (st, data))
-    st, data, _ = call("GET", "/", headers={"E2b-Sandbox-Id": "a" * 20, "E2b-Sandbox-Port": "8000"})
+    st, data = d.call("GET", "/", headers={"E2b-Sandbox-Id": "a" * 20, "E2b-Sandbox-Port": "8000"})
     check("an unknown sandbox is a 502", st == 502, (st, data))
     listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
     check("no port 8000/8001 opened on the host", ":8000 " not in listening and ":8001 " not in listening, listening)
 
-    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c = socket.create_connection(("127.0.0.1", d.port), timeout=10)
     wskey = base64.b64encode(os.urandom(16))
     c.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " +
               wskey + b"\r\nSec-WebSocket-Version: 13\r\nE2b-Sandbox-Id: " + sid.encode() +
               b"\r\nE2b-Sandbox-Port: 8001\r\n\r\n")
-    resp = b""
-    while b"\r\n\r\n" not in resp:
-        chunk = c.recv(4096)
-        if not chunk:
-            break
-        resp += chunk
+    resp = recv_until(c, lambda got: b"\r\n\r\n" in got)
     want = base64.b64encode(hashlib.sha1(wskey + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
     check("WebSocket upgrade through the proxy (101, accept key)", resp.startswith(b"HTTP/1.1 101") and want in resp, resp[:200])
     echoed = []
@@ -142,25 +95,4 @@ try:
         echoed.append(c.recv(h[1] & 127) if len(h) == 2 else b"")
     c.close()
     check("WebSocket frames both ways", echoed == [b"HELLO", b"AGAIN"], echoed)
-except Exception:
-    # a step that broke is a failed case with its traceback, and the
-    # cases before it are still reported
-    check(f"no step raised (the last case before it: {results[-1][0] if results else 'none'})", False,
-          traceback.format_exc()[-1200:])
-finally:
-    if sid:
-        call("DELETE", f"/sandboxes/{sid}", headers={"X-API-Key": key})
-    daemon.terminate()
-    daemon.wait(timeout=10)
-    os.unlink(conf.name)
-    # what the product removes lazily (the layers of pauses and forks,
-    # records of expired sandboxes) goes now, not at the next gc
-    subprocess.run([os.path.join(build, "abox"), "gc", "-q"], capture_output=True, timeout=120)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"  # {dl}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

@@ -7,13 +7,11 @@ the last of them.
 
 usage: snapnames.py BUILD_DIR"""
 import base64
-import json
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, check, broke, finish  # noqa: E402
+from harness import Daemon, check, envelope, envelopes, finish  # noqa: E402
 
 build = sys.argv[1]
 d = Daemon(build, "snapnames")
@@ -22,25 +20,20 @@ NAME = "snapnames-" + os.urandom(3).hex()
 
 
 def run(sb, cmd):
-    msg = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", cmd]}}).encode()
     h = {"E2b-Sandbox-Id": sb["sandboxID"], "E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json",
          "X-Access-Token": sb.get("envdAccessToken", "")}
-    st, data = d.req_raw("POST", "/process.Process/Start", b"\0" + struct.pack(">I", len(msg)) + msg, h)
-    out, off = b"", 0
-    while st == 200 and off + 5 <= len(data):
-        n = struct.unpack(">I", data[off + 1:off + 5])[0]
-        ev = json.loads(data[off + 5:off + 5 + n] or b"{}").get("event", {})
-        off += 5 + n
+    msg = envelope({"process": {"cmd": "/bin/sh", "args": ["-c", cmd]}})
+    st, data = d.req_raw("POST", "/process.Process/Start", msg, h)
+    out = b""
+    for _, m in envelopes(data) if st == 200 else []:
+        ev = m.get("event", {})
         if "data" in ev and "stdout" in ev["data"]:
             out += base64.b64decode(ev["data"]["stdout"])
     return out.decode(errors="replace").strip()
 
 
 def create(tmpl):
-    st, sb = d.req("POST", "/sandboxes", {"templateID": tmpl, "timeout": 300}, A)
-    if st == 201:
-        made.append(sb["sandboxID"])
-    return st, sb
+    return d.req("POST", "/sandboxes", {"templateID": tmpl, "timeout": 300}, A)
 
 
 def layers():
@@ -48,8 +41,7 @@ def layers():
 
 
 state = os.environ.get("ABOX_ROOT") or os.path.join(build, "test-state")
-made = []
-try:
+with d:
     st, src = create("base")
     run(src, "echo one > /tmp/v")
     st, s1 = d.req("POST", f"/sandboxes/{src['sandboxID']}/snapshots", {"name": NAME}, A)
@@ -80,17 +72,9 @@ try:
           (st, st2))
     check("its layers stay while it runs", s2["snapshotID"] in layers(), (before, layers()))
     d.req("DELETE", f"/sandboxes/{a['sandboxID']}", headers=A)
-    made.remove(a["sandboxID"])
     d.abox("gc", "-q")
     check("once that sandbox is gone, gc removes the deleted snapshot's layers",
           s2["snapshotID"] not in layers(), layers())
     st, _ = d.req("DELETE", f"/templates/{s1['snapshotID']}", headers=A)
     check("the older one deletes too", st == 204, st)
-except Exception:
-    broke()
-finally:
-    for sid in made:
-        d.req("DELETE", f"/sandboxes/{sid}", headers=A)
-    d.abox("gc", "-q")
-    d.stop()
 finish()

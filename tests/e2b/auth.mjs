@@ -5,19 +5,9 @@
 // token are refused, envd's and the code plane's alike.
 import { Sandbox } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+import { test, sleep, assert, eq, create, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-const sleep = ms => new Promise(r => setTimeout(r, ms))
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
 const base = process.env.E2B_SANDBOX_URL
-const made = []
-async function create(opts = {}, cls = Sandbox) {
-  const s = await cls.create({ timeoutMs: 120000, ...opts })
-  made.push(s)
-  return s
-}
 
 test('a sandbox created without `secure` has an access token, and connect gives it back', async () => {
   const s = await create()
@@ -128,17 +118,4 @@ test('the code plane: the SDK works, /execute and /contexts without a token are 
   eq(await s.files.exists('/tmp/ran'), false, 'no code ran')
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    await t.fn()
-    console.log(`ok ${i + 1} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+await run({ keepUntilEnd: true })

@@ -2,19 +2,10 @@
 // (run by tests/e2b/run.sh like flows.mjs): a command's timeout, a kill, a
 // kill of a pid that is not there, what commands.list() gives, and
 // connect() to a running command.
-import { Sandbox, TimeoutError, CommandExitError, SandboxNotFoundError } from 'e2b'
+import { TimeoutError, CommandExitError, SandboxNotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+import { test, assert, same as eq, create, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
-async function create(opts = {}) {
-  const s = await Sandbox.create({ timeoutMs: 120000, ...opts })
-  made.push(s)
-  return s
-}
 async function rejection(p) {
   try { await p } catch (e) { return e }
   throw new Error('it did not reject')
@@ -30,8 +21,7 @@ test('a command that hits its timeout raises TimeoutError', async () => {
 })
 
 test('a code cell that outlives its timeout raises TimeoutError; the next cell runs', async () => {
-  const s = await CodeSandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create({}, CodeSandbox)
   const e = await rejection(s.runCode('import time; time.sleep(30)', { timeoutMs: 2000 }))
   assert(e instanceof TimeoutError || e?.name === 'TimeoutError', `${e?.constructor?.name}: ${e?.message}`)
   eq((await s.runCode('6 * 7', { timeoutMs: 60000 })).text, '42', 'a later cell')
@@ -95,18 +85,4 @@ test('lifecycle.autoResume: a paused sandbox resumes on its next command; withou
   eq((await t.getInfo()).state, 'paused', 'the one without autoResume stays paused')
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-  for (const s of made.splice(0)) await s.kill().catch(() => {})
-}
-process.exit(failed ? 1 : 0)
+await run()

@@ -1,18 +1,9 @@
 // Disks through the official E2B JS SDK: a sandbox's files live on a disk
 // of its own, never in its memory, and the disk's size holds (ENOSPC
 // inside). Run by tests/e2b/run.sh after flows.mjs, TAP like it.
-import { Sandbox, CommandExitError } from 'e2b'
+import { CommandExitError } from 'e2b'
+import { test, assert, eq, create, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
-async function create(opts = {}) {
-  const s = await Sandbox.create({ timeoutMs: 120000, ...opts })
-  made.push(s)
-  return s
-}
 const MB = 1 << 20
 
 test('600 MB of files in a default sandbox: written, and not counted as memory', async () => {
@@ -42,17 +33,4 @@ test('writing past the disk size fails with ENOSPC inside, and the sandbox goes 
   eq((await s.commands.run('rm /home/user/fill; cat /home/user/small')).stdout, 'x', 'room again')
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    await t.fn()
-    console.log(`ok ${i + 1} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+await run({ keepUntilEnd: true })

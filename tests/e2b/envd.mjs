@@ -1,19 +1,7 @@
 // envd features the official E2B JS SDK gates on the envd version aboxd
 // reports, as TAP (run by tests/e2b/run.sh like flows.mjs): the version is
 // the newest whose gated features abox serves, and each is served.
-import { Sandbox } from 'e2b'
-
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-const sleep = ms => new Promise(r => setTimeout(r, ms))
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
-async function create() {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
-  return s
-}
+import { test, sleep, assert, same as eq, create, run } from './lib.mjs'
 
 test('file metadata (envd 0.6.2): upload answer, getInfo and list', async () => {
   const s = await create()
@@ -38,18 +26,4 @@ test('watchDir includeEntry (0.6.3) and allowNetworkMounts (0.6.4)', async () =>
   eq(withEntry.at(-1).entry.type, 'file', 'the entry type')
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-  for (const s of made.splice(0)) await s.kill().catch(() => {})
-}
-process.exit(failed ? 1 : 0)
+await run()

@@ -1,20 +1,13 @@
 // File flows of the official E2B JS SDK against a live aboxd that need
 // big bodies or the file plane's error answers, printed as TAP. Run by
 // tests/e2b/run.sh (its third argument), like flows.mjs.
-import { Sandbox, NotFoundError, SandboxError } from 'e2b'
+import { NotFoundError, SandboxError } from 'e2b'
 import { createHash, randomBytes } from 'node:crypto'
+import { test, assert, eq, create as createSandbox, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
 const sha = b => createHash('sha256').update(b).digest('hex')
-const made = []
-async function create(opts = {}) {
-  const s = await Sandbox.create({ timeoutMs: 300000, memoryMB: 1024, ...opts })
-  made.push(s)
-  return s
-}
+// big bodies: more time and memory than the default sandbox's
+const create = (opts = {}) => createSandbox({ timeoutMs: 300000, memoryMB: 1024, ...opts })
 
 test('files.write of 80 MB (multipart, as the SDK sends it) and its read', async () => {
   const s = await create()
@@ -61,17 +54,4 @@ test('files.list: depth over the limit is refused naming it; a deep listing work
   assert(list.some(e => e.path === '/tmp/l/a/b/c/f'), 'the deepest file is listed')
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    await t.fn()
-    console.log(`ok ${i + 1} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+await run({ keepUntilEnd: true })

@@ -4,18 +4,7 @@
 // run.sh installed next to this file's copy.
 import { Sandbox, AuthenticationError, CommandExitError, TimeoutError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
-
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-const sleep = ms => new Promise(r => setTimeout(r, ms))
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
-async function create(opts = {}) {
-  const s = await Sandbox.create({ timeoutMs: 120000, ...opts })
-  made.push(s)
-  return s
-}
+import { test, sleep, assert, eq, made, create, run } from './lib.mjs'
 
 test('create with metadata, envs and timeout; info and list by metadata', async () => {
   const tag = `m${Date.now()}`
@@ -268,18 +257,4 @@ test('kill twice; a wrong key is an AuthenticationError', async () => {
   }
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    const skip = await t.fn()
-    console.log(skip ? `not ok ${i + 1} - ${t.name} # TODO ${skip}` : `ok ${i + 1} - ${t.name}`)
-    if (skip) failed++
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+await run({ keepUntilEnd: true })

@@ -2,29 +2,21 @@
 // configured (tests/e2b/run.sh configures none), as TAP: the host names
 // this daemon, never the public cloud, and reaches the sandbox's port by
 // Host header and by name (curl resolves *.localhost to loopback).
-import { Sandbox } from 'e2b'
 import { request } from 'node:http'
 import { execFileSync } from 'node:child_process'
+import { test, sleep, assert, eq, create, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-const sleep = ms => new Promise(r => setTimeout(r, ms))
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
 const api = new URL(process.env.E2B_API_URL)
 
 test('getHost without a configured domain names this daemon, not e2b.app', async () => {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   const h = s.getHost(8000)
   assert(!h.includes('e2b.app'), `the public cloud: ${h}`)
   eq(h, `8000-${s.sandboxId}.localhost:${api.port}`, 'the host')
 })
 
 test('getHost reaches the sandbox port by Host header and by name', async () => {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   await s.commands.run('mkdir -p /tmp/www && echo served > /tmp/www/i.txt && cd /tmp/www && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true })
   for (let i = 0; i < 50; i++) {
     const r = await s.commands.run('python3 -c \'import socket; socket.create_connection(("127.0.0.1", 8000))\' 2>/dev/null && echo up || true')
@@ -46,18 +38,4 @@ test('getHost reaches the sandbox port by Host header and by name', async () => 
   eq(execFileSync('curl', ['-s', `http://${h}/i.txt`], { encoding: 'utf8', timeout: 30000 }), 'served\n', 'by name')
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-  for (const s of made.splice(0)) await s.kill().catch(() => {})
-}
-process.exit(failed ? 1 : 0)
+await run()

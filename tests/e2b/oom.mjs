@@ -3,18 +3,9 @@
 // throws a CommandExitError whose message names the OOM kill and the
 // sandbox's memory limit, and the sandbox goes on serving commands and
 // files.
-import { Sandbox, CommandExitError } from 'e2b'
+import { CommandExitError } from 'e2b'
+import { test, assert, eq, create, run } from './lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
-async function create(opts = {}) {
-  const s = await Sandbox.create({ timeoutMs: 120000, ...opts })
-  made.push(s)
-  return s
-}
 
 test('an OOM-killed command: CommandExitError names the OOM kill and the limit; the sandbox lives on', async () => {
   const s = await create()
@@ -33,17 +24,4 @@ test('an OOM-killed command: CommandExitError names the OOM kill and the limit; 
   eq(await s.files.read('/home/user/keep'), 'kept\n', 'files API after the OOM kill')
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    await t.fn()
-    console.log(`ok ${i + 1} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+await run({ keepUntilEnd: true })

@@ -1,16 +1,10 @@
 // Relative paths with the official E2B JS SDK, as TAP: files and a
 // command's cwd are below the user's home, as envd resolves them, and a
 // remove of what is not there succeeds.
-import { Sandbox } from 'e2b'
-
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
+import { test, eq, create, run } from './lib.mjs'
 
 test('files.write/read/getInfo/list/makeDir/rename/remove with relative paths are in the home', async () => {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   const w = await s.files.write('rel.txt', 'hello')
   eq(w.path, '/home/user/rel.txt', 'write names the file in the home')
   eq(await s.files.read('rel.txt'), 'hello', 'read')
@@ -28,24 +22,9 @@ test('files.write/read/getInfo/list/makeDir/rename/remove with relative paths ar
 })
 
 test('commands.run with a relative cwd runs below the home', async () => {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   await s.files.makeDir('work')
   eq((await s.commands.run('pwd', { cwd: 'work' })).stdout.trim(), '/home/user/work', 'pwd')
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-  for (const s of made.splice(0)) await s.kill().catch(() => {})
-}
-process.exit(failed ? 1 : 0)
+await run()

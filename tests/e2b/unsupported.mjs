@@ -2,10 +2,7 @@
 // TAP: Template.exists of the built-in names, and a create with volumes
 // refused with a message naming them.
 import { Sandbox, Template } from 'e2b'
-
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
+import { test, eq, run } from './lib.mjs'
 
 test('Template.exists: the built-in names are there, an unknown one is not', async () => {
   if (typeof Template?.exists !== 'function') return // this SDK version has no Template SDK
@@ -25,17 +22,4 @@ test('a create with an MCP server is refused, naming MCP', async () => {
   eq(/mcp/i.test(msg), true, `the error: ${msg}`)
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-}
-process.exit(failed ? 1 : 0)
+await run()

@@ -2,16 +2,10 @@
 // harness's `useradd agent` user runs commands, a pty and file operations
 // as itself (uid, groups, home), entries name their owners from the
 // sandbox's own files, and a user the sandbox lacks gets envd's error.
-import { Sandbox } from 'e2b'
-
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function eq(a, b, msg) { if (a !== b) throw new Error(`${msg}: ${JSON.stringify(a)} !== ${JSON.stringify(b)}`) }
-const made = []
+import { test, eq, create, run } from './lib.mjs'
 
 async function withAgent () {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   await s.commands.run('useradd -m -s /bin/bash agent && groupadd team && usermod -aG team agent', { user: 'root' })
   return s
 }
@@ -55,8 +49,7 @@ test('files as that user: relative paths in its home, its permissions, owner nam
 })
 
 test('a user the sandbox does not have gets envd\'s error', async () => {
-  const s = await Sandbox.create({ timeoutMs: 120000 })
-  made.push(s)
+  const s = await create()
   let e1 = null
   try { await s.commands.run('id', { user: 'nosuch' }) } catch (e) { e1 = e }
   eq(e1 !== null && /invalid username: 'nosuch'/.test(e1.message), true, `commands: ${e1?.message}`)
@@ -65,18 +58,4 @@ test('a user the sandbox does not have gets envd\'s error', async () => {
   eq(e2 !== null && /nosuch/.test(e2.message), true, `files: ${e2?.message}`)
 })
 
-let n = 0, failed = 0
-console.log(`1..${tests.length}`)
-for (const t of tests) {
-  n++
-  try {
-    await t.fn()
-    console.log(`ok ${n} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${n} - ${t.name}`)
-    for (const line of String(e?.stack ?? e).split('\n')) console.log(`# ${line}`)
-  }
-  for (const s of made.splice(0)) await s.kill().catch(() => {})
-}
-process.exit(failed ? 1 : 0)
+await run()

@@ -9,6 +9,7 @@
 
 #include <abox/common.h>
 
+#include "fuzz.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,11 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *in = (const char *)data + 1;
 	size_t n = size - 1;
 	char why[256];
-	char *z = malloc(n + 1); /* NUL-terminated copy for the string parsers */
+	char *z = fuzz_text(data + 1, n); /* for the string parsers */
 	if (!z)
 		return 0;
-	memcpy(z, in, n);
-	z[n] = '\0';
 	switch (mode) {
 	case 0: {
 		const char *msg;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "listing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,11 +19,9 @@ void abox_sandbox_info_clear(abox_sandbox_info *info)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *z = malloc(size + 1);
+	char *z = fuzz_text(data, size);
 	if (!z)
 		return 0;
-	memcpy(z, data, size);
-	z[size] = '\0';
 	const char *f[7] = { NULL };
 	char *p = z, *end = z + size;
 	for (int i = 0; i < 7 && p <= end; i++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cgroup/cgroup.h"
+#include "fuzz.h"
 #include "mount/mountinfo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,11 +22,9 @@ static int touch(const struct mountinfo_entry *e, void *ud)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = fuzz_text(data, size);
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	size_t sum = 0;
 	(void)mountinfo_parse(text, touch, &sum, NULL);
 	/* the same bytes through the layout (it copies them itself); the

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "../../src/unpack/unpack.h"
+#include "unpack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

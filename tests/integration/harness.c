@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ bool is_root(void)
 	return geteuid() == 0;
 }
 
-static double now(void)
+double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -49,11 +50,9 @@ static void buf_add(struct buf *b, const char *d, size_t n)
 	b->p[b->len] = '\0';
 }
 
-pid_t start_abox(int *out_fd, int *err_fd, const char *const *args)
+/* abox's binary and then args: the argv of a run of abox (free it) */
+static const char **abox_argv(const char *const *args)
 {
-	int o[2], e[2];
-	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
 	size_t n = 0;
 	while (args[n])
 		n++;
@@ -61,6 +60,15 @@ pid_t start_abox(int *out_fd, int *err_fd, const char *const *args)
 	argv[0] = abox_bin();
 	for (size_t i = 0; i < n; i++)
 		argv[i + 1] = args[i];
+	return argv;
+}
+
+pid_t start_abox(int *out_fd, int *err_fd, const char *const *args)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	const char **argv = abox_argv(args);
 	pid_t p = fork();
 	cr_assert_geq(p, 0);
 	if (p == 0) {
@@ -106,13 +114,7 @@ static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_
 
 void run_abox(struct run_result *r, const void *stdin_data, size_t stdin_len, const char *const *args)
 {
-	size_t n = 0;
-	while (args[n])
-		n++;
-	const char **argv = calloc(n + 2, sizeof(char *));
-	argv[0] = abox_bin();
-	for (size_t i = 0; i < n; i++)
-		argv[i + 1] = args[i];
+	const char **argv = abox_argv(args);
 	run_argv(r, stdin_data, stdin_len, argv);
 	free(argv);
 }
@@ -128,7 +130,7 @@ static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_
 	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
-	double t0 = now();
+	double t0 = now_s();
 	pid_t p = fork();
 	cr_assert_geq(p, 0);
 	if (p == 0) {
@@ -159,7 +161,7 @@ static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_
 			{ .fd = infd, .events = POLLOUT },
 		};
 		int k = poll(pfd, 3, 1000);
-		if (!killed && now() - t0 > run_timeout_s) {
+		if (!killed && now_s() - t0 > run_timeout_s) {
 			kill(p, SIGKILL);
 			killed = true;
 		}
@@ -194,7 +196,7 @@ static void run_argv(struct run_result *r, const void *stdin_data, size_t stdin_
 	if (infd >= 0)
 		close(infd);
 	r->status = wait_exit(p);
-	r->seconds = now() - t0;
+	r->seconds = now_s() - t0;
 	r->out = ob.p;
 	r->out_len = ob.len;
 	r->err = eb.p;
@@ -331,6 +333,23 @@ static void loop_devices(struct buf *b, const char *root)
 	closedir(d);
 }
 
+/* A line "<label><name>" for each entry of dir not starting with a dot. */
+static void list_folder(struct buf *b, const char *label, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		buf_add(b, label, strlen(label));
+		buf_add(b, de->d_name, strlen(de->d_name));
+		buf_add(b, "\n", 1);
+	}
+	closedir(d);
+}
+
 char *leak_snapshot(void)
 {
 	struct buf b = { 0 };
@@ -344,25 +363,14 @@ char *leak_snapshot(void)
 		free(mi);
 	}
 	own_cgroups(&b);
-	const char *root = getenv("ABOX_ROOT");
+	const char *root = state_root();
 	char sdir[4096];
-	snprintf(sdir, sizeof(sdir), "%s/sandboxes", root && *root ? root : "/var/lib/abox");
-	DIR *sd = opendir(sdir);
-	if (sd) {
-		struct dirent *de;
-		while ((de = readdir(sd))) {
-			if (de->d_name[0] == '.')
-				continue;
-			buf_add(&b, "state ", 6);
-			buf_add(&b, de->d_name, strlen(de->d_name));
-			buf_add(&b, "\n", 1);
-		}
-		closedir(sd);
-	}
+	snprintf(sdir, sizeof(sdir), "%s/sandboxes", root);
+	list_folder(&b, "state ", sdir);
 	/* snapshots someone asked for (not a fork's, which gc removes once
 	 * unused): a failed pause or snapshot must not leave one */
-	snprintf(sdir, sizeof(sdir), "%s/snapshots", root && *root ? root : "/var/lib/abox");
-	sd = opendir(sdir);
+	snprintf(sdir, sizeof(sdir), "%s/snapshots", root);
+	DIR *sd = opendir(sdir);
 	if (sd) {
 		struct dirent *de;
 		while ((de = readdir(sd))) {
@@ -380,20 +388,8 @@ char *leak_snapshot(void)
 		}
 		closedir(sd);
 	}
-	loop_devices(&b, root && *root ? root : "/var/lib/abox");
-	const char *rt = getenv("ABOX_RUNTIME_DIR");
-	DIR *d = opendir(rt && *rt ? rt : "/run/abox");
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			buf_add(&b, "run ", 4);
-			buf_add(&b, de->d_name, strlen(de->d_name));
-			buf_add(&b, "\n", 1);
-		}
-		closedir(d);
-	}
+	loop_devices(&b, root);
+	list_folder(&b, "run ", runtime_root());
 	return b.p;
 }
 
@@ -436,10 +432,151 @@ void sandbox_suite_fini(void)
 		leak_check_end();
 }
 
-void run_abox_ok(const char *const *args)
+/* "abox ARGS..." for failure messages, cut to fit line. */
+static const char *command_line(char *line, size_t n, const char *const *args)
+{
+	size_t len = (size_t)snprintf(line, n, "abox");
+	for (size_t i = 0; args[i] && len < n; i++)
+		len += (size_t)snprintf(line + len, n - len, " %s", args[i]);
+	return line;
+}
+
+char *run_abox_out(const char *const *args)
 {
 	struct run_result r;
 	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "abox %s exited %d: %s", args[0], r.status, r.err);
+	char line[512];
+	cr_assert_eq(r.status, 0, "%s exited %d: %s", command_line(line, sizeof(line), args), r.status,
+		     r.err);
+	free(r.err);
+	return r.out;
+}
+
+void run_abox_ok(const char *const *args)
+{
+	free(run_abox_out(args));
+}
+
+char *run_abox_line(const char *const *args)
+{
+	char *out = run_abox_out(args);
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+void run_abox_any(const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, NULL, 0, args);
+	run_result_free(&r);
+}
+
+void run_abox_expect(const char *in, int status, const char *out, const char *err_has,
+		     const char *const *args)
+{
+	struct run_result r;
+	run_abox(&r, in, in ? strlen(in) : 0, args);
+	char line[512];
+	command_line(line, sizeof(line), args);
+	if (status == NONZERO)
+		cr_assert_neq(r.status, 0, "%s succeeded: %s", line, r.out);
+	else if (status != ANY_STATUS)
+		cr_assert_eq(r.status, status, "%s exited %d, not %d: %s", line, r.status, status, r.err);
+	if (out)
+		cr_assert_str_eq(r.out, out, "%s printed '%s', not '%s' (stderr: %s)", line, r.out, out,
+				 r.err);
+	if (err_has)
+		cr_assert(strstr(r.err, err_has), "%s: no '%s' in its stderr: %s", line, err_has, r.err);
+	run_result_free(&r);
+}
+
+char *create_sandbox(const char *const *extra)
+{
+	const char *args[32] = { "create" };
+	size_t n = 1;
+	for (size_t i = 0; extra && extra[i]; i++) {
+		cr_assert_lt(n, 31, "too many arguments for create_sandbox");
+		args[n++] = extra[i];
+	}
+	args[n] = NULL;
+	char *out = run_abox_out(args);
+	cr_assert_eq(strlen(out), 21, "create prints the id: '%s'", out);
+	out[20] = '\0';
+	return out;
+}
+
+void kill_and_free(char *id)
+{
+	ABOX_OK("kill", id);
+	free(id);
+}
+
+char *root_sh(const char *id, const char *script)
+{
+	struct run_result r;
+	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", script);
+	cr_assert_eq(r.status, 0, "%s: %s", script, r.err);
+	free(r.err);
+	return r.out;
+}
+
+char *sandbox_state(const char *id)
+{
+	char *out = ABOX_OUT("info", "--json", id);
+	json_object *o = json_tokener_parse(out), *v;
+	cr_assert(o && json_object_object_get_ex(o, "state", &v), "info --json: %s", out);
+	char *s = strdup(json_object_get_string(v));
+	json_object_put(o);
+	free(out);
+	return s;
+}
+
+bool proc_running(const char *id, const char *tag)
+{
+	char *ps = ABOX_OUT("ps", id);
+	bool running = false;
+	for (char *l = strtok(ps, "\n"); l; l = strtok(NULL, "\n"))
+		if (strstr(l, tag))
+			running = strstr(l, "running") != NULL;
+	free(ps);
+	return running;
+}
+
+long read_counter(const char *id)
+{
+	char *out = ABOX_OUT("exec", id, "--", "cat", "/tmp/n");
+	long n = atol(out);
+	free(out);
+	return n;
+}
+
+void api_create(abox_ctx **ctx, const abox_sandbox_opts *so, abox_sandbox **sb)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(abox_ctx_new(NULL, ctx, &err), 0, "%s", err.msg);
+	cr_assert_eq(abox_sandbox_create(*ctx, so, sb, &err), 0, "%s", err.msg);
+}
+
+static char *unusable;
+
+const char *checkpoint_unusable(void)
+{
+	return unusable;
+}
+
+void checkpoint_suite_init(void)
+{
+	sandbox_suite_init();
+	unsetenv("ABOX_CHECKPOINTER");
+	struct run_result r;
+	ABOX(&r, "doctor");
+	const char *why = strstr(r.out, "cannot checkpoint on this kernel");
+	if (why && !strstr(r.out, "ok    checkpointer")) {
+		unusable = strndup(why, strcspn(why, "\n"));
+		run_result_free(&r);
+		return;
+	}
+	cr_assert(strstr(r.out, "ok    checkpointer"),
+		  "no working checkpointer (CI runs scripts/criu-setup.sh first):\n%s", r.out);
 	run_result_free(&r);
 }

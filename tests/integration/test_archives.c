@@ -60,16 +60,6 @@ static void fini(void)
 
 TestSuite(archive, .init = init, .fini = fini, .timeout = 300);
 
-static char *ok(const char *const *args)
-{
-	struct run_result r;
-	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "abox %s %s failed: %s", args[0], args[1] ? args[1] : "", r.err);
-	free(r.err);
-	return r.out;
-}
-#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
-
 /* A refused import: exit 125, the message names why, and nothing of it
  * stays (no template, no build folder). */
 static void refused(const char *name, const char *src, const char *why, const char *opt)
@@ -82,7 +72,7 @@ static void refused(const char *name, const char *src, const char *why, const ch
 	cr_assert_eq(r.status, 125, "import of %s was not refused: %s", src, r.out);
 	cr_assert(strstr(r.err, why), "message for %s does not say '%s': %s", src, why, r.err);
 	run_result_free(&r);
-	char *ls = OK("template", "ls");
+	char *ls = ABOX_OUT("template", "ls");
 	char line[96];
 	snprintf(line, sizeof(line), "%s\n", name);
 	cr_assert_null(strstr(ls, line), "refused template is listed: %s", ls);
@@ -123,9 +113,9 @@ Test(archive, rootfs_tarballs_in_every_compression)
 		snprintf(file, sizeof(file), "%s/root.%s", dir, kinds[i].ext);
 		snprintf(cmd, sizeof(cmd), "tar --numeric-owner %s -C '%s' -cf '%s' .", kinds[i].flag, rootfs, file);
 		cr_assert_eq(system(cmd), 0, "%s", cmd);
-		free(OK("template", "import", kinds[i].name, file));
+		ABOX_OK("template", "import", kinds[i].name, file);
 		run_expect(kinds[i].name, "cat /marker; echo $USER; pwd", "tiny\nuser\n/home/user\n");
-		free(OK("template", "rm", kinds[i].name));
+		ABOX_OK("template", "rm", kinds[i].name);
 	}
 }
 
@@ -140,16 +130,16 @@ Test(archive, oci_layouts_and_docker_save_apply_layers_whiteouts_and_config)
 	const char *check = "pwd; echo $USER $IMG; ls /opq; cat /added /marker; test -e /hello && echo hello-not-deleted; :";
 	char src[256];
 	snprintf(src, sizeof(src), "%s/oci", img);
-	free(OK("template", "import", "abox-t-oci", src));
+	ABOX_OK("template", "import", "abox-t-oci", src);
 	run_expect("abox-t-oci", check, "/opq\nroot oci\nnew\nlayer2\ntiny\n");
 	snprintf(src, sizeof(src), "%s/oci.tar", img);
-	free(OK("template", "import", "abox-t-ocitar", src));
+	ABOX_OK("template", "import", "abox-t-ocitar", src);
 	run_expect("abox-t-ocitar", check, "/opq\nroot oci\nnew\nlayer2\ntiny\n");
 	snprintf(src, sizeof(src), "%s/docker.tar", img);
-	free(OK("template", "import", "abox-t-docker", src));
+	ABOX_OK("template", "import", "abox-t-docker", src);
 	run_expect("abox-t-docker", check, "/tmp\nuser docker\nnew\nlayer2\ntiny\n");
 
-	char *js = OK("template", "inspect", "--json", "abox-t-oci");
+	char *js = ABOX_OUT("template", "inspect", "--json", "abox-t-oci");
 	cr_assert(strstr(js, "\"user\":\"root\"") && strstr(js, "\"workdir\":\"/opq\"") && strstr(js, "IMG=oci"),
 		  "%s", js);
 	free(js);
@@ -244,7 +234,7 @@ Test(archive, hostile_archives_are_refused_with_nothing_outside)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && tar --numeric-owner -C '%s' -rf '%s' .", file, merged, rootfs, merged);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
-	free(OK("template", "import", "abox-t-abs", merged));
+	ABOX_OK("template", "import", "abox-t-abs", merged);
 	cr_assert_neq(access(abs_target, F_OK), 0, "an absolute name was written on the host");
 	char script[300];
 	snprintf(script, sizeof(script), "cat '%s'", abs_target);
@@ -255,7 +245,7 @@ Test(archive, hostile_archives_are_refused_with_nothing_outside)
 	write_tar(file, (struct ent[]){ { "kmem", AE_IFCHR, NULL, 0600 }, { "suid", AE_IFREG, "x", 04755 } }, 2);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && tar --numeric-owner -C '%s' -rf '%s' .", file, merged, rootfs, merged);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
-	free(OK("template", "import", "abox-t-dev", merged));
+	ABOX_OK("template", "import", "abox-t-dev", merged);
 	run_expect("abox-t-dev",
 		   "test -e /kmem || echo no-dev; case $(ls -l /suid) in -rwxr-xr-x*) echo no-suid;; *) echo suid;; esac",
 		   "no-dev\nno-suid\n");
@@ -301,41 +291,35 @@ Test(archive, template_metadata_start_command_and_readiness)
 	snprintf(cmd, sizeof(cmd), "tar --numeric-owner -C '%s' -cf '%s' .", rootfs, file);
 	cr_assert_eq(system(cmd), 0);
 
-	free(OK("template", "import", "-u", "root", "-w", "/tmp", "-e", "K=template", "-e", "L=kept", "--start",
-		"echo started > /tmp/started; exec sleep 1000", "--ready-cmd", "test -e /tmp/started", "abox-t-meta",
-		file));
-	char *id = OK("create", "--template", "abox-t-meta", "-e", "K=create");
-	id[20] = '\0';
-	struct run_result r;
+	ABOX_OK("template", "import", "-u", "root", "-w", "/tmp", "-e", "K=template", "-e", "L=kept",
+		"--start", "echo started > /tmp/started; exec sleep 1000", "--ready-cmd",
+		"test -e /tmp/started", "abox-t-meta", file);
+	char *id = ABOX_LINE("create", "--template", "abox-t-meta", "-e", "K=create");
 	/* the start command ran before create returned; the defaults apply */
-	ABOX(&r, "exec", id, "--", "/bin/sh", "-c", "cat /tmp/started; echo $K $L $USER; pwd");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "started\ncreate kept root\n/tmp\n");
-	run_result_free(&r);
+	ABOX_EXPECT(0, "started\ncreate kept root\n/tmp\n", NULL, "exec", id, "--", "/bin/sh", "-c",
+		    "cat /tmp/started; echo $K $L $USER; pwd");
 	/* a command naming its user and folder gets them */
-	ABOX(&r, "exec", "-u", "user", "-w", "/", id, "--", "/bin/sh", "-c", "echo $USER; pwd");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "user\n/\n");
-	run_result_free(&r);
-	free(OK("kill", id));
-	free(id);
+	ABOX_EXPECT(0, "user\n/\n", NULL, "exec", "-u", "user", "-w", "/", id, "--", "/bin/sh", "-c",
+		    "echo $USER; pwd");
+	kill_and_free(id);
 
 	/* a port: create returns once the server listens (0A = LISTEN, 1F90 = 8080) */
-	free(OK("template", "import", "--start", "exec /bin/probe --listen 8080 300", "--ready-port", "8080",
-		"abox-t-port", file));
+	ABOX_OK("template", "import", "--start", "exec /bin/probe --listen 8080 300", "--ready-port", "8080",
+		"abox-t-port", file);
+	struct run_result r;
 	ABOX(&r, "run", "--template", "abox-t-port", "--", "/bin/cat", "/proc/net/tcp");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert(strstr(r.out, ":1F90 00000000:0000 0A"), "not listening when create returned:\n%s", r.out);
 	run_result_free(&r);
 
 	/* never ready: create fails, names the check, and leaves nothing */
-	free(OK("template", "import", "--start", "exec sleep 1000", "--ready-cmd", "false", "--ready-timeout", "1",
-		"abox-t-port", file));
+	ABOX_OK("template", "import", "--start", "exec sleep 1000", "--ready-cmd", "false", "--ready-timeout",
+		"1", "abox-t-port", file);
 	ABOX(&r, "create", "--template", "abox-t-port");
 	cr_assert_eq(r.status, 125);
 	cr_assert(strstr(r.err, "not ready within 1 s") && strstr(r.err, "false"), "%s", r.err);
 	run_result_free(&r);
-	char *ls = OK("ls");
+	char *ls = ABOX_OUT("ls");
 	cr_assert_null(strstr(ls, "abox-t-port"), "a sandbox that never got ready is listed:\n%s", ls);
 	free(ls);
 

@@ -22,29 +22,6 @@
 
 TestSuite(disk, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 240);
 
-static char *ok(const char *const *args)
-{
-	struct run_result r;
-	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "abox %s %s failed: %s", args[0], args[1] ? args[1] : "", r.err);
-	char *nl = strchr(r.out, '\n');
-	if (nl)
-		*nl = '\0';
-	free(r.err);
-	return r.out;
-}
-
-#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
-
-static char *sh_out(const char *id, const char *script)
-{
-	struct run_result r;
-	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", script);
-	cr_assert_eq(r.status, 0, "%s: %s", script, r.err);
-	free(r.err);
-	return r.out;
-}
-
 /* Loop devices bound to a file of this test's state folder. */
 static int disks(void)
 {
@@ -84,10 +61,11 @@ static unsigned long long metric(const char *id, const char *key)
 
 Test(disk, a_full_disk_gives_enospc_inside)
 {
-	char *id = OK("create", "--timeout", "120", "--disk", "64M");
+	char *id = ABOX_LINE("create", "--timeout", "120", "--disk", "64M");
 	cr_assert_eq(disks(), 1, "the sandbox's layer is not on a disk of its own");
-	char *out = sh_out(id, "dd if=/dev/zero of=/home/user/fill bs=1M count=200 2>&1 | grep -c 'No space left';"
-			       "stat -c %s /home/user/fill; df -k / | tail -1 | awk '{print $2}'");
+	char *out = root_sh(
+		id, "dd if=/dev/zero of=/home/user/fill bs=1M count=200 2>&1 | grep -c 'No space left';"
+		    "stat -c %s /home/user/fill; df -k / | tail -1 | awk '{print $2}'");
 	unsigned long long hits = 0, size = 0, total = 0;
 	cr_assert_eq(sscanf(out, "%llu\n%llu\n%llu", &hits, &size, &total), 3, "%s", out);
 	cr_assert_eq(hits, 1, "writing past the disk's size must fail with ENOSPC: %s", out);
@@ -97,38 +75,37 @@ Test(disk, a_full_disk_gives_enospc_inside)
 	free(out);
 	cr_assert_eq(metric(id, "diskTotal"), 64ULL << 20);
 	/* the sandbox goes on: removing the file frees the room */
-	out = sh_out(id, "rm /home/user/fill; echo again > /home/user/again; cat /home/user/again");
+	out = root_sh(id, "rm /home/user/fill; echo again > /home/user/again; cat /home/user/again");
 	cr_assert_str_eq(out, "again\n");
 	free(out);
-	free(OK("kill", id));
-	free(id);
+	kill_and_free(id);
 }
 
 Test(disk, files_never_count_as_memory)
 {
 	/* 300 MB of files in a sandbox of 64 MB of memory: in memory, the
 	 * writer (or init) is OOM-killed; on a disk it is just a file */
-	char *id = OK("create", "--timeout", "120", "--memory", "64M", "--disk", "512M");
-	char *out = sh_out(id, "dd if=/dev/zero of=/home/user/big bs=1M count=300 2>/dev/null; echo rc=$?;"
-			       "stat -c %s /home/user/big");
+	char *id = ABOX_LINE("create", "--timeout", "120", "--memory", "64M", "--disk", "512M");
+	char *out = root_sh(id, "dd if=/dev/zero of=/home/user/big bs=1M count=300 2>/dev/null; echo rc=$?;"
+				"stat -c %s /home/user/big");
 	cr_assert_str_eq(out, "rc=0\n314572800\n");
 	free(out);
 	unsigned long long used = metric(id, "memUsed");
 	cr_assert_lt(used, 32ULL << 20, "memUsed %llu counts the files", used);
 	cr_assert_gt(metric(id, "diskUsed"), 300ULL << 20);
 	/* tmpfs the sandbox makes itself (/dev/shm) is memory, and says so */
-	free(sh_out(id, "dd if=/dev/zero of=/dev/shm/x bs=1M count=24 2>/dev/null"));
+	free(root_sh(id, "dd if=/dev/zero of=/dev/shm/x bs=1M count=24 2>/dev/null"));
 	used = metric(id, "memUsed");
 	cr_assert_gt(used, 24ULL << 20, "memUsed %llu misses the tmpfs files", used);
-	free(OK("kill", id));
-	free(id);
+	kill_and_free(id);
 }
 
 Test(disk, tmpfs_only_on_request)
 {
-	char *id = OK("create", "--timeout", "120", "--layer", "tmpfs", "--memory", "256M", "--disk", "128M");
+	char *id = ABOX_LINE("create", "--timeout", "120", "--layer", "tmpfs", "--memory", "256M", "--disk",
+			     "128M");
 	cr_assert_eq(disks(), 0, "a tmpfs layer has no disk");
-	free(sh_out(id, "dd if=/dev/zero of=/home/user/f bs=1M count=48 2>/dev/null"));
+	free(root_sh(id, "dd if=/dev/zero of=/home/user/f bs=1M count=48 2>/dev/null"));
 	unsigned long long used = metric(id, "memUsed");
 	cr_assert_gt(used, 48ULL << 20, "a tmpfs layer's files are memory: memUsed %llu", used);
 	/* forks keep the kind */
@@ -139,23 +116,21 @@ Test(disk, tmpfs_only_on_request)
 	if (nl)
 		*nl = '\0';
 	cr_assert_eq(disks(), 0, "the fork of a tmpfs sandbox got a disk");
-	free(OK("kill", id, r.out));
+	ABOX_OK("kill", id, r.out);
 	run_result_free(&r);
 	free(id);
 
-	ABOX(&r, "create", "--layer", "floppy");
-	cr_assert_neq(r.status, 0, "an unknown kind is refused: %d %s", r.status, r.err);
-	cr_assert(strstr(r.err, "--layer 'floppy'"), "%s", r.err);
-	run_result_free(&r);
+	/* an unknown kind is refused */
+	ABOX_EXPECT(NONZERO, NULL, "--layer 'floppy'", "create", "--layer", "floppy");
 }
 
 Test(disk, snapshots_and_forks_keep_the_files_on_disks_of_their_own)
 {
-	char *src = OK("create", "--timeout", "120", "--memory", "64M");
-	free(sh_out(src, "echo kept > /srv/f; dd if=/dev/zero of=/srv/big bs=1M count=100 2>/dev/null"));
-	char *snap = OK("snapshot", src);
-	char *from = OK("create", "--from", snap, "--timeout", "120", "--memory", "64M");
-	char *out = sh_out(from, "cat /srv/f; stat -c %s /srv/big");
+	char *src = ABOX_LINE("create", "--timeout", "120", "--memory", "64M");
+	free(root_sh(src, "echo kept > /srv/f; dd if=/dev/zero of=/srv/big bs=1M count=100 2>/dev/null"));
+	char *snap = ABOX_LINE("snapshot", src);
+	char *from = ABOX_LINE("create", "--from", snap, "--timeout", "120", "--memory", "64M");
+	char *out = root_sh(from, "cat /srv/f; stat -c %s /srv/big");
 	cr_assert_str_eq(out, "kept\n104857600\n");
 	free(out);
 
@@ -166,15 +141,15 @@ Test(disk, snapshots_and_forks_keep_the_files_on_disks_of_their_own)
 	cr_assert(a && b, "two forks: %s", r.out);
 	cr_assert_eq(disks(), 4, "source, sandbox from the snapshot and two forks: a disk each");
 	/* a fork writes more files than its memory holds, on its own disk */
-	out = sh_out(a, "cat /srv/f; dd if=/dev/zero of=/srv/more bs=1M count=150 2>/dev/null; echo rc=$?");
+	out = root_sh(a, "cat /srv/f; dd if=/dev/zero of=/srv/more bs=1M count=150 2>/dev/null; echo rc=$?");
 	cr_assert_str_eq(out, "kept\nrc=0\n");
 	free(out);
-	out = sh_out(b, "cat /srv/f; test -e /srv/more || echo isolated");
+	out = root_sh(b, "cat /srv/f; test -e /srv/more || echo isolated");
 	cr_assert_str_eq(out, "kept\nisolated\n");
 	free(out);
-	free(OK("kill", src, from, a, b));
+	ABOX_OK("kill", src, from, a, b);
 	run_result_free(&r);
-	free(OK("snapshots", "rm", snap));
+	ABOX_OK("snapshots", "rm", snap);
 	cr_assert_eq(disks(), 0, "kill releases every disk");
 	free(snap);
 	free(from);
@@ -183,12 +158,8 @@ Test(disk, snapshots_and_forks_keep_the_files_on_disks_of_their_own)
 
 Test(disk, an_ephemeral_sandbox_on_a_disk_on_request)
 {
-	struct run_result r;
-	ABOX(&r, "run", "--layer", "disk", "--memory", "64M", "--", "sh", "-c",
-	     "dd if=/dev/zero of=/tmp/x bs=1M count=200 2>/dev/null && stat -c %s /tmp/x");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "209715200\n");
-	run_result_free(&r);
+	ABOX_EXPECT(0, "209715200\n", NULL, "run", "--layer", "disk", "--memory", "64M", "--", "sh", "-c",
+		    "dd if=/dev/zero of=/tmp/x bs=1M count=200 2>/dev/null && stat -c %s /tmp/x");
 	cr_assert_eq(disks(), 0, "the run's disk is released when it ends");
 }
 
@@ -258,21 +229,34 @@ static int spares_child(void)
 	return 0;
 }
 
-Test(disk, spares_are_taken_and_go_with_their_process)
+/* Runs fn in a process of its own; returns its wait status. */
+static int in_child(int (*fn)(void))
 {
 	fflush(NULL);
 	pid_t p = fork();
 	cr_assert_geq(p, 0);
 	if (p == 0)
-		_exit(spares_child());
+		_exit(fn());
 	int st;
 	cr_assert_eq(waitpid(p, &st, 0), p);
+	return st;
+}
+
+/* disks(), once it is 0 or after tries 50 ms waits */
+static int disks_settled(int tries)
+{
+	int n = -1;
+	for (int i = 0; i < tries && (n = disks()) != 0; i++)
+		usleep(50 * 1000);
+	return n;
+}
+
+Test(disk, spares_are_taken_and_go_with_their_process)
+{
+	int st = in_child(spares_child);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the spares' process failed (%d)", st);
 	/* its helper ends with it, and the spares in flight with both */
-	int n = -1;
-	for (int i = 0; i < 100 && (n = disks()) != 0; i++)
-		usleep(50 * 1000);
-	cr_assert_eq(n, 0, "spare disks outlived their process");
+	cr_assert_eq(disks_settled(100), 0, "spare disks outlived their process");
 }
 
 Test(disk, a_create_that_fails_after_its_disk_releases_it)
@@ -309,7 +293,7 @@ Test(disk, creates_killed_at_any_point_leave_no_disk)
 		char *nl = strchr(id, '\n');
 		if (nl) {
 			*nl = '\0';
-			free(OK("kill", id)); /* it got as far as printing its id */
+			ABOX_OK("kill", id); /* it got as far as printing its id */
 		}
 		free(id);
 	}
@@ -321,13 +305,11 @@ Test(disk, creates_killed_at_any_point_leave_no_disk)
 	for (char *l = strtok_r(r.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char id[32];
 		if (sscanf(l, "%31s", id) == 1 && strlen(id) == 20)
-			free(OK("kill", id));
+			ABOX_OK("kill", id);
 	}
 	run_result_free(&r);
-	free(OK("gc"));
-	int n = -1;
-	for (int i = 0; i < 40 && (n = disks()) != 0; i++)
-		usleep(50 * 1000);
+	ABOX_OK("gc");
+	int n = disks_settled(40);
 	cr_assert_eq(n, 0, "killed creates left %d disks bound", n);
 }
 
@@ -375,18 +357,9 @@ static int discard_child(void)
 
 Test(disk, discard_shuts_down_our_disks_only)
 {
-	fflush(NULL);
-	pid_t p = fork();
-	cr_assert_geq(p, 0);
-	if (p == 0)
-		_exit(discard_child());
-	int st;
-	cr_assert_eq(waitpid(p, &st, 0), p);
+	int st = in_child(discard_child);
 	cr_assert(WIFEXITED(st), "status %d", st);
 	cr_assert_eq(WEXITSTATUS(st), 0, "step %d failed (12-13: a foreign ext4 was shut down; 15-16: ours was not)",
 		     WEXITSTATUS(st));
-	int n = -1;
-	for (int i = 0; i < 40 && (n = disks()) != 0; i++)
-		usleep(50 * 1000);
-	cr_assert_eq(n, 0);
+	cr_assert_eq(disks_settled(40), 0);
 }

@@ -18,21 +18,16 @@ static void init(void)
 	if (!is_root())
 		cr_skip_test("needs root (sandboxes are created for real)");
 	leak_check_begin();
-	struct run_result r;
-	ABOX(&r, "create", "--disk", "300M", "--memory", "1G");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	memcpy(id, r.out, 20);
-	id[20] = '\0';
-	run_result_free(&r);
+	char *made = CREATE("--disk", "300M", "--memory", "1G");
+	memcpy(id, made, sizeof(id));
+	free(made);
 }
 
 static void fini(void)
 {
 	if (!is_root())
 		return;
-	struct run_result r;
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_ANY("kill", id);
 	leak_check_end();
 }
 
@@ -50,20 +45,17 @@ static struct run_result files(const char *stdin_data, const char *const *args)
 	return r;
 }
 #define FILES(in, ...) files((in), (const char *const[]){ __VA_ARGS__, NULL })
+/* `abox files ARGS...`, in on its stdin (NULL: none), checked as ABOX_EXPECT does */
+#define FILES_EXPECT(in, status, out, err_has, ...)                                                          \
+	run_abox_expect((in), (status), (out), (err_has), (const char *const[]){ "files", __VA_ARGS__, NULL })
 
 Test(files, write_read_round_trip_and_parents)
 {
-	struct run_result r = FILES("hello\nworld\n", "write", "-p", id, "/home/user/deep/er/f.txt");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	r = FILES(NULL, "cat", id, "/home/user/deep/er/f.txt");
-	cr_assert_str_eq(r.out, "hello\nworld\n");
-	run_result_free(&r);
+	FILES_EXPECT("hello\nworld\n", 0, NULL, NULL, "write", "-p", id, "/home/user/deep/er/f.txt");
+	FILES_EXPECT(NULL, ANY_STATUS, "hello\nworld\n", NULL, "cat", id, "/home/user/deep/er/f.txt");
 	/* an empty file is 0 bytes, not an error */
-	r = FILES("", "write", id, "/home/user/empty");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	r = FILES(NULL, "cat", id, "/home/user/empty");
+	FILES_EXPECT("", 0, NULL, NULL, "write", id, "/home/user/empty");
+	struct run_result r = FILES(NULL, "cat", id, "/home/user/empty");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_eq(r.out_len, 0);
 	run_result_free(&r);
@@ -93,24 +85,14 @@ Test(files, errors_are_distinct)
 		cr_expect(strstr(r.err, cases[i].want), "%s %s: %s", cases[i].op, cases[i].path, r.err);
 		run_result_free(&r);
 	}
-	struct run_result r = FILES(NULL, "exists", id, "/home/user/missing");
-	cr_assert_eq(r.status, 1);
-	run_result_free(&r);
-	r = FILES(NULL, "exists", id, "/home/user");
-	cr_assert_eq(r.status, 0);
-	run_result_free(&r);
+	FILES_EXPECT(NULL, 1, NULL, NULL, "exists", id, "/home/user/missing");
+	FILES_EXPECT(NULL, 0, NULL, NULL, "exists", id, "/home/user");
 }
 
 Test(files, no_space_left)
 {
 	/* a sandbox with a small writable layer */
-	struct run_result c;
-	ABOX(&c, "create", "--disk", "8M");
-	cr_assert_eq(c.status, 0, "%s", c.err);
-	char small[ABOX_ID_LEN + 1];
-	memcpy(small, c.out, 20);
-	small[20] = '\0';
-	run_result_free(&c);
+	char *small = CREATE("--disk", "8M");
 	size_t n = 12 << 20;
 	char *big = malloc(n + 1);
 	memset(big, 'z', n);
@@ -120,19 +102,16 @@ Test(files, no_space_left)
 	cr_expect(strstr(r.err, "No space left on device"), "%s", r.err);
 	run_result_free(&r);
 	free(big);
-	ABOX(&c, "kill", small);
-	run_result_free(&c);
+	ABOX_ANY("kill", small);
+	free(small);
 }
 
 Test(files, stat_and_list)
 {
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c",
-	     "mkdir -p /home/user/t/a/b && echo 12345 > /home/user/t/a/f && chmod 640 /home/user/t/a/f && "
-	     "ln -s /etc/hostname /home/user/t/link");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	r = FILES(NULL, "stat", "--json", id, "/home/user/t/a/f");
+	ABOX_OK("exec", id, "--", "sh", "-c",
+		"mkdir -p /home/user/t/a/b && echo 12345 > /home/user/t/a/f && chmod 640 /home/user/t/a/f && "
+		"ln -s /etc/hostname /home/user/t/link");
+	struct run_result r = FILES(NULL, "stat", "--json", id, "/home/user/t/a/f");
 	cr_assert(strstr(r.out, "\"type\":\"file\""), "%s", r.out);
 	cr_assert(strstr(r.out, "\"size\":6"), "%s", r.out);
 	cr_assert(strstr(r.out, "\"mode\":416"), "0640: %s", r.out);
@@ -150,18 +129,10 @@ Test(files, stat_and_list)
 	r = FILES(NULL, "ls", "--depth", "3", id, "/home/user/t");
 	cr_assert(strstr(r.out, "/home/user/t/a/f") && strstr(r.out, "/home/user/t/a/b"), "%s", r.out);
 	run_result_free(&r);
-	r = FILES(NULL, "mv", id, "/home/user/t/a", "/home/user/t/moved");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	r = FILES(NULL, "cat", id, "/home/user/t/moved/f");
-	cr_assert_str_eq(r.out, "12345\n");
-	run_result_free(&r);
-	r = FILES(NULL, "rm", id, "/home/user/t");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	r = FILES(NULL, "exists", id, "/home/user/t");
-	cr_assert_eq(r.status, 1);
-	run_result_free(&r);
+	FILES_EXPECT(NULL, 0, NULL, NULL, "mv", id, "/home/user/t/a", "/home/user/t/moved");
+	FILES_EXPECT(NULL, ANY_STATUS, "12345\n", NULL, "cat", id, "/home/user/t/moved/f");
+	FILES_EXPECT(NULL, 0, NULL, NULL, "rm", id, "/home/user/t");
+	FILES_EXPECT(NULL, 1, NULL, NULL, "exists", id, "/home/user/t");
 }
 
 Test(files, paths_cannot_leave_the_sandbox)
@@ -170,15 +141,12 @@ Test(files, paths_cannot_leave_the_sandbox)
 	 * trick is used, the file read is the sandbox's */
 	char host[256] = "";
 	gethostname(host, sizeof(host));
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "ln -s / /home/user/rootlink && ln -s /etc /home/user/etclink");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "sh", "-c", "ln -s / /home/user/rootlink && ln -s /etc /home/user/etclink");
 	const char *paths[] = { "/home/user/rootlink/etc/hostname", "/../../../../etc/hostname",
 				"/home/user/../../../etc/hostname", "/proc/1/root/etc/hostname",
 				"/proc/self/root/etc/hostname" };
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		r = FILES(NULL, "--user", "root", "cat", id, paths[i]);
+		struct run_result r = FILES(NULL, "--user", "root", "cat", id, paths[i]);
 		cr_expect_eq(r.status, 0, "%s: %s", paths[i], r.err);
 		char want[32];
 		snprintf(want, sizeof(want), "%s\n", id);
@@ -186,10 +154,7 @@ Test(files, paths_cannot_leave_the_sandbox)
 		run_result_free(&r);
 	}
 	/* writing through a symlink as user: the user's permissions hold */
-	r = FILES("pwned\n", "write", id, "/home/user/etclink/passwd");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "Permission denied"), "%s", r.err);
-	run_result_free(&r);
+	FILES_EXPECT("pwned\n", 125, NULL, "Permission denied", "write", id, "/home/user/etclink/passwd");
 	(void)host;
 }
 
@@ -231,16 +196,10 @@ Test(files, cp_folders_both_ways)
 			    "echo one > /tmp/abox-cp-in/a && echo two > /tmp/abox-cp-in/sub/b"), 0);
 	char dst[64];
 	snprintf(dst, sizeof(dst), "%s:/home/user/tree", id);
-	struct run_result r;
-	ABOX(&r, "cp", "/tmp/abox-cp-in", dst);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("cp", "/tmp/abox-cp-in", dst);
 	/* a symlink made inside the sandbox must not steer the copy out */
-	ABOX(&r, "exec", id, "--", "ln", "-s", "/etc", "/home/user/tree/evil");
-	run_result_free(&r);
-	ABOX(&r, "cp", dst, "/tmp/abox-cp-out");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_ANY("exec", id, "--", "ln", "-s", "/etc", "/home/user/tree/evil");
+	ABOX_OK("cp", dst, "/tmp/abox-cp-out");
 	cr_expect_eq(system("test \"$(cat /tmp/abox-cp-out/a)\" = one && test \"$(cat /tmp/abox-cp-out/sub/b)\" = two"), 0);
 	cr_expect_neq(system("test -L /tmp/abox-cp-out/evil"), 0, "a symlink was made on the host");
 	cr_assert_eq(system("rm -rf /tmp/abox-cp-in /tmp/abox-cp-out"), 0);
@@ -252,12 +211,9 @@ Test(files, watch_reports_changes_recursively)
 	pid_t w = start_abox(&o, &e, (const char *const[]){ "files", "watch", "-r", "--timeout", "10", "--count", "6",
 							      id, "/home/user", NULL });
 	usleep(400000);
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c",
-	     "mkdir /home/user/w && echo x > /home/user/w/f && chmod 600 /home/user/w/f && "
-	     "mv /home/user/w/f /home/user/w/g && rm /home/user/w/g");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "sh", "-c",
+		"mkdir /home/user/w && echo x > /home/user/w/f && chmod 600 /home/user/w/f && "
+		"mv /home/user/w/f /home/user/w/g && rm /home/user/w/g");
 	char *out = slurp(o);
 	free(slurp(e));
 	cr_assert_eq(wait_exit(w), 0);
@@ -267,8 +223,5 @@ Test(files, watch_reports_changes_recursively)
 	cr_assert(strstr(out, "chmod /home/user/w/f\n"), "%s", out);
 	cr_assert(strstr(out, "rename /home/user/w/f\n"), "%s", out);
 	free(out);
-	ABOX(&r, "files", "watch", id, "/etc/passwd");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "Not a directory"), "%s", r.err);
-	run_result_free(&r);
+	FILES_EXPECT(NULL, 125, NULL, "Not a directory", "watch", id, "/etc/passwd");
 }

@@ -61,17 +61,6 @@ static void done(void)
 
 TestSuite(host_mounts, .init = odd_mounts, .fini = done, .timeout = 120);
 
-static char *create(void)
-{
-	struct run_result r;
-	ABOX(&r, "create");
-	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
-	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	r.out[20] = '\0';
-	free(r.err);
-	return r.out;
-}
-
 static bool has_ctrl(const char *list, const char *c)
 {
 	char l[256], w[64];
@@ -120,7 +109,7 @@ static void own_cgroup_dirs(char out[][4096], int *n)
 Test(host_mounts, create_exec_kill_and_run)
 {
 	for (int i = 0; i < 3; i++) {
-		char *id = create();
+		char *id = create_sandbox(NULL);
 		ABOX_OK("exec", id, "--", "true");
 		ABOX_OK("kill", id);
 		free(id);
@@ -132,7 +121,7 @@ Test(host_mounts, create_exec_kill_and_run)
  * cgroups at other paths than where they are: the recorded ones go. */
 Test(host_mounts, kill_from_another_cgroup)
 {
-	char *id = create();
+	char *id = create_sandbox(NULL);
 	const char *src = getenv("ABOX_SOURCE_DIR");
 	cr_assert_not_null(src);
 	char script[4096];

@@ -13,30 +13,6 @@
 
 TestSuite(lifecycle, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
-static char *create(const char *const *extra)
-{
-	const char *args[16] = { "create" };
-	size_t n = 1;
-	for (size_t i = 0; extra && extra[i] && n < 15; i++)
-		args[n++] = extra[i];
-	args[n] = NULL;
-	struct run_result r;
-	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
-	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	r.out[20] = '\0';
-	free(r.err);
-	return r.out;
-}
-
-static void kill_ok(const char *id)
-{
-	struct run_result r;
-	ABOX(&r, "kill", id);
-	cr_assert_eq(r.status, 0, "kill failed: %s", r.err);
-	run_result_free(&r);
-}
-
 static json_object *info(const char *id)
 {
 	struct run_result r;
@@ -55,23 +31,25 @@ static const char *field(json_object *o, const char *k)
 	return json_object_get_string(v);
 }
 
+/* No process named sleep is left in the sandbox. */
+static void no_sleep_left(const char *id)
+{
+	ABOX_EXPECT(ANY_STATUS, "0\n", NULL, "exec", id, "--", "sh", "-c",
+		    "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
+}
+
 Test(lifecycle, create_exec_ls_info_kill)
 {
-	char *id = create((const char *const[]){ "--metadata", "owner=alice", "--metadata", "job=42", "--memory", "256M", NULL });
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "echo kept > /tmp/state; hostname");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, strcat(strdup(id), "\n"));
-	run_result_free(&r);
+	char *id = CREATE("--metadata", "owner=alice", "--metadata", "job=42", "--memory", "256M");
+	char hostname[ABOX_ID_LEN + 2];
+	snprintf(hostname, sizeof(hostname), "%s\n", id);
+	ABOX_EXPECT(0, hostname, NULL, "exec", id, "--", "sh", "-c", "echo kept > /tmp/state; hostname");
 	/* files and the sandbox persist between commands */
-	ABOX(&r, "exec", "--user", "root", id, "--", "cat", "/tmp/state");
-	cr_assert_str_eq(r.out, "kept\n");
-	run_result_free(&r);
+	ABOX_EXPECT(ANY_STATUS, "kept\n", NULL, "exec", "--user", "root", id, "--", "cat", "/tmp/state");
 	/* exit codes pass through exec as through run */
-	ABOX(&r, "exec", id, "--", "sh", "-c", "exit 9");
-	cr_assert_eq(r.status, 9);
-	run_result_free(&r);
+	ABOX_EXPECT(9, NULL, NULL, "exec", id, "--", "sh", "-c", "exit 9");
 
+	struct run_result r;
 	ABOX(&r, "ls");
 	cr_assert(strstr(r.out, id), "ls lists it: %s", r.out);
 	cr_assert(strstr(r.out, "running"));
@@ -87,35 +65,26 @@ Test(lifecycle, create_exec_ls_info_kill)
 	cr_assert_str_eq(field(m, "job"), "42");
 	json_object_put(o);
 
-	kill_ok(id);
-	ABOX(&r, "exec", id, "--", "true");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "not found"), "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("kill", id);
+	ABOX_EXPECT(125, NULL, "not found", "exec", id, "--", "true");
 	free(id);
 }
 
 Test(lifecycle, timeout_fires_without_any_abox_process)
 {
-	char *id = create((const char *const[]){ "--timeout", "1", NULL });
+	char *id = CREATE("--timeout", "1");
 	sleep(2);
 	json_object *o = info(id);
 	cr_assert_str_eq(field(o, "state"), "dead", "init must have ended itself at its deadline");
 	json_object_put(o);
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "true");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "is not running"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "gc");
-	cr_assert_str_eq(r.out, "removed 1 leftover sandbox\n");
-	run_result_free(&r);
+	ABOX_EXPECT(125, NULL, "is not running", "exec", id, "--", "true");
+	ABOX_EXPECT(ANY_STATUS, "removed 1 leftover sandbox\n", NULL, "gc");
 	free(id);
 }
 
 Test(lifecycle, dead_init_is_reported_and_kill_cleans_it)
 {
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
 	json_object *o = info(id);
 	int pid = atoi(field(o, "pid"));
 	json_object_put(o);
@@ -132,8 +101,7 @@ Test(lifecycle, dead_init_is_reported_and_kill_cleans_it)
 	o = info(id);
 	cr_assert_str_eq(field(o, "state"), "dead");
 	json_object_put(o);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, parallel_sandboxes)
@@ -141,7 +109,7 @@ Test(lifecycle, parallel_sandboxes)
 	enum { N = 20 };
 	char *ids[N];
 	for (int i = 0; i < N; i++)
-		ids[i] = create(NULL);
+		ids[i] = create_sandbox(NULL);
 	pid_t p[N];
 	int o[N], e[N];
 	for (int i = 0; i < N; i++)
@@ -154,10 +122,8 @@ Test(lifecycle, parallel_sandboxes)
 		cr_expect_str_eq(out, "5\n");
 		free(out);
 	}
-	for (int i = 0; i < N; i++) {
-		kill_ok(ids[i]);
-		free(ids[i]);
-	}
+	for (int i = 0; i < N; i++)
+		kill_and_free(ids[i]);
 }
 
 Test(lifecycle, sigkilled_create_leaves_nothing_alive)
@@ -175,17 +141,15 @@ Test(lifecycle, sigkilled_create_leaves_nothing_alive)
 		if (st == 0 && strlen(out) == 21) {
 			/* it finished before the kill: a real sandbox */
 			out[20] = '\0';
-			kill_ok(out);
+			ABOX_OK("kill", out);
 		}
 		free(out);
 	}
-	struct run_result r;
-	ABOX(&r, "gc", "-q");
-	cr_assert_eq(r.status, 0);
-	run_result_free(&r);
+	ABOX_OK("gc", "-q");
 	/* a sandbox listed as running must be whole (usable), never half
 	 * made; it can only be one whose create finished just as it was
 	 * killed */
+	struct run_result r;
 	ABOX(&r, "ls", "--json");
 	json_object *arr = json_tokener_parse(r.out);
 	cr_assert_not_null(arr);
@@ -198,69 +162,45 @@ Test(lifecycle, sigkilled_create_leaves_nothing_alive)
 		ABOX(&x, "exec", field(o, "id"), "--", "true");
 		cr_expect_eq(x.status, 0, "listed as running but not usable: %s", x.err);
 		run_result_free(&x);
-		kill_ok(field(o, "id"));
+		ABOX_OK("kill", field(o, "id"));
 	}
 	json_object_put(arr);
-	ABOX(&r, "gc", "-q");
-	run_result_free(&r);
+	ABOX_ANY("gc", "-q");
 }
 
 Test(lifecycle, bad_ids)
 {
-	struct run_result r;
-	ABOX(&r, "exec", "../../etc", "--", "true");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "is not a sandbox id"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "kill", "aaaaaaaaaaaaaaaaaaaa");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "sandbox aaaaaaaaaaaaaaaaaaaa not found"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "info", "aaaaaaaaaaaaaaaaaaaa");
-	cr_assert_eq(r.status, 125);
-	run_result_free(&r);
-	ABOX(&r, "create", "--metadata", "novalue");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "--metadata 'novalue'"), "%s", r.err);
-	run_result_free(&r);
+	ABOX_EXPECT(125, NULL, "is not a sandbox id", "exec", "../../etc", "--", "true");
+	ABOX_EXPECT(125, NULL, "sandbox aaaaaaaaaaaaaaaaaaaa not found", "kill", "aaaaaaaaaaaaaaaaaaaa");
+	ABOX_EXPECT(125, NULL, NULL, "info", "aaaaaaaaaaaaaaaaaaaa");
+	ABOX_EXPECT(125, NULL, "--metadata 'novalue'", "create", "--metadata", "novalue");
 }
 
 Test(lifecycle, set_timeout_moves_the_deadline_both_ways)
 {
-	char *id = create((const char *const[]){ "--timeout", "1", NULL });
-	struct run_result r;
-	ABOX(&r, "set-timeout", id, "30");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	char *id = CREATE("--timeout", "1");
+	ABOX_OK("set-timeout", id, "30");
 	sleep(2);
 	json_object *o = info(id);
 	cr_assert_str_eq(field(o, "state"), "running", "the later deadline must hold");
 	json_object_put(o);
-	ABOX(&r, "set-timeout", id, "0.5");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("set-timeout", id, "0.5");
 	usleep(1500000);
 	o = info(id);
 	cr_assert_str_eq(field(o, "state"), "dead", "the earlier deadline must hold");
 	json_object_put(o);
-	ABOX(&r, "set-timeout", id, "10");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "not running"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "gc", "-q");
-	run_result_free(&r);
+	ABOX_EXPECT(125, NULL, "not running", "set-timeout", id, "10");
+	ABOX_ANY("gc", "-q");
 	free(id);
 }
 
 Test(lifecycle, metrics_report_cpu_memory_disk_pids)
 {
 	/* a tmpfs layer: its files are memory (test_disk: a disk's are not) */
-	char *id = create((const char *const[]){ "--cpus", "0.5", "--memory", "256M", "--disk", "64M", "--layer", "tmpfs",
-						 NULL });
+	char *id = CREATE("--cpus", "0.5", "--memory", "256M", "--disk", "64M", "--layer", "tmpfs");
+	ABOX_EXPECT(ANY_STATUS, "started\n", NULL, "exec", id, "--", "sh", "-c",
+		    "head -c 8M /dev/zero > /tmp/f; (while :; do :; done) > /dev/null 2>&1 & echo started");
 	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "head -c 8M /dev/zero > /tmp/f; (while :; do :; done) > /dev/null 2>&1 & echo started");
-	cr_assert_str_eq(r.out, "started\n", "%s", r.err);
-	run_result_free(&r);
 	ABOX(&r, "metrics", "--json", "--interval", "0.5", id);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	json_object *o = json_tokener_parse(r.out);
@@ -276,38 +216,32 @@ Test(lifecycle, metrics_report_cpu_memory_disk_pids)
 	cr_assert_geq(atoi(field(o, "pids")), 2);
 	json_object_put(o);
 	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, a_fifo_planted_in_dev_cannot_stall_init)
 {
 	/* the sandbox owns /dev: a FIFO named /dev/null must not block PID 1
 	 * when it starts the next command */
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", "rm /dev/null && mkfifo -m 666 /dev/null && echo planted");
-	cr_assert_str_eq(r.out, "planted\n", "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "echo", "still served");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "still served\n");
-	cr_assert_lt(r.seconds, 10.0);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	char *id = create_sandbox(NULL);
+	ABOX_EXPECT(ANY_STATUS, "planted\n", NULL, "exec", "--user", "root", id, "--", "sh", "-c",
+		    "rm /dev/null && mkfifo -m 666 /dev/null && echo planted");
+	double t0 = now_s();
+	ABOX_EXPECT(0, "still served\n", NULL, "exec", id, "--", "echo", "still served");
+	cr_assert_lt(now_s() - t0, 10.0);
+	kill_and_free(id);
 }
 
 Test(lifecycle, background_process_detach_attach_replay)
 {
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "-d", "--tag", "job", id, "--", "sh", "-c", "echo one; echo two >&2; sleep 0.6; echo three; exit 4");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_gt(atoi(r.out), 1, "prints the pid: %s", r.out);
-	run_result_free(&r);
+	char *id = create_sandbox(NULL);
+	char *pid = ABOX_OUT("exec", "-d", "--tag", "job", id, "--", "sh", "-c",
+			     "echo one; echo two >&2; sleep 0.6; echo three; exit 4");
+	cr_assert_gt(atoi(pid), 1, "prints the pid: %s", pid);
+	free(pid);
 	usleep(200000);
 	/* attach by tag: what was written while nobody listened comes first */
+	struct run_result r;
 	ABOX(&r, "attach", id, "job");
 	cr_assert_eq(r.status, 4, "%s", r.err);
 	cr_assert_str_eq(r.out, "one\nthree\n");
@@ -323,17 +257,13 @@ Test(lifecycle, background_process_detach_attach_replay)
 	cr_assert_str_eq(field(o, "exitCode"), "4");
 	json_object_put(arr);
 	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, several_clients_attach_at_once)
 {
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "-d", "--tag", "shared", id, "--", "sh", "-c", "sleep 1; echo hello");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	char *id = create_sandbox(NULL);
+	ABOX_OK("exec", "-d", "--tag", "shared", id, "--", "sh", "-c", "sleep 1; echo hello");
 	int o[3], e[3];
 	pid_t p[3];
 	for (int i = 0; i < 3; i++)
@@ -345,55 +275,38 @@ Test(lifecycle, several_clients_attach_at_once)
 		cr_expect_str_eq(out, "hello\n");
 		free(out);
 	}
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, signal_reaches_the_whole_process_group)
 {
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "-d", "--tag", "tree", id, "--", "sh", "-c", "sleep 1000 & sleep 1000");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	char *id = create_sandbox(NULL);
+	ABOX_OK("exec", "-d", "--tag", "tree", id, "--", "sh", "-c", "sleep 1000 & sleep 1000");
 	usleep(200000);
-	ABOX(&r, "signal", id, "tree", "KILL");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("signal", id, "tree", "KILL");
 	usleep(300000);
-	ABOX(&r, "exec", id, "--", "sh", "-c", "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
-	cr_assert_str_eq(r.out, "0\n", "sleeps left: %s", r.out);
-	run_result_free(&r);
-	ABOX(&r, "signal", id, "tree", "TERM");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "has ended"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "signal", id, "nosuchtag");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "no such process"), "%s", r.err);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	no_sleep_left(id);
+	ABOX_EXPECT(125, NULL, "has ended", "signal", id, "tree", "TERM");
+	ABOX_EXPECT(125, NULL, "no such process", "signal", id, "nosuchtag");
+	kill_and_free(id);
 }
 
 /* A command's own timeout: init kills its whole group, attached or not,
  * and the sandbox and init serve on. */
 Test(lifecycle, command_timeout_kills_the_group)
 {
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "--timeout", "0.5", id, "--", "sh", "-c", "sleep 1000 & sleep 1000; echo never");
-	cr_assert_eq(r.status, 124, "%s", r.err);
-	cr_assert(strstr(r.err, "timeout"), "%s", r.err);
-	cr_assert(r.seconds < 10, "took %.1f s", r.seconds);
-	cr_assert_str_eq(r.out, "");
-	run_result_free(&r);
+	char *id = create_sandbox(NULL);
+	double t0 = now_s();
+	ABOX_EXPECT(124, "", "timeout", "exec", "--timeout", "0.5", id, "--", "sh", "-c",
+		    "sleep 1000 & sleep 1000; echo never");
+	double took = now_s() - t0;
+	cr_assert(took < 10, "took %.1f s", took);
 	/* detached: nobody listens when it fires; the history says SIGKILL
 	 * and an attach reports the timeout */
-	ABOX(&r, "exec", "-d", "--tag", "slow", "--timeout", "0.3", id, "--", "sh", "-c", "echo up; sleep 1000 & sleep 1000");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", "-d", "--tag", "slow", "--timeout", "0.3", id, "--", "sh", "-c",
+		"echo up; sleep 1000 & sleep 1000");
 	for (int i = 0; i < 50; i++) {
+		struct run_result r;
 		ABOX(&r, "ps", id);
 		bool done = strstr(r.out, "137") != NULL;
 		run_result_free(&r);
@@ -401,47 +314,34 @@ Test(lifecycle, command_timeout_kills_the_group)
 			break;
 		usleep(100000);
 	}
-	ABOX(&r, "attach", id, "slow");
-	cr_assert_eq(r.status, 124, "%s", r.err);
-	cr_assert_str_eq(r.out, "up\n");
-	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "sh", "-c", "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
-	cr_assert_str_eq(r.out, "0\n", "sleeps left: %s", r.out);
-	run_result_free(&r);
+	ABOX_EXPECT(124, "up\n", NULL, "attach", id, "slow");
+	no_sleep_left(id);
 	/* one that ends in time is not touched */
-	ABOX(&r, "exec", "--timeout", "30", id, "--", "sh", "-c", "exit 3");
-	cr_assert_eq(r.status, 3, "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", "--timeout", "soon", id, "--", "true");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "expected seconds"), "%s", r.err);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	ABOX_EXPECT(3, NULL, NULL, "exec", "--timeout", "30", id, "--", "sh", "-c", "exit 3");
+	ABOX_EXPECT(125, NULL, "expected seconds", "exec", "--timeout", "soon", id, "--", "true");
+	kill_and_free(id);
 }
 
 Test(lifecycle, kept_output_is_bounded_with_a_marker)
 {
-	char *id = create(NULL);
-	struct run_result r;
-	ABOX(&r, "exec", "-d", "--tag", "big", id, "--", "sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	char *id = create_sandbox(NULL);
+	ABOX_OK("exec", "-d", "--tag", "big", id, "--", "sh", "-c",
+		"head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END");
 	usleep(800000);
+	struct run_result r;
 	ABOX(&r, "attach", id, "big");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_eq(r.out_len, 1u << 20, "only the last 1 MiB is kept: %zu", r.out_len);
 	cr_assert(strstr(r.out, "END\n"), "the newest output is the one kept");
 	cr_assert(strstr(r.err, "bytes of output were not kept"), "%s", r.err);
 	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, hundred_concurrent_execs_in_one_sandbox)
 {
 	enum { N = 100 };
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
 	pid_t p[N];
 	int o[N], e[N];
 	for (int i = 0; i < N; i++) {
@@ -463,13 +363,12 @@ Test(lifecycle, hundred_concurrent_execs_in_one_sandbox)
 		free(err);
 	}
 	cr_assert_eq(ok, N);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, truncation_keeps_head_tail_marker_and_full_files)
 {
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
 	struct run_result r;
 	ABOX(&r, "exec", "--truncate", "100:20:20", id, "--", "sh", "-c", "seq 1 200; echo oops >&2");
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -489,22 +388,18 @@ Test(lifecycle, truncation_keeps_head_tail_marker_and_full_files)
 	run_result_free(&r);
 
 	/* under the threshold nothing is cut; root and user share /tmp/abox */
-	ABOX(&r, "exec", "--user", "root", "--truncate", "1000", id, "--", "echo", "short");
-	cr_assert_str_eq(r.out, "short\n", "%s", r.err);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	ABOX_EXPECT(ANY_STATUS, "short\n", NULL, "exec", "--user", "root", "--truncate", "1000", id, "--",
+		    "echo", "short");
+	kill_and_free(id);
 }
 
 Test(lifecycle, truncation_files_cannot_be_redirected_by_a_symlink)
 {
 	/* a sandboxed user plants /tmp/abox -> /etc: init makes the folders
 	 * with that user's identity, so it cannot write into /etc for it */
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
+	ABOX_OK("exec", id, "--", "ln", "-s", "/etc", "/tmp/abox");
 	struct run_result r;
-	ABOX(&r, "exec", id, "--", "ln", "-s", "/etc", "/tmp/abox");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
 	ABOX(&r, "exec", "--truncate", "100", id, "--", "echo", "x");
 	cr_expect_eq(r.status, 125, "%s", r.err);
 	cr_expect(strstr(r.err, "Not a directory") || strstr(r.err, "Permission denied"), "%s", r.err);
@@ -512,15 +407,14 @@ Test(lifecycle, truncation_files_cannot_be_redirected_by_a_symlink)
 	ABOX(&r, "exec", "--user", "root", id, "--", "sh", "-c", "test -e /etc/cmd && echo written || echo clean");
 	cr_expect_str_eq(r.out, "clean\n");
 	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, list_filters_and_pages)
 {
-	char *a = create((const char *const[]){ "--metadata", "team=red", NULL });
-	char *b = create((const char *const[]){ "--metadata", "team=blue", NULL });
-	char *c = create((const char *const[]){ "--metadata", "team=red", "--metadata", "env=ci", NULL });
+	char *a = CREATE("--metadata", "team=red");
+	char *b = CREATE("--metadata", "team=blue");
+	char *c = CREATE("--metadata", "team=red", "--metadata", "env=ci");
 	struct run_result r;
 	ABOX(&r, "ls", "--metadata", "team=red");
 	cr_assert(strstr(r.out, a) && strstr(r.out, c) && !strstr(r.out, b), "%s", r.out);
@@ -551,12 +445,9 @@ Test(lifecycle, list_filters_and_pages)
 	}
 	cr_assert(strstr(seen, a) && strstr(seen, b) && strstr(seen, c), "%s", seen);
 	cr_assert_eq(strstr(strstr(seen, a) + 1, a), NULL, "listed twice: %s", seen);
-	kill_ok(a);
-	kill_ok(b);
-	kill_ok(c);
-	free(a);
-	free(b);
-	free(c);
+	kill_and_free(a);
+	kill_and_free(b);
+	kill_and_free(c);
 }
 
 Test(lifecycle, another_root_is_a_separate_world)
@@ -574,14 +465,9 @@ Test(lifecycle, another_root_is_a_separate_world)
 	ABOX(&r, "ls");
 	cr_assert_null(strstr(r.out, id));
 	run_result_free(&r);
-	ABOX(&r, "gc");
-	run_result_free(&r);
-	ABOX(&r, "--root", root, "exec", id, "--", "echo", "alive");
-	cr_assert_str_eq(r.out, "alive\n", "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "--root", root, "kill", id);
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_ANY("gc");
+	ABOX_EXPECT(ANY_STATUS, "alive\n", NULL, "--root", root, "exec", id, "--", "echo", "alive");
+	ABOX_OK("--root", root, "kill", id);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	cr_assert_eq(system(cmd), 0);
@@ -589,7 +475,7 @@ Test(lifecycle, another_root_is_a_separate_world)
 
 Test(lifecycle, pty_size_term_and_resize)
 {
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
 	struct run_result r;
 	ABOX(&r, "exec", "-t", "--size", "40x100", id, "--", "sh", "-c", "stty size; tty; echo $TERM");
 	cr_assert_eq(r.status, 0, "%s", r.err);
@@ -597,37 +483,29 @@ Test(lifecycle, pty_size_term_and_resize)
 	cr_assert(strstr(r.out, "/dev/pts/"), "%s", r.out);
 	cr_assert(strstr(r.out, "xterm-256color"), "%s", r.out);
 	run_result_free(&r);
-	ABOX(&r, "exec", "-d", "-t", "--size", "24x80", "--tag", "term", id, "--", "sh", "-c", "sleep 1; stty size");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "resize", id, "term", "50x120");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", "-d", "-t", "--size", "24x80", "--tag", "term", id, "--", "sh", "-c",
+		"sleep 1; stty size");
+	ABOX_OK("resize", id, "term", "50x120");
 	ABOX(&r, "attach", id, "term");
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert(strstr(r.out, "50 120"), "the new size must be seen: %s", r.out);
 	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	kill_and_free(id);
 }
 
 Test(lifecycle, sandbox_env_applies_to_every_command)
 {
-	char *id = create((const char *const[]){ "-e", "A=1", "-e", "B=two words", NULL });
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "echo \"$A|$B\"");
-	cr_assert_str_eq(r.out, "1|two words\n", "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", "-e", "B=mine", id, "--", "sh", "-c", "echo \"$A|$B\"; env | grep -c '^B='");
-	cr_assert_str_eq(r.out, "1|mine\n1\n", "a command's own env wins, once: %s", r.out);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	char *id = CREATE("-e", "A=1", "-e", "B=two words");
+	ABOX_EXPECT(ANY_STATUS, "1|two words\n", NULL, "exec", id, "--", "sh", "-c", "echo \"$A|$B\"");
+	/* a command's own env wins, once */
+	ABOX_EXPECT(ANY_STATUS, "1|mine\n1\n", NULL, "exec", "-e", "B=mine", id, "--", "sh", "-c",
+		    "echo \"$A|$B\"; env | grep -c '^B='");
+	kill_and_free(id);
 }
 
 Test(lifecycle, exec_json_result_for_agents)
 {
-	char *id = create(NULL);
+	char *id = create_sandbox(NULL);
 	struct run_result r;
 	ABOX(&r, "exec", "--json", "--truncate", "50:10:10", id, "--", "sh", "-c", "seq 1 100; echo e >&2; exit 3");
 	cr_assert_eq(r.status, 3, "%s", r.err);
@@ -650,12 +528,8 @@ Test(lifecycle, exec_json_result_for_agents)
 	json_object_put(o);
 	run_result_free(&r);
 	/* without the '--' they are the command: not found, with a hint */
-	ABOX(&r, "exec", id, "--json", "sh");
-	cr_assert_eq(r.status, 127, "%s", r.err);
-	cr_assert(strstr(r.err, "options go before the sandbox id"), "%s", r.err);
-	run_result_free(&r);
-	kill_ok(id);
-	free(id);
+	ABOX_EXPECT(127, NULL, "options go before the sandbox id", "exec", id, "--json", "sh");
+	kill_and_free(id);
 }
 
 /* The record has room for 64 metadata entries and 256 KiB: more was cut

@@ -21,22 +21,14 @@ Test(limits, memory_hog_is_oom_killed_and_reported)
 
 Test(limits, default_memory_limit_is_512M)
 {
-	struct run_result r;
-	ABOX(&r, "run", "--", "python3", "-c", "a = bytearray(700 << 20)");
-	cr_assert_eq(r.status, 137, "stderr: %s", r.err);
-	cr_assert(strstr(r.err, "killed: out of memory (limit 512M)"), "stderr: %s", r.err);
-	run_result_free(&r);
+	ABOX_EXPECT(137, NULL, "killed: out of memory (limit 512M)", "run", "--", "python3", "-c",
+		    "a = bytearray(700 << 20)");
 }
 
 Test(limits, oom_of_a_child_is_reported_and_the_command_goes_on)
 {
-	struct run_result r;
-	ABOX(&r, "run", "--memory", "64M", "--", "sh", "-c",
-	     "python3 -c 'a = bytearray(400 << 20)'; echo \"child=$?\"");
-	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-	cr_assert_str_eq(r.out, "child=137\n");
-	cr_assert(strstr(r.err, "out of memory"), "stderr: %s", r.err);
-	run_result_free(&r);
+	ABOX_EXPECT(0, "child=137\n", "out of memory", "run", "--memory", "64M", "--", "sh", "-c",
+		    "python3 -c 'a = bytearray(400 << 20)'; echo \"child=$?\"");
 }
 
 Test(limits, fork_bomb_is_stopped_by_pids)
@@ -63,13 +55,11 @@ Test(limits, fork_bomb_is_stopped_by_pids)
 
 Test(limits, disk_filler_gets_enospc)
 {
-	struct run_result r;
-	ABOX(&r, "run", "--disk", "16M", "--", "sh", "-c",
-	     "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?");
-	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-	cr_assert(strstr(r.out, "No space left on device"), "out: %s", r.out);
-	cr_assert(strstr(r.out, "rc=1"), "out: %s", r.out);
-	run_result_free(&r);
+	char *out = ABOX_OUT("run", "--disk", "16M", "--", "sh", "-c",
+			     "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>&1; echo rc=$?");
+	cr_assert(strstr(out, "No space left on device"), "out: %s", out);
+	cr_assert(strstr(out, "rc=1"), "out: %s", out);
+	free(out);
 }
 
 Test(limits, cpu_quota_holds)
@@ -94,15 +84,8 @@ Test(limits, cpu_quota_holds)
  * command that ran clean must not inherit an earlier one's OOM report. */
 Test(limits, oom_report_is_per_command_in_a_long_lived_sandbox)
 {
+	char *id = CREATE("--memory", "64M");
 	struct run_result r;
-	ABOX(&r, "create", "--memory", "64M");
-	cr_assert_eq(r.status, 0, "create: %s", r.err);
-	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	char id[ABOX_ID_LEN + 1];
-	memcpy(id, r.out, 20);
-	id[20] = '\0';
-	run_result_free(&r);
-
 	ABOX(&r, "exec", id, "--", "python3", "-c", "a = bytearray(400 << 20)");
 	int hog = r.status;
 	char *hog_err = strdup(r.err);
@@ -111,8 +94,8 @@ Test(limits, oom_report_is_per_command_in_a_long_lived_sandbox)
 	int clean = r.status;
 	char *clean_err = strdup(r.err);
 	run_result_free(&r);
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_ANY("kill", id);
+	free(id);
 
 	cr_assert_eq(hog, 137, "stderr: %s", hog_err);
 	cr_assert(strstr(hog_err, "killed: out of memory"), "stderr: %s", hog_err);

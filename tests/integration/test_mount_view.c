@@ -12,22 +12,6 @@
 
 TestSuite(mount_view, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
-static char *ok(const char *const *args)
-{
-	struct run_result r;
-	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "abox %s failed: %s", args[0], r.err);
-	free(r.err);
-	return r.out;
-}
-#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
-
-static char *first_line(char *s)
-{
-	s[strcspn(s, "\n")] = '\0';
-	return s;
-}
-
 /* the folder as given and as resolved: either spelling would leak */
 static void expect_absent(const char *mi, const char *dir, const char *what)
 {
@@ -46,9 +30,17 @@ static void check(const char *mi)
 	cr_assert_null(strstr(mi, "snapshots/"), "a snapshot path shows:\n%s", mi);
 }
 
+/* the mount table of a command in a long-lived sandbox, checked */
+static void check_exec(const char *id)
+{
+	char *mi = ABOX_OUT("exec", id, "--", "cat", "/proc/self/mountinfo");
+	check(mi);
+	free(mi);
+}
+
 Test(mount_view, ephemeral_sandbox)
 {
-	char *mi = OK("run", "--", "cat", "/proc/self/mountinfo");
+	char *mi = ABOX_OUT("run", "--", "cat", "/proc/self/mountinfo");
 	check(mi);
 	free(mi);
 }
@@ -57,23 +49,16 @@ Test(mount_view, ephemeral_sandbox)
  * and /usr's): each is named neutrally, and each still works */
 Test(mount_view, long_lived_and_from_snapshot)
 {
-	char *src = first_line(OK("create", "--timeout", "120"));
-	free(OK("exec", "--user", "root", src, "--", "sh", "-c", "echo kept > /etc/mv-marker && echo kept > /usr/mv-marker"));
-	char *mi = OK("exec", src, "--", "cat", "/proc/self/mountinfo");
-	check(mi);
-	free(mi);
-	char *snap = first_line(OK("snapshot", src));
-	char *top = first_line(OK("create", "--from", snap, "--timeout", "120"));
-	mi = OK("exec", top, "--", "cat", "/proc/self/mountinfo");
-	check(mi);
-	free(mi);
-	char *got = OK("exec", top, "--", "cat", "/etc/mv-marker", "/usr/mv-marker");
-	cr_assert_str_eq(got, "kept\nkept\n");
-	free(got);
-	free(OK("kill", top));
-	free(OK("kill", src));
-	free(OK("snapshots", "rm", snap));
-	free(top);
+	char *src = ABOX_LINE("create", "--timeout", "120");
+	ABOX_OK("exec", "--user", "root", src, "--", "sh", "-c",
+		"echo kept > /etc/mv-marker && echo kept > /usr/mv-marker");
+	check_exec(src);
+	char *snap = ABOX_LINE("snapshot", src);
+	char *top = ABOX_LINE("create", "--from", snap, "--timeout", "120");
+	check_exec(top);
+	ABOX_EXPECT(0, "kept\nkept\n", NULL, "exec", top, "--", "cat", "/etc/mv-marker", "/usr/mv-marker");
+	kill_and_free(top);
+	kill_and_free(src);
+	ABOX_OK("snapshots", "rm", snap);
 	free(snap);
-	free(src);
 }

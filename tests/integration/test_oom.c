@@ -8,27 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "abox/abox.h"
 #include "harness.h"
 
 TestSuite(oom, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 240);
 
 static char *create(const char *memory)
 {
-	struct run_result r;
-	ABOX(&r, "create", "--memory", memory);
-	cr_assert_eq(r.status, 0, "create: %s", r.err);
-	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	char *id = strndup(r.out, 20);
-	run_result_free(&r);
-	return id;
+	return CREATE("--memory", memory);
 }
 
 static void kill_sandbox(char *id)
 {
-	struct run_result r;
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_ANY("kill", id);
 	free(id);
 }
 
@@ -36,19 +27,13 @@ static void kill_sandbox(char *id)
  * pressure is still there */
 static void expect_alive(const char *id)
 {
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "cat /home/user/keep; cat /proc/1/comm");
-	cr_assert_eq(r.status, 0, "the sandbox did not survive: %s", r.err);
-	cr_assert_str_eq(r.out, "kept\nabox-init\n");
-	run_result_free(&r);
+	ABOX_EXPECT(0, "kept\nabox-init\n", NULL, "exec", id, "--", "sh", "-c",
+		    "cat /home/user/keep; cat /proc/1/comm");
 }
 
 static void keep_a_file(const char *id)
 {
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "echo kept > /home/user/keep");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "sh", "-c", "echo kept > /home/user/keep");
 }
 
 /* Commands run in a memory cgroup of their own below the sandbox's, init
@@ -103,9 +88,7 @@ Test(oom, a_command_filling_memory_with_files_spares_init)
 	cr_assert_eq(strstr(r.err, "sandbox ended unexpectedly"), NULL, "init died: %s", r.err);
 	run_result_free(&r);
 	/* the sandbox still runs commands, and one can free the memory */
-	ABOX(&r, "exec", id, "--", "rm", "-f", "/tmp/fill");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "rm", "-f", "/tmp/fill");
 	expect_alive(id);
 	kill_sandbox(id);
 }
@@ -131,15 +114,11 @@ Test(oom, an_upload_past_the_memory_limit_fails_and_init_lives)
 		cr_assert(strstr(r.err, "No space left on device"), "stderr: %s", r.err);
 	run_result_free(&r);
 	expect_alive(id);
-	ABOX(&r, "exec", id, "--", "rm", "-f", "/tmp/big");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	run_result_free(&r);
+	ABOX_OK("exec", id, "--", "rm", "-f", "/tmp/big");
 	run_abox(&r, "small\n", 6, (const char *const[]){ "files", "write", id, "/tmp/small", NULL });
 	cr_assert_eq(r.status, 0, "a small upload after the big one: %s", r.err);
 	run_result_free(&r);
-	ABOX(&r, "exec", id, "--", "cat", "/tmp/small");
-	cr_assert_str_eq(r.out, "small\n");
-	run_result_free(&r);
+	ABOX_EXPECT(ANY_STATUS, "small\n", NULL, "exec", id, "--", "cat", "/tmp/small");
 	kill_sandbox(id);
 }
 
@@ -182,17 +161,11 @@ Test(oom, kept_output_of_many_commands_stays_within_init_headroom)
 {
 	char *id = create("64M");
 	keep_a_file(id);
-	for (int i = 0; i < 40; i++) {
-		struct run_result r;
-		ABOX(&r, "exec", "-d", id, "--", "sh", "-c",
-		     "head -c 1200000 /dev/zero | tr '\\0' o; head -c 1200000 /dev/zero | tr '\\0' e >&2");
-		cr_assert_eq(r.status, 0, "exec -d %d: %s", i, r.err);
-		run_result_free(&r);
-	}
+	for (int i = 0; i < 40; i++)
+		ABOX_OK("exec", "-d", id, "--", "sh", "-c",
+			"head -c 1200000 /dev/zero | tr '\\0' o; head -c 1200000 /dev/zero | tr '\\0' e >&2");
 	/* all of them have ended (each writes 2.4 MB) */
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c", "sleep 2");
-	run_result_free(&r);
+	ABOX_ANY("exec", id, "--", "sh", "-c", "sleep 2");
 	expect_alive(id);
 	kill_sandbox(id);
 }
@@ -237,12 +210,11 @@ Test(oom, the_c_api_end_names_the_oom_kill_and_the_limit)
 {
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx = NULL;
-	cr_assert_eq(abox_ctx_new(NULL, &ctx, &err), 0, "%s", err.msg);
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	so.memory_bytes = 64ull << 20;
 	so.timeout_ms = 120000;
 	abox_sandbox *sb = NULL;
-	cr_assert_eq(abox_sandbox_create(ctx, &so, &sb, &err), 0, "%s", err.msg);
+	api_create(&ctx, &so, &sb);
 
 	struct end_seen e = run_api(sb, "exec python3 -c 'a = bytearray(400 << 20)'");
 	cr_assert(e.flags & ABOX_END_OOM, "flags 0x%x", e.flags);

@@ -40,8 +40,7 @@ Test(snapshot_names, a_name_moves_to_the_newest_and_a_used_snapshot_is_forgotten
 	abox_sandbox *src, *child;
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	so.timeout_ms = 60000;
-	cr_assert_eq(abox_ctx_new(NULL, &ctx, &err), 0, "%s", err.msg);
-	cr_assert_eq(abox_sandbox_create(ctx, &so, &src, &err), 0, "%s", err.msg);
+	api_create(&ctx, &so, &src);
 	char name[64];
 	snprintf(name, sizeof(name), "names-%s", abox_sandbox_id(src));
 	abox_snapshot_info s1 = { .version = ABOX_SNAPSHOT_INFO_VERSION }, s2 = s1;

@@ -23,17 +23,6 @@
 
 TestSuite(spawn, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 120);
 
-static char *create_sandbox(void)
-{
-	struct run_result r;
-	ABOX(&r, "create", "--timeout", "120");
-	cr_assert_eq(r.status, 0, "create failed: %s", r.err);
-	cr_assert_eq(strlen(r.out), 21, "create prints the id: '%s'", r.out);
-	r.out[20] = '\0';
-	free(r.err);
-	return r.out;
-}
-
 static pid_t init_pid(const char *id)
 {
 	struct run_result r;
@@ -47,13 +36,6 @@ static pid_t init_pid(const char *id)
 	run_result_free(&r);
 	cr_assert_gt(pid, 1);
 	return pid;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Waits (up to 20 s) for a ptrace stop of init that is a vfork event and
@@ -86,8 +68,7 @@ static pid_t wait_vfork_event(pid_t init)
 
 Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 {
-	char *id = create_sandbox();
-	struct run_result r;
+	char *id = CREATE("--timeout", "120");
 	/* another process in the sandbox (an attacker would be one; with init
 	 * alone nothing could hold the child and no watchdog is armed), and a
 	 * first command: the watchdog thread exists from here on, and only
@@ -131,12 +112,8 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
 		cr_assert_eq(ptrace(PTRACE_CONT, init, NULL, (void *)(long)(WIFSTOPPED(st) ? WSTOPSIG(st) : 0)), 0);
 	}
 	cr_assert_eq(ptrace(PTRACE_DETACH, init, NULL, NULL), 0);
-	ABOX(&r, "exec", id, "--", "echo", "served");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "served\n");
-	run_result_free(&r);
-	ABOX_OK("kill", id);
-	free(id);
+	ABOX_EXPECT(0, "served\n", NULL, "exec", id, "--", "echo", "served");
+	kill_and_free(id);
 }
 
 /* What the child sets up before its exec, seen from the command: uid
@@ -144,24 +121,18 @@ Test(spawn, a_child_held_before_its_exec_is_killed_and_init_serves_on)
  * ignored; OOM-killable; its own session. */
 static void check_command_setup(const char *id)
 {
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "sh", "-c",
-	     "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
-	     "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && echo leader");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out,
-			 "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n",
-			 "%s", r.out);
-	run_result_free(&r);
+	ABOX_EXPECT(0, "1000\n4\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n0\nleader\n", NULL,
+		    "exec", id, "--", "sh", "-c",
+		    "id -u; ls /proc/self/fd | wc -l; grep -E '^(SigBlk|SigIgn)' /proc/self/status; "
+		    "cat /proc/self/oom_score_adj; test \"$(cut -d' ' -f6 /proc/self/stat)\" = \"$$\" && "
+		    "echo leader");
 }
 
 Test(spawn, commands_get_their_own_user_fds_and_signals)
 {
-	char *id = create_sandbox();
+	char *id = CREATE("--timeout", "120");
 	check_command_setup(id);
-	struct run_result r;
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_ANY("kill", id);
 	free(id);
 }
 
@@ -183,10 +154,9 @@ Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 	/* an idle sandbox is init alone; the watchdog comes with a command
 	 * started while another process runs, and leaves after a few idle
 	 * seconds */
-	char *id = create_sandbox();
+	char *id = CREATE("--timeout", "120");
 	pid_t init = init_pid(id);
 	cr_assert_eq(init_threads(init), 1, "a new sandbox: init alone");
-	struct run_result r;
 	ABOX_OK("exec", id, "--", "true");
 	cr_assert_eq(init_threads(init), 1, "init alone in the sandbox: nothing to guard against");
 	ABOX_OK("exec", "-d", id, "--", "sleep", "600");
@@ -198,13 +168,9 @@ Test(spawn, the_watchdog_thread_is_there_only_while_commands_start)
 		n = init_threads(init);
 	}
 	cr_assert_eq(n, 1, "the watchdog left an idle sandbox");
-	ABOX(&r, "exec", id, "--", "echo", "again");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "again\n");
-	run_result_free(&r);
+	ABOX_EXPECT(0, "again\n", NULL, "exec", id, "--", "echo", "again");
 	cr_assert_eq(init_threads(init), 2, "and comes back with the next start");
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_ANY("kill", id);
 	free(id);
 }
 
@@ -213,23 +179,15 @@ Test(spawn, forked_commands_where_asked)
 	/* ABOX_INIT_SPAWN=fork: the way init also takes where
 	 * fs.suid_dumpable is 1; the same contract, and no watchdog */
 	setenv("ABOX_INIT_SPAWN", "fork", 1);
-	char *id = create_sandbox();
+	char *id = CREATE("--timeout", "120");
 	unsetenv("ABOX_INIT_SPAWN");
 	pid_t init = init_pid(id);
-	struct run_result r;
 	ABOX_OK("exec", "-d", id, "--", "sleep", "600");
 	check_command_setup(id);
 	cr_assert_eq(init_threads(init), 1, "forked: no watchdog thread");
-	ABOX(&r, "exec", id, "--", "no-such-command-here");
-	cr_assert_eq(r.status, 127, "%s", r.err);
-	cr_assert(strstr(r.err, "no-such-command-here"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "exec", "--cwd", "/nonexistent", id, "--", "true");
-	cr_assert_eq(r.status, 126, "%s", r.err);
-	cr_assert(strstr(r.err, "/nonexistent"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "kill", id);
-	run_result_free(&r);
+	ABOX_EXPECT(127, NULL, "no-such-command-here", "exec", id, "--", "no-such-command-here");
+	ABOX_EXPECT(126, NULL, "/nonexistent", "exec", "--cwd", "/nonexistent", id, "--", "true");
+	ABOX_ANY("kill", id);
 	free(id);
 }
 

@@ -5,17 +5,19 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness.h"
 
 TestSuite(stale_handle, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeout = 60);
 
-static double now_s(void)
+/* A sandbox (timeout 60 s) and two handles on it, *a and *b. */
+static void two_handles(abox_ctx **ctx, abox_sandbox **a, abox_sandbox **b)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	abox_error err = ABOX_ERROR_INIT;
+	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	so.timeout_ms = 60000;
+	api_create(ctx, &so, a);
+	cr_assert_eq(abox_sandbox_connect(*ctx, abox_sandbox_id(*a), b, &err), 0, "%s", err.msg);
 }
 
 Test(stale_handle, requests_on_a_handle_that_missed_a_pause_say_paused)
@@ -23,11 +25,7 @@ Test(stale_handle, requests_on_a_handle_that_missed_a_pause_say_paused)
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx;
 	abox_sandbox *a, *b;
-	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
-	so.timeout_ms = 60000;
-	cr_assert_eq(abox_ctx_new(NULL, &ctx, &err), 0, "%s", err.msg);
-	cr_assert_eq(abox_sandbox_create(ctx, &so, &a, &err), 0, "%s", err.msg);
-	cr_assert_eq(abox_sandbox_connect(ctx, abox_sandbox_id(a), &b, &err), 0, "%s", err.msg);
+	two_handles(&ctx, &a, &b);
 
 	/* b pauses; a still believes it runs */
 	cr_assert_eq(abox_sandbox_pause(b, &err), 0, "%s", err.msg);
@@ -66,11 +64,7 @@ Test(stale_handle, resume_through_a_handle_that_missed_a_pause_without_memory)
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx *ctx;
 	abox_sandbox *a, *b;
-	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
-	so.timeout_ms = 60000;
-	cr_assert_eq(abox_ctx_new(NULL, &ctx, &err), 0, "%s", err.msg);
-	cr_assert_eq(abox_sandbox_create(ctx, &so, &a, &err), 0, "%s", err.msg);
-	cr_assert_eq(abox_sandbox_connect(ctx, abox_sandbox_id(a), &b, &err), 0, "%s", err.msg);
+	two_handles(&ctx, &a, &b);
 	cr_assert_eq(abox_sandbox_pause_flags(b, ABOX_PAUSE_NO_MEMORY, &err), 0, "%s", err.msg);
 	abox_sandbox_free(b);
 	/* a never saw the cold pause: resume must cold-start, then a runs

@@ -44,52 +44,36 @@ static void make_rootfs(void)
 	cr_assert_eq(system(cmd), 0, "building the test root filesystem");
 }
 
-static char *ok(const char *const *args)
-{
-	struct run_result r;
-	run_abox(&r, NULL, 0, args);
-	cr_assert_eq(r.status, 0, "abox %s failed: %s", args[0], r.err);
-	free(r.err);
-	return r.out;
-}
-
-#define OK(...) ok((const char *const[]){ __VA_ARGS__, NULL })
-
 Test(template, imported_folder_runs_without_privileged_leftovers)
 {
 	make_rootfs();
-	free(OK("template", "import", "abox-test-tiny", root));
+	ABOX_OK("template", "import", "abox-test-tiny", root);
 	char esc[128];
 	snprintf(esc, sizeof(esc), "%s.escape/user", root);
 	cr_assert_neq(access(esc, F_OK), 0, "the import created a folder through a planted symlink: %s", esc);
-	char *ls = OK("template", "ls");
+	char *ls = ABOX_OUT("template", "ls");
 	cr_assert(strstr(ls, "host\n") && strstr(ls, "abox-test-tiny\n"), "%s", ls);
 	free(ls);
 
-	struct run_result r;
-	ABOX(&r, "run", "--template", "abox-test-tiny", "--", "/bin/sh", "-c",
-	     "cat /hello; test -e /kmem-dev || echo no-dev; case $(ls -l /bin/suid-cat) in -rwxr-xr-x*) echo no-suid;; *) echo suid;; esac;"
-	     "cat /shadow-link 2>/dev/null || echo no-host-shadow; echo $HOME; test -d /tmp && echo tmp;"
-	     "test -d /home/user && echo home-dir");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "hello\nno-dev\nno-suid\nno-host-shadow\n/home/user\ntmp\nhome-dir\n");
-	run_result_free(&r);
+	ABOX_EXPECT(
+		0, "hello\nno-dev\nno-suid\nno-host-shadow\n/home/user\ntmp\nhome-dir\n", NULL, "run",
+		"--template", "abox-test-tiny", "--", "/bin/sh", "-c",
+		"cat /hello; test -e /kmem-dev || echo no-dev; case $(ls -l /bin/suid-cat) in -rwxr-xr-x*) "
+		"echo no-suid;; *) echo suid;; esac;"
+		"cat /shadow-link 2>/dev/null || echo no-host-shadow; echo $HOME; test -d /tmp && echo tmp;"
+		"test -d /home/user && echo home-dir");
 
 	/* removed while a sandbox uses it: that sandbox goes on */
-	char *id = OK("create", "--template", "abox-test-tiny", "--timeout", "60");
-	id[20] = '\0';
-	free(OK("template", "rm", "abox-test-tiny"));
-	ABOX(&r, "exec", id, "--", "/bin/cat", "/hello");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, "hello\n");
-	run_result_free(&r);
-	free(OK("kill", id));
-	free(id);
+	char *id = ABOX_LINE("create", "--template", "abox-test-tiny", "--timeout", "60");
+	ABOX_OK("template", "rm", "abox-test-tiny");
+	ABOX_EXPECT(0, "hello\n", NULL, "exec", id, "--", "/bin/cat", "/hello");
+	kill_and_free(id);
+	struct run_result r;
 	ABOX(&r, "create", "--template", "abox-test-tiny");
 	cr_assert_eq(r.status, 125);
 	cr_assert(strstr(r.err, "abox-test-tiny") && strstr(r.err, "not found"), "%s", r.err);
 	run_result_free(&r);
-	free(OK("gc"));
+	ABOX_OK("gc");
 }
 
 Test(template, bad_names_and_the_builtin_are_refused)
@@ -101,14 +85,9 @@ Test(template, bad_names_and_the_builtin_are_refused)
 		cr_assert_eq(r.status, 125, "name '%s' accepted", bad[i]);
 		run_result_free(&r);
 	}
-	ABOX(&r, "template", "rm", "host");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "built in"), "%s", r.err);
-	run_result_free(&r);
-	ABOX(&r, "template", "import", "abox-test-missing", "/nonexistent/dir");
-	cr_assert_eq(r.status, 125);
-	cr_assert(strstr(r.err, "/nonexistent/dir"), "%s", r.err);
-	run_result_free(&r);
+	ABOX_EXPECT(125, NULL, "built in", "template", "rm", "host");
+	ABOX_EXPECT(125, NULL, "/nonexistent/dir", "template", "import", "abox-test-missing",
+		    "/nonexistent/dir");
 }
 
 static void write_ver(const char *v)
@@ -118,50 +97,38 @@ static void write_ver(const char *v)
 	cr_assert_eq(system(cmd), 0);
 }
 
-static void ver_is(const char *id, const char *want)
+/* a sandbox from the template runs on version want; kill it */
+static void ver_is_then_kill(char *id, const char *want)
 {
-	struct run_result r;
-	ABOX(&r, "exec", id, "--", "/bin/cat", "/ver");
-	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_str_eq(r.out, want);
-	run_result_free(&r);
+	ABOX_EXPECT(0, want, NULL, "exec", id, "--", "/bin/cat", "/ver");
+	kill_and_free(id);
 }
 
 Test(template, snapshots_and_paused_sandboxes_keep_their_template_version)
 {
 	make_rootfs();
 	write_ver("1");
-	free(OK("template", "import", "abox-test-pin", root));
-	char *id = OK("create", "--template", "abox-test-pin", "--timeout", "120");
-	id[20] = '\0';
-	char *snap = OK("snapshot", id);
-	snap[20] = '\0';
+	ABOX_OK("template", "import", "abox-test-pin", root);
+	char *id = ABOX_LINE("create", "--template", "abox-test-pin", "--timeout", "120");
+	char *snap = ABOX_LINE("snapshot", id);
 	/* paused without memory across a re-import: resumes on version 1 */
-	free(OK("pause", "--no-memory", id));
+	ABOX_OK("pause", "--no-memory", id);
 	write_ver("2");
-	free(OK("template", "import", "abox-test-pin", root));
-	free(OK("resume", id));
-	ver_is(id, "1\n");
-	free(OK("kill", id));
-	free(id);
+	ABOX_OK("template", "import", "abox-test-pin", root);
+	ABOX_OK("resume", id);
+	ver_is_then_kill(id, "1\n");
 
 	/* a snapshot made on version 1 stands on version 1, even after the
 	 * template is re-imported or removed */
-	id = OK("create", "--from", snap);
-	id[20] = '\0';
-	ver_is(id, "1\n");
-	free(OK("kill", id));
-	free(id);
-	free(OK("template", "rm", "abox-test-pin"));
-	free(OK("gc"));
-	id = OK("create", "--from", snap);
-	id[20] = '\0';
-	ver_is(id, "1\n");
-	free(OK("kill", id));
-	free(id);
+	id = ABOX_LINE("create", "--from", snap);
+	ver_is_then_kill(id, "1\n");
+	ABOX_OK("template", "rm", "abox-test-pin");
+	ABOX_OK("gc");
+	id = ABOX_LINE("create", "--from", snap);
+	ver_is_then_kill(id, "1\n");
 	/* once the snapshot goes, so does the version */
-	free(OK("snapshots", "rm", snap));
-	free(OK("gc"));
+	ABOX_OK("snapshots", "rm", snap);
+	ABOX_OK("gc");
 	char *left = NULL;
 	struct run_result r;
 	char ls[4300];

@@ -454,18 +454,26 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* A sandbox cgroup holding a spinning and a sleeping process, frozen;
+ * returns how long the freeze took (microseconds). */
+static uint64_t freeze_two_kids(void)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	create((struct cg_limits){ 0 });
+	spawn(KID_SPIN);
+	spawn(KID_SLEEP);
+	uint64_t t0 = now_us();
+	cr_assert_eq(cgroup_freeze(cg, true, &err), 0, "%s", err.msg);
+	return now_us() - t0;
+}
+
 Test(cgroup_real, freeze_thaw_v2)
 {
 	abox_error err = ABOX_ERROR_INIT;
 	start("freeze2");
 	if (L.use[CG_FREEZER] != CG_V2)
 		cr_skip_test("the freezer is not v2 on this host");
-	create((struct cg_limits){ 0 });
-	spawn(KID_SPIN);
-	spawn(KID_SLEEP);
-	uint64_t t0 = now_us();
-	cr_assert_eq(cgroup_freeze(cg, true, &err), 0, "%s", err.msg);
-	uint64_t t1 = now_us();
+	uint64_t froze = freeze_two_kids();
 	char *ev = slurp(v2_path(), "cgroup.events");
 	cr_assert_not_null(strstr(ev, "frozen 1"), "%s", ev);
 	free(ev);
@@ -477,7 +485,7 @@ Test(cgroup_real, freeze_thaw_v2)
 	ev = slurp(v2_path(), "cgroup.events");
 	cr_assert_not_null(strstr(ev, "frozen 0"), "%s", ev);
 	free(ev);
-	cr_log_info("v2 freeze %llu us, thaw %llu us", (unsigned long long)(t1 - t0),
+	cr_log_info("v2 freeze %llu us, thaw %llu us", (unsigned long long)froze,
 		    (unsigned long long)(t3 - t2));
 	destroy();
 	expect_all_killed(2);
@@ -488,16 +496,11 @@ Test(cgroup_real, freeze_thaw_v1)
 	abox_error err = ABOX_ERROR_INIT;
 	start("freeze1");
 	use_v1_only();
-	create((struct cg_limits){ 0 });
-	spawn(KID_SPIN);
-	spawn(KID_SLEEP);
-	uint64_t t0 = now_us();
-	cr_assert_eq(cgroup_freeze(cg, true, &err), 0, "%s", err.msg);
-	uint64_t t1 = now_us();
+	uint64_t froze = freeze_two_kids();
 	expect_line(v1_path(CG_FREEZER), "freezer.state", "FROZEN\n");
 	cr_assert_eq(cgroup_freeze(cg, false, &err), 0, "%s", err.msg);
 	expect_line(v1_path(CG_FREEZER), "freezer.state", "THAWED\n");
-	cr_log_info("v1 freeze %llu us", (unsigned long long)(t1 - t0));
+	cr_log_info("v1 freeze %llu us", (unsigned long long)froze);
 	destroy();
 	expect_all_killed(2);
 }

@@ -221,14 +221,21 @@ static void check_copy(void)
 	cr_assert_eq(memcmp(t, "hello\n", 6), 0);
 }
 
-static void copy_ok(struct layer_copy_stats *s)
+/* layer_copy_tree of src into dst: its result, *err its error */
+static int copy(struct layer_copy_stats *s, abox_error *err)
 {
 	int sfd = open(src, O_RDONLY | O_DIRECTORY);
 	int dfd = open(dst, O_RDONLY | O_DIRECTORY);
-	abox_error err = ABOX_ERROR_INIT;
-	int r = layer_copy_tree(sfd, dfd, s, &err);
+	int r = layer_copy_tree(sfd, dfd, s, err);
 	close(sfd);
 	close(dfd);
+	return r;
+}
+
+static void copy_ok(struct layer_copy_stats *s)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	int r = copy(s, &err);
 	cr_assert_eq(r, 0, "layer_copy_tree: %s", err.msg);
 }
 
@@ -263,11 +270,8 @@ Test(layer_copy, refuses_a_non_empty_destination_without_touching_its_files)
 	FILE *f = fopen(p, "w");
 	fputs("old\n", f);
 	fclose(f);
-	int sfd = open(src, O_RDONLY | O_DIRECTORY), dfd = open(dst, O_RDONLY | O_DIRECTORY);
 	abox_error err = ABOX_ERROR_INIT;
-	int r = layer_copy_tree(sfd, dfd, NULL, &err);
-	close(sfd);
-	close(dfd);
+	int r = copy(NULL, &err);
 	cr_assert_eq(r, -EEXIST);
 	cr_assert(strstr(err.msg, "plain"), "the error names the entry: %s", err.msg);
 	f = fopen(p, "r");
@@ -288,11 +292,8 @@ Test(layer_copy, refuses_trees_nested_too_deep)
 		fd = n;
 	}
 	close(fd);
-	int sfd = open(src, O_RDONLY | O_DIRECTORY), dfd = open(dst, O_RDONLY | O_DIRECTORY);
 	abox_error err = ABOX_ERROR_INIT;
-	int r = layer_copy_tree(sfd, dfd, NULL, &err);
-	close(sfd);
-	close(dfd);
+	int r = copy(NULL, &err);
 	cr_assert_eq(r, -ELOOP, "%s", err.msg);
 	cr_assert(strstr(err.msg, "too deep"), "%s", err.msg);
 }

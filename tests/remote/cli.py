@@ -12,20 +12,14 @@ import sys
 import tempfile
 import time
 
-from live_daemon import LiveDaemon, free_port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from harness import Daemon, broke, check, finish, free_port  # noqa: E402
 
 build = sys.argv[1]
 abox = os.path.join(build, "abox")
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
 unix_path = os.path.join(tempfile.gettempdir(), f"aboxd-remote-cli-{os.getpid()}.sock")
-live = LiveDaemon(build, "aboxd-remote-cli.log", unixSocket=unix_path)
-url, key, listed = live.url, live.key, live.listed
+live = Daemon(build, "remote-cli", keys=1, extra_config={"unixSocket": unix_path})
+url, key, listed = live.base, live.keys[0], live.listed
 env = {k: v for k, v in os.environ.items() if k not in ("ABOX_REMOTE", "ABOX_API_KEY")}
 
 
@@ -179,14 +173,8 @@ try:
     rc, out, err = cli("kill", sid)
     check("kill", rc == 0, err)
     check("nothing left on the daemon", listed() == [], str(listed()))
+except Exception:
+    broke()
 finally:
     live.stop()
-
-print("TAP version 13")
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print(f"  # {line}")
-sys.exit(0 if all(ok for _, ok, _ in results) else 1)
+finish()

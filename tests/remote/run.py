@@ -9,14 +9,15 @@ import os
 import subprocess
 import sys
 
-from live_daemon import LiveDaemon, free_port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from harness import Daemon, free_port  # noqa: E402
 
 build, binary = sys.argv[1], sys.argv[2]
-d = LiveDaemon(build, "aboxd-remote.log")
+d = Daemon(build, "remote", keys=1)
 
 rc = 1
 try:
-    env = dict(os.environ, ABOX_REMOTE=d.url, ABOX_API_KEY=d.key, ABOX_TEST_DEAD_PORT=str(free_port()))
+    env = dict(os.environ, ABOX_REMOTE=d.base, ABOX_API_KEY=d.keys[0], ABOX_TEST_DEAD_PORT=str(free_port()))
     rc = subprocess.call([binary, "--tap", "-j1"], env=env)
     left = d.listed()
     if left:

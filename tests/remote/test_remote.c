@@ -88,6 +88,15 @@ static void drop(abox_sandbox *sb)
 	abox_sandbox_free(sb);
 }
 
+/* starts a process as po says (asserted) */
+static abox_proc *start(abox_sandbox *sb, const abox_proc_opts *po)
+{
+	abox_proc *p = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(abox_proc_start(sb, po, &p, &err), 0, "start: %s", err.msg);
+	return p;
+}
+
 /* runs argv to its end; returns the output */
 static struct out *run(abox_sandbox *sb, const char *user, const char *const *argv)
 {
@@ -95,13 +104,29 @@ static struct out *run(abox_sandbox *sb, const char *user, const char *const *ar
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
 	po.argv = argv;
 	po.user = user;
-	abox_proc *p = NULL;
+	abox_proc *p = start(sb, &po);
 	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "start: %s", err.msg);
 	cr_assert_gt(abox_proc_pid(p), 0);
 	cr_assert_eq(abox_proc_wait(p, 60000, on_ev, o, &err), 1, "wait: %s", err.msg);
 	abox_proc_free(p);
 	return o;
+}
+
+/* runs argv to its end and expects its stdout to be want */
+static void expect_prints(abox_sandbox *sb, const char *user, const char *const *argv, const char *want)
+{
+	struct out *o = run(sb, user, argv);
+	cr_expect_str_eq(o->so, want, "%s", argv[0]);
+	free(o);
+}
+
+/* a sandbox (as make makes it) holding the file path with text in it */
+static abox_sandbox *make_with_file(const char *path, const char *text)
+{
+	abox_sandbox *sb = make(NULL, NULL);
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(abox_file_write(sb, path, NULL, text, strlen(text), 0, &err), 0, "%s", err.msg);
+	return sb;
 }
 
 Test(remote, lifecycle_metadata_list_kill)
@@ -140,9 +165,7 @@ Test(remote, lifecycle_metadata_list_kill)
 	abox_sandbox *again = NULL;
 	cr_assert_eq(abox_sandbox_connect(ctx, id, &again, &err), 0, "%s", err.msg);
 	const char *echo[] = { "echo", "via connect", NULL };
-	struct out *o = run(again, NULL, echo);
-	cr_expect_str_eq(o->so, "via connect\n");
-	free(o);
+	expect_prints(again, NULL, echo, "via connect\n");
 	abox_sandbox_free(again);
 
 	char saved[ABOX_ID_LEN + 1];
@@ -200,12 +223,8 @@ Test(remote, commands_streams_env_users)
 	free(o);
 
 	const char *id[] = { "id", "-u", NULL };
-	o = run(sb, "root", id);
-	cr_expect_str_eq(o->so, "0\n");
-	free(o);
-	o = run(sb, NULL, id);
-	cr_expect_str_eq(o->so, "1000\n");
-	free(o);
+	expect_prints(sb, "root", id, "0\n");
+	expect_prints(sb, NULL, id, "1000\n");
 
 	/* 5 MB of output arrives whole, in order of arrival */
 	const char *big[] = { "head", "-c", "5000000", "/dev/zero", NULL };
@@ -240,9 +259,8 @@ Test(remote, stdin_and_signals)
 	const char *cat[] = { "cat", NULL };
 	po.argv = cat;
 	po.flags = ABOX_PROC_STDIN;
-	abox_proc *p = NULL;
+	abox_proc *p = start(sb, &po);
 	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
 	cr_assert_eq(abox_proc_write_stdin(p, "hello ", 6, &err), 0, "%s", err.msg);
 	cr_assert_eq(abox_proc_write_stdin(p, "remote\n", 7, &err), 0, "%s", err.msg);
 	cr_assert_eq(abox_proc_close_stdin(p, &err), 0, "%s", err.msg);
@@ -256,7 +274,7 @@ Test(remote, stdin_and_signals)
 	const char *sl[] = { "sh", "-c", "sleep 300 & sleep 300", NULL };
 	po = (abox_proc_opts)ABOX_PROC_OPTS_INIT;
 	po.argv = sl;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	p = start(sb, &po);
 	cr_assert_eq(abox_proc_signal(p, SIGKILL, &err), 0, "%s", err.msg);
 	struct out k = { 0 };
 	cr_assert_eq(abox_proc_wait(p, 30000, on_ev, &k, &err), 1, "%s", err.msg);
@@ -264,20 +282,16 @@ Test(remote, stdin_and_signals)
 	cr_expect_eq(k.code, 128 + SIGKILL);
 	abox_proc_free(p);
 	const char *ps[] = { "sh", "-c", "pgrep -c sleep || true", NULL };
-	struct out *c = run(sb, "root", ps);
-	cr_expect_str_eq(c->so, "0\n");
-	free(c);
+	expect_prints(sb, "root", ps, "0\n");
 
 	/* a handle freed while its process runs: the call returns at once
 	 * and the process runs on */
 	const char *bg[] = { "sleep", "300", NULL };
 	po = (abox_proc_opts)ABOX_PROC_OPTS_INIT;
 	po.argv = bg;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	p = start(sb, &po);
 	abox_proc_free(p);
-	c = run(sb, "root", ps);
-	cr_expect_str_eq(c->so, "1\n");
-	free(c);
+	expect_prints(sb, "root", ps, "1\n");
 	drop(sb);
 }
 
@@ -379,9 +393,8 @@ Test(remote, files)
 
 Test(remote, pause_resume_timeout_metrics)
 {
-	abox_sandbox *sb = make(NULL, NULL);
+	abox_sandbox *sb = make_with_file("/tmp/kept", "kept");
 	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(abox_file_write(sb, "/tmp/kept", NULL, "kept", 4, 0, &err), 0, "%s", err.msg);
 
 	abox_metrics m = { .version = ABOX_METRICS_VERSION };
 	cr_assert_eq(abox_sandbox_metrics(sb, &m, &err), 0, "%s", err.msg);
@@ -404,17 +417,14 @@ Test(remote, pause_resume_timeout_metrics)
 	cr_assert_eq(abox_sandbox_resume(sb, &err), 0, "%s", err.msg);
 	cr_expect_eq(abox_sandbox_resume(sb, &err), -EALREADY, "%s", err.msg);
 	const char *cat[] = { "cat", "/tmp/kept", NULL };
-	struct out *o = run(sb, NULL, cat);
-	cr_expect_str_eq(o->so, "kept");
-	free(o);
+	expect_prints(sb, NULL, cat, "kept");
 	drop(sb);
 }
 
 Test(remote, snapshots)
 {
-	abox_sandbox *sb = make(NULL, NULL);
+	abox_sandbox *sb = make_with_file("/home/user/snap.txt", "in the snapshot");
 	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(abox_file_write(sb, "/home/user/snap.txt", NULL, "in the snapshot", 15, 0, &err), 0, "%s", err.msg);
 	abox_snapshot_info s = { .version = ABOX_SNAPSHOT_INFO_VERSION };
 	char name[64];
 	snprintf(name, sizeof(name), "remote-test-%d", getpid());
@@ -436,9 +446,7 @@ Test(remote, snapshots)
 	abox_sandbox *child = NULL;
 	cr_assert_eq(abox_sandbox_create(ctx, &o, &child, &err), 0, "%s", err.msg);
 	const char *cat[] = { "cat", "/home/user/snap.txt", NULL };
-	struct out *out = run(child, NULL, cat);
-	cr_expect_str_eq(out->so, "in the snapshot");
-	free(out);
+	expect_prints(child, NULL, cat, "in the snapshot");
 	drop(child);
 	drop(sb);
 	cr_expect_eq(abox_snapshot_remove(ctx, s.id, &err), 0, "%s", err.msg);
@@ -503,8 +511,7 @@ Test(remote, background_attach_ps_pty)
 	const char *bg[] = { "sh", "-c", "echo early; sleep 0.3; echo late; sleep 300", NULL };
 	po.argv = bg;
 	po.tag = "bg";
-	abox_proc *p = NULL;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	abox_proc *p = start(sb, &po);
 	int pid = abox_proc_pid(p);
 	abox_proc_free(p); /* detached: it runs on */
 
@@ -541,7 +548,7 @@ Test(remote, background_attach_ps_pty)
 	po.argv = shell;
 	po.pty_rows = 24;
 	po.pty_cols = 80;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	p = start(sb, &po);
 	cr_assert_eq(abox_proc_resize(p, 30, 100, &err), 0, "%s", err.msg);
 	const char *line = "stty size; exit 7\n";
 	cr_assert_eq(abox_proc_write_stdin(p, line, strlen(line), &err), 0, "%s", err.msg);
@@ -555,9 +562,8 @@ Test(remote, background_attach_ps_pty)
 
 Test(remote, fork)
 {
-	abox_sandbox *sb = make(NULL, NULL);
+	abox_sandbox *sb = make_with_file("/tmp/before-fork", "x");
 	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(abox_file_write(sb, "/tmp/before-fork", NULL, "x", 1, 0, &err), 0, "%s", err.msg);
 	abox_sandbox *forks[2] = { 0 };
 	abox_error errs[2];
 	cr_assert_eq(abox_sandbox_fork(sb, 2, 60000, forks, errs, &err), 2, "%s", err.msg);
@@ -742,8 +748,7 @@ Test(remote, truncation_keeps_the_whole_output_in_the_sandbox)
 	po.truncate_threshold = 1000;
 	po.truncate_head = 100;
 	po.truncate_tail = 100;
-	abox_proc *p = NULL;
-	cr_assert_eq(abox_proc_start(sb, &po, &p, &err), 0, "%s", err.msg);
+	abox_proc *p = start(sb, &po);
 	cr_assert_eq(abox_proc_wait(p, 30000, NULL, NULL, &err), 1, "%s", err.msg);
 	abox_proc_result res = { .version = ABOX_PROC_RESULT_VERSION };
 	cr_assert_eq(abox_proc_result_get(p, &res, &err), 0, "%s", err.msg);

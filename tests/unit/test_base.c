@@ -133,11 +133,15 @@ Test(base, read_file_limit)
  * for all codes ("Resource busy", "Filename too long", ...) */
 Test(base, abox_strerror_is_the_same_on_every_libc)
 {
-	cr_assert_str_eq(abox_strerror(ENOENT), "No such file or directory");
-	cr_assert_str_eq(abox_strerror(EBUSY), "Device or resource busy");
-	cr_assert_str_eq(abox_strerror(ENAMETOOLONG), "File name too long");
-	cr_assert_str_eq(abox_strerror(ELOOP), "Too many levels of symbolic links");
-	cr_assert_str_eq(abox_strerror(ENOMEM), "Cannot allocate memory");
-	cr_assert_str_eq(abox_strerror(-EXDEV), "Invalid cross-device link");
+	static const struct {
+		int code;
+		const char *words;
+	} cases[] = {
+		{ ENOENT, "No such file or directory" }, { EBUSY, "Device or resource busy" },
+		{ ENAMETOOLONG, "File name too long" },  { ELOOP, "Too many levels of symbolic links" },
+		{ ENOMEM, "Cannot allocate memory" },    { -EXDEV, "Invalid cross-device link" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_str_eq(abox_strerror(cases[i].code), cases[i].words, "errno %d", cases[i].code);
 	cr_assert_not_null(abox_strerror(4095));
 }

@@ -3,13 +3,13 @@
  * test builds the few files it needs in a temp dir. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cgroup/cgroup.h"
+#include "scratch.h"
 
 static char root[64];
 static struct cg_layout L;
@@ -17,49 +17,37 @@ static struct cg_layout L;
 static void setup(void)
 {
 	strcpy(root, "/tmp/cgl-XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
+	scratch_make(root);
 	memset(&L, 0, sizeof(L));
-}
-
-static int rm_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(p);
 }
 
 static void teardown(void)
 {
 	cgroup_layout_free(&L);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	scratch_remove(root);
 }
 
 /* Creates root/rel (and its parents) holding content. */
 static void put(const char *rel, const char *content)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "fopen %s", path);
-	fputs(content, f);
-	fclose(f);
+	scratch_put(root, rel, content);
 }
 
 static const char *P(const char *rel)
 {
-	static char buf[4][PATH_MAX];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s%s", root, rel);
-	return buf[i];
+	return scratch_path(root, rel);
 }
 
 static int parse(const char *mi, const char *self, abox_error *err)
 {
 	return cgroup_layout_parse(mi, self, root, &L, err);
+}
+
+/* parse, which must succeed */
+static void parse_ok(const char *mi, const char *self)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(parse(mi, self, &err), 0, "%s", err.msg);
 }
 
 /* This machine: v1 controllers each on their own mount, a name=systemd
@@ -93,11 +81,10 @@ TestSuite(cgroup_layout, .init = setup, .fini = teardown);
 
 Test(cgroup_layout, hybrid_this_machine)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	put("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
 	put("proc/sys/kernel/osrelease", "6.18.44-fc-v669\n");
 
-	cr_assert_eq(parse(hybrid_mi, hybrid_self, &err), 0, "%s", err.msg);
+	parse_ok(hybrid_mi, hybrid_self);
 	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup/unified"));
 	cr_assert_str_eq(L.v2_self, "/");
 	cr_assert(L.v2_kill);
@@ -131,14 +118,13 @@ Test(cgroup_layout, hybrid_root_release_decides_freezer)
 	};
 	put("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		abox_error err = ABOX_ERROR_INIT;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/proc/sys/kernel/osrelease", root);
 		unlink(path);
 		if (cases[i].release)
 			put("proc/sys/kernel/osrelease", cases[i].release);
 		cgroup_layout_free(&L);
-		cr_assert_eq(parse(hybrid_mi, hybrid_self, &err), 0, "%s", err.msg);
+		parse_ok(hybrid_mi, hybrid_self);
 		cr_assert_eq(L.use[CG_FREEZER], cases[i].freezer, "case %zu", i);
 		cr_assert_eq(L.v2_kill, cases[i].kill, "case %zu", i);
 	}
@@ -162,9 +148,8 @@ static void v2_tree(const char *controllers, bool freeze)
 
 Test(cgroup_layout, pure_v2_systemd)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	v2_tree("cpu io memory pids\n", true);
-	cr_assert_eq(parse(v2_mi, "0::" V2_SELF "\n", &err), 0, "%s", err.msg);
+	parse_ok(v2_mi, "0::" V2_SELF "\n");
 	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup"));
 	cr_assert_str_eq(L.v2_self, V2_SELF);
 	cr_assert(L.v2_kill);
@@ -177,10 +162,9 @@ Test(cgroup_layout, pure_v2_systemd)
 
 Test(cgroup_layout, pure_v2_missing_controllers_and_freezer)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	/* "cpuset" must not be mistaken for "cpu" */
 	v2_tree("cpuset memory\n", false);
-	cr_assert_eq(parse(v2_mi, "0::" V2_SELF "\n", &err), 0, "%s", err.msg);
+	parse_ok(v2_mi, "0::" V2_SELF "\n");
 	cr_assert_eq(L.use[CG_MEMORY], CG_V2);
 	cr_assert_eq(L.use[CG_PIDS], CG_NONE);
 	cr_assert_eq(L.use[CG_CPU], CG_NONE);
@@ -190,9 +174,8 @@ Test(cgroup_layout, pure_v2_missing_controllers_and_freezer)
 
 Test(cgroup_layout, pure_v2_empty_controllers_file)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	v2_tree("", true);
-	cr_assert_eq(parse(v2_mi, "0::" V2_SELF "\n", &err), 0, "%s", err.msg);
+	parse_ok(v2_mi, "0::" V2_SELF "\n");
 	cr_assert_eq(L.use[CG_MEMORY], CG_NONE);
 	cr_assert_eq(L.use[CG_FREEZER], CG_V2);
 }
@@ -201,9 +184,8 @@ Test(cgroup_layout, pure_v2_empty_controllers_file)
  * namespace mounted it): v2 is unusable rather than a trap at create. */
 Test(cgroup_layout, pure_v2_self_not_visible)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	put("sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n");
-	cr_assert_eq(parse(v2_mi, "0::/elsewhere.slice\n", &err), 0, "%s", err.msg);
+	parse_ok(v2_mi, "0::/elsewhere.slice\n");
 	cr_assert_null(L.v2_mount);
 	cr_assert_null(L.v2_self);
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
@@ -228,8 +210,7 @@ static const char v1_self[] = "12:freezer:/\n"
 
 Test(cgroup_layout, pure_v1_comounted_cpu)
 {
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(parse(v1_mi, v1_self, &err), 0, "%s", err.msg);
+	parse_ok(v1_mi, v1_self);
 	cr_assert_null(L.v2_mount);
 	cr_assert_null(L.v2_self);
 	cr_assert_not(L.v2_kill);
@@ -244,23 +225,21 @@ Test(cgroup_layout, pure_v1_comounted_cpu)
 /* A "0::/" line without a cgroup2 mount (v1-only hosts on new kernels). */
 Test(cgroup_layout, pure_v1_with_unmounted_v2_line)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	char self[1024];
 	snprintf(self, sizeof(self), "%s0::/\n", v1_self);
-	cr_assert_eq(parse(v1_mi, self, &err), 0, "%s", err.msg);
+	parse_ok(v1_mi, self);
 	cr_assert_null(L.v2_mount);
 	cr_assert_eq(L.use[CG_FREEZER], CG_V1);
 }
 
 Test(cgroup_layout, missing_v1_controllers)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	/* pids: no mount at all; freezer: mounted but no line in
 	 * /proc/self/cgroup, so the caller's cgroup there is unknown */
 	static const char mi[] =
 		"35 30 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
 		"37 30 0:33 / /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n";
-	cr_assert_eq(parse(mi, "4:memory:/a\n", &err), 0, "%s", err.msg);
+	parse_ok(mi, "4:memory:/a\n");
 	cr_assert_eq(L.use[CG_MEMORY], CG_V1);
 	cr_assert_eq(L.use[CG_PIDS], CG_NONE);
 	cr_assert_eq(L.use[CG_CPU], CG_NONE);
@@ -272,7 +251,6 @@ Test(cgroup_layout, missing_v1_controllers)
  * path is made relative to the mount's root; another subtree is unusable. */
 Test(cgroup_layout, mount_root_is_subtree)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	static const char mi[] =
 		"35 30 0:31 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
 		"36 30 0:32 /docker/abc /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
@@ -280,7 +258,7 @@ Test(cgroup_layout, mount_root_is_subtree)
 	static const char self[] = "4:memory:/docker/abc/inner\n"
 				   "5:pids:/docker/abc\n"
 				   "6:freezer:/docker/abcdef\n";
-	cr_assert_eq(parse(mi, self, &err), 0, "%s", err.msg);
+	parse_ok(mi, self);
 	cr_assert_str_eq(L.v1_self[CG_MEMORY], "/inner");
 	cr_assert_str_eq(L.v1_self[CG_PIDS], "/");
 	cr_assert_eq(L.use[CG_FREEZER], CG_NONE);
@@ -289,12 +267,11 @@ Test(cgroup_layout, mount_root_is_subtree)
 /* A later mount over /sys/fs/cgroup hides the v1 mounts below it. */
 Test(cgroup_layout, shadowed_mounts_are_ignored)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	static const char mi[] =
 		"35 30 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
 		"50 22 0:40 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
 	put("sys/fs/cgroup/cgroup.controllers", "pids\n");
-	cr_assert_eq(parse(mi, "4:memory:/\n0::/\n", &err), 0, "%s", err.msg);
+	parse_ok(mi, "4:memory:/\n0::/\n");
 	cr_assert_null(L.v1_mount[CG_MEMORY]);
 	cr_assert_eq(L.use[CG_MEMORY], CG_NONE);
 	cr_assert_eq(L.use[CG_PIDS], CG_V2);
@@ -302,10 +279,9 @@ Test(cgroup_layout, shadowed_mounts_are_ignored)
 
 Test(cgroup_layout, octal_escapes_in_mount_point)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	static const char mi[] =
 		"35 30 0:31 / /sys/fs/cgroup/my\\040mem rw - cgroup cgroup rw,memory\n";
-	cr_assert_eq(parse(mi, "4:memory:/\n", &err), 0, "%s", err.msg);
+	parse_ok(mi, "4:memory:/\n");
 	cr_assert_str_eq(L.v1_mount[CG_MEMORY], P("/sys/fs/cgroup/my mem"));
 }
 
@@ -377,8 +353,7 @@ Test(cgroup_layout, missing_arguments)
 
 Test(cgroup_layout, empty_texts_give_nothing)
 {
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(parse("", "", &err), 0, "%s", err.msg);
+	parse_ok("", "");
 	cr_assert_null(L.v2_mount);
 	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
 		cr_assert_eq(L.use[c], CG_NONE);
@@ -386,12 +361,20 @@ Test(cgroup_layout, empty_texts_give_nothing)
 
 Test(cgroup_layout, controller_names)
 {
-	cr_assert_str_eq(cgroup_controller_name(CG_MEMORY), "memory");
-	cr_assert_str_eq(cgroup_controller_name(CG_PIDS), "pids");
-	cr_assert_str_eq(cgroup_controller_name(CG_CPU), "cpu");
-	cr_assert_str_eq(cgroup_controller_name(CG_FREEZER), "freezer");
-	cr_assert_str_eq(cgroup_controller_name(CG_CONTROLLER_MAX), "unknown");
-	cr_assert_str_eq(cgroup_controller_name((enum cg_controller)-1), "unknown");
+	static const struct {
+		enum cg_controller c;
+		const char *name;
+	} cases[] = {
+		{ CG_MEMORY, "memory" },
+		{ CG_PIDS, "pids" },
+		{ CG_CPU, "cpu" },
+		{ CG_FREEZER, "freezer" },
+		{ CG_CONTROLLER_MAX, "unknown" },
+		{ (enum cg_controller)(-1), "unknown" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_str_eq(cgroup_controller_name(cases[i].c), cases[i].name, "controller %d",
+				 (int)cases[i].c);
 }
 
 Test(cgroup_layout, free_is_idempotent)
@@ -425,7 +408,6 @@ Test(cgroup_layout, detect_real_host)
  * None of it is a cgroup mount, and none of it may fail the layout. */
 Test(cgroup_layout, nsfs_and_escaped_lines_do_not_break_it)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	char mi[8192];
 	snprintf(mi, sizeof(mi),
 		 "%s"
@@ -435,7 +417,7 @@ Test(cgroup_layout, nsfs_and_escaped_lines_do_not_break_it)
 		 hybrid_mi);
 	put("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
 	put("proc/sys/kernel/osrelease", "6.18.44-fc-v669\n");
-	cr_assert_eq(parse(mi, hybrid_self, &err), 0, "%s", err.msg);
+	parse_ok(mi, hybrid_self);
 	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup/unified"));
 	cr_assert_str_eq(L.v1_mount[CG_MEMORY], P("/sys/fs/cgroup/memory"));
 	cr_assert_eq(L.use[CG_MEMORY], CG_V1);
@@ -446,11 +428,10 @@ Test(cgroup_layout, nsfs_and_escaped_lines_do_not_break_it)
  * its real (unescaped) name. */
 Test(cgroup_layout, escaped_cgroup_mount_point)
 {
-	abox_error err = ABOX_ERROR_INIT;
 	static const char mi[] = "41 31 0:38 / /sys/fs/cgroup/my\\040unified rw,relatime shared:3 - cgroup2 cgroup2 rw\n";
 	put("sys/fs/cgroup/my unified/cgroup.controllers", "memory pids cpu\n");
 	put("proc/sys/kernel/osrelease", "6.18.44\n");
-	cr_assert_eq(parse(mi, "0::/\n", &err), 0, "%s", err.msg);
+	parse_ok(mi, "0::/\n");
 	cr_assert_str_eq(L.v2_mount, P("/sys/fs/cgroup/my unified"));
 	cr_assert_eq(L.use[CG_MEMORY], CG_V2);
 }

@@ -10,7 +10,6 @@
  * empties the directory before rmdir. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "cgroup/cgroup.h"
+#include "scratch.h"
 
 static char root[64];
 static struct cg_layout L;
@@ -26,47 +26,28 @@ static struct cg_sandbox *cg;
 static void setup(void)
 {
 	strcpy(root, "/tmp/cgf-XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
+	scratch_make(root);
 	memset(&L, 0, sizeof(L));
 	cg = NULL;
-}
-
-static int rm_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(p);
 }
 
 static void teardown(void)
 {
 	cgroup_sandbox_free(cg);
 	cgroup_layout_free(&L);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	scratch_remove(root);
 }
 
 TestSuite(cgroup_v2fake, .init = setup, .fini = teardown);
 
 static const char *P(const char *rel)
 {
-	static char buf[4][PATH_MAX];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", root, rel);
-	return buf[i];
+	return scratch_path(root, rel);
 }
 
 static void put(const char *rel, const char *content)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s", P(rel));
-	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "fopen %s", path);
-	fputs(content, f);
-	fclose(f);
+	scratch_put(root, rel, content);
 }
 
 /* Contents of a file in the tree, "<absent>" when it does not exist. */

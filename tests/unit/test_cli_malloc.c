@@ -1,6 +1,7 @@
 /* The musl CLI's allocator (src/cli/malloc.c), built here under cm_
  * names beside glibc's own. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,8 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CLI_MALLOC_PREFIX
-#include "../../src/cli/malloc.c"
+/* src/cli/malloc.c, compiled into this program with CLI_MALLOC_PREFIX
+ * (tests/meson.build), has no header: its entry points under that prefix */
+void *cm_malloc(size_t n);
+void cm_free(void *p);
+void *cm_calloc(size_t a, size_t b);
+void *cm_realloc(void *p, size_t n);
+void *cm_aligned_alloc(size_t align, size_t n);
+int cm_posix_memalign(void **out, size_t align, size_t n);
+size_t cm_malloc_usable_size(void *p);
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {

@@ -26,79 +26,98 @@ static void parse_bad(const char *text)
 	cr_assert_eq(mountinfo_parse_line(line, &e), -EINVAL, "'%s' was accepted", text);
 }
 
+/* The text fields a line must give (NULL: not checked). */
+struct fields {
+	const char *root, *mount_point, *mount_opts, *optional, *fstype, *source, *super_opts;
+};
+
+/* Parses text, which must parse, checks the fields want names and returns
+ * the entry (its strings live until the next parse). */
+static struct mountinfo_entry parse_expect(const char *text, struct fields want)
+{
+	struct mountinfo_entry e = parse_ok(text);
+	const struct {
+		const char *name, *got, *want;
+	} f[] = {
+		{ "root", e.root, want.root },
+		{ "mount point", e.mount_point, want.mount_point },
+		{ "mount options", e.mount_opts, want.mount_opts },
+		{ "optional fields", e.optional, want.optional },
+		{ "fstype", e.fstype, want.fstype },
+		{ "source", e.source, want.source },
+		{ "super options", e.super_opts, want.super_opts },
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].want)
+			cr_assert_str_eq(f[i].got, f[i].want, "the %s of '%s'", f[i].name, text);
+	return e;
+}
+
 Test(mountinfo, plain_line)
 {
 	struct mountinfo_entry e =
-		parse_ok("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue");
+		parse_expect("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue",
+			     (struct fields){ .root = "/mnt1",
+					      .mount_point = "/mnt2",
+					      .mount_opts = "rw,noatime",
+					      .optional = "master:1",
+					      .fstype = "ext3",
+					      .source = "/dev/root",
+					      .super_opts = "rw,errors=continue" });
 	cr_assert_eq(e.id, 36);
 	cr_assert_eq(e.parent, 35);
 	cr_assert_eq(e.major, 98);
 	cr_assert_eq(e.minor, 0);
-	cr_assert_str_eq(e.root, "/mnt1");
-	cr_assert_str_eq(e.mount_point, "/mnt2");
-	cr_assert_str_eq(e.mount_opts, "rw,noatime");
-	cr_assert_str_eq(e.optional, "master:1");
-	cr_assert_str_eq(e.fstype, "ext3");
-	cr_assert_str_eq(e.source, "/dev/root");
-	cr_assert_str_eq(e.super_opts, "rw,errors=continue");
 }
 
 /* what `ip netns add` makes: the root is not a path */
 Test(mountinfo, nsfs_root_is_not_a_path)
 {
-	struct mountinfo_entry e =
-		parse_ok("1089 28 0:4 net:[4026532281] /run/netns/foo rw shared:608 - nsfs nsfs rw");
-	cr_assert_str_eq(e.root, "net:[4026532281]");
-	cr_assert_str_eq(e.mount_point, "/run/netns/foo");
-	cr_assert_str_eq(e.fstype, "nsfs");
+	parse_expect("1089 28 0:4 net:[4026532281] /run/netns/foo rw shared:608 - nsfs nsfs rw",
+		     (struct fields){
+			     .root = "net:[4026532281]", .mount_point = "/run/netns/foo", .fstype = "nsfs" });
 	/* and a namespace file bound onto a file anywhere */
-	e = parse_ok("70 66 0:4 mnt:[4026531841] /tmp/x rw - nsfs nsfs rw");
-	cr_assert_str_eq(e.root, "mnt:[4026531841]");
+	parse_expect("70 66 0:4 mnt:[4026531841] /tmp/x rw - nsfs nsfs rw",
+		     (struct fields){ .root = "mnt:[4026531841]" });
 }
 
 Test(mountinfo, octal_escapes)
 {
-	struct mountinfo_entry e = parse_ok(
-		"40 30 0:50 /a\\040b /tmp/sp\\040ace\\011tab\\012nl\\134bs rw - fuse.my\\040fs s\\040rc rw,user_id=0");
-	cr_assert_str_eq(e.root, "/a b");
-	cr_assert_str_eq(e.mount_point, "/tmp/sp ace\ttab\nnl\\bs");
-	cr_assert_str_eq(e.fstype, "fuse.my fs");
-	cr_assert_str_eq(e.source, "s rc");
+	parse_expect("40 30 0:50 /a\\040b /tmp/sp\\040ace\\011tab\\012nl\\134bs rw - fuse.my\\040fs s\\040rc "
+		     "rw,user_id=0",
+		     (struct fields){ .root = "/a b",
+				      .mount_point = "/tmp/sp ace\ttab\nnl\\bs",
+				      .fstype = "fuse.my fs",
+				      .source = "s rc" });
 	/* a backslash not followed by three octal digits is kept as is */
-	e = parse_ok("40 30 0:50 / /x\\9 rw - tmpfs a\\04 rw");
-	cr_assert_str_eq(e.mount_point, "/x\\9");
-	cr_assert_str_eq(e.source, "a\\04");
+	parse_expect("40 30 0:50 / /x\\9 rw - tmpfs a\\04 rw",
+		     (struct fields){ .mount_point = "/x\\9", .source = "a\\04" });
 }
 
 Test(mountinfo, optional_fields)
 {
-	struct mountinfo_entry e = parse_ok("25 1 0:22 / /sys rw,nosuid shared:7 master:3 propagate_from:2 "
-					    "unbindable - sysfs sysfs rw");
-	cr_assert_str_eq(e.optional, "shared:7 master:3 propagate_from:2 unbindable");
-	cr_assert_str_eq(e.fstype, "sysfs");
-	e = parse_ok("25 1 0:22 / /sys rw - sysfs sysfs rw");
-	cr_assert_str_eq(e.optional, "");
-	cr_assert_str_eq(e.mount_opts, "rw");
+	parse_expect(
+		"25 1 0:22 / /sys rw,nosuid shared:7 master:3 propagate_from:2 unbindable - sysfs sysfs rw",
+		(struct fields){ .optional = "shared:7 master:3 propagate_from:2 unbindable",
+				 .fstype = "sysfs" });
+	parse_expect("25 1 0:22 / /sys rw - sysfs sysfs rw",
+		     (struct fields){ .optional = "", .mount_opts = "rw" });
 	/* a mount point or root named "-" is a field, not the separator */
-	e = parse_ok("25 1 0:22 - /- rw shared:1 - tmpfs - rw");
-	cr_assert_str_eq(e.root, "-");
-	cr_assert_str_eq(e.optional, "shared:1");
-	cr_assert_str_eq(e.source, "-");
+	parse_expect("25 1 0:22 - /- rw shared:1 - tmpfs - rw",
+		     (struct fields){ .root = "-", .optional = "shared:1", .source = "-" });
 }
 
 Test(mountinfo, empty_source_and_spaces_in_super_options)
 {
 	/* mount("", ...) leaves an empty source: two spaces in a row */
-	struct mountinfo_entry e = parse_ok("50 20 0:60 / /mnt/e rw - tmpfs  rw,size=64k");
-	cr_assert_str_eq(e.source, "");
-	cr_assert_str_eq(e.super_opts, "rw,size=64k");
+	parse_expect("50 20 0:60 / /mnt/e rw - tmpfs  rw,size=64k",
+		     (struct fields){ .source = "", .super_opts = "rw,size=64k" });
 	/* a filesystem that does not escape its options: the rest of the line */
-	e = parse_ok("51 20 0:61 / /mnt/f rw - fuse.x host:/p rw,opt=a b,c");
-	cr_assert_str_eq(e.source, "host:/p");
-	cr_assert_str_eq(e.super_opts, "rw,opt=a b,c");
+	parse_expect("51 20 0:61 / /mnt/f rw - fuse.x host:/p rw,opt=a b,c",
+		     (struct fields){ .source = "host:/p", .super_opts = "rw,opt=a b,c" });
 	/* a deleted bind source keeps its marker in the root */
-	e = parse_ok("52 20 8:1 /gone//deleted /mnt/g rw - ext4 /dev/sda1 rw");
-	cr_assert_str_eq(e.root, "/gone//deleted");
+	parse_expect("52 20 8:1 /gone//deleted /mnt/g rw - ext4 /dev/sda1 rw",
+		     (struct fields){ .root = "/gone//deleted" });
 }
 
 Test(mountinfo, malformed_lines)

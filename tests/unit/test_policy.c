@@ -58,6 +58,21 @@ static int compile(const char *json, struct policy_bpf *b, abox_error *err)
 	return policy_compile(json, strlen(json), "t.json", &env0, b, err);
 }
 
+/* Compiles json into *b and asserts it compiled. */
+static void compile_ok(const char *json, struct policy_bpf *b)
+{
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(compile(json, b, &err), 0, "%s for: %.200s", err.msg, json);
+}
+
+/* compile_ok into a new program */
+static struct policy_bpf compiled(const char *json)
+{
+	struct policy_bpf b = { 0 };
+	compile_ok(json, &b);
+	return b;
+}
+
 /* Compiles and expects failure with `code` and a message containing each
  * of the needles (NULL-terminated). policy_check must agree unless the
  * error only shows up at compile time. */
@@ -157,6 +172,18 @@ static void load_default(struct policy_bpf *b)
 	int r = policy_load(default_policy_path(), NULL, &env0, b, &err);
 	cr_assert_eq(r, 0, "default.json: %s", err.msg);
 	cr_assert_gt(b->len, 0);
+}
+
+/* The default policy gives each of names (n of them) action on x86_64;
+ * what says that action in a failure. */
+static void default_policy_gives(const char *const *names, size_t n, uint32_t action, const char *what)
+{
+	struct policy_bpf b = { 0 };
+	load_default(&b);
+	for (size_t i = 0; i < n; i++)
+		cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, names[i], NULL), action, "%s is not %s",
+			     names[i], what);
+	policy_bpf_free(&b);
 }
 
 /* Runs fn in a forked child after installing b; the child's exit status
@@ -315,12 +342,7 @@ Test(default_policy, allows_what_init_needs)
 		"copy_file_range", "tgkill", "pidfd_open", "pidfd_send_signal",
 	};
 	/* clang-format on */
-	struct policy_bpf b = { 0 };
-	load_default(&b);
-	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, needed[i], NULL), ALLOW,
-			     "%s is not allowed", needed[i]);
-	policy_bpf_free(&b);
+	default_policy_gives(needed, sizeof(needed) / sizeof(needed[0]), ALLOW, "allowed");
 }
 
 /* Every explicit deny of the default policy returns EPERM (not the ENOSYS
@@ -340,12 +362,7 @@ Test(default_policy, denies_with_eperm)
 		"nfsservctl", "fanotify_init",
 	};
 	/* clang-format on */
-	struct policy_bpf b = { 0 };
-	load_default(&b);
-	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
-		cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, denied[i], NULL), EP,
-			     "%s is not EPERM", denied[i]);
-	policy_bpf_free(&b);
+	default_policy_gives(denied, sizeof(denied) / sizeof(denied[0]), EP, "EPERM");
 }
 
 static int errno_of(long r)
@@ -414,13 +431,9 @@ static int getppid_gives_1337(void)
 
 Test(kernel, distinctive_errno)
 {
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(
-	    compile("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
-		    "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1337}]}",
-		    &b, &err),
-	    0, "%s", err.msg);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
+			 "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1337}]}");
 	in_child(&b, getppid_gives_1337);
 	policy_bpf_free(&b);
 }
@@ -449,9 +462,7 @@ Test(kernel, args_rule_wins_over_plain_rule)
 	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1338},"
 	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ALLOW\","
 	    "\"args\":[{\"index\":0,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}]}";
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(compile(json, &b, &err), 0, "%s", err.msg);
+	struct policy_bpf b = compiled(json);
 	in_child(&b, args_rule_wins);
 	policy_bpf_free(&b);
 }
@@ -471,9 +482,7 @@ Test(regression, pseudo_syscall_rule_with_x32)
 	    "\"op\":\"SCMP_CMP_EQ\"}]},"
 	    "{\"names\":[\"socketcall\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,"
 	    "\"op\":\"SCMP_CMP_EQ\"}]}]}";
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(compile(json, &b, &err), 0, "%s", err.msg);
+	struct policy_bpf b = compiled(json);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X32, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86, "clone", (uint64_t[6]){ CLONE_NEWUSER }), EP);
@@ -492,7 +501,7 @@ Test(regression, verify_catches_a_wrong_program)
 	struct policy_bpf b = { 0 };
 	abox_error err = ABOX_ERROR_INIT;
 	cr_assert_eq(policy_parse(json, strlen(json), "t.json", &d, &err), 0, "%s", err.msg);
-	cr_assert_eq(compile(json, &b, &err), 0, "%s", err.msg);
+	compile_ok(json, &b);
 	uint32_t arches[] = { SCMP_ARCH_X86_64 };
 	cr_assert_eq(policy_verify(&d, &env0, arches, 1, &b, &err), 0, "%s", err.msg);
 	size_t patched = 0;
@@ -514,14 +523,9 @@ Test(regression, verify_catches_a_wrong_program)
 
 Test(regression, foreign_architecture_listed)
 {
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(
-	    compile(
-		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_AARCH64\"],"
-		"\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
-		&b, &err),
-	    0, "%s", err.msg);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_AARCH64\"],"
+			 "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_AARCH64, "getpid", NULL), ALLOW);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW,
 		     "native arch is always in");
@@ -538,9 +542,7 @@ static uint32_t action_of(const char *action_json)
 	    json, sizeof(json),
 	    "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],%s}]}",
 	    action_json);
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(compile(json, &b, &err), 0, "%s: %s", action_json, err.msg);
+	struct policy_bpf b = compiled(json);
 	uint32_t r = sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL);
 	cr_assert_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	policy_bpf_free(&b);
@@ -565,17 +567,13 @@ Test(actions, every_action)
 
 Test(actions, default_actions)
 {
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(
-	    compile("{\"defaultAction\":\"SCMP_ACT_KILL_PROCESS\","
-		    "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}",
-		    &b, &err),
-	    0, "%s", err.msg);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_KILL_PROCESS\","
+			 "\"syscalls\":[{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL), SCMP_ACT_KILL_PROCESS);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	policy_bpf_free(&b);
-	cr_assert_eq(compile("{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", &b, &err), 0, "%s", err.msg);
+	compile_ok("{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", &b);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL), ERRNO(EPERM));
 	policy_bpf_free(&b);
 }
@@ -664,15 +662,11 @@ Test(strict, unknown_syscall_in_deny_rule)
 
 Test(strict, unknown_syscall_in_allow_rule_is_skipped)
 {
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(
-	    compile("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
-		    "{\"names\":[\"getpid\",\"some_future_call\",\"lsm_get_self_attr\"],"
-		    "\"action\":\"SCMP_ACT_ALLOW\"},"
-		    "{\"names\":[\"another_one\"],\"action\":\"SCMP_ACT_LOG\"}]}",
-		    &b, &err),
-	    0, "%s", err.msg);
+	struct policy_bpf b =
+		compiled("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
+			 "{\"names\":[\"getpid\",\"some_future_call\",\"lsm_get_self_attr\"],"
+			 "\"action\":\"SCMP_ACT_ALLOW\"},"
+			 "{\"names\":[\"another_one\"],\"action\":\"SCMP_ACT_LOG\"}]}");
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getpid", NULL), ALLOW);
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", NULL), ERRNO(ENOSYS));
 	policy_bpf_free(&b);
@@ -793,15 +787,9 @@ Test(strict, args_rules)
 
 Test(strict, values_above_int64_max)
 {
-	struct policy_bpf b = { 0 };
-	abox_error err = ABOX_ERROR_INIT;
-	cr_assert_eq(
-	    compile(
-		RULE(
-		    "{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,"
-		    "\"value\":18446744073709551615,\"op\":\"SCMP_CMP_EQ\"}]}"),
-		&b, &err),
-	    0, "%s", err.msg);
+	struct policy_bpf b =
+		compiled(RULE("{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,"
+			      "\"value\":18446744073709551615,\"op\":\"SCMP_CMP_EQ\"}]}"));
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", (uint64_t[6]){ UINT64_MAX }),
 		     ERRNO(EPERM));
 	cr_expect_eq(sim_named(&b, SCMP_ARCH_X86_64, "getppid", (uint64_t[6]){ 0xffffffff }),

@@ -4,11 +4,8 @@
 // key is a RateLimitError carrying E2B's words, a wrong-typed create is a
 // 400 naming the field, and nothing refused leaves a sandbox.
 import { Sandbox, RateLimitError } from 'e2b'
+import { test, assert, made, run } from '../lib.mjs'
 
-const tests = []
-const test = (name, fn) => tests.push({ name, fn })
-function assert(cond, msg) { if (!cond) throw new Error(msg) }
-const made = []
 const api = process.env.E2B_API_URL
 const key = process.env.E2B_API_KEY
 
@@ -66,17 +63,5 @@ test('a create body with a wrong type or a name given twice is a 400 naming the 
   assert(r.status === 400 && /metadata\.a/.test(b.message), `duplicate: ${r.status} ${JSON.stringify(b)}`)
 })
 
-console.log(`1..${tests.length}`)
-let failed = 0
-for (const [i, t] of tests.entries()) {
-  try {
-    await t.fn()
-    console.log(`ok ${i + 1} - ${t.name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok ${i + 1} - ${t.name}`)
-    console.log(`  # ${String(e && e.stack || e).split('\n').join('\n  # ')}`)
-  }
-}
-for (const s of made) await s.kill().catch(() => {})
-process.exit(failed ? 1 : 0)
+// the tests use the sandboxes earlier ones made
+await run({ keepUntilEnd: true })

@@ -6,17 +6,8 @@ import time
 from e2b import AsyncSandbox, CommandExitException, PtySize, SandboxQuery
 from e2b_code_interpreter import AsyncSandbox as AsyncCodeSandbox
 
-from tap import check, eq, made, run, test
-
-
-async def create(**opts):
-    s = await AsyncSandbox.create(timeout=120, **opts)
-    made.append(s)
-    return s
-
-
-def state(info):
-    return getattr(info.state, "value", info.state)
+from tap import acreate as create
+from tap import check, eq, made, run, state, test
 
 
 @test("create with metadata and envs; info, list by metadata")
@@ -208,8 +199,7 @@ async def _():
 
 @test("run_code: results, stdout, errors, persisted variables, contexts")
 async def _():
-    s = await AsyncCodeSandbox.create(timeout=120)
-    made.append(s)
+    s = await create(AsyncCodeSandbox)
     r = await s.run_code('x = 21\nprint("hello")\nx * 2')
     eq(r.text, "42", "the last expression is the main result")
     eq("".join(r.logs.stdout), "hello\n", "stdout")

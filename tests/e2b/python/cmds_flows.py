@@ -3,16 +3,10 @@
 TimeoutException (not CommandExitException with exit code -1), a kill of
 a pid that is not there is False, a killed command's wait() names the
 kill, and list() gives the command as started."""
-from e2b import CommandExitException, Sandbox, TimeoutException
+from e2b import CommandExitException, TimeoutException
 from e2b_code_interpreter import Sandbox as CodeSandbox
 
-from tap import check, eq, made, run, test
-
-
-def create():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
-    return s
+from tap import check, create, eq, run, test
 
 
 @test("a command that hits its timeout raises TimeoutException")
@@ -53,8 +47,7 @@ def _():
 
 @test("a code cell that outlives its timeout raises TimeoutException, and the next cell runs")
 def _():
-    s = CodeSandbox.create(timeout=120)
-    made.append(s)
+    s = create(CodeSandbox)
     try:
         s.run_code("import time; time.sleep(30)", timeout=2)
         raise AssertionError("it did not raise")

@@ -6,17 +6,11 @@ import os
 import time
 
 import httpx
-from e2b import AsyncSandbox, FilesystemEventType, InvalidArgumentException, Sandbox
+from e2b import FilesystemEventType, InvalidArgumentException
 from e2b.envd.versions import ENVD_VERSION_WATCH_NETWORK_MOUNTS
 from packaging.version import Version
 
-from tap import check, eq, made, run, test
-
-
-def create():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
-    return s
+from tap import acreate, check, create, eq, run, test
 
 
 @test("the envd version reported is the newest whose gated features are served")
@@ -79,8 +73,7 @@ def _():
 
 @test("async client: metadata round trip")
 async def _():
-    s = await AsyncSandbox.create(timeout=120)
-    made.append(s)
+    s = await acreate()
     info = await s.files.write("/home/user/a.txt", "x", metadata={"a": "1"})
     eq(info.metadata, {"a": "1"}, "the upload's answer")
     eq((await s.files.get_info("/home/user/a.txt")).metadata, {"a": "1"}, "get_info")
@@ -109,8 +102,7 @@ def _():
 
 @test("watch_dir include_entry: events carry their entry (async stream)")
 async def _():
-    s = await AsyncSandbox.create(timeout=120)
-    made.append(s)
+    s = await acreate()
     await s.files.make_dir("/home/user/wa")
     events = []
     w = await s.files.watch_dir("/home/user/wa", events.append, include_entry=True)

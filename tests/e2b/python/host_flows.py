@@ -8,9 +8,8 @@ import time
 import urllib.parse
 
 import httpx
-from e2b import AsyncSandbox, Sandbox
 
-from tap import check, eq, made, run, test
+from tap import acreate, check, create, eq, run, test
 
 api = urllib.parse.urlparse(__import__("os").environ["E2B_API_URL"])
 
@@ -28,8 +27,7 @@ def serve(s):
 
 @test("get_host without a configured domain names this daemon, not e2b.app")
 def _():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
+    s = create()
     h = s.get_host(8000)
     check("e2b.app" not in h, f"the public cloud: {h}")
     eq(h, f"8000-{s.sandbox_id}.localhost:{api.port}", "the host")
@@ -37,8 +35,7 @@ def _():
 
 @test("get_host reaches the sandbox's port by Host header and by name")
 def _():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
+    s = create()
     serve(s)
     h = s.get_host(8000)
     r = httpx.get(f"http://127.0.0.1:{api.port}/i.txt", headers={"Host": h})
@@ -50,8 +47,7 @@ def _():
 
 @test("the async client's get_host too")
 async def _():
-    s = await AsyncSandbox.create(timeout=120)
-    made.append(s)
+    s = await acreate()
     eq(s.get_host(3000), f"3000-{s.sandbox_id}.localhost:{api.port}", "the host")
 
 

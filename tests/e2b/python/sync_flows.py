@@ -7,13 +7,7 @@ import time
 from e2b import CommandExitException, PtySize, Sandbox, SandboxQuery
 from e2b_code_interpreter import Sandbox as CodeSandbox
 
-from tap import check, eq, made, run, test
-
-
-def create(**opts):
-    s = Sandbox.create(timeout=120, **opts)
-    made.append(s)
-    return s
+from tap import check, create, eq, made, run, state, test
 
 
 @test("create with metadata and envs; info, list by metadata")
@@ -23,7 +17,7 @@ def _():
     info = s.get_info()
     eq(info.sandbox_id, s.sandbox_id, "info id")
     eq(info.metadata.get("flow"), tag, "metadata")
-    eq(info.state.value if hasattr(info.state, "value") else info.state, "running", "state")
+    eq(state(info), "running", "state")
     items = Sandbox.list(query=SandboxQuery(metadata={"flow": tag})).next_items()
     eq([i.sandbox_id for i in items], [s.sandbox_id], "list by metadata")
     eq(s.commands.run("echo $FOO").stdout, "bar\n", "sandbox env")
@@ -158,8 +152,7 @@ def _():
     s.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done", background=True)
     time.sleep(0.4)
     s.pause()
-    st = Sandbox.get_info(s.sandbox_id).state
-    eq(getattr(st, "value", st), "paused", "paused")
+    eq(state(Sandbox.get_info(s.sandbox_id)), "paused", "paused")
     again = Sandbox.connect(s.sandbox_id)
     eq(again.files.read("/tmp/kept"), "kept", "files after resume")
     a = int(again.commands.run("cat /tmp/n").stdout)
@@ -225,8 +218,7 @@ def _():
 
 @test("run_code: results, stdout, errors, persisted variables, contexts")
 def _():
-    s = CodeSandbox.create(timeout=120)
-    made.append(s)
+    s = create(CodeSandbox)
     r = s.run_code('x = 21\nprint("hello")\nx * 2')
     eq(r.text, "42", "the last expression is the main result")
     eq("".join(r.logs.stdout), "hello\n", "stdout")

@@ -1,13 +1,35 @@
-"""A few lines of TAP for the Python SDK flows: tests register with @test,
-run() runs them in order, prints the plan and one line per test, and exits
-non-zero when any failed. Sandboxes a test made are killed after it."""
+"""What the Python SDK flows share, a few lines of TAP: tests register with
+@test, run() runs them in order, prints the plan and one line per test, and
+exits non-zero when any failed. Sandboxes a test made (with create() or
+acreate(), or put on `made`) are killed after it."""
 import asyncio
 import inspect
 import sys
 import traceback
 
+from e2b import AsyncSandbox, Sandbox
+
 _tests = []
 made = []
+
+
+def create(cls=Sandbox, **opts):
+    """A sandbox of class cls (the code interpreter's too) for two minutes."""
+    s = cls.create(timeout=120, **opts)
+    made.append(s)
+    return s
+
+
+async def acreate(cls=AsyncSandbox, **opts):
+    """create() with the asyncio client."""
+    s = await cls.create(timeout=120, **opts)
+    made.append(s)
+    return s
+
+
+def state(info):
+    """A sandbox's state as a string, whether the SDK gives an enum or not."""
+    return getattr(info.state, "value", info.state)
 
 
 def test(name):

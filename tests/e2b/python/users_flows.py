@@ -2,14 +2,13 @@
 (run by tests/e2b/python/run.sh): a `useradd agent` user runs commands
 and file operations as itself, entries name it as owner, and a user the
 sandbox lacks raises the SDK's authentication error."""
-from e2b import AuthenticationException, Sandbox
+from e2b import AuthenticationException
 
-from tap import check, eq, made, run, test
+from tap import check, create, eq, run, test
 
 
 def with_agent():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
+    s = create()
     s.commands.run("useradd -m -s /bin/bash agent && groupadd team && usermod -aG team agent", user="root")
     return s
 
@@ -30,8 +29,7 @@ def _():
 
 @test("an unknown user raises the SDK's authentication error")
 def _():
-    s = Sandbox.create(timeout=120)
-    made.append(s)
+    s = create()
     try:
         s.commands.run("id", user="nosuch")
         raise AssertionError("it did not raise")

@@ -9,8 +9,13 @@
 
 /* The checkpointer: $ABOX_CHECKPOINTER, else the path in
  * <state>/checkpointer (written by scripts/criu-setup.sh), else criu in
- * the usual places. NULL when there is none. malloc'd. */
+ * the usual places, when its trial passes (checkpointer_trial). NULL when
+ * there is none that works. malloc'd. */
 char *checkpointer_find(abox_ctx *ctx);
+/* Whether hook can checkpoint on this kernel: a dump of a process of our
+ * own, under a time limit, the verdict kept in <state>/checkpointer-trial
+ * for that checkpointer and kernel. -EOPNOTSUPP with the cause when not. */
+int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err);
 
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes

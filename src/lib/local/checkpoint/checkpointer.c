@@ -1,16 +1,27 @@
 /* local/checkpoint/checkpointer.c — the checkpoint hook as a program:
  * which one this machine uses ($ABOX_CHECKPOINTER, the one recorded in the
  * state folder by scripts/criu-setup.sh, else CRIU where it usually is),
- * whether it works and its version, running it with its output in a log,
- * and the lines of that log that say what went wrong.
+ * whether it works and its version, running it with its output in a log
+ * and a time limit, and the lines of that log that say what went wrong.
+ * "Works" is proven, not assumed: `criu check` passes on kernels where
+ * a dump then hangs for ever (seen: a CRIU whose parasite never traps
+ * back under a paravirtualised kernel), so the checkpointer is first
+ * made to dump a process of its own, under a time limit, once per
+ * checkpointer and kernel (the verdict kept in the state folder). One
+ * that fails is not used: pauses keep their memory frozen in place, and
+ * what needs a checkpoint is refused, naming why (`abox doctor`).
  * Not here: what it is asked to dump or restore, and the tree's side of a
  * checkpoint (hook.c, restore.c). Runs in the CLI/daemon, as root. */
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,11 +36,9 @@ static bool executable(const char *p)
 	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
 }
 
-char *checkpointer_find(abox_ctx *ctx)
+/* The recorded or usual checkpointer, not yet tried. */
+static char *find(abox_ctx *ctx)
 {
-	const char *env = getenv("ABOX_CHECKPOINTER");
-	if (env && *env)
-		return strdup(env); /* as given, even when wrong: the error names it */
 	char conf[4200];
 	safe_snprintf(conf, sizeof(conf), "%s/checkpointer", ctx->state_dir);
 	_cleanup_free_ char *s = NULL;
@@ -43,6 +52,21 @@ char *checkpointer_find(abox_ctx *ctx)
 		if (executable(cands[i]))
 			return strdup(cands[i]);
 	return NULL;
+}
+
+char *checkpointer_find(abox_ctx *ctx)
+{
+	const char *env = getenv("ABOX_CHECKPOINTER");
+	if (env && *env)
+		return strdup(env); /* as given, even when wrong: the error names it */
+	char *hook = find(ctx);
+	abox_error e = ABOX_ERROR_INIT;
+	if (hook && checkpointer_trial(ctx, hook, &e) < 0) {
+		backend_log(ctx, ABOX_LOG_DEBUG, "checkpointer %s not used: %s", hook, e.msg);
+		free(hook);
+		return NULL;
+	}
+	return hook;
 }
 
 /* The last lines of a hook's log that say what went wrong. */
@@ -72,9 +96,41 @@ void checkpoint_log_tail(const char *log, char *out, size_t n)
 	}
 }
 
-/* Runs the hook with argv (argv[0] is replaced by its path); its output
- * goes to the log it is told to write. */
-int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err)
+/* Waits for pid at most timeout_ms (-1: for ever); on expiry it is
+ * killed and reaped, and *timed_out says so. */
+static int wait_bounded(pid_t pid, int timeout_ms, int *st, bool *timed_out)
+{
+	*timed_out = false;
+	int pfd = timeout_ms >= 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		int n;
+		while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+			;
+		if (n == 0) {
+			*timed_out = true;
+			kill(pid, SIGKILL);
+		}
+		close(pfd);
+	}
+	while (waitpid(pid, st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* How long one run of the checkpointer may take: a dump of gigabytes
+ * takes seconds, one that takes this long is stuck, and a caller that
+ * waits for ever holds the sandbox's lock for ever. */
+static int hook_timeout_ms(void)
+{
+	const char *e = getenv("ABOX_CHECKPOINT_TIMEOUT_S");
+	long s = e && *e ? strtol(e, NULL, 10) : 600;
+	return s > 0 && s < 86400 ? (int)(s * 1000) : 600000;
+}
+
+static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what, int timeout_ms,
+			    abox_error *err)
 {
 	argv[0] = hook;
 	posix_spawn_file_actions_t fa;
@@ -88,9 +144,16 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 	if (se != 0)
 		return abox_error_set(err, se, "%s: run the checkpointer '%s'", what, hook);
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "%s: wait for the checkpointer", what);
+	bool timed_out;
+	int w = wait_bounded(pid, timeout_ms, &st, &timed_out);
+	if (w < 0)
+		return abox_error_set(err, -w, "%s: wait for the checkpointer", what);
+	if (timed_out) {
+		char tail[2048];
+		checkpoint_log_tail(log, tail, sizeof(tail));
+		return abox_error_setx(err, ETIMEDOUT, "%s: the checkpointer did not finish in %d s and was killed (log %s)%s",
+				       what, timeout_ms / 1000, log, tail);
+	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	char tail[2048];
@@ -100,13 +163,128 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 			       tail);
 }
 
+/* Runs the hook with argv (argv[0] is replaced by its path); its output
+ * goes to the log it is told to write. */
+int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err)
+{
+	return run_hook_bounded(hook, argv, log, what, hook_timeout_ms(), err);
+}
+
+/* How long the trial dump may take: a sleeping process dumps in well
+ * under a second; ABOX_CHECKPOINT_TRIAL_S (tests) sets another bound. */
+static int trial_ms(void)
+{
+	const char *e = getenv("ABOX_CHECKPOINT_TRIAL_S");
+	long s = e && *e ? strtol(e, NULL, 10) : 15;
+	return s > 0 && s < 3600 ? (int)(s * 1000) : 15000;
+}
+
+/* What the verdict is kept for: the checkpointer (its path, size and
+ * time: a new one is tried anew) and the kernel. */
+static void trial_key(const char *hook, char *key, size_t n)
+{
+	struct stat st = { 0 };
+	(void)stat(hook, &st);
+	struct utsname u;
+	if (uname(&u) < 0)
+		memset(&u, 0, sizeof(u));
+	safe_snprintf(key, n, "%s %lld %lld %s %s", hook, (long long)st.st_size, (long long)st.st_mtime, u.release,
+		      u.version);
+}
+
+/* Dumps a process of our own (a child sleeping in its own session) with
+ * the hook: 0 when the dump finishes in time. */
+static int trial_dump(const char *hook, const char *dir, const char *log, abox_error *err)
+{
+	pid_t target = fork();
+	if (target < 0)
+		return abox_error_set(err, errno, "checkpointer trial: fork");
+	if (target == 0) {
+		setsid();
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+		}
+		for (;;)
+			pause();
+	}
+	char pid[16];
+	safe_snprintf(pid, sizeof(pid), "%d", (int)target);
+	const char *argv[] = { NULL, "dump", "-t", pid, "-D", dir, "-o", log, "-v2", "--leave-running", NULL };
+	abox_error e = ABOX_ERROR_INIT;
+	int r = run_hook_bounded(hook, argv, log, "trial", trial_ms(), &e);
+	if (r == -ETIMEDOUT) {
+		abox_error_setx(err, ETIMEDOUT, "a trial dump of a sleeping process did not finish in %d s (log %s)",
+				trial_ms() / 1000, log);
+	} else if (r < 0) {
+		/* the log's last error line, on one line */
+		char tail[512];
+		checkpoint_log_tail(log, tail, sizeof(tail));
+		char *last = strrchr(tail, '\n');
+		abox_error_setx(err, e.code, "a trial dump of a sleeping process failed (log %s): %s", log,
+				last ? last + 3 : e.msg);
+	}
+	kill(target, SIGKILL);
+	while (waitpid(target, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
+{
+	char key[4600], path[4200];
+	trial_key(hook, key, sizeof(key));
+	safe_snprintf(path, sizeof(path), "%s/checkpointer-trial", ctx->state_dir);
+	_cleanup_free_ char *kept = NULL;
+	size_t kl = strlen(key);
+	if (read_file_at(AT_FDCWD, path, 65536, &kept, NULL) >= 0 && !strncmp(kept, key, kl) && kept[kl] == '\n') {
+		char *verdict = kept + kl + 1;
+		verdict[strcspn(verdict, "\n")] = '\0';
+		if (!strcmp(verdict, "ok"))
+			return 0;
+		return abox_error_setx(err, EOPNOTSUPP, "%s", verdict);
+	}
+	char dir[] = "/tmp/abox-criu-trial.XXXXXX", log[4300];
+	if (!mkdtemp(dir))
+		return abox_error_set(err, errno, "checkpointer trial: temp folder");
+	safe_snprintf(log, sizeof(log), "%s.log", path);
+	abox_error e = ABOX_ERROR_INIT;
+	int r = trial_dump(hook, dir, log, &e);
+	(void)rm_rf_at(AT_FDCWD, dir, 0);
+	for (char *c = e.msg; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	/* kept for the next caller: a verdict, never a half-written one */
+	char text[5200], tmp[4300];
+	struct utsname u;
+	if (uname(&u) < 0)
+		memset(&u, 0, sizeof(u));
+	char verdict[1024];
+	safe_snprintf(verdict, sizeof(verdict), "cannot checkpoint on this kernel (%s): %s", u.release, e.msg);
+	safe_snprintf(text, sizeof(text), "%s\n%s\n", key, r < 0 ? verdict : "ok");
+	safe_snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		bool ok = write_full(fd, text, strlen(text)) >= 0;
+		close(fd);
+		if (!ok || rename(tmp, path) < 0)
+			unlink(tmp);
+	}
+	if (r < 0)
+		return abox_error_setx(err, EOPNOTSUPP, "%s", verdict);
+	return 0;
+}
+
 int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abox_error *err)
 {
 	if (hook_out)
 		*hook_out = NULL;
 	if (version)
 		*version = NULL;
-	_cleanup_free_ char *hook = checkpointer_find(ctx);
+	const char *env = getenv("ABOX_CHECKPOINTER");
+	_cleanup_free_ char *hook = env && *env ? strdup(env) : find(ctx);
 	if (!hook)
 		return abox_error_setx(err, ENOENT, "no checkpointer (set $ABOX_CHECKPOINTER)");
 	if (hook_out && !(*hook_out = strdup(hook)))
@@ -146,7 +324,10 @@ int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abo
 		}
 	}
 	const char *argv[] = { NULL, "check", "-o", log, NULL };
-	int r = checkpoint_run_hook(hook, argv, log, "checkpointer check", err);
+	int r = run_hook_bounded(hook, argv, log, "checkpointer check", trial_ms(), err);
 	unlink(log);
+	/* a check that passes says little: a real dump must finish too */
+	if (r >= 0)
+		r = checkpointer_trial(ctx, hook, err);
 	return r;
 }
