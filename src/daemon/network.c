@@ -175,8 +175,11 @@ int network_parse_create(json_object *body, struct e2b_net *out, unsigned *statu
 		network_free(out);
 		return -1;
 	}
-	if (!net && !allow)
-		out->opts.mode = daemon_cfg.net_default; /* E2B: open */
+	/* no egress lists: the configured default (E2B's: open). SDKs send
+	 * allow_internet_access: true whenever the caller said nothing, so
+	 * it asks for nothing more than the default either */
+	if (out->opts.mode != ABOX_NET_FILTERED)
+		out->opts.mode = daemon_cfg.net_default;
 	out->note = json_object_new_object();
 	if (net)
 		json_object_object_add(out->note, "network", json_object_get(net));

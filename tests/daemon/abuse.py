@@ -371,28 +371,11 @@ try:
           out[:400])
     d.req("DELETE", f"/sandboxes/{iid}", headers=A)
 
-    # network settings: checked, stored and shown (enforced once sandboxes
-    # get networking; today they have loopback only)
+    # network settings: a malformed one is refused before anything is made
+    # (what valid ones do, stored, shown and enforced, is tests/net/'s:
+    # sandboxes with networking belong in a private world of namespaces)
     st, body = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "network": {"allowOut": [7]}}, A)
     check("create with a malformed network: 400 naming it", st == 400 and "allowOut" in body.get("message", ""), body)
-    st, nsb = d.req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "allow_internet_access": False,
-                                              "network": {"denyOut": ["10.0.0.0/8"]}}, A)
-    nid = nsb.get("sandboxID", "")
-    st, det = d.req("GET", f"/sandboxes/{nid}", headers=A)
-    net = det.get("network", {}) if isinstance(det, dict) else {}
-    check("network settings are stored and shown", net.get("denyOut") == ["10.0.0.0/8"]
-          and net.get("allowInternetAccess") is False, det)
-    st, body = d.req("PUT", f"/sandboxes/{nid}/network", {"denyOut": "all"}, A)
-    check("network update with a malformed body: 400", st == 400, body)
-    st, _ = d.req("PUT", f"/sandboxes/{nid}/network", {"allowOut": ["example.com"]}, A)
-    st2, det = d.req("GET", f"/sandboxes/{nid}", headers=A)
-    check("network update replaces the settings (204)", st == 204 and det.get("network") == {"allowOut": ["example.com"]},
-          det)
-    st, _ = d.req("PUT", f"/sandboxes/{nid}/network", {"allowOut": []}, B)
-    check("key B cannot update it (404)", st == 404)
-    d.req("DELETE", f"/sandboxes/{nid}", headers=A)
-    state = os.environ.get("ABOX_ROOT") or "/var/lib/abox"
-    check("kill removes the stored settings", not os.path.exists(f"{state}/aboxd-network/{nid}"))
 
     st, _ = d.req("DELETE", f"/sandboxes/{sid}", headers=A)
     check("key A kills its sandbox (204)", st == 204)

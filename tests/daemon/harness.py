@@ -140,7 +140,9 @@ class Daemon:
         self.port = free_port()
         self.timeout = timeout
         self.wrap = list(wrap)
-        cfg = {"port": self.port, "apiKeys": self.keys, "adminPort": 0}
+        # no egress unless a test asks for it: sandboxes with networking
+        # are tests/net/'s, in a private world of namespaces
+        cfg = {"port": self.port, "apiKeys": self.keys, "adminPort": 0, "network": {"default": "none"}}
         cfg.update(extra_config or {})
         f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(cfg, f)

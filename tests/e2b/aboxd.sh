@@ -21,8 +21,9 @@ e2b_start() {
   e2b_key=e2b_$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
   e2b_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   e2b_conf=$(mktemp /tmp/aboxd-test.XXXXXX.json)
-  # no "domain": the flows check what getHost() gives by default
-  printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"]}\n' "$e2b_port" "$e2b_key" > "$e2b_conf"
+  # no "domain": the flows check what getHost() gives by default; no egress
+  # (sandboxes with networking are tests/net/'s, in a world of their own)
+  printf '{"port": %s, "adminPort": 0, "apiKeys": ["%s"], "network": {"default": "none"}}\n' "$e2b_port" "$e2b_key" > "$e2b_conf"
   "$e2b_build/aboxd" --config "$e2b_conf" 2>"$2" &
   e2b_daemon=$!
   trap e2b_stop EXIT
