@@ -31,10 +31,10 @@ try:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    key = "e2b_" + os.urandom(20).hex()
+    key, other = "e2b_" + os.urandom(20).hex(), "e2b_" + os.urandom(20).hex()
     conf = os.path.join(w.dir, "aboxd.json")
     with open(conf, "w") as f:
-        json.dump({"port": port, "adminPort": 0, "apiKeys": [key]}, f)
+        json.dump({"port": port, "adminPort": 0, "apiKeys": [key, other]}, f)
     daemon = subprocess.Popen([os.path.join(BUILD, "aboxd"), "--config", conf], env=w.env,
                               stderr=open(os.path.join(w.dir, "aboxd.log"), "w"))
     for _ in range(100):
@@ -52,15 +52,93 @@ try:
     r = subprocess.run(["node", flow], cwd=SDK, env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout
     n = sum(1 for ln in out.splitlines() if ln.startswith(("ok ", "not ok ")))
+
+    # the same API over plain HTTP: what the SDK does not show
+    import urllib.error
+    import urllib.request
+
+    def req(method, path, body=None, k=key):
+        rq = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                    data=None if body is None else json.dumps(body).encode(),
+                                    headers={"X-API-Key": k, "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(rq, timeout=60) as resp:
+                t = resp.read()
+                return resp.status, json.loads(t) if t else None
+        except urllib.error.HTTPError as e:
+            t = e.read()
+            return e.code, json.loads(t) if t else None
+
+    more = []
+    st, sb = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60, "allow_internet_access": False,
+                                           "network": {"denyOut": ["10.0.0.0/8"], "allowPublicTraffic": True}})
+    sid = (sb or {}).get("sandboxID", "")
+    st, det = req("GET", f"/sandboxes/{sid}")
+    more.append(("GET shows the settings as given and allowInternetAccess beside them",
+                 det.get("network", {}).get("denyOut") == ["10.0.0.0/8"] and det.get("allowInternetAccess") is False, det))
+    st, body = req("PUT", f"/sandboxes/{sid}/network", {"denyOut": "all"})
+    more.append(("PUT with a malformed body: 400", st == 400, body))
+    st, body = req("PUT", f"/sandboxes/{sid}/network", {"allowOut": ["203.0.113.10"], "denyOut": ["0.0.0.0/0"]})
+    st2, det = req("GET", f"/sandboxes/{sid}")
+    more.append(("PUT replaces the egress (204), GET shows it, the ingress and allowInternetAccess kept",
+                 st == 204 and det.get("network") == {"allowPublicTraffic": True, "allowOut": ["203.0.113.10"],
+                                                      "denyOut": ["0.0.0.0/0"]}
+                 and det.get("allowInternetAccess") is False, det))
+    st, _ = req("PUT", f"/sandboxes/{sid}/network", {"allowOut": []}, k=other)
+    more.append(("another key cannot change it (404)", st == 404, st))
+    st, body = req("PUT", f"/sandboxes/{sid}/network", {"rules": {"api.test": [{"transform": {"headers": {"a": "b"}}}]}})
+    more.append(("transform rules: E2B's 400 for a team without them",
+                 st == 400 and body.get("message") == "Network transform rules are not available for your team.", body))
+    st, body = req("POST", "/v2/sandboxes", {"templateID": "base", "network": {"maskRequestHost": "-https://abcd"}})
+    more.append(("maskRequestHost that is no host: E2B's 400",
+                 st == 400 and "mask request host is not valid" in (body or {}).get("message", ""), body))
+    # ingress: allowPublicTraffic false wants the traffic token; the mask
+    # is the Host the sandbox's server sees
+    st, ib = req("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 60,
+                                           "network": {"allowPublicTraffic": False, "maskRequestHost": "app.test:${PORT}"}})
+    iid, traffic = (ib or {}).get("sandboxID", ""), (ib or {}).get("trafficAccessToken", "")
+    server = subprocess.Popen([os.path.join(BUILD, "abox"), "exec", iid, "--", "python3", "-c",
+                               "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n"
+                               "  def do_GET(self):\n    b=('host='+self.headers.get('Host','')).encode()\n"
+                               "    self.send_response(200); self.send_header('Content-Length',str(len(b))); self.end_headers()\n"
+                               "    self.wfile.write(b)\n"
+                               "http.server.HTTPServer(('127.0.0.1',3000),H).serve_forever()"],
+                              env=w.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+
+    def through(token):
+        h = {"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "3000"}
+        if token:
+            h["E2B-Traffic-Access-Token"] = token
+        rq = urllib.request.Request(f"http://127.0.0.1:{port}/", headers=h)
+        try:
+            with urllib.request.urlopen(rq, timeout=30) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+    st, body = through(None)
+    more.append(("allowPublicTraffic false: the port refused without the traffic token (403)", st == 403, (st, body)))
+    st, body = through(traffic)
+    more.append(("... served with it, and the sandbox's server sees maskRequestHost as Host (${PORT} filled in)",
+                 st == 200 and body == "host=app.test:3000", (st, body)))
+    server.kill()
+    server.wait()
+    req("DELETE", f"/sandboxes/{iid}")
+    req("DELETE", f"/sandboxes/{sid}")
+    more.append(("kill removes the stored settings", not os.path.exists(os.path.join(w.state, "aboxd-network", sid)), sid))
+    for i, (name, ok, detail) in enumerate(more, n + 1):
+        out += f"{'ok' if ok else 'not ok'} {i} - {name}\n" + ("" if ok else f"# {str(detail)[:800]}\n")
+    n += len(more)
+
     left = w.wait_clean()
     extra = f"ok {n + 1} - nothing left in the world" if not any(left.values()) else \
         f"not ok {n + 1} - left in the world: {left}"
-    print(out.replace(f"1..{n}", f"1..{n + 1}", 1).rstrip())
+    print(out.replace(f"1..{n - len(more)}", f"1..{n + 1}", 1).rstrip())
     print(extra)
     if r.returncode or r.stderr.strip():
         for ln in r.stderr.strip().splitlines()[-20:]:
             print("# " + ln)
-    status = 0 if r.returncode == 0 and extra.startswith("ok") else 1
+    status = 0 if r.returncode == 0 and extra.startswith("ok") and all(ok for _, ok, _ in more) else 1
 except Exception as e:
     print("1..1\nnot ok 1 - the run broke: " + repr(e))
     status = 1
