@@ -271,6 +271,12 @@ enum MHD_Result control_pause(struct request *rq, abox_ctx *ctx, const char *id)
 	 * checkpointer works here, else frozen in place */
 	uint32_t flags = !memory ? ABOX_PAUSE_NO_MEMORY : control_checkpointer_works(ctx) ? ABOX_PAUSE_TO_DISK : 0;
 	int r = abox_sandbox_pause_flags(sb, flags, &err);
+	/* one whose memory cannot go to disk (a sandbox with networking)
+	 * is paused as on a host without a checkpointer */
+	if (r == -EOPNOTSUPP && flags == ABOX_PAUSE_TO_DISK) {
+		err = (abox_error)ABOX_ERROR_INIT;
+		r = abox_sandbox_pause_flags(sb, 0, &err);
+	}
 	abox_sandbox_free(sb);
 	if (r == -EALREADY)
 		return reply_error(rq, 409, "%s", err.msg);

@@ -94,6 +94,12 @@ enum MHD_Result control_snapshot(struct request *rq, abox_ctx *ctx, const char *
 	/* E2B's names: a name in use moves to the newest snapshot */
 	uint32_t flags = (control_checkpointer_works(ctx) ? ABOX_SNAPSHOT_MEMORY : 0) | ABOX_SNAPSHOT_TAKE_NAME;
 	int r = abox_sandbox_snapshot_flags(sb, name, flags, &s, &err);
+	/* files only for a sandbox whose memory cannot be checkpointed (one
+	 * with networking), as on a host without a checkpointer */
+	if (r == -EOPNOTSUPP && (flags & ABOX_SNAPSHOT_MEMORY)) {
+		err = (abox_error)ABOX_ERROR_INIT;
+		r = abox_sandbox_snapshot_flags(sb, name, ABOX_SNAPSHOT_TAKE_NAME, &s, &err);
+	}
 	abox_sandbox_free(sb);
 	json_object_put(b);
 	/* the sandbox it was made from: listSnapshots({sandboxId}) */
@@ -147,6 +153,10 @@ enum MHD_Result control_fork(struct request *rq, abox_ctx *ctx, const char *id)
 	uint32_t flags = control_checkpointer_works(ctx) ? ABOX_FORK_MEMORY : 0;
 	int made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, flags, forks, errs,
 					   &err);
+	if (made == -EOPNOTSUPP && flags) {
+		err = (abox_error)ABOX_ERROR_INIT;
+		made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, 0, forks, errs, &err);
+	}
 	admission_release(&ticket);
 	abox_sandbox_free(sb);
 	if (made < 0)

@@ -5,13 +5,19 @@
  * sandboxes no slot names removed, missing ones restored), then its
  * threads; it leaves once no sandbox has been served for a while.
  *   abox-netd --state DIR
+ *   abox-netd --check --state DIR   what this host offers egress (for
+ *       `abox doctor`: one line a finding, "ok|no NAME DETAIL"), and exit
  *   ABOX_NETD_IDLE_S  seconds without sandboxes before it leaves (60)
  * Runs as its own process, started by the library (net/client.c). */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -81,14 +87,76 @@ static void reconcile(void)
 	pthread_mutex_unlock(&netd.lock);
 }
 
+static void finding(bool ok, const char *name, const char *fmt, ...) _printf_(3, 4);
+static void finding(bool ok, const char *name, const char *fmt, ...)
+{
+	char d[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof(d), fmt, ap);
+	va_end(ap);
+	printf("%s %s %s\n", ok ? "ok" : "no", name, d);
+}
+
+/* What egress needs, probed for real: the capability, netlink for links
+ * and for nftables, the uplink and the resolvers. */
+static int check_host(const char *state)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	struct net_config c;
+	if (net_config_load(state, &c, &e) < 0) {
+		finding(false, "network-config", "%s", e.msg);
+		return 1;
+	}
+	char pool[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &c.pool, pool, sizeof(pool));
+	finding(true, "network-config", "%s: pool %s/%u (%u sandboxes), table %s, resolver port %u, proxy port %u",
+		*c.path ? c.path : "defaults (no network.json)", pool, c.pool_prefix, net_config_slots(&c), c.table,
+		c.dns_port, c.proxy_port);
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	bool admin = syscall(SYS_capget, &h, d) == 0 && (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
+	finding(admin, "net-admin", "%s", admin ? "CAP_NET_ADMIN: sandboxes get a veth, NAT and the table"
+					       : "no CAP_NET_ADMIN: --net open and filtered cannot be given here");
+	struct nft n;
+	int r = nft_open(&n, c.table, &e);
+	if (r >= 0)
+		r = nft_table_present(&n, &e);
+	finding(r >= 0, "nftables", "%s", r < 0 ? e.msg : r ? "reachable; abox's table is in place" :
+							    "reachable; abox's table is made with the first sandbox");
+	if (n.sock)
+		nft_close(&n);
+	char up[IFNAMSIZ];
+	e = (abox_error)ABOX_ERROR_INIT;
+	r = attach_uplink(&c, up, &e);
+	finding(r >= 0, "uplink", "%s%s", r >= 0 ? up : e.msg,
+		r >= 0 ? (c.uplink[0] ? " (configured)" : " (the default route's)") : "");
+	if (c.nresolvers) {
+		char list[256] = "";
+		for (unsigned i = 0; i < c.nresolvers; i++) {
+			char a[INET_ADDRSTRLEN];
+			inet_ntop(AF_INET, &c.resolvers[i], a, sizeof(a));
+			size_t l = strlen(list);
+			snprintf(list + l, sizeof(list) - l, "%s%s:%u", i ? ", " : "", a, c.resolver_ports[i]);
+		}
+		finding(true, "resolvers", "sandboxes' DNS forwarded to %s", list);
+	} else {
+		finding(false, "resolvers", "none (no \"resolvers\" in network.json, none in /etc/resolv.conf): names will not resolve");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *state = NULL;
+	bool check = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--state") && i + 1 < argc)
 			state = argv[++i];
+		else if (!strcmp(argv[i], "--check"))
+			check = true;
 		else {
-			fprintf(stderr, "usage: abox-netd --state DIR\n");
+			fprintf(stderr, "usage: abox-netd [--check] --state DIR\n");
 			return 2;
 		}
 	}
@@ -96,6 +164,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "abox-netd: --state takes an absolute path\n");
 		return 2;
 	}
+	if (check)
+		return check_host(state);
 	signal(SIGPIPE, SIG_IGN);
 	netd.state_dir = state;
 	abox_error e = ABOX_ERROR_INIT;

@@ -134,6 +134,29 @@ try:
           r.returncode != 0 and "0.0.0.0/0" in r.stderr, r.stderr)
     w.abox("kill", sid)
 
+    # ---- a networked sandbox through pause, fork and snapshots
+    r = w.abox("create", "--net", "filtered", "--allow-out", "203.0.113.10", "--timeout", "120")
+    sid = r.stdout.strip()
+    ok = lambda i: "hello from 203.0.113.10" in w.abox("exec", i, "--", "curl", "-sS", "-m", "5", "http://203.0.113.10/").stdout
+    w.abox("pause", sid)
+    w.abox("resume", sid)
+    check("a frozen and thawed sandbox keeps its network", ok(sid))
+    r = w.abox("pause", "--to-disk", sid)
+    check("pause --to-disk of a sandbox with networking: refused, saying why (no memory checkpoint of it yet)",
+          r.returncode != 0 and "networking" in r.stderr, r.stderr)
+    r = w.abox("pause", "--no-memory", sid)
+    check("pause without memory", r.returncode == 0, r.stderr)
+    r = w.abox("resume", sid)
+    check("... and its resume (a fresh init, a fresh interface) keeps the policy",
+          r.returncode == 0 and ok(sid) and "rc=7" in w.abox("exec", sid, "--", "sh", "-c",
+                                                             "curl -sS -m 3 http://203.0.113.11/; echo rc=$?").stdout)
+    r = w.abox("fork", "--count", "2", sid)
+    forks = r.stdout.split()
+    check("fork: each copy its own address, the same policy", r.returncode == 0 and len(forks) == 2 and all(
+        ok(f) for f in forks) and len({json.loads(w.abox("network", "--json", f).stdout)["address"] for f in forks}) == 2,
+        r.stdout + r.stderr)
+    w.abox("kill", sid, *forks)
+
     r = w.abox("create")
     sid = r.stdout.strip()
     r = w.abox("network", sid, "--net", "open")

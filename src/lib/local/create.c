@@ -185,7 +185,10 @@ static int create_from_memory(struct create *c, abox_sandbox **out, int *r, abox
 	if (!c->o.snapshot || snap_read(c->ctx->state_dir, c->o.snapshot, &sr, NULL) < 0)
 		return 0;
 	bool mem = sr.memory;
-	if (mem)
+	if (mem && c->net.mode != NET_MODE_NONE)
+		*r = abox_error_setx(err, EOPNOTSUPP, "create: a sandbox restored from a memory snapshot cannot have "
+						      "networking yet (start it from a snapshot of its files)");
+	else if (mem)
 		*r = backend_create_restored(c->ctx, &c->o, &sr, c->fixed_id, out, err);
 	snap_record_free(&sr);
 	return mem;
@@ -297,7 +300,13 @@ static int create_network(struct create *c, abox_error *err)
 {
 	if (c->net.mode == NET_MODE_NONE)
 		return 0;
-	int r = local_net_prepare(c->ctx, c->sb->id, &c->net, &c->ln, err);
+	/* a cold resume keeps its address: the slot its record names */
+	int64_t prefer = -1;
+	struct sb_state st = { 0 };
+	if (c->fixed_id && state_read(c->ctx->state_dir, c->fixed_id, &st, NULL) == 0 && st.net_policy)
+		prefer = st.net_slot;
+	sb_state_free(&st);
+	int r = local_net_prepare(c->ctx, c->sb->id, &c->net, prefer, &c->ln, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
 	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id, c->ln.slot);

@@ -1,6 +1,6 @@
 /* local/describe.c — abox_ctx_describe: what this host offers a
  * context's sandboxes, told by the modules that depend on it (cgroup
- * layout, abox-init, disks, the seccomp compiler), so a caller such as
+ * layout, abox-init, disks, the seccomp compiler, egress), so a caller such as
  * `abox doctor` needs none of their internals. Kernel features that no
  * module holds (namespaces, Landlock, pidfd) are the caller's to probe.
  * Runs in the CLI (or whoever calls it). */
@@ -60,6 +60,17 @@ static void describe_cgroups(abox_host_check_fn fn, void *ud)
 	cgroup_layout_free(&l);
 }
 
+struct net_tell {
+	abox_host_check_fn fn;
+	void *ud;
+};
+
+static void net_tell(void *ud, const char *name, bool ok, const char *detail)
+{
+	struct net_tell *t = ud;
+	tell(t->fn, t->ud, name, ok, false, "%s", detail);
+}
+
 int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)
 {
 	describe_cgroups(fn, ud);
@@ -91,5 +102,7 @@ int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *e
 	} else {
 		tell(fn, ud, "seccomp", false, true, "default policy not found (set ABOX_DEFAULT_POLICY)");
 	}
+	struct net_tell nt = { fn, ud };
+	local_net_describe(ctx, net_tell, &nt);
 	return 0;
 }

@@ -51,6 +51,8 @@ int local_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t f
 {
 	if (flags & ~ABOX_FORK_MEMORY)
 		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
+	if ((flags & ABOX_FORK_MEMORY) && sb->net_policy)
+		return local_net_no_checkpoint("fork --memory", sb, err);
 	if (count < 1 || count > FORK_MAX)
 		return abox_error_setx(err, EINVAL, "fork: count %u is not between 1 and %d", count, FORK_MAX);
 	for (unsigned i = 0; i < count; i++)

@@ -65,9 +65,10 @@ struct local_net {
 };
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
-/* Before the clone: the slot taken, netd reached (started when needed). */
-int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, struct local_net *ln,
-		      abox_error *err);
+/* Before the clone: the slot taken (prefer: the one the sandbox held
+ * before, -1 for none), netd reached (started when needed). */
+int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, int64_t prefer,
+		      struct local_net *ln, abox_error *err);
 /* spawn_config.net_begin: asks netd to attach the new namespace. */
 int local_net_begin(void *ud, int netns_fd, abox_error *err);
 /* After the clone: netd's answer. */
@@ -76,6 +77,13 @@ int local_net_finish(struct local_net *ln, abox_error *err);
 void local_net_undo(abox_ctx *ctx, struct local_net *ln);
 /* A killed sandbox's (sb->net_policy): elements, flows, slot. */
 int local_net_teardown(abox_sandbox *sb, abox_error *err);
+/* -EOPNOTSUPP for a memory checkpoint of a sandbox with networking: its
+ * interface and flows are the host's, which a checkpoint of its tree
+ * cannot carry (yet); the sandbox is left as it was. */
+int local_net_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err);
+/* What this host offers egress (abox-netd --check, and whether it runs). */
+void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, bool ok, const char *detail),
+			void *ud);
 /* Slots whose sandbox nothing speaks for any more, released. */
 int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), unsigned *removed);
 /* abox_sandbox_kill; keep_record: the record stays (a cold pause). */

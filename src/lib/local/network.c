@@ -11,6 +11,8 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/json.h"
@@ -41,8 +43,8 @@ static void resolv_conf(const struct net_config *cfg, uint32_t slot, char *buf, 
 	snprintf(buf, n, "nameserver %s\n", a);
 }
 
-int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, struct local_net *ln,
-		      abox_error *err)
+int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, int64_t prefer,
+		      struct local_net *ln, abox_error *err)
 {
 	memset(ln, 0, sizeof(*ln));
 	ln->conn = -1;
@@ -53,7 +55,7 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p,
 		return abox_error_prefix(err, "network");
 	if (!(ln->policy_json = net_policy_json(p)))
 		return abox_error_set(err, ENOMEM, "network");
-	if ((r = net_slot_take(ctx->state_dir, &ln->cfg, id, ln->policy_json, &ln->slot, err)) < 0)
+	if ((r = net_slot_take(ctx->state_dir, &ln->cfg, id, ln->policy_json, prefer, &ln->slot, err)) < 0)
 		return abox_error_prefix(err, "network");
 	ln->have_slot = true;
 	memcpy(ln->id, id, sizeof(ln->id));
@@ -253,4 +255,66 @@ int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), un
 	}
 	free(slots);
 	return 0;
+}
+
+void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, bool ok, const char *detail), void *ud)
+{
+	if (!ctx->netd_path) {
+		tell(ud, "egress", false, "abox-netd not found: sandboxes can have loopback only (--net none)");
+		return;
+	}
+	/* netd probes what it would use, for real (it holds the netlink
+	 * code; the library holds none) */
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		int nul = open("/dev/null", O_WRONLY);
+		if (nul >= 0)
+			dup2(nul, 2);
+		execl(ctx->netd_path, "abox-netd", "--check", "--state", ctx->state_dir, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char buf[8192];
+	ssize_t n = pid > 0 ? read_full(p[0], buf, sizeof(buf) - 1) : -1;
+	close(p[0]);
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	buf[n > 0 ? n : 0] = '\0';
+	bool any = false;
+	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char name[64];
+		int off = 0;
+		char word[4];
+		if (sscanf(l, "%3s %63s %n", word, name, &off) < 2 || !off)
+			continue;
+		char what[80];
+		snprintf(what, sizeof(what), "egress %s", name);
+		tell(ud, what, !strcmp(word, "ok"), l + off);
+		any = true;
+	}
+	if (!any)
+		tell(ud, "egress", false, "abox-netd --check said nothing: sandboxes' networking is not known to work here");
+	json_object *st = NULL;
+	if (net_client_status(ctx->state_dir, &st, NULL) >= 0) {
+		char d[256];
+		snprintf(d, sizeof(d), "running (pid %d), serving %d sandboxes", js_int(st, "pid", 0),
+			 js_int(st, "sandboxes", 0));
+		tell(ud, "abox-netd", true, d);
+		json_object_put(st);
+	} else {
+		tell(ud, "abox-netd", true, "not running: the first sandbox with networking starts it");
+	}
+}
+
+int local_net_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err)
+{
+	return abox_error_setx(err, EOPNOTSUPP,
+			       "%s %s: memory checkpoints of sandboxes with networking are not supported yet (its "
+			       "interface and flows live on the host); a pause keeps its memory frozen in place",
+			       what, sb->id);
 }

@@ -286,6 +286,8 @@ int local_pause(abox_sandbox *sb, uint32_t flags, abox_error *err)
 	    (flags & (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK)) == (ABOX_PAUSE_NO_MEMORY | ABOX_PAUSE_TO_DISK))
 		return abox_error_setx(err, EINVAL, "pause: unknown flags 0x%x", flags);
 	refresh_cold(sb);
+	if ((flags & ABOX_PAUSE_TO_DISK) && sb->net_policy)
+		return local_net_no_checkpoint("pause --to-disk", sb, err);
 	if (flags & ABOX_PAUSE_TO_DISK)
 		return backend_pause_to_disk(sb, err);
 	if (flags & ABOX_PAUSE_NO_MEMORY) {

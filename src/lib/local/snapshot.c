@@ -170,6 +170,8 @@ out:
 int local_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snapshot_info *out, abox_error *err)
 {
 	uint32_t how = flags & ABOX_SNAPSHOT_TAKE_NAME ? SNAP_TAKE_NAME : 0;
+	if ((flags & ABOX_SNAPSHOT_MEMORY) && sb->net_policy)
+		return local_net_no_checkpoint("snapshot --memory", sb, err);
 	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, how, out, err)
 					    : backend_snapshot(sb, name, how, false, out, err);
 }

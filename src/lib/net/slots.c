@@ -118,7 +118,7 @@ static void set_hint(const char *dir, uint32_t next)
 }
 
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
-		  uint32_t *slot, abox_error *err)
+		  int64_t prefer, uint32_t *slot, abox_error *err)
 {
 	char dir[4096], tmp[4300], p[4300];
 	int r = slots_dir(state_dir, dir, sizeof(dir), true, err);
@@ -127,6 +127,16 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 	if ((r = temp_file(dir, id, policy_json, tmp, sizeof(tmp), err)) < 0)
 		return r;
 	uint32_t n = net_config_slots(c), start = next_hint(dir, n);
+	char holder[ABOX_ID_LEN + 1];
+	if (prefer >= 0 && prefer < n && net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 &&
+	    !strcmp(holder, id)) {
+		/* still ours (a cold resume): the same address again */
+		snprintf(p, sizeof(p), "%s/%u", dir, (uint32_t)prefer);
+		if (rename(tmp, p) == 0) {
+			*slot = (uint32_t)prefer;
+			return 0;
+		}
+	}
 	r = -ENOSPC;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = (start + i) % n;
@@ -141,10 +151,9 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 			r = abox_error_set(err, errno, "net: take slot %u", s);
 			break;
 		}
-		char holder[ABOX_ID_LEN + 1];
 		if (net_slot_read(state_dir, s, holder, NULL, NULL) == 0 && !strcmp(holder, id) &&
 		    rename(tmp, p) == 0) {
-			/* ours already (a cold resume): its policy refreshed */
+			/* ours already: its policy refreshed */
 			*slot = s;
 			return 0;
 		}

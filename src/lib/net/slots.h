@@ -17,9 +17,10 @@
 #include "net/config.h"
 
 /* Takes a free slot for id with its policy (JSON). -ENOSPC when the pool
- * is full. A slot id already holds (a cold resume) is taken again. */
+ * is full. prefer (-1: none) is the slot id held before (a cold resume):
+ * taken again, its policy refreshed, when id still holds it. */
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
-		  uint32_t *slot, abox_error *err);
+		  int64_t prefer, uint32_t *slot, abox_error *err);
 /* Replaces the policy of id's slot (atomic: readers see old or new). */
 int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json, abox_error *err);
 /* The id and policy (malloc'd) in a slot; -ENOENT when free. */
