@@ -222,12 +222,29 @@ typedef struct abox_net_info {
 	uint64_t tx_bytes, rx_bytes;       /* sent and received through its interface */
 	uint64_t dns_queries, dns_refused; /* refused: names its policy does not allow */
 	uint64_t proxy_connections, proxy_refused; /* decided by name (filtered with names) */
+	uint64_t dns_rebind_dropped;       /* answers emptied: an allowed name gave a private address */
+	uint64_t proxy_bytes_out, proxy_bytes_in;
 } abox_net_info;
 
 /* A long-lived sandbox's network: its policy and counters. Free what it
  * holds with abox_net_info_clear. */
 ABOX_EXPORT int abox_sandbox_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
 ABOX_EXPORT void abox_net_info_clear(abox_net_info *info);
+
+#define ABOX_NET_TOTALS_VERSION 1
+typedef struct abox_net_totals {
+	uint32_t version;   /* set by the caller to ABOX_NET_TOTALS_VERSION */
+	uint32_t sandboxes; /* with networking, served now */
+	uint64_t tx_bytes, rx_bytes;
+	uint64_t dns_queries, dns_refused, dns_rebind_dropped;
+	uint64_t proxy_connections, proxy_refused;
+	/* packets refused by the kernel: to the host or another sandbox, to
+	 * the always-denied ranges, to TCP 25, by the sandbox's own policy */
+	uint64_t refused_host, refused_private, refused_smtp, refused_policy;
+} abox_net_totals;
+/* Every sandbox's network counters, added up (zeros when none has
+ * networking: nothing is started to ask). */
+ABOX_EXPORT int abox_net_totals_get(abox_ctx *ctx, abox_net_totals *out, abox_error *err);
 
 /* Number of processes the kernel's OOM killer ended inside the sandbox. */
 ABOX_EXPORT int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);

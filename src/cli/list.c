@@ -235,6 +235,14 @@ int cmd_metrics(int argc, char **argv)
 		json_object_object_add(o, "diskUsed", json_object_new_uint64(m.disk_used));
 		json_object_object_add(o, "diskTotal", json_object_new_uint64(m.disk_limit));
 		json_object_object_add(o, "pids", json_object_new_uint64(m.pids));
+		abox_net_info ni = { .version = ABOX_NET_INFO_VERSION };
+		if (abox_sandbox_network(s.ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE) {
+			json_object_object_add(o, "netTxBytes", json_object_new_uint64(ni.tx_bytes));
+			json_object_object_add(o, "netRxBytes", json_object_new_uint64(ni.rx_bytes));
+			json_object_object_add(o, "dnsRefused", json_object_new_uint64(ni.dns_refused));
+			json_object_object_add(o, "proxyRefused", json_object_new_uint64(ni.proxy_refused));
+		}
+		abox_net_info_clear(&ni);
 		cli_print_json(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	} else {
 		char mu[32], ml[32], du[32], dl[32];
@@ -245,6 +253,12 @@ int cmd_metrics(int argc, char **argv)
 		printf("cpu:    %.1f%% (%.3f s used)\nmemory: %s of %s\ndisk:   %s of %s\npids:   %llu\n", m.cpu_pct,
 		       m.cpu_used_usec == UINT64_MAX ? 0.0 : (double)m.cpu_used_usec / 1e6, mu, ml, du, dl,
 		       (unsigned long long)m.pids);
+		abox_net_info ni = { .version = ABOX_NET_INFO_VERSION };
+		if (abox_sandbox_network(s.ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE)
+			printf("net:    %llu bytes out, %llu in; refused: %llu names, %llu connections by name\n",
+			       (unsigned long long)ni.tx_bytes, (unsigned long long)ni.rx_bytes,
+			       (unsigned long long)ni.dns_refused, (unsigned long long)ni.proxy_refused);
+		abox_net_info_clear(&ni);
 	}
 	return 0;
 }

@@ -152,6 +152,7 @@ struct abox_backend_ops {
 	int (*oom_kills)(abox_sandbox *sb, uint64_t *out, abox_error *err);
 	int (*set_network)(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
 	int (*network)(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
+	int (*net_totals)(abox_ctx *ctx, abox_net_totals *out, abox_error *err);
 	int (*pause)(abox_sandbox *sb, uint32_t flags, abox_error *err);
 	int (*resume)(abox_sandbox *sb, abox_error *err);
 	int (*metrics)(abox_sandbox *sb, abox_metrics *out, abox_error *err);

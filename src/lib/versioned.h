@@ -33,6 +33,7 @@ struct versioned {
 		  sizeof(abox_sandbox_opts))
 #define VERSIONED_NET_OPTS VERSIONED(abox_net_opts, sizeof(abox_net_opts))
 #define VERSIONED_NET_INFO VERSIONED(abox_net_info, sizeof(abox_net_info))
+#define VERSIONED_NET_TOTALS VERSIONED(abox_net_totals, sizeof(abox_net_totals))
 #define VERSIONED_SNAPSHOT_INFO \
 	VERSIONED(abox_snapshot_info, offsetof(abox_snapshot_info, memory), sizeof(abox_snapshot_info))
 

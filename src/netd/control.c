@@ -8,6 +8,7 @@
  *       proxied connections to names no longer allowed cut;
  *   {"op":"stats","id":…,"slot":N}: its counters;
  *   {"op":"status"}: what netd serves (for `abox doctor`);
+ *   {"op":"totals"}: the counters summed, refusals by why (Prometheus);
  *   {"op":"stop"}: leave now (tests, and gc when nothing is served).
  * Answers: {"ok":true,…} or {"ok":false,"errno":N,"error":"…"}.
  * Only root (or netd's own user) may ask: the peer's credentials are
@@ -27,6 +28,7 @@
 #include "base/json.h"
 #include "net/slots.h"
 #include "netd.h"
+#include "nft.h"
 #include "nl.h"
 
 #define MSG_MAX 65536
@@ -195,6 +197,46 @@ static json_object *do_stats(json_object *req)
 	return o;
 }
 
+/* Everything summed, for aboxd's Prometheus page: traffic through the
+ * veths of the sandboxes there are now (the host end: what it receives
+ * the sandbox sent), the resolver's and the proxy's counts since netd
+ * started (never going down), the table's refusals by why. */
+static json_object *do_totals(void)
+{
+	pthread_mutex_lock(&netd.lock);
+	unsigned served = (unsigned)netd.nsbx;
+	struct netd_counters t = netd.total;
+	pthread_mutex_unlock(&netd.lock);
+	struct nl nl;
+	struct nl_link_stats ls = { 0 };
+	unsigned links = 0;
+	if (nl_open(&nl, NULL) >= 0) {
+		(void)nl_links_stats_sum(&nl, NET_IF_PREFIX, &ls, &links, NULL);
+		nl_close(&nl);
+	}
+	uint64_t refused[4] = { 0 };
+	struct nft n;
+	if (nft_open(&n, netd.cfg.table, NULL) >= 0) {
+		(void)nft_refusal_counts(&n, refused, NULL);
+		nft_close(&n);
+	}
+	json_object *o = answer_ok();
+	json_object_object_add(o, "sandboxes", json_object_new_int((int)served));
+	json_object_object_add(o, "interfaces", json_object_new_int((int)links));
+	put_u64(o, "txBytes", ls.rx_bytes);
+	put_u64(o, "rxBytes", ls.tx_bytes);
+	put_u64(o, "dnsQueries", t.dns_queries);
+	put_u64(o, "dnsRefused", t.dns_refused);
+	put_u64(o, "dnsRebindDropped", t.dns_rebind);
+	put_u64(o, "proxyConnections", t.proxy_conns);
+	put_u64(o, "proxyRefused", t.proxy_refused);
+	json_object *r = json_object_new_object();
+	for (size_t i = 0; i < ELEMENTSOF(nft_refusals); i++)
+		put_u64(r, nft_refusals[i] + strlen("refused_"), refused[i]);
+	json_object_object_add(o, "refusedPackets", r);
+	return o;
+}
+
 static json_object *do_status(void)
 {
 	json_object *o = answer_ok();
@@ -241,6 +283,8 @@ static json_object *handle(const char *buf, size_t n, int fd, bool *stop)
 		ans = do_stats(req);
 	else if (!strcmp(op, "status"))
 		ans = do_status();
+	else if (!strcmp(op, "totals"))
+		ans = do_totals();
 	else if (!strcmp(op, "stop"))
 		ans = answer_ok(), *stop = true;
 	else

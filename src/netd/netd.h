@@ -56,6 +56,7 @@ struct netd {
 	struct sbx **sbx;     /* sorted by slot */
 	size_t nsbx, cap;
 	int64_t last_busy_ms; /* when a sandbox was last served or attached */
+	struct netd_counters total; /* every sandbox's, also those gone: they only grow */
 	unsigned active_proxied;
 };
 

@@ -7,6 +7,7 @@
 #include <libnftnl/chain.h>
 #include <libnftnl/common.h>
 #include <libnftnl/expr.h>
+#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -24,7 +25,7 @@
 /* The table's version: a table without this marker set was made by
  * another abox and is made anew (the sandboxes' elements are restored by
  * the caller from their records). */
-#define MARKER "abox_ruleset_v1"
+#define MARKER "abox_ruleset_v2"
 #define KEY_IF 16 /* IFNAMSIZ: meta iifname loads 16 bytes, zero-padded */
 #define KEY_IF_ADDR (KEY_IF + 4)
 /* nftables' datatype numbers, for how `nft list` prints the sets */
@@ -350,8 +351,16 @@ static void m_ct(struct rb *b, uint32_t key, uint32_t mask)
 	e_mask_nonzero(b, R1, mask);
 }
 
-static void v_refuse(struct rb *b)
+/* Refused, and counted by why (a named counter of the table: the count
+ * of counters stays fixed too). */
+static void v_refuse(struct rb *b, const char *why)
 {
+	struct nftnl_expr *e = expr("objref");
+	if (e) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_IMM_TYPE, NFT_OBJECT_COUNTER);
+		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_IMM_NAME, why);
+	}
+	add(b, e);
 	e_verdict(b, NFT_JUMP, "refuse");
 }
 
@@ -421,6 +430,24 @@ static int chain_msg(struct nft *n, const char *name, const char *type, int hook
 	nftnl_chain_nlmsg_build_payload(h, c);
 	batch_next(n);
 	nftnl_chain_free(c);
+	return 0;
+}
+
+const char *const nft_refusals[4] = { "refused_host", "refused_private", "refused_smtp", "refused_policy" };
+
+static int counter_msg(struct nft *n, const char *name)
+{
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	if (!o)
+		return -ENOMEM;
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, n->table);
+	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_FAMILY, NFPROTO_INET);
+	struct nlmsghdr *h = batch_msg(n, NFT_MSG_NEWOBJ, NLM_F_CREATE);
+	nftnl_obj_nlmsg_build_payload(h, o);
+	batch_next(n);
+	nftnl_obj_free(o);
 	return 0;
 }
 
@@ -665,7 +692,7 @@ static void rules(struct nft *n, const struct nft_table_cfg *c, int *err)
 		rule_emit(&x, &b);
 	}
 	b = rule_new();
-	v_refuse(&b);
+	v_refuse(&b, "refused_host");
 	rule_emit(&x, &b);
 
 	/* forward */
@@ -688,17 +715,17 @@ static void rules(struct nft *n, const struct nft_table_cfg *c, int *err)
 	b = rule_new(); /* out through the uplink only */
 	e_meta(&b, NFT_META_OIFNAME, R1);
 	e_cmp(&b, R1, NFT_CMP_NEQ, up, KEY_IF);
-	v_refuse(&b);
+	v_refuse(&b, "refused_host");
 	rule_emit(&x, &b);
 	b = rule_new();
 	e_payload(&b, NFT_PAYLOAD_NETWORK_HEADER, 16, 4, R1);
 	e_lookup(&b, R1, "always4", false);
-	v_refuse(&b);
+	v_refuse(&b, "refused_private");
 	rule_emit(&x, &b);
 	if (!c->allow_smtp) {
 		b = rule_new();
 		m_dport(&b, tcp, 25);
-		v_refuse(&b);
+		v_refuse(&b, "refused_smtp");
 		rule_emit(&x, &b);
 	}
 	b = rule_new();
@@ -712,11 +739,11 @@ static void rules(struct nft *n, const struct nft_table_cfg *c, int *err)
 	rule_emit(&x, &b);
 	b = rule_new();
 	m_if_addr(&b, true, "deny4", false);
-	v_refuse(&b);
+	v_refuse(&b, "refused_policy");
 	rule_emit(&x, &b);
 	b = rule_new();
 	m_if_in(&b, true, "denyall", false);
-	v_refuse(&b);
+	v_refuse(&b, "refused_policy");
 	rule_emit(&x, &b);
 
 	/* nat postrouting */
@@ -817,6 +844,8 @@ int nft_table_ensure(struct nft *n, const struct nft_table_cfg *c, abox_error *e
 		{ "sb_out", NULL, 0, 0 },
 		{ "snat", "nat", NF_INET_POST_ROUTING, 100 },
 	};
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(nft_refusals); i++)
+		r = counter_msg(n, nft_refusals[i]);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(chains); i++)
 		r = chain_msg(n, chains[i].name, chains[i].type, chains[i].hook, chains[i].prio);
 	if (r >= 0)
@@ -1126,6 +1155,49 @@ int nft_ifaces(struct nft *n, char ***out, abox_error *err)
 	}
 	*out = v;
 	return 0;
+}
+
+struct counters_q {
+	uint64_t *packets;
+	int err;
+};
+
+static int counter_cb(const struct nlmsghdr *h, void *data)
+{
+	struct counters_q *q = data;
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	if (!o || nftnl_obj_nlmsg_parse(h, o) < 0) {
+		q->err = -EPROTO;
+	} else {
+		const char *name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME);
+		for (size_t i = 0; name && i < ELEMENTSOF(nft_refusals); i++)
+			if (!strcmp(name, nft_refusals[i]))
+				q->packets[i] = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
+	}
+	if (o)
+		nftnl_obj_free(o);
+	return MNL_CB_OK;
+}
+
+int nft_refusal_counts(struct nft *n, uint64_t packets[4], abox_error *err)
+{
+	memset(packets, 0, 4 * sizeof(*packets));
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	if (!o)
+		return abox_error_set(err, ENOMEM, "nftables");
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, n->table);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	char buf[NL_RECV_BUF];
+	struct nlmsghdr *h = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP, n->seq++);
+	nftnl_obj_nlmsg_build_payload(h, o);
+	nftnl_obj_free(o);
+	struct counters_q q = { packets, 0 };
+	int r = request(n, h, counter_cb, &q);
+	if (r >= 0)
+		r = q.err;
+	if (r == -ENOENT)
+		return 0;
+	return r < 0 ? abox_error_set(err, -r, "nftables: read the refusal counters") : 0;
 }
 
 /* ---- conntrack ------------------------------------------------------------ */

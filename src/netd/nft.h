@@ -93,6 +93,11 @@ int nft_learned_flush(struct nft *n, const char *ifname, abox_error *err);
 /* The interfaces the table holds elements for (a NULL-terminated strv). */
 int nft_ifaces(struct nft *n, char ***out, abox_error *err);
 
+/* Packets refused by the table, by why (nft_refusals: a sandbox's
+ * traffic to the host or another sandbox, to the always-denied ranges,
+ * to TCP 25, by its own policy), since the table was made. */
+extern const char *const nft_refusals[4];
+int nft_refusal_counts(struct nft *n, uint64_t packets[4], abox_error *err);
 /* Flushes the conntrack entries whose mark is mark (nft_sandbox's flows
  * carry the sandbox's address as their mark: see above). */
 int nft_ct_flush(uint32_t addr, abox_error *err);

@@ -104,6 +104,8 @@ struct link_q {
 	char **names;
 	size_t n, cap;
 	int oom;
+	struct nl_link_stats *sum; /* a dump's links named prefix*, added up */
+	unsigned summed;
 };
 
 static int link_cb(const struct nlmsghdr *h, void *data)
@@ -112,19 +114,32 @@ static int link_cb(const struct nlmsghdr *h, void *data)
 	struct ifinfomsg *ifi = mnl_nlmsg_get_payload(h);
 	struct nlattr *a;
 	const char *name = NULL;
+	struct rtnl_link_stats64 last = { 0 };
+	bool have_stats = false;
 	mnl_attr_for_each(a, h, sizeof(*ifi)) {
 		uint16_t t = mnl_attr_get_type(a);
 		if (t == IFLA_IFNAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0)
 			name = mnl_attr_get_str(a);
-		else if (t == IFLA_STATS64 && q->stats &&
+		else if (t == IFLA_STATS64 && (q->stats || q->sum) &&
 			 mnl_attr_get_payload_len(a) >= sizeof(struct rtnl_link_stats64)) {
 			struct rtnl_link_stats64 s;
 			memcpy(&s, mnl_attr_get_payload(a), sizeof(s));
-			q->stats->rx_bytes = s.rx_bytes;
-			q->stats->tx_bytes = s.tx_bytes;
-			q->stats->rx_packets = s.rx_packets;
-			q->stats->tx_packets = s.tx_packets;
+			if (q->stats) {
+				q->stats->rx_bytes = s.rx_bytes;
+				q->stats->tx_bytes = s.tx_bytes;
+				q->stats->rx_packets = s.rx_packets;
+				q->stats->tx_packets = s.tx_packets;
+			}
+			last = s;
+			have_stats = true;
 		}
+	}
+	if (q->sum && have_stats && name && !strncmp(name, q->name, strlen(q->name))) {
+		q->sum->rx_bytes += last.rx_bytes;
+		q->sum->tx_bytes += last.tx_bytes;
+		q->sum->rx_packets += last.rx_packets;
+		q->sum->tx_packets += last.tx_packets;
+		q->summed++;
 	}
 	q->index = ifi->ifi_index;
 	if (q->names && name && !strncmp(name, q->name, strlen(q->name))) {
@@ -317,5 +332,21 @@ int nl_default_uplink(struct nl *nl, char *name, abox_error *err)
 		return abox_error_setx(err, ENETUNREACH, "net: this host has no IPv4 default route to send sandboxes' traffic by");
 	if (!if_indextoname((unsigned)q.oif, name))
 		return abox_error_set(err, errno, "net: name of link %d", q.oif);
+	return 0;
+}
+
+int nl_links_stats_sum(struct nl *nl, const char *prefix, struct nl_link_stats *sum, unsigned *count,
+		       abox_error *err)
+{
+	char buf[NL_BUF];
+	struct nlmsghdr *h = msg_new(nl, buf, RTM_GETLINK, NLM_F_DUMP);
+	put_ifinfo(h, 0);
+	struct nl_link_stats total = { 0 };
+	struct link_q q = { .name = prefix, .sum = &total };
+	int r = talk(nl, h, link_cb, &q);
+	if (r < 0)
+		return abox_error_set(err, -r, "net: counters of links");
+	*sum = total;
+	*count = q.summed;
 	return 0;
 }

@@ -48,6 +48,9 @@ struct nl_link_stats {
 };
 /* The counters of a link, seen from this namespace's side. */
 int nl_link_stats(struct nl *nl, const char *name, struct nl_link_stats *out, abox_error *err);
+/* The counters of every link named prefix*, added up, and how many. */
+int nl_links_stats_sum(struct nl *nl, const char *prefix, struct nl_link_stats *sum, unsigned *count,
+		       abox_error *err);
 /* The interface of this namespace's IPv4 default route (name of
  * IFNAMSIZ): what "uplink: auto" means. -ENETUNREACH without one. */
 int nl_default_uplink(struct nl *nl, char *name, abox_error *err);

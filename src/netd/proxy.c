@@ -262,6 +262,7 @@ static void *conn_main(void *arg)
 		allowed = r == 0 && s->policy.deny_all && net_policy_name_listed(&s->policy, c->name);
 		learned = silent && sbx_learned(s, orig.sin_addr.s_addr);
 		s->c.proxy_conns++;
+		netd.total.proxy_conns++;
 	}
 	pthread_mutex_unlock(&netd.lock);
 	uint32_t addrs[16];
@@ -329,6 +330,10 @@ done:
 		if (why)
 			s2->c.proxy_refused++;
 	}
+	netd.total.proxy_bytes_out += out;
+	netd.total.proxy_bytes_in += in;
+	if (why)
+		netd.total.proxy_refused++;
 	conn_unlink(c);
 	netd.active_proxied--;
 	netd.last_busy_ms = clock_mono_ms();

@@ -67,8 +67,11 @@ static enum verdict decide(uint32_t addr, int parsed, const struct dns_query *q,
 		*slot = s->slot;
 		memcpy(ifname, s->ifname, IFNAMSIZ);
 		s->c.dns_queries++;
-		if (v != V_FORWARD && v != V_NODATA)
+		netd.total.dns_queries++;
+		if (v != V_FORWARD && v != V_NODATA) {
 			s->c.dns_refused++;
+			netd.total.dns_refused++;
+		}
 		netd.last_busy_ms = clock_mono_ms();
 	}
 	pthread_mutex_unlock(&netd.lock);
@@ -85,6 +88,8 @@ static void count(uint32_t slot, bool rebind)
 	struct sbx *s = sbx_get(slot);
 	if (s && rebind)
 		s->c.dns_rebind++;
+	if (rebind)
+		netd.total.dns_rebind++;
 	pthread_mutex_unlock(&netd.lock);
 }
 

@@ -32,9 +32,13 @@ try:
     port = s.getsockname()[1]
     s.close()
     key, other = "e2b_" + os.urandom(20).hex(), "e2b_" + os.urandom(20).hex()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    admin = s.getsockname()[1]
+    s.close()
     conf = os.path.join(w.dir, "aboxd.json")
     with open(conf, "w") as f:
-        json.dump({"port": port, "adminPort": 0, "apiKeys": [key, other]}, f)
+        json.dump({"port": port, "adminPort": admin, "apiKeys": [key, other]}, f)
     daemon = subprocess.Popen([os.path.join(BUILD, "aboxd"), "--config", conf], env=w.env,
                               stderr=open(os.path.join(w.dir, "aboxd.log"), "w"))
     for _ in range(100):
@@ -126,6 +130,18 @@ try:
     req("DELETE", f"/sandboxes/{iid}")
     req("DELETE", f"/sandboxes/{sid}")
     more.append(("kill removes the stored settings", not os.path.exists(os.path.join(w.state, "aboxd-network", sid)), sid))
+    # Prometheus: egress summed, refusals by why (the flows above refused
+    # names, proxied connections and packets by policy)
+    with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=30) as resp:
+        prom = resp.read().decode()
+    vals = {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in prom.splitlines()
+            if ln.startswith("abox_net_") and " " in ln}
+    more.append(("Prometheus: egress counted, refusals by why",
+                 "abox_net_bytes{direction=\"out\"}" in vals and vals.get('abox_net_dns_queries_total', 0) > 0
+                 and vals.get('abox_net_refused_total{reason="dns"}', 0) > 0
+                 and vals.get('abox_net_refused_total{reason="private"}', 0) > 0
+                 and vals.get('abox_net_refused_total{reason="policy"}', 0) > 0,
+                 "\n".join(ln for ln in prom.splitlines() if "abox_net" in ln)))
     for i, (name, ok, detail) in enumerate(more, n + 1):
         out += f"{'ok' if ok else 'not ok'} {i} - {name}\n" + ("" if ok else f"# {str(detail)[:800]}\n")
     n += len(more)

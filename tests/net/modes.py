@@ -129,6 +129,8 @@ try:
     check("abox network shows the new policy and counts traffic",
           info.get("mode") == "filtered" and info.get("allowOut") == ["203.0.113.11"] and info.get("txBytes", 0) > 0,
           r.stdout + r.stderr)
+    r = w.abox("metrics", sid)
+    check("abox metrics shows its traffic", "net:" in r.stdout and "bytes out" in r.stdout, r.stdout + r.stderr)
     r = w.abox("network", sid, "--net", "none")
     check("a sandbox cannot lose its interface (said how to deny everything)",
           r.returncode != 0 and "0.0.0.0/0" in r.stderr, r.stderr)

@@ -171,3 +171,12 @@ int abox_net_check(const abox_net_opts *net, abox_error *err)
 		net_policy_free(&p);
 	return r;
 }
+
+int abox_net_totals_get(abox_ctx *ctx, abox_net_totals *out, abox_error *err)
+{
+	API_NEED(ctx, "network totals");
+	API_NEED(out, "network totals");
+	if (out->version < 1)
+		return abox_error_setx(err, EINVAL, "network totals: abox_net_totals needs its version set");
+	return API_CALL(ctx, net_totals, "network totals", ctx, out, err);
+}

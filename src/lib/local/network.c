@@ -218,6 +218,9 @@ int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error 
 			i.dns_refused = (uint64_t)json_object_get_uint64(js_get(o, "dnsRefused", json_type_int));
 			i.proxy_connections = (uint64_t)json_object_get_uint64(js_get(o, "proxyConnections", json_type_int));
 			i.proxy_refused = (uint64_t)json_object_get_uint64(js_get(o, "proxyRefused", json_type_int));
+			i.dns_rebind_dropped = (uint64_t)json_object_get_uint64(js_get(o, "dnsRebindDropped", json_type_int));
+			i.proxy_bytes_out = (uint64_t)json_object_get_uint64(js_get(o, "proxyBytesOut", json_type_int));
+			i.proxy_bytes_in = (uint64_t)json_object_get_uint64(js_get(o, "proxyBytesIn", json_type_int));
 		}
 		json_object_put(o);
 	}
@@ -317,4 +320,41 @@ int local_net_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error
 			       "%s %s: memory checkpoints of sandboxes with networking are not supported yet (its "
 			       "interface and flows live on the host); a pause keeps its memory frozen in place",
 			       what, sb->id);
+}
+
+static uint64_t u64_of(json_object *o, const char *k)
+{
+	return (uint64_t)json_object_get_uint64(js_get(o, k, json_type_int));
+}
+
+int local_net_totals(abox_ctx *ctx, abox_net_totals *out, abox_error *err)
+{
+	abox_net_totals t = { .version = ABOX_NET_TOTALS_VERSION };
+	json_object *o = NULL;
+	/* only a running netd is asked: none means no sandbox has networking */
+	int conn = -1;
+	if (net_client_status(ctx->state_dir, NULL, NULL) >= 0 && (conn = net_client_connect(ctx->state_dir, NULL, err)) >= 0) {
+		int r = net_client_send(conn, "totals", NULL, 0, -1, err);
+		if (r >= 0)
+			r = net_client_wait(conn, &o, err);
+		close(conn);
+		if (r < 0)
+			return r;
+		t.sandboxes = (uint32_t)js_int(o, "sandboxes", 0);
+		t.tx_bytes = u64_of(o, "txBytes");
+		t.rx_bytes = u64_of(o, "rxBytes");
+		t.dns_queries = u64_of(o, "dnsQueries");
+		t.dns_refused = u64_of(o, "dnsRefused");
+		t.dns_rebind_dropped = u64_of(o, "dnsRebindDropped");
+		t.proxy_connections = u64_of(o, "proxyConnections");
+		t.proxy_refused = u64_of(o, "proxyRefused");
+		json_object *rp = js_get(o, "refusedPackets", json_type_object);
+		t.refused_host = u64_of(rp, "host");
+		t.refused_private = u64_of(rp, "private");
+		t.refused_smtp = u64_of(rp, "smtp");
+		t.refused_policy = u64_of(rp, "policy");
+		json_object_put(o);
+	}
+	versioned_copy_out(VERSIONED_NET_TOTALS, out, &t);
+	return 0;
 }

@@ -22,6 +22,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.oom_kills = local_oom_kills,
 	.set_network = local_set_network,
 	.network = local_network,
+	.net_totals = local_net_totals,
 	.pause = local_pause,
 	.resume = local_resume,
 	.metrics = local_metrics,
