@@ -187,8 +187,10 @@ static void check_checkpointer(void)
 	char *hook = NULL, *version = NULL;
 	int r = abox_checkpointer_check(ctx, &hook, &version, &err);
 	if (r == -EOPNOTSUPP)
-		line(false, false, "checkpointer", "%s%s%s: memory checkpoints unavailable here (pauses keep their "
-			"memory frozen in place)", hook ? hook : "", hook ? ": " : "", err.msg);
+		line(false, false, "checkpointer",
+		     "%s%s%s: memory checkpoints unavailable here (pauses keep their "
+		     "memory frozen in place)",
+		     hook ? hook : "", hook ? ": " : "", err.msg);
 	else if (r < 0)
 		line(false, false, "checkpointer", "%s%s%s: memory checkpoints unavailable (scripts/criu-setup.sh installs "
 		     "CRIU 4)", hook ? hook : "", hook ? ": " : "", err.msg);

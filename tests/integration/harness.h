@@ -116,10 +116,10 @@ const char *checkpoint_unusable(void);
 /* At the start of a case that needs a working checkpointer: skipped,
  * with doctor's reason, on a kernel that cannot checkpoint (a skip is
  * counted as one, never as a pass). */
-#define CHECKPOINT_NEEDED()                                                                      \
-	do {                                                                                     \
-		if (checkpoint_unusable())                                                       \
-			cr_skip_test("this kernel cannot checkpoint: %s", checkpoint_unusable()); \
+#define CHECKPOINT_NEEDED()                                                                                  \
+	do {                                                                                                 \
+		if (checkpoint_unusable())                                                                   \
+			cr_skip_test("this kernel cannot checkpoint: %s", checkpoint_unusable());            \
 	} while (0)
 
 #endif

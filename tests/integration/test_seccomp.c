@@ -153,8 +153,8 @@ Test(seccomp, thirty_two_bit_abi_is_killed)
 	struct run_result host;
 	run_abox_argv(&host, (const char *const[]){ "/usr/bin/python3", "-c", prog, NULL });
 	bool ia32 = host.status == 0 && strstr(host.out, "pid ");
-	cr_assert(ia32 || host.status == 128 + 11, "on the host: status %d, out %s, err %s", host.status, host.out,
-		  host.err);
+	cr_assert(ia32 || host.status == 128 + 11, "on the host: status %d, out %s, err %s", host.status,
+		  host.out, host.err);
 	run_result_free(&host);
 	struct run_result r;
 	ABOX(&r, "run", "--", "python3", "-c", prog);

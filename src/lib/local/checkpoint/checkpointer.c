@@ -129,8 +129,8 @@ static int hook_timeout_ms(void)
 	return s > 0 && s < 86400 ? (int)(s * 1000) : 600000;
 }
 
-static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what, int timeout_ms,
-			    abox_error *err)
+static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what,
+			    int timeout_ms, abox_error *err)
 {
 	argv[0] = hook;
 	posix_spawn_file_actions_t fa;
@@ -151,8 +151,10 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 	if (timed_out) {
 		char tail[2048];
 		checkpoint_log_tail(log, tail, sizeof(tail));
-		return abox_error_setx(err, ETIMEDOUT, "%s: the checkpointer did not finish in %d s and was killed (log %s)%s",
-				       what, timeout_ms / 1000, log, tail);
+		return abox_error_setx(
+			err, ETIMEDOUT,
+			"%s: the checkpointer did not finish in %d s and was killed (log %s)%s", what,
+			timeout_ms / 1000, log, tail);
 	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
@@ -165,7 +167,8 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 
 /* Runs the hook with argv (argv[0] is replaced by its path); its output
  * goes to the log it is told to write. */
-int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err)
+int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what,
+			abox_error *err)
 {
 	return run_hook_bounded(hook, argv, log, what, hook_timeout_ms(), err);
 }
@@ -188,8 +191,8 @@ static void trial_key(const char *hook, char *key, size_t n)
 	struct utsname u;
 	if (uname(&u) < 0)
 		memset(&u, 0, sizeof(u));
-	safe_snprintf(key, n, "%s %lld %lld %s %s", hook, (long long)st.st_size, (long long)st.st_mtime, u.release,
-		      u.version);
+	safe_snprintf(key, n, "%s %lld %lld %s %s", hook, (long long)st.st_size, (long long)st.st_mtime,
+		      u.release, u.version);
 }
 
 /* Dumps a process of our own (a child sleeping in its own session) with
@@ -212,11 +215,14 @@ static int trial_dump(const char *hook, const char *dir, const char *log, abox_e
 	}
 	char pid[16];
 	safe_snprintf(pid, sizeof(pid), "%d", (int)target);
-	const char *argv[] = { NULL, "dump", "-t", pid, "-D", dir, "-o", log, "-v2", "--leave-running", NULL };
+	const char *argv[] = {
+		NULL, "dump", "-t", pid, "-D", dir, "-o", log, "-v2", "--leave-running", NULL
+	};
 	abox_error e = ABOX_ERROR_INIT;
 	int r = run_hook_bounded(hook, argv, log, "trial", trial_ms(), &e);
 	if (r == -ETIMEDOUT) {
-		abox_error_setx(err, ETIMEDOUT, "a trial dump of a sleeping process did not finish in %d s (log %s)",
+		abox_error_setx(err, ETIMEDOUT,
+				"a trial dump of a sleeping process did not finish in %d s (log %s)",
 				trial_ms() / 1000, log);
 	} else if (r < 0) {
 		/* the log's last error line, on one line */
@@ -239,7 +245,8 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 	safe_snprintf(path, sizeof(path), "%s/checkpointer-trial", ctx->state_dir);
 	_cleanup_free_ char *kept = NULL;
 	size_t kl = strlen(key);
-	if (read_file_at(AT_FDCWD, path, 65536, &kept, NULL) >= 0 && !strncmp(kept, key, kl) && kept[kl] == '\n') {
+	if (read_file_at(AT_FDCWD, path, 65536, &kept, NULL) >= 0 && !strncmp(kept, key, kl) &&
+	    kept[kl] == '\n') {
 		char *verdict = kept + kl + 1;
 		verdict[strcspn(verdict, "\n")] = '\0';
 		if (!strcmp(verdict, "ok"))
@@ -262,7 +269,8 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 	if (uname(&u) < 0)
 		memset(&u, 0, sizeof(u));
 	char verdict[1024];
-	safe_snprintf(verdict, sizeof(verdict), "cannot checkpoint on this kernel (%s): %s", u.release, e.msg);
+	safe_snprintf(verdict, sizeof(verdict), "cannot checkpoint on this kernel (%s): %s", u.release,
+		      e.msg);
 	safe_snprintf(text, sizeof(text), "%s\n%s\n", key, r < 0 ? verdict : "ok");
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
