@@ -50,8 +50,8 @@ typedef struct abox_sandbox abox_sandbox;
  * link-local addresses (cloud metadata), loopback or multicast, and has
  * no IPv6; its DNS goes to abox's resolver, which applies the policy. */
 typedef enum abox_net_mode {
-	ABOX_NET_NONE = 0,     /* loopback only */
-	ABOX_NET_OPEN = 1,     /* out to the internet */
+	ABOX_NET_NONE = 0, /* loopback only */
+	ABOX_NET_OPEN = 1, /* out to the internet */
 	ABOX_NET_FILTERED = 2, /* allow_out and deny_out decide, as E2B's allowOut/denyOut */
 } abox_net_mode;
 
@@ -67,7 +67,10 @@ typedef struct abox_net_opts {
 	const char *const *allow_out;
 	const char *const *deny_out;
 } abox_net_opts;
-#define ABOX_NET_OPTS_INIT { ABOX_NET_OPTS_VERSION, ABOX_NET_NONE, NULL, NULL }
+#define ABOX_NET_OPTS_INIT                                                                                   \
+	{                                                                                                    \
+		ABOX_NET_OPTS_VERSION, ABOX_NET_NONE, NULL, NULL                                             \
+	}
 
 /* Checks network options as abox_sandbox_create and
  * abox_sandbox_set_network do, making nothing. The message is the cause
@@ -93,9 +96,12 @@ typedef struct abox_sandbox_opts {
 	/* version 2 */
 	const char *snapshot;        /* id or name: start from that snapshot's files (and its template) */
 	/* version 3 */
-	const abox_net_opts *net;    /* NULL: ABOX_NET_NONE */
+	const abox_net_opts *net; /* NULL: ABOX_NET_NONE */
 } abox_sandbox_opts;
-#define ABOX_SANDBOX_OPTS_INIT { ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+#define ABOX_SANDBOX_OPTS_INIT                                                                               \
+	{                                                                                                    \
+		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL              \
+	}
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */
@@ -213,16 +219,16 @@ ABOX_EXPORT int abox_sandbox_set_network(abox_sandbox *sb, const abox_net_opts *
 
 #define ABOX_NET_INFO_VERSION 1
 typedef struct abox_net_info {
-	uint32_t version;       /* set by the caller to ABOX_NET_INFO_VERSION */
-	uint32_t mode;          /* abox_net_mode in force */
-	char **allow_out;       /* as given, NULL-terminated or NULL */
+	uint32_t version; /* set by the caller to ABOX_NET_INFO_VERSION */
+	uint32_t mode; /* abox_net_mode in force */
+	char **allow_out; /* as given, NULL-terminated or NULL */
 	char **deny_out;
-	char address[16];       /* the sandbox's IPv4 address; "" without networking */
-	char gateway[16];       /* where its DNS goes */
-	uint64_t tx_bytes, rx_bytes;       /* sent and received through its interface */
+	char address[16]; /* the sandbox's IPv4 address; "" without networking */
+	char gateway[16]; /* where its DNS goes */
+	uint64_t tx_bytes, rx_bytes; /* sent and received through its interface */
 	uint64_t dns_queries, dns_refused; /* refused: names its policy does not allow */
 	uint64_t proxy_connections, proxy_refused; /* decided by name (filtered with names) */
-	uint64_t dns_rebind_dropped;       /* answers emptied: an allowed name gave a private address */
+	uint64_t dns_rebind_dropped; /* answers emptied: an allowed name gave a private address */
 	uint64_t proxy_bytes_out, proxy_bytes_in;
 } abox_net_info;
 
@@ -233,7 +239,7 @@ ABOX_EXPORT void abox_net_info_clear(abox_net_info *info);
 
 #define ABOX_NET_TOTALS_VERSION 1
 typedef struct abox_net_totals {
-	uint32_t version;   /* set by the caller to ABOX_NET_TOTALS_VERSION */
+	uint32_t version; /* set by the caller to ABOX_NET_TOTALS_VERSION */
 	uint32_t sandboxes; /* with networking, served now */
 	uint64_t tx_bytes, rx_bytes;
 	uint64_t dns_queries, dns_refused, dns_rebind_dropped;

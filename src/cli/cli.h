@@ -130,12 +130,12 @@ void cli_new_free(struct cli_new_sandbox *ns);
  * what --allow-out names). -1 once it has said what is wrong. */
 int cli_new_finish(const char *verb, struct cli_new_sandbox *ns);
 /* The text of the network options, for usage texts. */
-#define CLI_NET_USAGE                                                                              \
-	"      --net MODE        none (loopback only, the default), open (the internet, never\n"      \
-	"                        private, link-local or host addresses) or filtered\n"                 \
-	"      --allow-out X     filtered: an IP, CIDR or name (example.com, *.example.com) it may\n"   \
-	"                        reach (repeatable; names need --deny-out 0.0.0.0/0)\n"                \
-	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"  \
+#define CLI_NET_USAGE                                                                                        \
+	"      --net MODE        none (loopback only, the default), open (the internet, never\n"             \
+	"                        private, link-local or host addresses) or filtered\n"                       \
+	"      --allow-out X     filtered: an IP, CIDR or name (example.com, *.example.com) it may\n"        \
+	"                        reach (repeatable; names need --deny-out 0.0.0.0/0)\n"                      \
+	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"        \
 	"                        everything --allow-out does not name is refused)\n"
 
 /* Takes getopt_long's c and its value val into ns; the verb has looked at

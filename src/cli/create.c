@@ -39,18 +39,24 @@ int cmd_create(int argc, char **argv)
 			so->flags |= ABOX_SANDBOX_AUTO_PAUSE;
 			break;
 		case 'h':
-			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... [-e K=V]...\n"
-			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] [--timeout SECS]\n"
+			printf("usage: abox create [--template NAME | --from SNAPSHOT] [--metadata K=V]... "
+			       "[-e K=V]...\n"
+			       "                   [--memory SIZE] [--disk SIZE] [--pids N] [--cpus N] "
+			       "[--timeout SECS]\n"
 			       "                   [--auto-pause] [--seccomp FILE] [--layer disk|tmpfs]\n"
-			       "                   [--net none|open|filtered] [--allow-out X]... [--deny-out X]...\n\n"
-			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill ID`\n"
-			       "or its timeout, whether or not any abox process is running. --from starts it\n"
+			       "                   [--net none|open|filtered] [--allow-out X]... [--deny-out "
+			       "X]...\n\n"
+			       "Creates a long-lived sandbox and prints its id. It runs until `abox kill "
+			       "ID`\n"
+			       "or its timeout, whether or not any abox process is running. --from starts "
+			       "it\n"
 			       "with the files of a snapshot (id or name) on that snapshot's template.\n"
 			       "--auto-pause: at its timeout it is paused with its memory (to disk when the\n"
 			       "checkpointer works), not killed; aboxd or any `abox gc` does it.\n"
 			       "--layer: its files on a disk of its own of --disk's size (the default: they\n"
 			       "never count as its memory), or in memory ('tmpfs').\n"
-			       "--net: what it may reach outside (`abox run --help`; the default: nothing).\n");
+			       "--net: what it may reach outside (`abox run --help`; the default: "
+			       "nothing).\n");
 			return 0;
 		default:
 			if (cli_sandbox_opt("create", c, optarg, &ns) <= 0)

@@ -255,7 +255,8 @@ int cmd_metrics(int argc, char **argv)
 		       (unsigned long long)m.pids);
 		abox_net_info ni = { .version = ABOX_NET_INFO_VERSION };
 		if (abox_sandbox_network(s.ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE)
-			printf("net:    %llu bytes out, %llu in; refused: %llu names, %llu connections by name\n",
+			printf("net:    %llu bytes out, %llu in; refused: %llu names, %llu connections by "
+			       "name\n",
 			       (unsigned long long)ni.tx_bytes, (unsigned long long)ni.rx_bytes,
 			       (unsigned long long)ni.dns_refused, (unsigned long long)ni.proxy_refused);
 		abox_net_info_clear(&ni);

@@ -65,7 +65,8 @@ static int show(abox_ctx *ctx, const char *id, bool json)
 		printf("dns:       %llu queries, %llu refused\n", (unsigned long long)ni.dns_queries,
 		       (unsigned long long)ni.dns_refused);
 		if (ni.mode == ABOX_NET_FILTERED)
-			printf("by name:   %llu connections, %llu refused\n", (unsigned long long)ni.proxy_connections,
+			printf("by name:   %llu connections, %llu refused\n",
+			       (unsigned long long)ni.proxy_connections,
 			       (unsigned long long)ni.proxy_refused);
 	}
 	abox_net_info_clear(&ni);
@@ -90,13 +91,17 @@ int cmd_network(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
+		case 'j':
+			json = true;
+			break;
 		case 'h':
 			printf("usage: abox network [--json] ID\n"
-			       "       abox network ID --net open|filtered [--allow-out X]... [--deny-out X]...\n\n"
+			       "       abox network ID --net open|filtered [--allow-out X]... [--deny-out "
+			       "X]...\n\n"
 			       "Shows a long-lived sandbox's egress (its policy, address and counters), or\n"
 			       "replaces its policy at once: flows to what the new one denies are cut.\n"
-			       "A sandbox made with --net none has no interface to give a policy to.\n\n" CLI_NET_USAGE);
+			       "A sandbox made with --net none has no interface to give a policy "
+			       "to.\n\n" CLI_NET_USAGE);
 			return 0;
 		case 'N':
 		case 'O':
@@ -104,11 +109,13 @@ int cmd_network(int argc, char **argv)
 			if (cli_sandbox_opt("network", c, optarg, &ns) < 0)
 				return EXIT_ABOX;
 			break;
-		default: return EXIT_ABOX;
+		default:
+			return EXIT_ABOX;
 		}
 	}
 	if (optind + 1 != argc) {
-		cli_err("network: expected one sandbox id (usage: abox network [--json] ID [--net MODE ...])");
+		cli_err("network: expected one sandbox id (usage: abox network [--json] ID [--net MODE "
+			"...])");
 		return EXIT_ABOX;
 	}
 	const char *id = argv[optind];

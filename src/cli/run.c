@@ -9,30 +9,28 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: abox run [OPTIONS] [--] CMD [ARG...]\n"
-		"\n"
-		"Runs CMD in a fresh sandbox and removes the sandbox when CMD ends.\n"
-		"\n"
-		"  -t, --template NAME   template to start from (default: host)\n"
-		"  -u, --user USER       run as 'user' (uid 1000, default), 'root' or a user of\n"
-		"                        the sandbox's /etc/passwd\n"
-		"  -w, --cwd DIR         working directory (default: the user's home)\n"
-		"  -e, --env K=V         set an environment variable (repeatable)\n"
-		"  -i, --interactive     pass standard input to the command\n"
-		"      --memory SIZE     memory limit (default 512M)\n"
-		"      --disk SIZE       size of the writable layer (default 1G)\n"
-		"      --layer KIND      the writable layer in memory ('tmpfs', the default here)\n"
-		"                        or on a disk of its own ('disk': files never count as memory)\n"
-		"      --pids N          process limit (default 512)\n"
-		"      --cpus N          CPU limit, e.g. 0.5 or 2 (default 1)\n"
-		"      --timeout SECS    kill the sandbox after SECS seconds\n"
-		"      --seccomp FILE    seccomp policy (OCI linux.seccomp JSON)\n"
-		CLI_NET_USAGE
-		"  -h, --help            this text\n"
-		"\n"
-		"Exit status: the command's; 128+N if signal N ended it; 124 on --timeout;\n"
-		"126/127 if it could not be run / was not found; 125 if abox itself failed.\n");
+	fprintf(f, "usage: abox run [OPTIONS] [--] CMD [ARG...]\n"
+		   "\n"
+		   "Runs CMD in a fresh sandbox and removes the sandbox when CMD ends.\n"
+		   "\n"
+		   "  -t, --template NAME   template to start from (default: host)\n"
+		   "  -u, --user USER       run as 'user' (uid 1000, default), 'root' or a user of\n"
+		   "                        the sandbox's /etc/passwd\n"
+		   "  -w, --cwd DIR         working directory (default: the user's home)\n"
+		   "  -e, --env K=V         set an environment variable (repeatable)\n"
+		   "  -i, --interactive     pass standard input to the command\n"
+		   "      --memory SIZE     memory limit (default 512M)\n"
+		   "      --disk SIZE       size of the writable layer (default 1G)\n"
+		   "      --layer KIND      the writable layer in memory ('tmpfs', the default here)\n"
+		   "                        or on a disk of its own ('disk': files never count as memory)\n"
+		   "      --pids N          process limit (default 512)\n"
+		   "      --cpus N          CPU limit, e.g. 0.5 or 2 (default 1)\n"
+		   "      --timeout SECS    kill the sandbox after SECS seconds\n"
+		   "      --seccomp FILE    seccomp policy (OCI linux.seccomp JSON)\n" CLI_NET_USAGE
+		   "  -h, --help            this text\n"
+		   "\n"
+		   "Exit status: the command's; 128+N if signal N ended it; 124 on --timeout;\n"
+		   "126/127 if it could not be run / was not found; 125 if abox itself failed.\n");
 }
 
 int cmd_run(int argc, char **argv)

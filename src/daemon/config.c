@@ -76,17 +76,20 @@ int config_load(const char *path, bool explicit)
 			daemon_cfg.admin_port = json_object_get_int(val);
 		else if (!strcmp(k, "network") && json_object_is_type(val, json_type_object)) {
 			json_object *d;
-			const char *m = json_object_object_get_ex(val, "default", &d) ? json_object_get_string(d) : "open";
+			const char *m = json_object_object_get_ex(val, "default", &d)
+						? json_object_get_string(d)
+						: "open";
 			if (!strcmp(m, "open"))
 				daemon_cfg.net_default = ABOX_NET_OPEN;
 			else if (!strcmp(m, "none"))
 				daemon_cfg.net_default = ABOX_NET_NONE;
 			else {
-				fprintf(stderr, "aboxd: config '%s': network.default must be \"open\" or \"none\"\n", path);
+				fprintf(stderr,
+					"aboxd: config '%s': network.default must be \"open\" or \"none\"\n",
+					path);
 				r = -1;
 			}
-		}
-		else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
+		} else if (!strcmp(k, "idleTimeoutSeconds") && json_object_is_type(val, json_type_int))
 			daemon_cfg.idle_timeout = (unsigned)json_object_get_int(val);
 		else if (!strcmp(k, "maxConnections") && json_object_is_type(val, json_type_int) &&
 			 json_object_get_int(val) >= 10)

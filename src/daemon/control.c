@@ -78,7 +78,6 @@ bool control_checkpointer_works(abox_ctx *ctx)
 	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
 }
 
-
 enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2)
 {
 	struct listing l;
@@ -302,11 +301,15 @@ static enum MHD_Result network_put(struct request *rq, abox_sandbox *sb, const c
 		abox_error err = ABOX_ERROR_INIT;
 		int r = abox_sandbox_set_network(sb, &en.opts, &err);
 		if (r == -EOPNOTSUPP)
-			q = reply_error(rq, 409, "sandbox %s has no network to change (made while aboxd's network.default "
-						 "was none)", id);
+			q = reply_error(
+				rq, 409,
+				"sandbox %s has no network to change (made while aboxd's network.default "
+				"was none)",
+				id);
 		else if (r < 0)
 			q = reply_abox_error(rq, &err, r);
-		else if (note_write("network", id, json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN)) < 0)
+		else if (note_write("network", id,
+				    json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN)) < 0)
 			q = reply_error(rq, 500, "the new policy is in force, but cannot be stored for GET");
 		else
 			q = reply_empty(rq, 204);

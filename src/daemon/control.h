@@ -14,7 +14,6 @@
 
 #define DEFAULT_TIMEOUT_S 300
 
-
 /* The calls of the control plane, which router.c's route table makes
  * with the request's context: the list of sandboxes (v2: GET
  * /v2/sandboxes), connect or resume (legacy_resume: POST

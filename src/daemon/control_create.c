@@ -224,8 +224,9 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 		q = reply_error(rq, create_status(r, &err), "%s", err.msg);
 		goto out;
 	}
-	const char *notetext = json_object_object_length(en.note) ?
-				       json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN) : NULL;
+	const char *notetext = json_object_object_length(en.note)
+				       ? json_object_to_json_string_ext(en.note, JSON_C_TO_STRING_PLAIN)
+				       : NULL;
 	if (notetext && note_write("network", abox_sandbox_id(sb), notetext) < 0) {
 		undo_create(sb);
 		q = reply_error(rq, 500, "cannot store the sandbox's network settings");

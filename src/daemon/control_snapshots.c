@@ -155,7 +155,8 @@ enum MHD_Result control_fork(struct request *rq, abox_ctx *ctx, const char *id)
 					   &err);
 	if (made == -EOPNOTSUPP && flags) {
 		err = (abox_error)ABOX_ERROR_INIT;
-		made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, 0, forks, errs, &err);
+		made = abox_sandbox_fork_flags(sb, (unsigned)count, (uint32_t)(t > 0 ? t : 0) * 1000, 0,
+					       forks, errs, &err);
 	}
 	admission_release(&ticket);
 	abox_sandbox_free(sb);

@@ -51,7 +51,7 @@ struct daemon_config {
 	/* connections: caps and the head deadline (conns.c) */
 	unsigned max_conns, per_client_conns, head_timeout;
 	json_object *limits;    /* "limits" as given, for admission_configure */
-	uint32_t net_default;   /* a create without network settings: ABOX_NET_OPEN (E2B's) or NONE */
+	uint32_t net_default; /* a create without network settings: ABOX_NET_OPEN (E2B's) or NONE */
 };
 
 /* The configuration (config.c), set before the daemon serves and only

@@ -114,30 +114,40 @@ static char *render(void)
 	if (have_net) {
 		/* egress, summed over the sandboxes abox-netd serves (per
 		 * sandbox: GET /sandboxes/{id} and `abox network ID`) */
-		fprintf(f, "# HELP abox_net_sandboxes Sandboxes with networking.\n# TYPE abox_net_sandboxes gauge\n"
-			   "abox_net_sandboxes %u\n", nt.sandboxes);
-		fprintf(f, "# HELP abox_net_bytes Bytes through the interfaces of the sandboxes there are now (out: "
-			   "sent by them).\n"
-			   "# TYPE abox_net_bytes gauge\nabox_net_bytes{direction=\"out\"} %llu\n"
-			   "abox_net_bytes{direction=\"in\"} %llu\n",
+		fprintf(f,
+			"# HELP abox_net_sandboxes Sandboxes with networking.\n# TYPE abox_net_sandboxes "
+			"gauge\n"
+			"abox_net_sandboxes %u\n",
+			nt.sandboxes);
+		fprintf(f,
+			"# HELP abox_net_bytes Bytes through the interfaces of the sandboxes there are now "
+			"(out: "
+			"sent by them).\n"
+			"# TYPE abox_net_bytes gauge\nabox_net_bytes{direction=\"out\"} %llu\n"
+			"abox_net_bytes{direction=\"in\"} %llu\n",
 			(unsigned long long)nt.tx_bytes, (unsigned long long)nt.rx_bytes);
-		fprintf(f, "# HELP abox_net_dns_queries_total DNS questions sandboxes asked.\n"
-			   "# TYPE abox_net_dns_queries_total counter\nabox_net_dns_queries_total %llu\n",
+		fprintf(f,
+			"# HELP abox_net_dns_queries_total DNS questions sandboxes asked.\n"
+			"# TYPE abox_net_dns_queries_total counter\nabox_net_dns_queries_total %llu\n",
 			(unsigned long long)nt.dns_queries);
-		fprintf(f, "# HELP abox_net_proxy_connections_total Connections decided by name.\n"
-			   "# TYPE abox_net_proxy_connections_total counter\nabox_net_proxy_connections_total %llu\n",
+		fprintf(f,
+			"# HELP abox_net_proxy_connections_total Connections decided by name.\n"
+			"# TYPE abox_net_proxy_connections_total counter\nabox_net_proxy_connections_total "
+			"%llu\n",
 			(unsigned long long)nt.proxy_connections);
-		fprintf(f, "# HELP abox_net_refused_total Egress refused, by why (dns, proxy: by name; the rest: "
+		fprintf(f, "# HELP abox_net_refused_total Egress refused, by why (dns, proxy: by name; the "
+			   "rest: "
 			   "packets refused by the table).\n# TYPE abox_net_refused_total counter\n");
 		const struct {
 			const char *why;
 			uint64_t n;
-		} rs[] = { { "dns", nt.dns_refused },        { "dns_rebinding", nt.dns_rebind_dropped },
-			   { "proxy", nt.proxy_refused },    { "host", nt.refused_host },
+		} rs[] = { { "dns", nt.dns_refused },         { "dns_rebinding", nt.dns_rebind_dropped },
+			   { "proxy", nt.proxy_refused },     { "host", nt.refused_host },
 			   { "private", nt.refused_private }, { "smtp", nt.refused_smtp },
 			   { "policy", nt.refused_policy } };
 		for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++)
-			fprintf(f, "abox_net_refused_total{reason=\"%s\"} %llu\n", rs[i].why, (unsigned long long)rs[i].n);
+			fprintf(f, "abox_net_refused_total{reason=\"%s\"} %llu\n", rs[i].why,
+				(unsigned long long)rs[i].n);
 	}
 	pthread_mutex_lock(&lock);
 	fprintf(f, "# HELP abox_creates_total Sandboxes created through the API.\n# TYPE abox_creates_total counter\n");

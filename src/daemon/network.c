@@ -32,7 +32,7 @@ void network_free(struct e2b_net *n)
 }
 
 __attribute__((format(printf, 5, 6))) static int fail(unsigned *status, unsigned code, char *why, size_t n,
-							 const char *fmt, ...)
+						      const char *fmt, ...)
 {
 	*status = code;
 	va_list ap;
@@ -59,7 +59,8 @@ static int strings(json_object *net, const char *k, char ***out, unsigned *statu
 		return fail(status, 500, why, n, "%s", "out of memory");
 	for (size_t i = 0; i < len; i++) {
 		json_object *e = json_object_array_get_idx(v, i);
-		if (!json_object_is_type(e, json_type_string) || !(a[i] = strdup(json_object_get_string(e)))) {
+		if (!json_object_is_type(e, json_type_string) ||
+		    !(a[i] = strdup(json_object_get_string(e)))) {
 			for (size_t k2 = 0; k2 < i; k2++)
 				free(a[k2]);
 			free(a);
@@ -81,7 +82,9 @@ static int mask_ok(const char *m, unsigned *status, char *why, size_t n)
 	for (const char *p = host; *p; p++)
 		if ((unsigned char)*p >= 0x80) {
 			*status = 400;
-			snprintf(why, n, "mask request host '%s' is not ASCII. Please use ASCII characters only.", host);
+			snprintf(why, n,
+				 "mask request host '%s' is not ASCII. Please use ASCII characters only.",
+				 host);
 			return -1;
 		}
 	/* ${PORT} stands for the port the request was for */
@@ -127,12 +130,14 @@ static int lists(json_object *net, bool internet, struct e2b_net *out, unsigned 
 static int egress_extras(json_object *net, bool create, unsigned *status, char *why, size_t n)
 {
 	json_object *v;
-	if (net && json_object_object_get_ex(net, "egressProxy", &v) && !json_object_is_type(v, json_type_null))
+	if (net && json_object_object_get_ex(net, "egressProxy", &v) &&
+	    !json_object_is_type(v, json_type_null))
 		return fail(status, 403, why, n, "Egress proxy (%s) is not enabled for this team.",
 			    create ? "network.egressProxy" : "egressProxy");
 	if (net && json_object_object_get_ex(net, "rules", &v) && !json_object_is_type(v, json_type_null) &&
 	    !(json_object_is_type(v, json_type_object) && json_object_object_length(v) == 0))
-		return fail(status, 400, why, n, "%s", "Network transform rules are not available for your team.");
+		return fail(status, 400, why, n, "%s",
+			    "Network transform rules are not available for your team.");
 	return 0;
 }
 
@@ -154,17 +159,21 @@ int network_parse_create(json_object *body, struct e2b_net *out, unsigned *statu
 		return fail(status, 400, why, n, "%s", "network settings over 60000 bytes");
 	/* E2B's order: the public-traffic and mask settings, the lists,
 	 * then the extras */
-	if (net && json_object_object_get_ex(net, "allowPublicTraffic", &v) && !json_object_is_type(v, json_type_null)) {
+	if (net && json_object_object_get_ex(net, "allowPublicTraffic", &v) &&
+	    !json_object_is_type(v, json_type_null)) {
 		if (!json_object_is_type(v, json_type_boolean))
-			return fail(status, 400, why, n, "%s", "network.allowPublicTraffic must be true or false");
+			return fail(status, 400, why, n, "%s",
+				    "network.allowPublicTraffic must be true or false");
 		json_object *sec;
 		if (!json_object_get_boolean(v) && json_object_object_get_ex(body, "secure", &sec) &&
 		    json_object_is_type(sec, json_type_boolean) && !json_object_get_boolean(sec))
 			return fail(status, 400, why, n, "%s",
-				    "You cannot create a sandbox without public access unless you enable secure envd "
+				    "You cannot create a sandbox without public access unless you enable "
+				    "secure envd "
 				    "access via 'secure' flag.");
 	}
-	if (net && json_object_object_get_ex(net, "maskRequestHost", &v) && !json_object_is_type(v, json_type_null)) {
+	if (net && json_object_object_get_ex(net, "maskRequestHost", &v) &&
+	    !json_object_is_type(v, json_type_null)) {
 		if (!json_object_is_type(v, json_type_string))
 			return fail(status, 400, why, n, "%s", "network.maskRequestHost must be a string");
 		if (mask_ok(json_object_get_string(v), status, why, n) < 0)
@@ -188,8 +197,8 @@ int network_parse_create(json_object *body, struct e2b_net *out, unsigned *statu
 	return 0;
 }
 
-int network_parse_update(json_object *body, const char *old_note, struct e2b_net *out, unsigned *status, char *why,
-			 size_t n)
+int network_parse_update(json_object *body, const char *old_note, struct e2b_net *out, unsigned *status,
+			 char *why, size_t n)
 {
 	memset(out, 0, sizeof(*out));
 	if (!json_object_is_type(body, json_type_object))
@@ -205,7 +214,8 @@ int network_parse_update(json_object *body, const char *old_note, struct e2b_net
 	/* "omitting a field clears it": the egress is the body's alone;
 	 * allow_internet_access counts only when it is given */
 	bool internet = !allow || json_object_get_boolean(allow);
-	if (lists(body, internet, out, status, why, n) < 0 || egress_extras(body, false, status, why, n) < 0) {
+	if (lists(body, internet, out, status, why, n) < 0 ||
+	    egress_extras(body, false, status, why, n) < 0) {
 		network_free(out);
 		return -1;
 	}
@@ -266,9 +276,11 @@ int network_ingress(const char *id, bool *public_traffic, char *mask, size_t n)
 	if (!o)
 		return 0;
 	if (json_object_object_get_ex(o, "network", &net)) {
-		if (json_object_object_get_ex(net, "allowPublicTraffic", &v) && json_object_is_type(v, json_type_boolean))
+		if (json_object_object_get_ex(net, "allowPublicTraffic", &v) &&
+		    json_object_is_type(v, json_type_boolean))
 			*public_traffic = json_object_get_boolean(v);
-		if (json_object_object_get_ex(net, "maskRequestHost", &v) && json_object_is_type(v, json_type_string))
+		if (json_object_object_get_ex(net, "maskRequestHost", &v) &&
+		    json_object_is_type(v, json_type_string))
 			snprintf(mask, n, "%s", json_object_get_string(v));
 	}
 	json_object_put(o);

@@ -234,9 +234,11 @@ enum MHD_Result proxy_route(struct request *rq)
 		if (!auth_traffic_ok(&in, header(rq, "E2B-Traffic-Access-Token"))) {
 			abox_sandbox_info_clear(&in);
 			abox_ctx_free(ctx);
-			return reply_error(rq, 403, "sandbox %s takes traffic only with its traffic access token "
-						    "(E2B-Traffic-Access-Token): it was made with allowPublicTraffic false",
-					   rq->sandbox);
+			return reply_error(
+				rq, 403,
+				"sandbox %s takes traffic only with its traffic access token "
+				"(E2B-Traffic-Access-Token): it was made with allowPublicTraffic false",
+				rq->sandbox);
 		}
 	}
 	if (*mask) {

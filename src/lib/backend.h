@@ -26,7 +26,7 @@ struct abox_ctx {
 	char *runtime_dir;
 	char *init_path;
 	char *unpack_path;     /* abox-unpack, or NULL when not found */
-	char *netd_path;       /* abox-netd, or NULL when not found */
+	char *netd_path; /* abox-netd, or NULL when not found */
 	char *default_policy;
 	abox_log_fn log;
 	void *log_userdata;
@@ -85,8 +85,8 @@ struct abox_sandbox {
 	char *def_cwd;         /* commands' folder when they name none (template); NULL: home */
 	int64_t metrics_at_ms; /* previous metrics sample on this handle */
 	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
-	char *net_policy;        /* its egress policy (JSON), NULL: loopback only */
-	uint32_t net_slot;       /* with net_policy: its slot of the address pool */
+	char *net_policy; /* its egress policy (JSON), NULL: loopback only */
+	uint32_t net_slot; /* with net_policy: its slot of the address pool */
 	uint64_t metrics_cpu_usec;
 };
 

@@ -83,13 +83,15 @@ int attach_sandbox(const struct net_config *cfg, const char *uplink, const char 
 	if (r < 0)
 		return r;
 	int hidx = -1, sidx;
-	if ((r = nl_open_in(&in, netns_fd, err)) < 0 || (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
+	if ((r = nl_open_in(&in, netns_fd, err)) < 0 ||
+	    (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
 		goto out;
-	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 || (r = nl_addr_add(&host, hidx, gw, 30, err)) < 0 ||
-	    (r = nl_link_up(&host, hidx, true, err)) < 0)
+	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 ||
+	    (r = nl_addr_add(&host, hidx, gw, 30, err)) < 0 || (r = nl_link_up(&host, hidx, true, err)) < 0)
 		goto out;
-	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 || (r = nl_addr_add(&in, sidx, addr, 30, err)) < 0 ||
-	    (r = nl_link_up(&in, sidx, false, err)) < 0 || (r = nl_route_default(&in, sidx, gw, err)) < 0)
+	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 ||
+	    (r = nl_addr_add(&in, sidx, addr, 30, err)) < 0 || (r = nl_link_up(&in, sidx, false, err)) < 0 ||
+	    (r = nl_route_default(&in, sidx, gw, err)) < 0)
 		goto out;
 
 	struct nft n;
@@ -115,8 +117,8 @@ out:
 	return r;
 }
 
-int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *policy,
-		  abox_error *err)
+int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
+		  const struct net_policy *policy, abox_error *err)
 {
 	struct nft n;
 	int r = nft_open(&n, cfg->table, err);

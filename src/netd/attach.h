@@ -19,8 +19,8 @@ int attach_sandbox(const struct net_config *cfg, const char *uplink, const char 
  * (missing pieces are fine); policy NULL: what was added is not known,
  * whatever the table holds for the sandbox goes. The veth goes with the
  * namespace. */
-int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *policy,
-		  abox_error *err);
+int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
+		  const struct net_policy *policy, abox_error *err);
 /* Its elements replaced by cur's (old's taken away in the same batch;
  * old NULL: whatever is there for the sandbox). Learned addresses are
  * forgotten: names still allowed are learned again at their next lookup. */

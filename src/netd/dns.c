@@ -21,8 +21,8 @@ static uint32_t rd32(const uint8_t *p)
 
 static bool name_byte_ok(uint8_t c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-	       c == '*';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '_' || c == '*';
 }
 
 /* Reads the name at *off (following compression pointers, bounded) as

@@ -75,7 +75,9 @@ static void reconcile(void)
 				for (size_t k = 0; k < netd.nsbx && !known; k++)
 					known = !strcmp(netd.sbx[k]->ifname, ifaces[i]);
 				if (!known) {
-					netd_log("reconcile: removing the elements of '%s' (no sandbox on record)", ifaces[i]);
+					netd_log("reconcile: removing the elements of '%s' (no sandbox on "
+						 "record)",
+						 ifaces[i]);
 					(void)nft_sandbox_purge(&n, ifaces[i], NULL);
 				}
 			}
@@ -110,20 +112,25 @@ static int check_host(const char *state)
 	}
 	char pool[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &c.pool, pool, sizeof(pool));
-	finding(true, "network-config", "%s: pool %s/%u (%u sandboxes), table %s, resolver port %u, proxy port %u",
-		*c.path ? c.path : "defaults (no network.json)", pool, c.pool_prefix, net_config_slots(&c), c.table,
-		c.dns_port, c.proxy_port);
+	finding(true, "network-config",
+		"%s: pool %s/%u (%u sandboxes), table %s, resolver port %u, proxy port %u",
+		*c.path ? c.path : "defaults (no network.json)", pool, c.pool_prefix, net_config_slots(&c),
+		c.table, c.dns_port, c.proxy_port);
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
-	bool admin = syscall(SYS_capget, &h, d) == 0 && (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
-	finding(admin, "net-admin", "%s", admin ? "CAP_NET_ADMIN: sandboxes get a veth, NAT and the table"
-					       : "no CAP_NET_ADMIN: --net open and filtered cannot be given here");
+	bool admin = syscall(SYS_capget, &h, d) == 0 &&
+		     (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
+	finding(admin, "net-admin", "%s",
+		admin ? "CAP_NET_ADMIN: sandboxes get a veth, NAT and the table"
+		      : "no CAP_NET_ADMIN: --net open and filtered cannot be given here");
 	struct nft n;
 	int r = nft_open(&n, c.table, &e);
 	if (r >= 0)
 		r = nft_table_present(&n, &e);
-	finding(r >= 0, "nftables", "%s", r < 0 ? e.msg : r ? "reachable; abox's table is in place" :
-							    "reachable; abox's table is made with the first sandbox");
+	finding(r >= 0, "nftables", "%s",
+		r < 0 ? e.msg
+		: r   ? "reachable; abox's table is in place"
+		      : "reachable; abox's table is made with the first sandbox");
 	if (n.sock)
 		nft_close(&n);
 	char up[IFNAMSIZ];
@@ -137,11 +144,14 @@ static int check_host(const char *state)
 			char a[INET_ADDRSTRLEN];
 			inet_ntop(AF_INET, &c.resolvers[i], a, sizeof(a));
 			size_t l = strlen(list);
-			snprintf(list + l, sizeof(list) - l, "%s%s:%u", i ? ", " : "", a, c.resolver_ports[i]);
+			snprintf(list + l, sizeof(list) - l, "%s%s:%u", i ? ", " : "", a,
+				 c.resolver_ports[i]);
 		}
 		finding(true, "resolvers", "sandboxes' DNS forwarded to %s", list);
 	} else {
-		finding(false, "resolvers", "none (no \"resolvers\" in network.json, none in /etc/resolv.conf): names will not resolve");
+		finding(false, "resolvers",
+			"none (no \"resolvers\" in network.json, none in /etc/resolv.conf): names will not "
+			"resolve");
 	}
 	return 0;
 }
@@ -184,7 +194,8 @@ int main(int argc, char **argv)
 	if (attach_uplink(&netd.cfg, netd.uplink, &e) < 0)
 		netd_log("%s (sandboxes cannot be given networking until there is one)", e.msg);
 	netd_log("serving %s: uplink %s, table %s, resolver port %u, proxy port %u", state,
-		 netd.uplink[0] ? netd.uplink : "(none)", netd.cfg.table, netd.cfg.dns_port, netd.cfg.proxy_port);
+		 netd.uplink[0] ? netd.uplink : "(none)", netd.cfg.table, netd.cfg.dns_port,
+		 netd.cfg.proxy_port);
 	reconcile();
 	if (resolver_start(&e) < 0 || proxy_start(&e) < 0 || control_start(lfd, &e) < 0) {
 		netd_log("%s", e.msg);
@@ -196,7 +207,8 @@ int main(int argc, char **argv)
 		sleep(1);
 		pthread_mutex_lock(&netd.lock);
 		(void)sbx_load_all(NULL);
-		bool idle = netd.nsbx == 0 && netd.active_proxied == 0 && clock_mono_ms() - netd.last_busy_ms > idle_ms;
+		bool idle = netd.nsbx == 0 && netd.active_proxied == 0 &&
+			    clock_mono_ms() - netd.last_busy_ms > idle_ms;
 		pthread_mutex_unlock(&netd.lock);
 		if (idle) {
 			netd_log("no sandbox to serve: leaving");

@@ -33,13 +33,13 @@ struct sbx {
 	uint32_t slot;
 	char id[ABOX_ID_LEN + 1];
 	char ifname[IFNAMSIZ];
-	struct net_policy policy;  /* the slot file's */
+	struct net_policy policy; /* the slot file's */
 	struct net_policy applied; /* what the table holds for it (mode NONE: nothing known) */
-	bool attached;             /* its elements are in the table */
+	bool attached; /* its elements are in the table */
 	/* the slot file as last read */
 	int64_t mtime_ns;
 	uint64_t ino, size;
-	uint64_t generation;       /* bumped when the policy changes */
+	uint64_t generation; /* bumped when the policy changes */
 	struct netd_counters c;
 	/* addresses the resolver gave it for allowed names, until when (a
 	 * ring: the proxy lets server-first protocols through to these) */
@@ -53,7 +53,7 @@ struct netd {
 	struct net_config cfg;
 	char uplink[IFNAMSIZ];
 	pthread_mutex_t lock; /* over the sandbox table and the counters */
-	struct sbx **sbx;     /* sorted by slot */
+	struct sbx **sbx; /* sorted by slot */
 	size_t nsbx, cap;
 	int64_t last_busy_ms; /* when a sandbox was last served or attached */
 	struct netd_counters total; /* every sandbox's, also those gone: they only grow */

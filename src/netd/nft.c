@@ -123,7 +123,8 @@ static int batch_commit(struct nft *n)
 			break; /* EAGAIN: every answer read */
 		}
 		int left = (int)got;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left);
+		     h = mnl_nlmsg_next(h, &left)) {
 			if (h->nlmsg_type != NLMSG_ERROR)
 				continue;
 			const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
@@ -451,7 +452,14 @@ static int counter_msg(struct nft *n, const char *name)
 	return 0;
 }
 
-enum set_kind { S_IF, S_IF_ADDR, S_IF_RANGE, S_ADDR_RANGE, S_IF_ADDR_TIMEOUT, S_MARKER };
+enum set_kind {
+	S_IF,
+	S_IF_ADDR,
+	S_IF_RANGE,
+	S_ADDR_RANGE,
+	S_IF_ADDR_TIMEOUT,
+	S_MARKER
+};
 
 static struct nftnl_set *set_new(struct nft *n, const char *name)
 {
@@ -471,12 +479,27 @@ static int set_msg(struct nft *n, const char *name, enum set_kind k, uint32_t id
 		return -ENOMEM;
 	uint32_t flags = 0, len = KEY_IF_ADDR, type = (TYPE_IFNAME << TYPE_BITS) | TYPE_IPADDR;
 	switch (k) {
-	case S_IF: len = KEY_IF; type = TYPE_IFNAME; break;
-	case S_IF_ADDR: break;
-	case S_IF_RANGE: flags = NFT_SET_INTERVAL | NFT_SET_CONCAT; break;
-	case S_ADDR_RANGE: len = 4; type = TYPE_IPADDR; flags = NFT_SET_INTERVAL; break;
-	case S_IF_ADDR_TIMEOUT: flags = NFT_SET_TIMEOUT | NFT_SET_EVAL; break;
-	case S_MARKER: len = 4; type = TYPE_INTEGER; break;
+	case S_IF:
+		len = KEY_IF;
+		type = TYPE_IFNAME;
+		break;
+	case S_IF_ADDR:
+		break;
+	case S_IF_RANGE:
+		flags = NFT_SET_INTERVAL | NFT_SET_CONCAT;
+		break;
+	case S_ADDR_RANGE:
+		len = 4;
+		type = TYPE_IPADDR;
+		flags = NFT_SET_INTERVAL;
+		break;
+	case S_IF_ADDR_TIMEOUT:
+		flags = NFT_SET_TIMEOUT | NFT_SET_EVAL;
+		break;
+	case S_MARKER:
+		len = 4;
+		type = TYPE_INTEGER;
+		break;
 	}
 	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, len);
 	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, type);
@@ -554,8 +577,8 @@ static int elem_if_range(struct nftnl_set *s, const char *ifname, const struct n
 }
 
 /* One element message for set name, filled by fill. */
-static int elems_msg(struct nft *n, uint16_t type, const char *name, int (*fill)(struct nftnl_set *s, const void *ud),
-		     const void *ud)
+static int elems_msg(struct nft *n, uint16_t type, const char *name,
+		     int (*fill)(struct nftnl_set *s, const void *ud), const void *ud)
 {
 	struct nftnl_set *s = set_new(n, name);
 	if (!s)
@@ -673,7 +696,8 @@ static void rules(struct nft *n, const struct nft_table_cfg *c, int *err)
 	m_if_in(&b, true, "ifaces", false);
 	e_verdict(&b, NFT_JUMP, "sb_in");
 	rule_emit(&x, &b);
-	const uint16_t own[][2] = { { IPPROTO_UDP, c->dns_port }, { IPPROTO_TCP, c->dns_port },
+	const uint16_t own[][2] = { { IPPROTO_UDP, c->dns_port },
+				    { IPPROTO_TCP, c->dns_port },
 				    { IPPROTO_TCP, c->proxy_port } };
 	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
 		b = rule_new();
@@ -822,9 +846,9 @@ int nft_table_ensure(struct nft *n, const struct nft_table_cfg *c, abox_error *e
 		const char *name;
 		enum set_kind kind;
 	} sets[] = {
-		{ MARKER, S_MARKER },          { "ifaces", S_IF },      { "sbx", S_IF_ADDR },
-		{ "allow4", S_IF_RANGE },      { "deny4", S_IF_RANGE }, { "learned4", S_IF_ADDR_TIMEOUT },
-		{ "denyall", S_IF },           { "proxied", S_IF },     { "always4", S_ADDR_RANGE },
+		{ MARKER, S_MARKER },     { "ifaces", S_IF },      { "sbx", S_IF_ADDR },
+		{ "allow4", S_IF_RANGE }, { "deny4", S_IF_RANGE }, { "learned4", S_IF_ADDR_TIMEOUT },
+		{ "denyall", S_IF },      { "proxied", S_IF },     { "always4", S_ADDR_RANGE },
 	};
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(sets); i++)
 		r = set_msg(n, sets[i].name, sets[i].kind, (uint32_t)i + 1);
@@ -868,7 +892,14 @@ struct fill {
 	int which;
 };
 
-enum { F_IFACES, F_SBX, F_ALLOW, F_DENY, F_DENYALL, F_PROXIED };
+enum {
+	F_IFACES,
+	F_SBX,
+	F_ALLOW,
+	F_DENY,
+	F_DENYALL,
+	F_PROXIED
+};
 
 static int fill_sandbox(struct nftnl_set *set, const void *ud)
 {
@@ -877,8 +908,12 @@ static int fill_sandbox(struct nftnl_set *set, const void *ud)
 	const struct net_policy *p = s->policy;
 	int r = 0, n = 0;
 	switch (f->which) {
-	case F_IFACES: r = elem_if(set, s->ifname), n = 1; break;
-	case F_SBX: r = elem_if_addr(set, s->ifname, s->addr, 0), n = 1; break;
+	case F_IFACES:
+		r = elem_if(set, s->ifname), n = 1;
+		break;
+	case F_SBX:
+		r = elem_if_addr(set, s->ifname, s->addr, 0), n = 1;
+		break;
 	case F_ALLOW:
 		for (size_t i = 0; r >= 0 && i < p->nallow4; i++, n++)
 			r = elem_if_range(set, s->ifname, &p->allow4[i]);
@@ -1000,8 +1035,8 @@ static int fill_learned(struct nftnl_set *s, const void *ud)
 	return l->n > 0;
 }
 
-int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, size_t naddrs, uint64_t timeout_ms,
-		    abox_error *err)
+int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, size_t naddrs,
+		    uint64_t timeout_ms, abox_error *err)
 {
 	struct learned l = { ifname, addrs, naddrs, timeout_ms };
 	batch_begin(n);
@@ -1033,7 +1068,8 @@ static int elems_get(struct nft *n, const char *name, struct nftnl_set **out)
 	if (!s)
 		return -ENOMEM;
 	char buf[NL_RECV_BUF];
-	struct nlmsghdr *h = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP, n->seq++);
+	struct nlmsghdr *h =
+		nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP, n->seq++);
 	nftnl_set_elems_nlmsg_build_payload(h, s);
 	struct elems_q q = { s, 0 };
 	int r = request(n, h, elems_cb, &q);
@@ -1104,11 +1140,13 @@ int nft_learned_flush(struct nft *n, const char *ifname, abox_error *err)
 
 int nft_sandbox_purge(struct nft *n, const char *ifname, abox_error *err)
 {
-	static const char *const sets[] = { "allow4", "deny4", "denyall", "proxied", "learned4", "sbx", "ifaces" };
+	static const char *const sets[] = { "allow4",   "deny4", "denyall", "proxied",
+					    "learned4", "sbx",   "ifaces" };
 	for (size_t i = 0; i < ELEMENTSOF(sets); i++) {
 		int r = purge_set(n, sets[i], ifname);
 		if (r < 0)
-			return abox_error_set(err, -r, "nftables: remove the elements of '%s' from set %s", ifname, sets[i]);
+			return abox_error_set(err, -r, "nftables: remove the elements of '%s' from set %s",
+					      ifname, sets[i]);
 	}
 	return 0;
 }

@@ -49,7 +49,7 @@ struct nft {
 
 struct nft_table_cfg {
 	const char *uplink;
-	uint32_t pool;        /* network order */
+	uint32_t pool; /* network order */
 	unsigned pool_prefix;
 	uint16_t dns_port, proxy_port;
 	bool allow_smtp;
@@ -57,8 +57,8 @@ struct nft_table_cfg {
 
 /* A sandbox as the table knows it. */
 struct nft_sandbox {
-	const char *ifname;  /* the host end of its veth */
-	uint32_t addr;       /* its address, network order */
+	const char *ifname; /* the host end of its veth */
+	uint32_t addr; /* its address, network order */
 	const struct net_policy *policy;
 };
 
@@ -86,8 +86,8 @@ int nft_sandbox_replace(struct nft *n, const struct nft_sandbox *old, const stru
 int nft_sandbox_purge(struct nft *n, const char *ifname, abox_error *err);
 /* Addresses of an allowed name for the sandbox on ifname, for timeout_ms
  * (refreshed while traffic uses them). */
-int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, size_t naddrs, uint64_t timeout_ms,
-		    abox_error *err);
+int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, size_t naddrs,
+		    uint64_t timeout_ms, abox_error *err);
 /* Every learned address of ifname, gone (a policy change re-learns). */
 int nft_learned_flush(struct nft *n, const char *ifname, abox_error *err);
 /* The interfaces the table holds elements for (a NULL-terminated strv). */

@@ -116,7 +116,8 @@ static int link_cb(const struct nlmsghdr *h, void *data)
 	const char *name = NULL;
 	struct rtnl_link_stats64 last = { 0 };
 	bool have_stats = false;
-	mnl_attr_for_each(a, h, sizeof(*ifi)) {
+	mnl_attr_for_each(a, h, sizeof(*ifi))
+	{
 		uint16_t t = mnl_attr_get_type(a);
 		if (t == IFLA_IFNAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0)
 			name = mnl_attr_get_str(a);
@@ -304,7 +305,8 @@ static int route_cb(const struct nlmsghdr *h, void *data)
 	int oif = 0;
 	uint32_t prio = 0;
 	struct nlattr *a;
-	mnl_attr_for_each(a, h, sizeof(*rt)) {
+	mnl_attr_for_each(a, h, sizeof(*rt))
+	{
 		if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
 			oif = (int)mnl_attr_get_u32(a);
 		else if (mnl_attr_get_type(a) == RTA_PRIORITY && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
@@ -329,7 +331,9 @@ int nl_default_uplink(struct nl *nl, char *name, abox_error *err)
 	if (r < 0)
 		return abox_error_set(err, -r, "net: read the routing table");
 	if (!q.oif)
-		return abox_error_setx(err, ENETUNREACH, "net: this host has no IPv4 default route to send sandboxes' traffic by");
+		return abox_error_setx(
+			err, ENETUNREACH,
+			"net: this host has no IPv4 default route to send sandboxes' traffic by");
 	if (!if_indextoname((unsigned)q.oif, name))
 		return abox_error_set(err, errno, "net: name of link %d", q.oif);
 	return 0;

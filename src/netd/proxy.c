@@ -62,13 +62,15 @@ void proxy_recheck(uint32_t slot)
 	pthread_mutex_lock(&netd.lock);
 	struct sbx *s = sbx_get(slot);
 	for (struct conn *c = conns; c; c = c->next) {
-		if (c->slot != slot || (s && net_policy_name_listed(&s->policy, c->name) && s->policy.deny_all))
+		if (c->slot != slot ||
+		    (s && net_policy_name_listed(&s->policy, c->name) && s->policy.deny_all))
 			continue;
 		/* the splice loop sees both ends close */
 		shutdown(c->client, SHUT_RDWR);
 		if (c->server >= 0)
 			shutdown(c->server, SHUT_RDWR);
-		netd_log("%s: connection to '%s' cut: the new policy does not allow it", s ? s->id : "?", c->name);
+		netd_log("%s: connection to '%s' cut: the new policy does not allow it", s ? s->id : "?",
+			 c->name);
 	}
 	pthread_mutex_unlock(&netd.lock);
 }
@@ -82,11 +84,13 @@ static void refuse(int fd, enum sni_kind kind, const char *name, const char *why
 		(void)send(fd, alert, sizeof(alert), MSG_NOSIGNAL);
 	} else if (kind == SNI_HTTP) {
 		char body[512], head[1024];
-		int bn = snprintf(body, sizeof(body), "abox: egress to '%s' is not allowed: %s\n", name[0] ? name : "?", why);
-		int hn = snprintf(head, sizeof(head),
-				  "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
-				  "X-Abox-Egress: denied by the sandbox's network policy\r\nConnection: close\r\n\r\n",
-				  bn);
+		int bn = snprintf(body, sizeof(body), "abox: egress to '%s' is not allowed: %s\n",
+				  name[0] ? name : "?", why);
+		int hn = snprintf(
+			head, sizeof(head),
+			"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+			"X-Abox-Egress: denied by the sandbox's network policy\r\nConnection: close\r\n\r\n",
+			bn);
 		(void)send(fd, head, (size_t)hn, MSG_NOSIGNAL);
 		(void)send(fd, body, (size_t)bn, MSG_NOSIGNAL);
 	} else {
@@ -180,8 +184,10 @@ static void splice_both(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 	size_t in_a = 0, in_b = 0; /* bytes waiting in each pipe */
 	bool eof_a = false, eof_b = false;
 	while (!(eof_a && in_a == 0 && eof_b && in_b == 0)) {
-		struct pollfd p[2] = { { .fd = a, .events = (short)((eof_a ? 0 : POLLIN) | (in_b ? POLLOUT : 0)) },
-				       { .fd = b, .events = (short)((eof_b ? 0 : POLLIN) | (in_a ? POLLOUT : 0)) } };
+		struct pollfd p[2] = {
+			{ .fd = a, .events = (short)((eof_a ? 0 : POLLIN) | (in_b ? POLLOUT : 0)) },
+			{ .fd = b, .events = (short)((eof_b ? 0 : POLLIN) | (in_a ? POLLOUT : 0)) }
+		};
 		if (poll(p, 2, 600000) <= 0)
 			break; /* ten minutes of silence both ways */
 		if ((p[0].revents | p[1].revents) & POLLNVAL)
@@ -302,7 +308,8 @@ static void *conn_main(void *arg)
 		if (fd < 0) {
 			why = "the server could not be reached";
 			if (kind == SNI_HTTP) {
-				static const char bad[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+				static const char bad[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: "
+							  "0\r\nConnection: close\r\n\r\n";
 				(void)send(c->client, bad, sizeof(bad) - 1, MSG_NOSIGNAL);
 				kind = SNI_OTHER; /* said already */
 			}
@@ -319,7 +326,8 @@ done:
 		if (netd_log_allowed()) {
 			char a[INET_ADDRSTRLEN] = "?";
 			inet_ntop(AF_INET, &orig.sin_addr, a, sizeof(a));
-			netd_log("%s: connection to %s:%u ('%s') refused: %s", id, a, ntohs(orig.sin_port), c->name, why);
+			netd_log("%s: connection to %s:%u ('%s') refused: %s", id, a, ntohs(orig.sin_port),
+				 c->name, why);
 		}
 	}
 	pthread_mutex_lock(&netd.lock);
@@ -360,7 +368,8 @@ static void *accept_main(void *arg)
 		struct conn *c = calloc(1, sizeof(*c));
 		pthread_mutex_lock(&netd.lock);
 		int64_t slot = net_slot_of(&netd.cfg, from.sin_addr.s_addr);
-		bool room = c && slot >= 0 && netd.active_proxied < TOTAL_MAX && conns_of((uint32_t)slot) < PER_SANDBOX_MAX;
+		bool room = c && slot >= 0 && netd.active_proxied < TOTAL_MAX &&
+			    conns_of((uint32_t)slot) < PER_SANDBOX_MAX;
 		if (room) {
 			c->client = fd;
 			c->server = -1;

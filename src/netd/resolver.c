@@ -37,7 +37,13 @@
 #define TCP_CLIENTS_MAX 64
 #define LEARN_MIN_S 300
 
-enum verdict { V_FORWARD, V_REFUSED, V_NXDOMAIN, V_NODATA, V_FORMERR };
+enum verdict {
+	V_FORWARD,
+	V_REFUSED,
+	V_NXDOMAIN,
+	V_NODATA,
+	V_FORMERR
+};
 
 /* What the policy says of a query from addr; *slot and *listed (the name
  * is allowed by a pattern, so its addresses are learned) filled. Counts
@@ -143,7 +149,8 @@ size_t resolver_finish(uint32_t slot, const char *ifname, bool listed, const uin
 
 static int upstream_socket(unsigned i, int type)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(netd.cfg.resolver_ports[i]),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(netd.cfg.resolver_ports[i]),
 				  .sin_addr.s_addr = netd.cfg.resolvers[i] };
 	int fd = socket(AF_INET, type | SOCK_CLOEXEC | (type == SOCK_DGRAM ? SOCK_NONBLOCK : 0), 0);
 	if (fd < 0)
@@ -166,8 +173,8 @@ static uint16_t dns_id(void)
 
 /* Sends q (n bytes, id already ours) to resolver i over UDP and waits for
  * an answer to it. Its length, or -errno. */
-static ssize_t ask_udp(unsigned i, const struct dns_query *q, uint16_t id, const uint8_t *m, size_t n, uint8_t *out,
-		       size_t cap)
+static ssize_t ask_udp(unsigned i, const struct dns_query *q, uint16_t id, const uint8_t *m, size_t n,
+		       uint8_t *out, size_t cap)
 {
 	int fd = upstream_socket(i, SOCK_DGRAM);
 	if (fd < 0)
@@ -234,7 +241,8 @@ int resolver_lookup_a(const char *name, uint32_t *addrs, size_t max, size_t *n)
 }
 
 /* One query from a sandbox, answered synchronously (TCP). */
-static size_t answer_sync(uint32_t src, const uint8_t *m, size_t n, uint8_t *out, size_t cap, struct nft *learn)
+static size_t answer_sync(uint32_t src, const uint8_t *m, size_t n, uint8_t *out, size_t cap,
+			  struct nft *learn)
 {
 	struct dns_query q;
 	int parsed = dns_parse_query(m, n, &q);
@@ -246,11 +254,16 @@ static size_t answer_sync(uint32_t src, const uint8_t *m, size_t n, uint8_t *out
 		return 0;
 	size_t qend = parsed < 0 ? 12 : q.qend;
 	switch (v) {
-	case V_FORMERR: return dns_answer_empty(m, 12, DNS_RCODE_FORMERR, out, cap);
-	case V_REFUSED: return dns_answer_empty(m, qend, DNS_RCODE_REFUSED, out, cap);
-	case V_NXDOMAIN: return dns_answer_empty(m, qend, DNS_RCODE_NXDOMAIN, out, cap);
-	case V_NODATA: return dns_answer_empty(m, qend, DNS_RCODE_NOERROR, out, cap);
-	case V_FORWARD: break;
+	case V_FORMERR:
+		return dns_answer_empty(m, 12, DNS_RCODE_FORMERR, out, cap);
+	case V_REFUSED:
+		return dns_answer_empty(m, qend, DNS_RCODE_REFUSED, out, cap);
+	case V_NXDOMAIN:
+		return dns_answer_empty(m, qend, DNS_RCODE_NXDOMAIN, out, cap);
+	case V_NODATA:
+		return dns_answer_empty(m, qend, DNS_RCODE_NOERROR, out, cap);
+	case V_FORWARD:
+		break;
 	}
 	ssize_t got = resolver_ask(&q, m, n, out, cap);
 	if (got < 0)
@@ -319,8 +332,8 @@ static void *tcp_main(void *arg)
 /* ---- UDP: one loop, queries forwarded without waiting ---------------------- */
 
 struct pending {
-	int fd;        /* the upstream socket, or -1 when free */
-	uint16_t id;   /* ours, on the upstream query */
+	int fd; /* the upstream socket, or -1 when free */
+	uint16_t id; /* ours, on the upstream query */
 	struct sockaddr_in client;
 	uint32_t slot;
 	char ifname[IFNAMSIZ];
@@ -400,11 +413,20 @@ static void udp_query(void)
 	enum verdict v = decide(from.sin_addr.s_addr, parsed, &q, &slot, &listed, ifname);
 	size_t qend = parsed < 0 ? 12 : q.qend;
 	switch (v) {
-	case V_FORMERR: reply(&from, out, dns_answer_empty(m, 12, DNS_RCODE_FORMERR, out, sizeof(out))); return;
-	case V_REFUSED: reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_REFUSED, out, sizeof(out))); return;
-	case V_NXDOMAIN: reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_NXDOMAIN, out, sizeof(out))); return;
-	case V_NODATA: reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_NOERROR, out, sizeof(out))); return;
-	case V_FORWARD: break;
+	case V_FORMERR:
+		reply(&from, out, dns_answer_empty(m, 12, DNS_RCODE_FORMERR, out, sizeof(out)));
+		return;
+	case V_REFUSED:
+		reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_REFUSED, out, sizeof(out)));
+		return;
+	case V_NXDOMAIN:
+		reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_NXDOMAIN, out, sizeof(out)));
+		return;
+	case V_NODATA:
+		reply(&from, out, dns_answer_empty(m, qend, DNS_RCODE_NOERROR, out, sizeof(out)));
+		return;
+	case V_FORWARD:
+		break;
 	}
 	struct pending *p = NULL;
 	for (size_t i = 0; i < PENDING_MAX && !p; i++)
@@ -434,8 +456,8 @@ static void udp_answer(struct pending *p)
 	if (n <= 0 || !dns_answers(out, (size_t)n, &p->q, p->id))
 		return; /* not the answer: keep waiting until the deadline */
 	memcpy(out, p->query, 2);
-	size_t len = resolver_finish(p->slot, p->ifname, p->listed, p->query, p->q.qend, out, (size_t)n, sizeof(out),
-				     udp_nft_ok ? &udp_nft : NULL);
+	size_t len = resolver_finish(p->slot, p->ifname, p->listed, p->query, p->q.qend, out, (size_t)n,
+				     sizeof(out), udp_nft_ok ? &udp_nft : NULL);
 	reply(&p->client, out, len);
 	pending_close(p);
 }
@@ -450,7 +472,8 @@ static void udp_timeouts(void)
 		pending_close(p);
 		if (!pending_send(p)) {
 			uint8_t out[1024];
-			reply(&p->client, out, dns_answer_empty(p->query, p->q.qend, DNS_RCODE_SERVFAIL, out, sizeof(out)));
+			reply(&p->client, out,
+			      dns_answer_empty(p->query, p->q.qend, DNS_RCODE_SERVFAIL, out, sizeof(out)));
 		}
 	}
 }
@@ -517,7 +540,8 @@ int resolver_listen(int type, uint16_t port, abox_error *err)
 	/* every gateway address of the pool, so 0.0.0.0: the table keeps
 	 * everyone but sandboxes out (nft.h) */
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (type == SOCK_STREAM && listen(fd, 256) < 0)) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, 256) < 0)) {
 		int e = errno;
 		close(fd);
 		return abox_error_set(err, e, "listen on port %u", port);
@@ -542,7 +566,8 @@ int resolver_start(abox_error *err)
 	epoll_ctl(ep, EPOLL_CTL_ADD, tcp_fd, &ev);
 	udp_nft_ok = nft_open(&udp_nft, netd.cfg.table, NULL) >= 0;
 	if (netd.cfg.nresolvers == 0)
-		netd_log("no upstream resolver (none in the config or /etc/resolv.conf): names will not resolve");
+		netd_log("no upstream resolver (none in the config or /etc/resolv.conf): names will not "
+			 "resolve");
 	pthread_t t;
 	int r = pthread_create(&t, NULL, udp_main, NULL);
 	if (r)

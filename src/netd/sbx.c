@@ -26,8 +26,8 @@ void netd_log(const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct tm tm;
 	gmtime_r(&ts.tv_sec, &tm);
-	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ netd: %s\n", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, buf);
+	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ netd: %s\n", tm.tm_year + 1900, tm.tm_mon + 1,
+		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, buf);
 }
 
 bool netd_log_allowed(void)

@@ -78,10 +78,10 @@ int sni_tls_name(const uint8_t *b, size_t n, char *name)
 	if (hl + 4 > rec)
 		return -EINVAL;
 	const uint8_t *p = h + 4, *end = h + 4 + hl;
-#define NEED(k)                            \
-	do {                               \
-		if ((size_t)(end - p) < (k)) \
-			return -EINVAL;      \
+#define NEED(k)                                                                                              \
+	do {                                                                                                 \
+		if ((size_t)(end - p) < (k))                                                                 \
+			return -EINVAL;                                                                      \
 	} while (0)
 	NEED(2 + 32 + 1);
 	p += 2 + 32; /* version, random */

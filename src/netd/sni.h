@@ -17,7 +17,11 @@
 #define SNI_PEEK_MAX 16384
 
 /* What the first bytes are. */
-enum sni_kind { SNI_TLS, SNI_HTTP, SNI_OTHER };
+enum sni_kind {
+	SNI_TLS,
+	SNI_HTTP,
+	SNI_OTHER
+};
 enum sni_kind sni_kind(const uint8_t *b, size_t n);
 
 /* 0 and the name in name (SNI_NAME_MAX bytes), 1 when more bytes are

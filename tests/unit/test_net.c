@@ -36,8 +36,10 @@ Test(policy, e2b_validation_texts)
 		{ { NULL }, { "0.0.0.0/8", NULL }, "invalid denied CIDR 0.0.0.0/8" },
 		{ { "0.0.0.0", NULL }, { NULL }, "invalid allowed address 0.0.0.0" },
 		{ { "1.2.3.4/40", NULL }, { NULL }, "invalid allowed address 1.2.3.4/40" },
-		{ { "example.com", NULL }, { "10.0.0.0/8", NULL },
-		  "When specifying allowed domains in allow out, you must include 'ALL_TRAFFIC' in deny out to block all other traffic." },
+		{ { "example.com", NULL },
+		  { "10.0.0.0/8", NULL },
+		  "When specifying allowed domains in allow out, you must include 'ALL_TRAFFIC' in deny out "
+		  "to block all other traffic." },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct net_policy p;
@@ -93,9 +95,9 @@ Test(policy, addresses_allow_wins)
 	cr_expect(net_policy_addr_allowed(&p, ip("198.51.100.1")), "not denied: open");
 	cr_expect(net_policy_name_allowed(&p, "anything.test"), "no ALL_TRAFFIC: names are not refused");
 	net_policy_free(&p);
-	for (const char *const *a = (const char *const[]){ "10.9.9.9", "169.254.169.254", "127.0.0.1", "100.64.1.1",
-							    "172.16.0.1", "192.168.1.1", "224.0.0.1", "255.255.255.255",
-							    "0.1.2.3", NULL };
+	for (const char *const *a = (const char *const[]){ "10.9.9.9", "169.254.169.254", "127.0.0.1",
+							   "100.64.1.1", "172.16.0.1", "192.168.1.1",
+							   "224.0.0.1", "255.255.255.255", "0.1.2.3", NULL };
 	     *a; a++)
 		cr_expect(net_addr_always_denied(ip(*a)), "%s is always denied", *a);
 	cr_expect(!net_addr_always_denied(ip("203.0.113.10")));
@@ -166,8 +168,8 @@ Test(dns, query_names_are_bounded_text)
 	cr_expect_eq(d.id, 0x4242);
 	cr_expect_eq(d.qtype, DNS_TYPE_A);
 	/* a label holding a dot and a NUL cannot pass for a name */
-	static const uint8_t sly[] = { 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 9, 'e', 'v', 'i', 'l', '.', 't', 'e', 's', 0,
-				       0, 0, 1, 0, 1 };
+	static const uint8_t sly[] = { 0,   1,   1,   0,   0,   1,   0,   0, 0, 0, 0, 0, 9, 'e',
+				       'v', 'i', 'l', '.', 't', 'e', 's', 0, 0, 0, 1, 0, 1 };
 	cr_assert_eq(dns_parse_query(sly, sizeof(sly), &d), 0);
 	cr_expect_str_eq(d.name, "evil\\046tes\\000");
 	/* a pointer loop, a pointer forward, a cut message */
@@ -188,9 +190,10 @@ static int collect(uint32_t a, uint32_t ttl, void *ud)
 
 Test(dns, answers_are_walked_and_matched)
 {
-	static const uint8_t ans[] = { 0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 7, 'a', 'l', 'l', 'o', 'w', 'e',
-				       'd', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4,
-				       203, 0, 113, 10 };
+	static const uint8_t ans[] = { 0x12, 0x34, 0x81, 0x80, 0,   1,   0,    1,    0,   0,   0,   0,
+				       7,    'a',  'l',  'l',  'o', 'w', 'e',  'd',  4,   't', 'e', 's',
+				       't',  0,    0,    1,    0,   1,   0xc0, 0x0c, 0,   1,   0,   1,
+				       0,    0,    0,    60,   0,   4,   203,  0,    113, 10 };
 	uint32_t got[2] = { 0 };
 	cr_assert_eq(dns_each_a(ans, sizeof(ans), collect, got), 0);
 	cr_expect_eq(got[0], ip("203.0.113.10"));
@@ -219,9 +222,9 @@ Test(sni, tls_and_http_names)
 	size_t b = 0;
 	body[b++] = 3, body[b++] = 3;
 	memset(body + b, 0, 32), b += 32;
-	body[b++] = 0;                                      /* session id */
+	body[b++] = 0; /* session id */
 	body[b++] = 0, body[b++] = 2, body[b++] = 0x13, body[b++] = 1; /* one suite */
-	body[b++] = 1, body[b++] = 0;                       /* compression */
+	body[b++] = 1, body[b++] = 0; /* compression */
 	size_t ext_len = 4 + 2 + 3 + nl;
 	body[b++] = 0, body[b++] = (uint8_t)ext_len;
 	body[b++] = 0, body[b++] = 0, body[b++] = 0, body[b++] = (uint8_t)(2 + 3 + nl);
@@ -242,7 +245,8 @@ Test(sni, tls_and_http_names)
 	const char two[] = "GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n";
 	cr_expect_eq(sni_http_host((const uint8_t *)two, strlen(two), out), -EINVAL, "two Hosts: refused");
 	const char addr[] = "GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n";
-	cr_expect_eq(sni_http_host((const uint8_t *)addr, strlen(addr), out), -EINVAL, "an address is not a name");
+	cr_expect_eq(sni_http_host((const uint8_t *)addr, strlen(addr), out), -EINVAL,
+		     "an address is not a name");
 	const char none[] = "GET / HTTP/1.0\r\n\r\n";
 	cr_expect_eq(sni_http_host((const uint8_t *)none, strlen(none), out), -ENOENT);
 	const char part[] = "GET / HTTP/1.1\r\nHost: a.test\r\n";

@@ -50,8 +50,8 @@ struct create {
 	struct cg_limits lim;
 	uint64_t disk_bytes;
 	bool on_disk;
-	const char *net_json;   /* a record's policy (a cold resume, a fork), else opts.net's */
-	struct net_policy net;  /* the policy; mode none: loopback only */
+	const char *net_json; /* a record's policy (a cold resume, a fork), else opts.net's */
+	struct net_policy net; /* the policy; mode none: loopback only */
 	struct local_net ln;
 };
 
@@ -169,11 +169,13 @@ static int create_check(struct create *c, const abox_sandbox_opts *opts, abox_er
 	 * what a caller put last (aboxd puts its owner tag there) */
 	if (nmeta > STATE_MAX_META)
 		return abox_error_setx(err, E2BIG, "create: %zu metadata entries, at most %d", nmeta, STATE_MAX_META);
-	int r = c->net_json ? net_policy_parse(c->net_json, &c->net, err) : local_net_policy(o->net, &c->net, err);
+	int r = c->net_json ? net_policy_parse(c->net_json, &c->net, err)
+			    : local_net_policy(o->net, &c->net, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
 	if (c->net.mode != NET_MODE_NONE && !c->ctx->netd_path)
-		return abox_error_setx(err, ENOENT, "create: networking needs abox-netd, which is not installed");
+		return abox_error_setx(err, ENOENT,
+				       "create: networking needs abox-netd, which is not installed");
 	return 0;
 }
 
@@ -186,8 +188,9 @@ static int create_from_memory(struct create *c, abox_sandbox **out, int *r, abox
 		return 0;
 	bool mem = sr.memory;
 	if (mem && c->net.mode != NET_MODE_NONE)
-		*r = abox_error_setx(err, EOPNOTSUPP, "create: a sandbox restored from a memory snapshot cannot have "
-						      "networking yet (start it from a snapshot of its files)");
+		*r = abox_error_setx(err, EOPNOTSUPP,
+				     "create: a sandbox restored from a memory snapshot cannot have "
+				     "networking yet (start it from a snapshot of its files)");
 	else if (mem)
 		*r = backend_create_restored(c->ctx, &c->o, &sr, c->fixed_id, out, err);
 	snap_record_free(&sr);
@@ -309,7 +312,8 @@ static int create_network(struct create *c, abox_error *err)
 	int r = local_net_prepare(c->ctx, c->sb->id, &c->net, prefer, &c->ln, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
-	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id, c->ln.slot);
+	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id,
+		    c->ln.slot);
 	return 0;
 }
 
@@ -568,8 +572,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 	return backend_create_net(ctx, opts, fixed_id, NULL, out, err);
 }
 
-int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, const char *net_json,
-		       abox_sandbox **out, abox_error *err)
+int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id,
+		       const char *net_json, abox_sandbox **out, abox_error *err)
 {
 	struct create c = {
 		.ctx = ctx,
@@ -593,8 +597,8 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		return r;
 	}
 	if ((r = create_prepare(&c, err)) < 0 || (r = create_rundir_and_cgroups(&c, err)) < 0 ||
-	    (r = create_network(&c, err)) < 0 || (r = create_spawn(&c, err)) < 0 || (r = create_record(&c, err)) < 0 ||
-	    (r = create_ready(&c, err)) < 0) {
+	    (r = create_network(&c, err)) < 0 || (r = create_spawn(&c, err)) < 0 ||
+	    (r = create_record(&c, err)) < 0 || (r = create_ready(&c, err)) < 0) {
 		create_undo(&c, c.sb != NULL);
 		return r < 0 ? r : -EIO;
 	}

@@ -49,8 +49,8 @@ int backend_create(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fix
 		   abox_error *err);
 /* The same with the egress policy of a record (JSON; NULL: opts->net's):
  * a cold resume and forks keep their sandbox's. */
-int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id, const char *net_json,
-		       abox_sandbox **out, abox_error *err);
+int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char *fixed_id,
+		       const char *net_json, abox_sandbox **out, abox_error *err);
 
 /* A sandbox's egress as create makes it (network.c). */
 struct net_policy;
@@ -60,8 +60,8 @@ struct local_net {
 	uint32_t slot;
 	bool have_slot, sent, attached;
 	char *policy_json; /* as recorded */
-	int conn;          /* to abox-netd, while the attach is under way */
-	char resolv[64];   /* the sandbox's resolv.conf */
+	int conn; /* to abox-netd, while the attach is under way */
+	char resolv[64]; /* the sandbox's resolv.conf */
 };
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);

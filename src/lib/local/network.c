@@ -137,7 +137,8 @@ int local_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *er
 		return r;
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL) {
 		net_policy_free(&p);
-		return abox_error_setx(err, EOPNOTSUPP, "network: only a long-lived sandbox's policy can change");
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "network: only a long-lived sandbox's policy can change");
 	}
 	_cleanup_close_ int lock = backend_lock(sb->ctx, sb->id, err);
 	if (lock < 0) {
@@ -151,18 +152,22 @@ int local_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *er
 	}
 	_cleanup_free_ char *json = NULL;
 	if (!st.net_policy)
-		r = abox_error_setx(err, EOPNOTSUPP, "network: sandbox %s was made without networking; its mode cannot change now",
-				    sb->id);
+		r = abox_error_setx(
+			err, EOPNOTSUPP,
+			"network: sandbox %s was made without networking; its mode cannot change now",
+			sb->id);
 	else if (p.mode == NET_MODE_NONE)
-		r = abox_error_setx(err, EOPNOTSUPP, "network: a sandbox keeps its interface; to let nothing out, use "
-						     "filtered with deny-out 0.0.0.0/0");
+		r = abox_error_setx(err, EOPNOTSUPP,
+				    "network: a sandbox keeps its interface; to let nothing out, use "
+				    "filtered with deny-out 0.0.0.0/0");
 	else if (!(json = net_policy_json(&p)))
 		r = abox_error_set(err, ENOMEM, "network");
 	net_policy_free(&p);
 	/* the slot file first: netd's resolver and proxy read the policy
 	 * from it, and the table follows at once */
 	if (r >= 0 && (r = net_slot_update(sb->ctx->state_dir, st.net_slot, sb->id, json, err)) >= 0)
-		r = net_client_call(sb->ctx->state_dir, sb->ctx->netd_path, "policy", sb->id, st.net_slot, -1, NULL, err);
+		r = net_client_call(sb->ctx->state_dir, sb->ctx->netd_path, "policy", sb->id, st.net_slot, -1,
+				    NULL, err);
 	if (r >= 0) {
 		free(st.net_policy);
 		st.net_policy = TAKE_PTR(json);
@@ -204,7 +209,8 @@ int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error 
 		i.deny_out = p.deny_out ? strv_dup(p.deny_out) : NULL;
 		struct net_config cfg;
 		if (net_config_load(ctx->state_dir, &cfg, NULL) >= 0) {
-			uint32_t a = net_slot_address(&cfg, st.net_slot), g = net_slot_gateway(&cfg, st.net_slot);
+			uint32_t a = net_slot_address(&cfg, st.net_slot),
+				 g = net_slot_gateway(&cfg, st.net_slot);
 			inet_ntop(AF_INET, &a, i.address, sizeof(i.address));
 			inet_ntop(AF_INET, &g, i.gateway, sizeof(i.gateway));
 		}
@@ -214,13 +220,20 @@ int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error 
 		    net_client_call(ctx->state_dir, NULL, "stats", id, st.net_slot, -1, &o, NULL) >= 0) {
 			i.tx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "txBytes", json_type_int));
 			i.rx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "rxBytes", json_type_int));
-			i.dns_queries = (uint64_t)json_object_get_uint64(js_get(o, "dnsQueries", json_type_int));
-			i.dns_refused = (uint64_t)json_object_get_uint64(js_get(o, "dnsRefused", json_type_int));
-			i.proxy_connections = (uint64_t)json_object_get_uint64(js_get(o, "proxyConnections", json_type_int));
-			i.proxy_refused = (uint64_t)json_object_get_uint64(js_get(o, "proxyRefused", json_type_int));
-			i.dns_rebind_dropped = (uint64_t)json_object_get_uint64(js_get(o, "dnsRebindDropped", json_type_int));
-			i.proxy_bytes_out = (uint64_t)json_object_get_uint64(js_get(o, "proxyBytesOut", json_type_int));
-			i.proxy_bytes_in = (uint64_t)json_object_get_uint64(js_get(o, "proxyBytesIn", json_type_int));
+			i.dns_queries =
+				(uint64_t)json_object_get_uint64(js_get(o, "dnsQueries", json_type_int));
+			i.dns_refused =
+				(uint64_t)json_object_get_uint64(js_get(o, "dnsRefused", json_type_int));
+			i.proxy_connections = (uint64_t)json_object_get_uint64(
+				js_get(o, "proxyConnections", json_type_int));
+			i.proxy_refused =
+				(uint64_t)json_object_get_uint64(js_get(o, "proxyRefused", json_type_int));
+			i.dns_rebind_dropped = (uint64_t)json_object_get_uint64(
+				js_get(o, "dnsRebindDropped", json_type_int));
+			i.proxy_bytes_out =
+				(uint64_t)json_object_get_uint64(js_get(o, "proxyBytesOut", json_type_int));
+			i.proxy_bytes_in =
+				(uint64_t)json_object_get_uint64(js_get(o, "proxyBytesIn", json_type_int));
 		}
 		json_object_put(o);
 	}
@@ -260,10 +273,12 @@ int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), un
 	return 0;
 }
 
-void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, bool ok, const char *detail), void *ud)
+void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, bool ok, const char *detail),
+			void *ud)
 {
 	if (!ctx->netd_path) {
-		tell(ud, "egress", false, "abox-netd not found: sandboxes can have loopback only (--net none)");
+		tell(ud, "egress", false,
+		     "abox-netd not found: sandboxes can have loopback only (--net none)");
 		return;
 	}
 	/* netd probes what it would use, for real (it holds the netlink
@@ -301,7 +316,8 @@ void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, 
 		any = true;
 	}
 	if (!any)
-		tell(ud, "egress", false, "abox-netd --check said nothing: sandboxes' networking is not known to work here");
+		tell(ud, "egress", false,
+		     "abox-netd --check said nothing: sandboxes' networking is not known to work here");
 	json_object *st = NULL;
 	if (net_client_status(ctx->state_dir, &st, NULL) >= 0) {
 		char d[256];
@@ -316,10 +332,11 @@ void local_net_describe(abox_ctx *ctx, void (*tell)(void *ud, const char *name, 
 
 int local_net_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err)
 {
-	return abox_error_setx(err, EOPNOTSUPP,
-			       "%s %s: memory checkpoints of sandboxes with networking are not supported yet (its "
-			       "interface and flows live on the host); a pause keeps its memory frozen in place",
-			       what, sb->id);
+	return abox_error_setx(
+		err, EOPNOTSUPP,
+		"%s %s: memory checkpoints of sandboxes with networking are not supported yet (its "
+		"interface and flows live on the host); a pause keeps its memory frozen in place",
+		what, sb->id);
 }
 
 static uint64_t u64_of(json_object *o, const char *k)
@@ -333,7 +350,8 @@ int local_net_totals(abox_ctx *ctx, abox_net_totals *out, abox_error *err)
 	json_object *o = NULL;
 	/* only a running netd is asked: none means no sandbox has networking */
 	int conn = -1;
-	if (net_client_status(ctx->state_dir, NULL, NULL) >= 0 && (conn = net_client_connect(ctx->state_dir, NULL, err)) >= 0) {
+	if (net_client_status(ctx->state_dir, NULL, NULL) >= 0 &&
+	    (conn = net_client_connect(ctx->state_dir, NULL, err)) >= 0) {
 		int r = net_client_send(conn, "totals", NULL, 0, -1, err);
 		if (r >= 0)
 			r = net_client_wait(conn, &o, err);

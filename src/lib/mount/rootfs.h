@@ -35,7 +35,7 @@ struct rootfs_plan {
 	int disk_fd;
 	const char *hostname;
 	const char *hosts;     /* content of /etc/hosts */
-	const char *resolv;    /* content of /etc/resolv.conf; NULL: the template's */
+	const char *resolv; /* content of /etc/resolv.conf; NULL: the template's */
 	uid_t user_uid;
 	gid_t user_gid;
 	uint32_t proc_masks;   /* from rootfs_proc_masks_present() */

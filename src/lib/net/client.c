@@ -46,8 +46,9 @@ static int try_connect(const char *state_dir)
 static int start_netd(const char *state_dir, const char *netd_path, abox_error *err)
 {
 	if (!netd_path)
-		return abox_error_setx(err, ENOENT, "abox-netd not found (looked at $ABOX_NETD, next to the program, "
-						    "and where abox installs it): sandboxes cannot have networking");
+		return abox_error_setx(err, ENOENT,
+				       "abox-netd not found (looked at $ABOX_NETD, next to the program, "
+				       "and where abox installs it): sandboxes cannot have networking");
 	char dir[4096], log[4200];
 	snprintf(dir, sizeof(dir), "%s/net", state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -120,7 +121,8 @@ int net_client_wait(int conn, json_object **out, abox_error *err)
 	while ((pr = poll(&p, 1, ANSWER_TIMEOUT_MS)) < 0 && errno == EINTR)
 		;
 	if (pr == 0)
-		return abox_error_setx(err, ETIMEDOUT, "net: abox-netd did not answer in %d s", ANSWER_TIMEOUT_MS / 1000);
+		return abox_error_setx(err, ETIMEDOUT, "net: abox-netd did not answer in %d s",
+				       ANSWER_TIMEOUT_MS / 1000);
 	char *buf = malloc(ANSWER_MAX);
 	if (!buf)
 		return abox_error_set(err, ENOMEM, "net");
@@ -151,8 +153,8 @@ int net_client_wait(int conn, json_object **out, abox_error *err)
 	return r;
 }
 
-int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id, uint32_t slot,
-		    int fd, json_object **out, abox_error *err)
+int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id,
+		    uint32_t slot, int fd, json_object **out, abox_error *err)
 {
 	int conn = net_client_connect(state_dir, netd_path, err);
 	if (conn < 0)

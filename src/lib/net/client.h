@@ -23,8 +23,8 @@ int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int
  * (when not NULL) gets the answer object (json_object_put it). */
 int net_client_wait(int conn, struct json_object **out, abox_error *err);
 /* connect + send + wait, the connection closed. */
-int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id, uint32_t slot,
-		    int fd, struct json_object **out, abox_error *err);
+int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id,
+		    uint32_t slot, int fd, struct json_object **out, abox_error *err);
 /* The status of a running abox-netd, without starting one: -ESRCH when
  * none runs. */
 int net_client_status(const char *state_dir, struct json_object **out, abox_error *err);

@@ -22,8 +22,8 @@ int net_parse_cidr4(const char *s, bool strict, uint32_t *addr, unsigned *prefix
 	if (slash) {
 		*slash = '\0';
 		const char *d = slash + 1;
-		if (!*d || strlen(d) > 2 || d[0] < '0' || d[0] > '9' || (d[1] && (d[1] < '0' || d[1] > '9')) ||
-		    (d[0] == '0' && d[1]))
+		if (!*d || strlen(d) > 2 || d[0] < '0' || d[0] > '9' ||
+		    (d[1] && (d[1] < '0' || d[1] > '9')) || (d[0] == '0' && d[1]))
 			return -EINVAL;
 		p = (unsigned)atoi(d);
 		if (p > 32)
@@ -128,17 +128,17 @@ static int name_of(json_object *o, const char *k, char *out, size_t n, const cha
 		return 0;
 	const char *s = json_object_get_string(v);
 	if (!json_object_is_type(v, json_type_string) || !*s || strlen(s) >= n || strpbrk(s, "/ \t\n"))
-		return abox_error_setx(err, EINVAL, "%s: %s must be a name of at most %zu characters", path, k, n - 1);
+		return abox_error_setx(err, EINVAL, "%s: %s must be a name of at most %zu characters", path,
+				       k, n - 1);
 	snprintf(out, n, "%s", s);
 	return 0;
 }
 
 static int apply(struct net_config *c, json_object *o, const char *path, abox_error *err)
 {
-	static const char *const known[] = { "pool", "uplink", "table", "dnsPort", "proxyPort", "resolvers",
-					     "allowSmtp" };
-	json_object_object_foreach(o, key, val)
-	{
+	static const char *const known[] = { "pool",      "uplink",    "table",    "dnsPort",
+					     "proxyPort", "resolvers", "allowSmtp" };
+	json_object_object_foreach(o, key, val) {
 		(void)val;
 		bool ok = false;
 		for (size_t i = 0; i < ELEMENTSOF(known); i++)
@@ -148,10 +148,11 @@ static int apply(struct net_config *c, json_object *o, const char *path, abox_er
 	}
 	const char *pool = js_str(o, "pool");
 	if (json_object_object_get_ex(o, "pool", NULL)) {
-		if (!pool || net_parse_cidr4(pool, true, &c->pool, &c->pool_prefix) < 0 || c->pool_prefix > 30 ||
-		    c->pool_prefix < 8)
-			return abox_error_setx(err, EINVAL,
-					       "%s: pool must be an IPv4 network from /8 to /30 (e.g. 10.231.0.0/16)", path);
+		if (!pool || net_parse_cidr4(pool, true, &c->pool, &c->pool_prefix) < 0 ||
+		    c->pool_prefix > 30 || c->pool_prefix < 8)
+			return abox_error_setx(
+				err, EINVAL,
+				"%s: pool must be an IPv4 network from /8 to /30 (e.g. 10.231.0.0/16)", path);
 	}
 	int r;
 	char up[IFNAMSIZ] = "";
@@ -171,15 +172,18 @@ static int apply(struct net_config *c, json_object *o, const char *path, abox_er
 	if (json_object_object_get_ex(o, "resolvers", &v)) {
 		size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
 		if (!json_object_is_type(v, json_type_array) || n == 0 || n > NET_MAX_RESOLVERS)
-			return abox_error_setx(err, EINVAL, "%s: resolvers must list 1 to %d IPv4 addresses", path,
-					       NET_MAX_RESOLVERS);
+			return abox_error_setx(err, EINVAL, "%s: resolvers must list 1 to %d IPv4 addresses",
+					       path, NET_MAX_RESOLVERS);
 		c->nresolvers = 0;
 		for (size_t i = 0; i < n; i++) {
 			json_object *e = json_object_array_get_idx(v, i);
 			if (!json_object_is_type(e, json_type_string) ||
-			    resolver_parse(json_object_get_string(e), &c->resolvers[i], &c->resolver_ports[i]) < 0)
-				return abox_error_setx(err, EINVAL, "%s: resolvers[%zu] must be an IPv4 address (or address:port)",
-						       path, i);
+			    resolver_parse(json_object_get_string(e), &c->resolvers[i],
+					   &c->resolver_ports[i]) < 0)
+				return abox_error_setx(
+					err, EINVAL,
+					"%s: resolvers[%zu] must be an IPv4 address (or address:port)", path,
+					i);
 			c->nresolvers++;
 		}
 	}
@@ -222,7 +226,8 @@ int net_config_load(const char *state_dir, struct net_config *out, abox_error *e
 	if (c.nresolvers == 0)
 		resolvers_from_host(&c);
 	if (c.dns_port == c.proxy_port)
-		return abox_error_setx(err, EINVAL, "%s: dnsPort and proxyPort must differ", *c.path ? c.path : "network config");
+		return abox_error_setx(err, EINVAL, "%s: dnsPort and proxyPort must differ",
+				       *c.path ? c.path : "network config");
 	*out = c;
 	return 0;
 }

@@ -18,17 +18,17 @@
 #define NET_IF_PREFIX "abx"
 
 struct net_config {
-	uint32_t pool;         /* network byte order */
-	unsigned pool_prefix;  /* every sandbox takes a /30 of it */
+	uint32_t pool; /* network byte order */
+	unsigned pool_prefix; /* every sandbox takes a /30 of it */
 	char uplink[IFNAMSIZ]; /* "" = the interface of the default route */
-	char table[32];        /* the nftables table (family inet) */
-	uint16_t dns_port;     /* abox-netd's resolver, on every gateway address */
-	uint16_t proxy_port;   /* abox-netd's domain proxy */
+	char table[32]; /* the nftables table (family inet) */
+	uint16_t dns_port; /* abox-netd's resolver, on every gateway address */
+	uint16_t proxy_port; /* abox-netd's domain proxy */
 	uint32_t resolvers[NET_MAX_RESOLVERS]; /* upstream, network byte order */
 	uint16_t resolver_ports[NET_MAX_RESOLVERS];
 	unsigned nresolvers;
-	bool allow_smtp;       /* TCP 25 out (blocked by default: spam relays) */
-	char path[256];        /* the file it was read from ("" when none) */
+	bool allow_smtp; /* TCP 25 out (blocked by default: spam relays) */
+	char path[256]; /* the file it was read from ("" when none) */
 };
 
 /* Reads the state folder's network config over the defaults (pool

@@ -9,10 +9,13 @@
 #include "net/config.h"
 #include "net/policy.h"
 
-#define R4(a, b, c, d, p) \
-	{ ((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d), \
-	  (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d)) | \
-		  (uint32_t)((1ull << (32 - (p))) - 1) }
+#define R4(a, b, c, d, p)                                                                                    \
+	{                                                                                                    \
+		((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d),        \
+			(((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) |              \
+			 (uint32_t)(d)) |                                                                    \
+				(uint32_t)((1ull << (32 - (p))) - 1)                                         \
+	}
 
 /* What a sandbox never reaches, whatever its policy allows: the host's
  * own networks and everyone else's (RFC 1918, CGNAT), loopback,
@@ -37,9 +40,12 @@ bool net_addr_always_denied(uint32_t addr)
 const char *net_mode_name(enum net_mode m)
 {
 	switch (m) {
-	case NET_MODE_OPEN: return "open";
-	case NET_MODE_FILTERED: return "filtered";
-	default: return "none";
+	case NET_MODE_OPEN:
+		return "open";
+	case NET_MODE_FILTERED:
+		return "filtered";
+	default:
+		return "none";
 	}
 }
 
@@ -189,7 +195,8 @@ static int entry(struct net_policy *p, const char *raw, bool allow, size_t *nlis
 	bool cidr = specified_cidr(raw, &a, &prefix, &v4);
 	int r = 0;
 	if (cidr && v4) {
-		r = allow ? add_range(&p->allow4, &p->nallow4, a, prefix) : add_range(&p->deny4, &p->ndeny4, a, prefix);
+		r = allow ? add_range(&p->allow4, &p->nallow4, a, prefix)
+			  : add_range(&p->deny4, &p->ndeny4, a, prefix);
 		if (!allow && !strcmp(raw, NET_ALL_TRAFFIC))
 			p->deny_all = true;
 	} else if (cidr) {
@@ -219,8 +226,8 @@ static int lists(struct net_policy *p, const char *const *v, bool allow, abox_er
 	size_t n = 0;
 	for (size_t i = 0; v && v[i]; i++) {
 		if (i >= NET_POLICY_MAX_ENTRIES)
-			return abox_error_setx(err, EINVAL, "%s has more than %d entries", allow ? "allowOut" : "denyOut",
-					       NET_POLICY_MAX_ENTRIES);
+			return abox_error_setx(err, EINVAL, "%s has more than %d entries",
+					       allow ? "allowOut" : "denyOut", NET_POLICY_MAX_ENTRIES);
 		if (strlen(v[i]) > NET_ENTRY_MAX)
 			return abox_error_setx(err, EINVAL, "%s[%zu] is longer than %d characters",
 					       allow ? "allowOut" : "denyOut", i, NET_ENTRY_MAX);
@@ -236,7 +243,8 @@ int net_policy_make(enum net_mode mode, const char *const *allow_out, const char
 {
 	bool has_lists = (allow_out && *allow_out) || (deny_out && *deny_out);
 	if (mode == NET_MODE_NONE && has_lists)
-		return abox_error_setx(err, EINVAL, "allow and deny lists need networking (mode filtered), not mode none");
+		return abox_error_setx(err, EINVAL,
+				       "allow and deny lists need networking (mode filtered), not mode none");
 	if (mode == NET_MODE_OPEN && has_lists)
 		return abox_error_setx(err, EINVAL, "allow and deny lists make the mode filtered, not open");
 	if (mode != NET_MODE_NONE && mode != NET_MODE_OPEN && mode != NET_MODE_FILTERED)
@@ -247,7 +255,8 @@ int net_policy_make(enum net_mode mode, const char *const *allow_out, const char
 		r = lists(&p, allow_out, true, err);
 	if (r >= 0 && p.nnames && !p.deny_all)
 		r = abox_error_setx(err, EINVAL,
-				    "When specifying allowed domains in allow out, you must include 'ALL_TRAFFIC' in deny out to block all other traffic.");
+				    "When specifying allowed domains in allow out, you must include "
+				    "'ALL_TRAFFIC' in deny out to block all other traffic.");
 	if (r < 0) {
 		net_policy_free(&p);
 		return r;

@@ -13,8 +13,8 @@
 #include "base/base.h"
 
 enum net_mode {
-	NET_MODE_NONE = 0,     /* loopback only: no veth */
-	NET_MODE_OPEN = 1,     /* out to anything but the always-denied ranges */
+	NET_MODE_NONE = 0, /* loopback only: no veth */
+	NET_MODE_OPEN = 1, /* out to anything but the always-denied ranges */
 	NET_MODE_FILTERED = 2, /* the allow and deny lists decide */
 };
 
@@ -35,7 +35,7 @@ struct net_policy {
 	/* compiled */
 	struct net_range4 *allow4, *deny4;
 	size_t nallow4, ndeny4;
-	char **names;  /* allowOut's name patterns, lower case: "example.com", "*.example.com", "*" */
+	char **names; /* allowOut's name patterns, lower case: "example.com", "*.example.com", "*" */
 	size_t nnames;
 	bool deny_all; /* denyOut holds 0.0.0.0/0: what allowOut does not name is refused */
 };

@@ -128,8 +128,8 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 		return r;
 	uint32_t n = net_config_slots(c), start = next_hint(dir, n);
 	char holder[ABOX_ID_LEN + 1];
-	if (prefer >= 0 && prefer < n && net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 &&
-	    !strcmp(holder, id)) {
+	if (prefer >= 0 && prefer < n &&
+	    net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 && !strcmp(holder, id)) {
 		/* still ours (a cold resume): the same address again */
 		snprintf(p, sizeof(p), "%s/%u", dir, (uint32_t)prefer);
 		if (rename(tmp, p) == 0) {
@@ -160,11 +160,14 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 	}
 	unlink(tmp);
 	if (r == -ENOSPC)
-		return abox_error_setx(err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)", n);
+		return abox_error_setx(
+			err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)",
+			n);
 	return r;
 }
 
-int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json, abox_error *err)
+int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
+		    abox_error *err)
 {
 	char dir[4096], tmp[4300], p[4300];
 	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);

@@ -22,7 +22,8 @@
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
 		  int64_t prefer, uint32_t *slot, abox_error *err);
 /* Replaces the policy of id's slot (atomic: readers see old or new). */
-int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json, abox_error *err);
+int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
+		    abox_error *err);
 /* The id and policy (malloc'd) in a slot; -ENOENT when free. */
 int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1], char **policy_json,
 		  abox_error *err);

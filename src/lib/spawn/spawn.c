@@ -301,7 +301,8 @@ static int in_new_netns(void *ud, abox_error *err)
 	/* the default of the interfaces to come (its eth0): no IPv6
 	 * address, no router solicitation; a sandbox with networking has no
 	 * IPv6 route out, and the host's table drops what it sends anyway */
-	if (n->ipv6_off && (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0 &&
+	if (n->ipv6_off &&
+	    (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0 &&
 	    r != -ENOENT)
 		return abox_error_set(err, -r, "turn IPv6 off in the sandbox's network namespace");
 	spawn_mark(n->marks, MARK_P_LO);
@@ -380,7 +381,9 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1, .ipv6_off = cfg->net_begin != NULL };
+	struct in_netns inn = { .marks = cfg->rootfs.marks,
+				.sysfs_fd = -1,
+				.ipv6_off = cfg->net_begin != NULL };
 	r = net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;

@@ -211,7 +211,8 @@ static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *id = de->d_name + 5;
-		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) || store_has_owner(runtime_dir, state_dir, id))
+		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) ||
+		    store_has_owner(runtime_dir, state_dir, id))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||

@@ -40,8 +40,8 @@ struct sb_state {
 	char *checkpoint;     /* paused to disk: the folder of its memory checkpoint, else NULL */
 	char *checkpoint_token; /* the token its checkpointed init waits to be re-armed with */
 	char **snapshots;     /* ids of the snapshot chain it stands on, newest first, or NULL */
-	char *net_policy;     /* its egress policy (net/policy.h JSON), NULL: loopback only */
-	uint32_t net_slot;    /* with net_policy: its slot of the address pool (net/slots.h) */
+	char *net_policy; /* its egress policy (net/policy.h JSON), NULL: loopback only */
+	uint32_t net_slot; /* with net_policy: its slot of the address pool (net/slots.h) */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];
 	unsigned nmeta;
