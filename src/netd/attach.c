@@ -89,7 +89,10 @@ int attach_sandbox(const struct net_config *cfg, const char *uplink, const char 
 	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 ||
 	    (r = nl_addr_add(&host, hidx, gw, 30, err)) < 0 || (r = nl_link_up(&host, hidx, true, err)) < 0)
 		goto out;
-	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 ||
+	/* IPv6 off before eth0 is up (no link-local address is ever made):
+	 * sandboxes have no IPv6 route out, and the table drops what they
+	 * would send anyway */
+	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 || (r = nl_link_no_ipv6(&in, sidx, err)) < 0 ||
 	    (r = nl_addr_add(&in, sidx, addr, 30, err)) < 0 || (r = nl_link_up(&in, sidx, false, err)) < 0 ||
 	    (r = nl_route_default(&in, sidx, gw, err)) < 0)
 		goto out;

@@ -118,7 +118,7 @@ static json_object *do_remove(json_object *req)
 		return answer_err(&e);
 	}
 	pthread_mutex_lock(&netd.lock);
-	struct sbx *s = sbx_get((uint32_t)slot);
+	struct sbx *s = sbx_known((uint32_t)slot);
 	int r;
 	/* what was applied, removed exactly; not known here (a netd
 	 * restarted since): whatever the table holds for the sandbox */

@@ -71,6 +71,9 @@ struct sbx *sbx_by_addr(uint32_t addr);
  * address is one of them now. Lock held. */
 void sbx_learn(struct sbx *s, const uint32_t *addrs, size_t n, uint64_t ttl_ms);
 bool sbx_learned(const struct sbx *s, uint32_t addr);
+/* The entry of slot as netd last knew it, whether or not its file is
+ * still there (a remove comes after the library freed the slot). */
+struct sbx *sbx_known(uint32_t slot);
 /* Forgets a sandbox (after its elements were removed). Lock held. */
 void sbx_drop(uint32_t slot);
 /* Every slot file, read (the ones of sandboxes gone are the library's

@@ -354,3 +354,20 @@ int nl_links_stats_sum(struct nl *nl, const char *prefix, struct nl_link_stats *
 	*count = q.summed;
 	return 0;
 }
+
+int nl_link_no_ipv6(struct nl *nl, int ifindex, abox_error *err)
+{
+	char buf[NL_BUF];
+	struct nlmsghdr *h = msg_new(nl, buf, RTM_NEWLINK, NLM_F_ACK);
+	put_ifinfo(h, ifindex);
+	struct nlattr *af = mnl_attr_nest_start(h, IFLA_AF_SPEC);
+	struct nlattr *in6 = mnl_attr_nest_start(h, AF_INET6);
+	mnl_attr_put_u8(h, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+	mnl_attr_nest_end(h, in6);
+	mnl_attr_nest_end(h, af);
+	int r = talk(nl, h, NULL, NULL);
+	/* a kernel without IPv6 has nothing to turn off */
+	if (r < 0 && r != -EAFNOSUPPORT && r != -EOPNOTSUPP)
+		return abox_error_set(err, -r, "net: turn IPv6 off on link %d", ifindex);
+	return 0;
+}

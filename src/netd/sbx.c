@@ -68,6 +68,12 @@ static void sbx_free(struct sbx *s)
 	free(s);
 }
 
+struct sbx *sbx_known(uint32_t slot)
+{
+	ssize_t i = find(slot);
+	return i >= 0 ? netd.sbx[i] : NULL;
+}
+
 void sbx_drop(uint32_t slot)
 {
 	ssize_t i = find(slot);

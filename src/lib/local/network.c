@@ -88,12 +88,19 @@ int local_net_finish(struct local_net *ln, abox_error *err)
 	return 0;
 }
 
-/* A sandbox's elements and flows gone, then its slot: netd first (it
- * reads the slot to know what to remove), the slot last (a crash in
- * between leaves a slot gc finds). */
+/* A sandbox's elements and flows gone, then its slot. netd is asked and
+ * not waited for: it removes what it applied (it keeps that, the slot
+ * file is not needed) while the caller goes on, so a kill costs no round
+ * trip; what it cannot remove it logs, and its reconcile at the next
+ * start removes anything of a sandbox no slot names. The request is
+ * sent before the slot goes, so a crash in between leaves a slot gc
+ * finds. */
 static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *err)
 {
-	int r = net_client_call(ctx->state_dir, ctx->netd_path, "remove", id, slot, -1, NULL, err);
+	int conn = net_client_connect(ctx->state_dir, ctx->netd_path, err);
+	int r = conn < 0 ? conn : net_client_send(conn, "remove", id, slot, -1, err);
+	if (conn >= 0)
+		close(conn);
 	if (r < 0)
 		return abox_error_prefix(err, "network");
 	net_slot_release(ctx->state_dir, slot, id);

@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "base/json.h"
@@ -53,9 +54,11 @@ static int temp_file(const char *dir, const char *id, const char *policy_json, c
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return abox_error_set(err, errno, "net: create '%s'", tmp);
+	/* no fsync: a slot means something only while the host runs (its
+	 * veth, the table and the sandbox are gone after a reboot, and gc
+	 * then frees the slot); what a crash of abox leaves, the rename or
+	 * link made whole */
 	int r = write_full(fd, text, strlen(text));
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
 	close(fd);
 	if (r < 0) {
 		unlink(tmp);
@@ -91,79 +94,60 @@ int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1]
 	return r;
 }
 
-static uint32_t next_hint(const char *dir, uint32_t nslots)
+/* A slot file made whole in one step where none was: O_EXCL, then the
+ * record (a reader that comes in between finds it unreadable and treats
+ * the slot as taken by nobody it can serve yet: only the creator uses it
+ * before the write is done). -EEXIST when taken. */
+static int take_file(const char *path, const char *text)
 {
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/../next", dir);
-	_cleanup_free_ char *t = NULL;
-	if (read_file_at(AT_FDCWD, p, 64, &t, NULL) < 0)
-		return 0;
-	unsigned long v = strtoul(t, NULL, 10);
-	return (uint32_t)(v % nslots);
-}
-
-static void set_hint(const char *dir, uint32_t next)
-{
-	char p[4200], q[4200], v[24];
-	snprintf(p, sizeof(p), "%s/../next", dir);
-	snprintf(q, sizeof(q), "%s/../.next-%d", dir, (int)getpid());
-	snprintf(v, sizeof(v), "%u\n", next);
-	int fd = open(q, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return;
-	bool ok = write_full(fd, v, strlen(v)) >= 0;
+		return -errno;
+	int r = write_full(fd, text, strlen(text));
 	close(fd);
-	if (!ok || rename(q, p) < 0)
-		unlink(q);
+	if (r < 0)
+		unlink(path);
+	return r;
 }
 
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
 		  int64_t prefer, uint32_t *slot, abox_error *err)
 {
-	char dir[4096], tmp[4300], p[4300];
+	char dir[4096], p[4300];
 	int r = slots_dir(state_dir, dir, sizeof(dir), true, err);
 	if (r < 0)
 		return r;
-	if ((r = temp_file(dir, id, policy_json, tmp, sizeof(tmp), err)) < 0)
-		return r;
-	uint32_t n = net_config_slots(c), start = next_hint(dir, n);
+	_cleanup_free_ char *text = slot_text(id, policy_json);
+	if (!text)
+		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
+	uint32_t n = net_config_slots(c);
 	char holder[ABOX_ID_LEN + 1];
-	if (prefer >= 0 && prefer < n &&
-	    net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 && !strcmp(holder, id)) {
-		/* still ours (a cold resume): the same address again */
-		snprintf(p, sizeof(p), "%s/%u", dir, (uint32_t)prefer);
-		if (rename(tmp, p) == 0) {
-			*slot = (uint32_t)prefer;
-			return 0;
-		}
+	if (prefer >= 0 && prefer < n && net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 &&
+	    !strcmp(holder, id)) {
+		/* still ours (a cold resume): the same address again, its
+		 * policy refreshed */
+		return (r = net_slot_update(state_dir, (uint32_t)prefer, id, policy_json, err)) < 0 ? r
+												      : (*slot = (uint32_t)prefer, 0);
 	}
-	r = -ENOSPC;
+	/* from a random place: a slot freed a moment ago (whose veth the
+	 * kernel may still be taking down) is not the next one given, and
+	 * concurrent creators rarely meet */
+	uint32_t start = 0;
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != (ssize_t)sizeof(start))
+		start = (uint32_t)getpid() * 2654435761u;
+	start %= n;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = (start + i) % n;
 		snprintf(p, sizeof(p), "%s/%u", dir, s);
-		if (link(tmp, p) == 0) {
-			*slot = s;
-			set_hint(dir, (s + 1) % n);
-			r = 0;
-			break;
-		}
-		if (errno != EEXIST) {
-			r = abox_error_set(err, errno, "net: take slot %u", s);
-			break;
-		}
-		if (net_slot_read(state_dir, s, holder, NULL, NULL) == 0 && !strcmp(holder, id) &&
-		    rename(tmp, p) == 0) {
-			/* ours already: its policy refreshed */
+		r = take_file(p, text);
+		if (r == 0) {
 			*slot = s;
 			return 0;
 		}
+		if (r != -EEXIST)
+			return abox_error_set(err, -r, "net: take slot %u", s);
 	}
-	unlink(tmp);
-	if (r == -ENOSPC)
-		return abox_error_setx(
-			err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)",
-			n);
-	return r;
+	return abox_error_setx(err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)", n);
 }
 
 int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,

@@ -1,12 +1,14 @@
 /* net/slots — which sandbox holds which /30 of the pool, on disk so that
  * it survives crashes: <state>/net/slots/<n> holds the sandbox's id and
- * its egress policy ({"id":"…","policy":{…}}). A slot is taken by
- * linking a complete file to its name (fails when taken: no two creators
- * get one slot, and no half-written slot file is ever seen), changed by
- * rename, freed by unlink. abox-netd reads the same files to know whose
- * packet it is answering. Slots are handed out round-robin from where
- * the last one was taken, so a slot freed a moment ago (whose old veth
- * the kernel may still be tearing down) is not the next one given.
+ * its egress policy ({"id":"…","policy":{…}}), written without fsync (a
+ * slot means something only while the host runs). A slot is taken by
+ * making its file with O_EXCL (no two creators get one slot; a reader
+ * that meets it before its record is written treats it as nobody's it
+ * can serve yet), changed by rename (readers see old or new), freed by
+ * unlink. abox-netd reads the same files to know whose packet it is
+ * answering. The search starts at a random slot, so a slot freed a
+ * moment ago (whose old veth the kernel may still be tearing down) is
+ * rarely the next one given.
  * Runs in the creator, gc and abox-netd. */
 #ifndef ABOX_NET_SLOTS_H
 #define ABOX_NET_SLOTS_H

@@ -284,7 +284,6 @@ static void close_all(int *fds, size_t n)
 struct in_netns {
 	struct spawn_marks *marks;
 	int sysfs_fd;
-	bool ipv6_off;
 };
 
 /* Runs inside the sandbox's new network namespace (net_namespace_new):
@@ -298,13 +297,6 @@ static int in_new_netns(void *ud, abox_error *err)
 	int r = net_loopback_up(err);
 	if (r < 0)
 		return r;
-	/* the default of the interfaces to come (its eth0): no IPv6
-	 * address, no router solicitation; a sandbox with networking has no
-	 * IPv6 route out, and the host's table drops what it sends anyway */
-	if (n->ipv6_off &&
-	    (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0 &&
-	    r != -ENOENT)
-		return abox_error_set(err, -r, "turn IPv6 off in the sandbox's network namespace");
 	spawn_mark(n->marks, MARK_P_LO);
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {
@@ -381,9 +373,7 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	struct in_netns inn = { .marks = cfg->rootfs.marks,
-				.sysfs_fd = -1,
-				.ipv6_off = cfg->net_begin != NULL };
+	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1 };
 	r = net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;

@@ -36,8 +36,8 @@ struct spawn_config {
 	const struct cg_layout *cg_layout;
 	/* networking: called in the creator's namespace as soon as the
 	 * sandbox's exists (its fd, which the callee passes on or dups), so
-	 * its interface is made while the child builds the root; IPv6 is
-	 * turned off in the new namespace first. NULL: loopback only. */
+	 * its interface is made while the child builds the root. NULL:
+	 * loopback only. */
 	int (*net_begin)(void *ud, int netns_fd, abox_error *err);
 	void *net_ud;
 };
