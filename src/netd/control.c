@@ -82,13 +82,7 @@ static json_object *do_attach(json_object *req, int fd)
 	if (s) {
 		r = attach_sandbox(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, fd, &made, &e);
 		if (r >= 0) {
-			net_policy_free(&s->applied);
-			/* what was applied, kept for an exact removal later */
-			char *j = net_policy_json(&s->policy);
-			if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
-				memset(&s->applied, 0, sizeof(s->applied));
-			free(j);
-			s->attached = true;
+			sbx_applied(s);
 		}
 	}
 	pthread_mutex_unlock(&netd.lock);
@@ -144,12 +138,7 @@ static json_object *do_policy(json_object *req)
 		bool known = s->applied.mode != NET_MODE_NONE;
 		r = attach_repolicy(&netd.cfg, s->id, s->slot, known ? &s->applied : NULL, &s->policy, &e);
 		if (r >= 0) {
-			net_policy_free(&s->applied);
-			char *j = net_policy_json(&s->policy);
-			if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
-				memset(&s->applied, 0, sizeof(s->applied));
-			free(j);
-			s->attached = true;
+			sbx_applied(s);
 		}
 	}
 	pthread_mutex_unlock(&netd.lock);

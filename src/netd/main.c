@@ -60,11 +60,7 @@ static void reconcile(void)
 			netd_log("%s: reconcile: %s", s->id, e.msg);
 			continue;
 		}
-		char *j = net_policy_json(&s->policy);
-		if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
-			memset(&s->applied, 0, sizeof(s->applied));
-		free(j);
-		s->attached = true;
+		sbx_applied(s);
 	}
 	struct nft n;
 	char **ifaces = NULL;

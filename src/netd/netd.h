@@ -74,6 +74,9 @@ bool sbx_learned(const struct sbx *s, uint32_t addr);
 /* The entry of slot as netd last knew it, whether or not its file is
  * still there (a remove comes after the library freed the slot). */
 struct sbx *sbx_known(uint32_t slot);
+/* Its policy is what the table now holds: kept (a copy) for an exact
+ * removal later. Lock held. */
+void sbx_applied(struct sbx *s);
 /* Forgets a sandbox (after its elements were removed). Lock held. */
 void sbx_drop(uint32_t slot);
 /* Every slot file, read (the ones of sandboxes gone are the library's

@@ -227,3 +227,13 @@ bool sbx_learned(const struct sbx *s, uint32_t addr)
 			return true;
 	return false;
 }
+
+void sbx_applied(struct sbx *s)
+{
+	net_policy_free(&s->applied);
+	char *j = net_policy_json(&s->policy);
+	if (!j || net_policy_parse(j, &s->applied, NULL) < 0)
+		memset(&s->applied, 0, sizeof(s->applied));
+	free(j);
+	s->attached = true;
+}
