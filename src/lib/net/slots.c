@@ -122,12 +122,13 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
 	uint32_t n = net_config_slots(c);
 	char holder[ABOX_ID_LEN + 1];
-	if (prefer >= 0 && prefer < n && net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 &&
-	    !strcmp(holder, id)) {
+	if (prefer >= 0 && prefer < n &&
+	    net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 && !strcmp(holder, id)) {
 		/* still ours (a cold resume): the same address again, its
 		 * policy refreshed */
-		return (r = net_slot_update(state_dir, (uint32_t)prefer, id, policy_json, err)) < 0 ? r
-												      : (*slot = (uint32_t)prefer, 0);
+		return (r = net_slot_update(state_dir, (uint32_t)prefer, id, policy_json, err)) < 0
+			       ? r
+			       : (*slot = (uint32_t)prefer, 0);
 	}
 	/* from a random place: a slot freed a moment ago (whose veth the
 	 * kernel may still be taking down) is not the next one given, and
@@ -147,7 +148,8 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 		if (r != -EEXIST)
 			return abox_error_set(err, -r, "net: take slot %u", s);
 	}
-	return abox_error_setx(err, ENOSPC, "net: every address of the pool is taken (%u sandboxes with networking)", n);
+	return abox_error_setx(err, ENOSPC,
+			       "net: every address of the pool is taken (%u sandboxes with networking)", n);
 }
 
 int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
