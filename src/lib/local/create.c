@@ -297,23 +297,15 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 }
 
 /* Its egress: a slot of the pool (recorded: a crash from here on leaves
- * something gc finds), and abox-netd reached, started if need be, before
- * the clone. */
+ * something gc finds), abox-netd reached, started if need be, before the clone. */
 static int create_network(struct create *c, abox_error *err)
 {
-	if (c->net.mode == NET_MODE_NONE)
-		return 0;
-	/* a cold resume keeps its address: the slot its record names */
-	int64_t prefer = -1;
-	struct sb_state st = { 0 };
-	if (c->fixed_id && state_read(c->ctx->state_dir, c->fixed_id, &st, NULL) == 0 && st.net_policy)
-		prefer = st.net_slot;
-	sb_state_free(&st);
-	int r = local_net_prepare(c->ctx, c->sb->id, &c->net, prefer, &c->ln, err);
+	int r = local_net_prepare(c->ctx, c->sb->id, c->fixed_id, &c->net, &c->ln, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
-	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id,
-		    c->ln.slot);
+	if (c->ln.have_slot)
+		backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id,
+			    c->ln.slot);
 	return 0;
 }
 

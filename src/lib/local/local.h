@@ -65,9 +65,10 @@ struct local_net {
 };
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
-/* Before the clone: the slot taken (prefer: the one the sandbox held
- * before, -1 for none), netd reached (started when needed). */
-int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, int64_t prefer,
+/* Before the clone: the slot taken (resumed: the id of a cold resume,
+ * which keeps the slot its record names; NULL otherwise), netd reached
+ * (started when needed). */
+int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
 		      struct local_net *ln, abox_error *err);
 /* spawn_config.net_begin: asks netd to attach the new namespace. */
 int local_net_begin(void *ud, int netns_fd, abox_error *err);

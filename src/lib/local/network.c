@@ -43,7 +43,7 @@ static void resolv_conf(const struct net_config *cfg, uint32_t slot, char *buf, 
 	snprintf(buf, n, "nameserver %s\n", a);
 }
 
-int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p, int64_t prefer,
+int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
 		      struct local_net *ln, abox_error *err)
 {
 	memset(ln, 0, sizeof(*ln));
@@ -55,6 +55,12 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const struct net_policy *p,
 		return abox_error_prefix(err, "network");
 	if (!(ln->policy_json = net_policy_json(p)))
 		return abox_error_set(err, ENOMEM, "network");
+	/* a cold resume keeps its address: the slot its record names */
+	int64_t prefer = -1;
+	struct sb_state st = { 0 };
+	if (resumed && state_read(ctx->state_dir, resumed, &st, NULL) == 0 && st.net_policy)
+		prefer = st.net_slot;
+	sb_state_free(&st);
 	if ((r = net_slot_take(ctx->state_dir, &ln->cfg, id, ln->policy_json, prefer, &ln->slot, err)) < 0)
 		return abox_error_prefix(err, "network");
 	ln->have_slot = true;
