@@ -22,7 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "nft_internal.h"
 
 int nft_open(struct nft *n, const char *table, abox_error *err)

@@ -75,7 +75,7 @@ static int elem_if_range(struct nftnl_set *s, const char *ifname, const struct n
 
 /* One element message for set name, filled by fill. */
 int nft_elems_msg(struct nft *n, uint16_t type, const char *name,
-		     int (*fill)(struct nftnl_set *s, const void *ud), const void *ud)
+		  int (*fill)(struct nftnl_set *s, const void *ud), const void *ud)
 {
 	struct nftnl_set *s = nft_set_new(n, name);
 	if (!s)

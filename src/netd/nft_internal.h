@@ -28,7 +28,6 @@
 #define NFT_MSG_DESTROYSETELEM 30
 #endif
 
-
 /* A batch: begun, messages added (each with NLM_F_ACK), committed whole:
  * 0 or the first error the kernel answered. */
 void nft_batch_begin(struct nft *n);
@@ -44,8 +43,8 @@ void nft_key_if(uint8_t *k, const char *ifname);
 struct nftnl_set_elem *nft_elem_new(const void *key, uint32_t len, const void *key_end);
 /* One element message for set name, filled by fill (> 0: something to
  * send, 0: nothing, < 0: an error). */
-int nft_elems_msg(struct nft *n, uint16_t type, const char *name, int (*fill)(struct nftnl_set *s, const void *ud),
-		  const void *ud);
+int nft_elems_msg(struct nft *n, uint16_t type, const char *name,
+		  int (*fill)(struct nftnl_set *s, const void *ud), const void *ud);
 /* The always-denied ranges, as the elements of an interval set. */
 int nft_fill_always(struct nftnl_set *s, const void *ud);
 /* The ruleset's rules, into the batch (*err: the first failure). */

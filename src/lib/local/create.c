@@ -304,8 +304,8 @@ static int create_network(struct create *c, abox_error *err)
 	if (r < 0)
 		return abox_error_prefix(err, "create");
 	if (c->ln.have_slot)
-		backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached", c->sb->id,
-			    c->ln.slot);
+		backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network slot %u, abox-netd reached",
+			    c->sb->id, c->ln.slot);
 	return 0;
 }
 
