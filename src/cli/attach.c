@@ -8,39 +8,58 @@
 #include "base/base.h"
 #include "cli.h"
 
+static void proc_freep(abox_proc **p)
+{
+	abox_proc_free(*p);
+}
+
+/* Opens sandbox id and attaches to its process target (PID|TAG, as
+ * cli_target reads it). Returns 0, or EXIT_ABOX once it has said why. */
+static int open_proc(const char *id, const char *target, struct cli_sandbox *s, abox_proc **p)
+{
+	int pid;
+	const char *tag;
+	cli_target(target, &pid, &tag);
+	int rc = cli_open(id, s);
+	if (rc)
+		return rc;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_proc_attach(s->sb, pid, tag, p, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+/* open_proc, then what the process's first events say: whether it has
+ * ended (signal and resize need it running). */
+static int open_started(const char *id, const char *target, struct cli_sandbox *s, abox_proc **p,
+			struct cli_start *st)
+{
+	int rc = open_proc(id, target, s, p);
+	if (rc)
+		return rc;
+	abox_error err = ABOX_ERROR_INIT;
+	if (cli_wait_started(*p, st, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	if (argc != 3) {
 		cli_err("attach: usage: abox attach ID PID|TAG");
 		return EXIT_ABOX;
 	}
-	int pid;
-	const char *tag;
-	cli_target(argv[2], &pid, &tag);
 	if (cli_signals_block() < 0)
 		return EXIT_ABOX;
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
-		abox_ctx_free(ctx);
-		return cli_fail(&err);
-	}
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
 	abox_proc *p;
-	int rc;
-	if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
-		rc = cli_fail(&err);
-	} else {
-		char membuf[32];
-		format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
-		struct cli_proc_opts o = { .memory_text = membuf };
-		rc = cli_follow(p, false, &o);
-	}
-	abox_sandbox_free(sb);
-	abox_ctx_free(ctx);
-	return rc;
+	int rc = open_proc(argv[1], argv[2], &s, &p);
+	if (rc)
+		return rc;
+	char membuf[32];
+	format_size(abox_sandbox_memory_limit(s.sb), membuf, sizeof(membuf));
+	struct cli_proc_opts o = { .memory_text = membuf };
+	return cli_follow(p, false, &o);
 }
 
 static int signal_number(const char *s)
@@ -74,39 +93,20 @@ int cmd_signal(int argc, char **argv)
 		cli_err("signal: unknown signal '%s'", argv[3]);
 		return EXIT_ABOX;
 	}
-	int pid;
-	const char *tag;
-	cli_target(argv[2], &pid, &tag);
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	_cleanup_(proc_freep) abox_proc *p = NULL;
+	struct cli_start st = { 0 };
+	/* attach, then signal through the handle: the same lookup by pid or
+	 * tag, and a clear error for an unknown one */
+	int rc = open_started(argv[1], argv[2], &s, &p, &st);
+	if (rc)
+		return rc;
+	if (st.ended) {
+		cli_err("signal: process %s has ended (exit %d)", argv[2], st.code);
 		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	int rc = 0;
-	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
-		rc = cli_fail(&err);
-	} else {
-		abox_proc *p;
-		/* attach, then signal through the handle: the same lookup by
-		 * pid or tag, and a clear error for an unknown one */
-		if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
-			rc = cli_fail(&err);
-		} else {
-			struct cli_start s = { 0 };
-			if (cli_wait_started(p, &s, &err) < 0)
-				rc = cli_fail(&err);
-			if (rc == 0 && s.ended) {
-				cli_err("signal: process %s has ended (exit %d)", argv[2], s.code);
-				rc = EXIT_ABOX;
-			} else if (rc == 0 && abox_proc_signal(p, sig, &err) < 0) {
-				rc = cli_fail(&err);
-			}
-			abox_proc_free(p);
-		}
-		abox_sandbox_free(sb);
 	}
-	abox_ctx_free(ctx);
-	return rc;
+	abox_error err = ABOX_ERROR_INIT;
+	return abox_proc_signal(p, sig, &err) < 0 ? cli_fail(&err) : 0;
 }
 
 int cmd_resize(int argc, char **argv)
@@ -117,35 +117,16 @@ int cmd_resize(int argc, char **argv)
 		cli_err("resize: usage: abox resize ID PID|TAG ROWSxCOLS");
 		return EXIT_ABOX;
 	}
-	int pid;
-	const char *tag;
-	cli_target(argv[2], &pid, &tag);
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	_cleanup_(proc_freep) abox_proc *p = NULL;
+	struct cli_start st = { 0 };
+	int rc = open_started(argv[1], argv[2], &s, &p, &st);
+	if (rc)
+		return rc;
+	if (st.ended) {
+		cli_err("resize: process %s has ended", argv[2]);
 		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	int rc = 0;
-	if (abox_sandbox_connect(ctx, argv[1], &sb, &err) < 0) {
-		rc = cli_fail(&err);
-	} else {
-		abox_proc *p;
-		if (abox_proc_attach(sb, pid, tag, &p, &err) < 0) {
-			rc = cli_fail(&err);
-		} else {
-			struct cli_start s = { 0 };
-			if (cli_wait_started(p, &s, &err) < 0)
-				rc = cli_fail(&err);
-			if (rc == 0 && s.ended) {
-				cli_err("resize: process %s has ended", argv[2]);
-				rc = EXIT_ABOX;
-			} else if (rc == 0 && abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0) {
-				rc = cli_fail(&err);
-			}
-			abox_proc_free(p);
-		}
-		abox_sandbox_free(sb);
 	}
-	abox_ctx_free(ctx);
-	return rc;
+	abox_error err = ABOX_ERROR_INIT;
+	return abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0 ? cli_fail(&err) : 0;
 }

@@ -5,6 +5,7 @@
 #define ABOX_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <abox/abox.h>
@@ -72,6 +73,60 @@ void cli_target(const char *arg, int *pid, const char **tag);
 
 /* Opens a context, honouring ABOX_DEBUG. */
 int cli_ctx(abox_ctx **ctx);
+
+/* A context and the one sandbox of it a verb works on. */
+struct cli_sandbox {
+	abox_ctx *ctx;
+	abox_sandbox *sb;
+};
+
+/* Opens a context (cli_ctx) and connects to sandbox id. Returns 0, or
+ * EXIT_ABOX once it has said why; then nothing is left open. */
+int cli_open(const char *id, struct cli_sandbox *s);
+/* The same with a new sandbox made from so. */
+int cli_create(const abox_sandbox_opts *so, struct cli_sandbox *s);
+/* Frees the sandbox handle, then the context. Takes a zeroed, half-opened
+ * or closed one, so it serves as _cleanup_(cli_close). */
+void cli_close(struct cli_sandbox *s);
+/* cli_close with the cheap part of gc (abox_gc_maybe) between the two, so
+ * leftovers of earlier runs go on the way out. */
+void cli_close_gc(struct cli_sandbox *s);
+
+/* The options of a new sandbox that `abox run` and `abox create` share,
+ * as entries of a getopt_long table; cli_sandbox_opt takes their values. */
+/* clang-format off */
+#define CLI_SANDBOX_LONGOPTS                                   \
+	{ "template", required_argument, NULL, 't' },          \
+	{ "env", required_argument, NULL, 'e' },               \
+	{ "memory", required_argument, NULL, 'M' },            \
+	{ "disk", required_argument, NULL, 'D' },              \
+	{ "layer", required_argument, NULL, 'L' },             \
+	{ "pids", required_argument, NULL, 'P' },              \
+	{ "cpus", required_argument, NULL, 'C' },              \
+	{ "timeout", required_argument, NULL, 'T' },           \
+	{ "seccomp", required_argument, NULL, 'S' }
+/* clang-format on */
+
+/* What those options make: the sandbox's options, and the -e K=V values
+ * (env has room for one per argument; the verb says whose they are). */
+struct cli_new_sandbox {
+	abox_sandbox_opts so;
+	const char **env;
+	size_t nenv;
+};
+
+/* Takes getopt_long's c and its value val into ns; the verb has looked at
+ * its own options first. Returns 1 when c is one of CLI_SANDBOX_LONGOPTS,
+ * 0 when it is not (an unknown option: getopt has said so), -1 once it has
+ * said what is wrong with val. */
+int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_sandbox *ns);
+
+/* ms since the epoch as 2006-01-02T15:04:05Z (UTC) into buf. */
+void cli_utc(int64_t ms, char *buf, size_t n);
+
+struct json_object;
+/* Prints o and a newline on stdout with json-c's flags, then drops o. */
+void cli_print_json(struct json_object *o, int flags);
 
 int cmd_run(int argc, char **argv);
 int cmd_create(int argc, char **argv);

@@ -153,37 +153,25 @@ parse:
 
 	if (cli_signals_block() < 0)
 		return EXIT_ABOX;
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
-		abox_ctx_free(ctx);
-		return cli_fail(&err);
-	}
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
+	if (rc)
+		return rc;
 	if (detach) {
 		if (po.flags & ABOX_PROC_STDIN) {
 			cli_err("exec: --detach and --interactive do not go together");
-			abox_sandbox_free(sb);
-			abox_ctx_free(ctx);
 			return EXIT_ABOX;
 		}
-		int rc = detach_start(sb, &po);
-		abox_sandbox_free(sb);
-		abox_ctx_free(ctx);
-		return rc;
+		return detach_start(s.sb, &po);
 	}
 	char membuf[32];
-	format_size(abox_sandbox_memory_limit(sb), membuf, sizeof(membuf));
+	format_size(abox_sandbox_memory_limit(s.sb), membuf, sizeof(membuf));
 	struct cli_proc_opts o = { .memory_text = membuf, .truncated = po.truncate_threshold != 0, .tty = tty,
 				   .json = json, .argv0 = po.argv[0] };
-	int rc = cli_run_process(sb, &po, &o);
+	rc = cli_run_process(s.sb, &po, &o);
 	if (check && rc != 0 && rc != EXIT_ABOX)
 		cli_err("exec: %s exited with %d", po.argv[0], rc);
-	abox_sandbox_free(sb);
-	(void)abox_gc_maybe(ctx, NULL, NULL); /* the cheap part of gc, on the way */
-	abox_ctx_free(ctx);
+	cli_close_gc(&s); /* the cheap part of gc, on the way */
 	return rc;
 }
 

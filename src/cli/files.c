@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 
 #include "base/base.h"
 #include "cli.h"
@@ -48,10 +47,7 @@ static json_object *info_obj(const abox_file_info *e)
 static void print_info(const abox_file_info *e)
 {
 	char when[32];
-	time_t t = (time_t)(e->mtime_ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cli_utc(e->mtime_ms, when, sizeof(when));
 	printf("%-7s %04o %5u %5u %10llu %s %s%s%s\n", type_name(e->type), e->mode, e->uid, e->gid,
 	       (unsigned long long)e->size, when, e->path, e->target[0] ? " -> " : "", e->target);
 }
@@ -73,18 +69,6 @@ static int out_chunk(const void *data, size_t len, void *ud)
 {
 	(void)ud;
 	return write_full(1, data, len) < 0;
-}
-
-static int connect_id(const char *id, abox_ctx **ctx, abox_sandbox **sb)
-{
-	if (cli_ctx(ctx) != 0)
-		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	if (abox_sandbox_connect(*ctx, id, sb, &err) < 0) {
-		abox_ctx_free(*ctx);
-		return cli_fail(&err);
-	}
-	return 0;
 }
 
 int cmd_files(int argc, char **argv)
@@ -155,11 +139,11 @@ int cmd_files(int argc, char **argv)
 		cli_err("files: mv needs FROM and TO");
 		return EXIT_ABOX;
 	}
-	abox_ctx *ctx;
-	abox_sandbox *sb;
-	int rc = connect_id(id, &ctx, &sb);
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
 	if (rc)
 		return rc;
+	abox_sandbox *sb = s.sb;
 	abox_error err = ABOX_ERROR_INIT;
 	int r = 0;
 	if (strcmp(op, "cat") == 0) {
@@ -176,9 +160,8 @@ int cmd_files(int argc, char **argv)
 		abox_file_info e;
 		r = abox_file_stat(sb, path, user, &e, &err);
 		if (r >= 0 && json) {
-			json_object *o = info_obj(&e);
-			printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-			json_object_put(o);
+			cli_print_json(info_obj(&e),
+				       JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 		} else if (r >= 0) {
 			print_info(&e);
 		}
@@ -199,10 +182,8 @@ int cmd_files(int argc, char **argv)
 				else
 					print_info(&v[i]);
 			}
-			if (json) {
-				printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-				json_object_put(arr);
-			}
+			if (json)
+				cli_print_json(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 			free(v);
 		}
 	} else if (strcmp(op, "watch") == 0) {
@@ -221,8 +202,6 @@ int cmd_files(int argc, char **argv)
 	}
 	if (r < 0)
 		rc = cli_fail(&err);
-	abox_sandbox_free(sb);
-	abox_ctx_free(ctx);
 	return rc;
 }
 
@@ -444,13 +423,9 @@ int cmd_cp(int argc, char **argv)
 	char id[ABOX_ID_LEN + 1];
 	memcpy(id, out ? a : b, 20);
 	id[20] = '\0';
-	abox_ctx *ctx;
-	abox_sandbox *sb;
-	int rc = connect_id(id, &ctx, &sb);
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
 	if (rc)
 		return rc;
-	rc = out ? cp_out(sb, ca + 1, b, user) : cp_in(sb, a, cb + 1, user);
-	abox_sandbox_free(sb);
-	abox_ctx_free(ctx);
-	return rc;
+	return out ? cp_out(s.sb, ca + 1, b, user) : cp_in(s.sb, a, cb + 1, user);
 }

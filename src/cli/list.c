@@ -35,34 +35,44 @@ static json_object *info_json(const abox_sandbox_info *in)
 
 static void fmt_time(int64_t ms, char *buf, size_t n)
 {
-	if (!ms) {
+	if (!ms)
 		safe_snprintf(buf, n, "-");
-		return;
+	else
+		cli_utc(ms, buf, n);
+}
+
+/* The arguments of info, metrics and ps: [--json] ID, and --interval SECS
+ * where interval_ms is not NULL. */
+static int id_args(int argc, char **argv, const char *verb, const char *usage, bool *json,
+		   uint32_t *interval_ms, const char **id)
+{
+	*id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			*json = true;
+		else if (interval_ms && strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
+			if (cli_opt_secs(verb, "--interval", argv[++i], interval_ms) < 0)
+				return EXIT_ABOX;
+		} else if (!*id)
+			*id = argv[i];
+		else {
+			cli_err("%s: unexpected argument '%s'", verb, argv[i]);
+			return EXIT_ABOX;
+		}
 	}
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!*id) {
+		cli_err("%s: missing sandbox id (usage: %s)", verb, usage);
+		return EXIT_ABOX;
+	}
+	return 0;
 }
 
 int cmd_info(int argc, char **argv)
 {
 	bool json = false;
-	const char *id = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (!id)
-			id = argv[i];
-		else {
-			cli_err("info: unexpected argument '%s'", argv[i]);
-			return EXIT_ABOX;
-		}
-	}
-	if (!id) {
-		cli_err("info: missing sandbox id (usage: abox info [--json] ID)");
+	const char *id;
+	if (id_args(argc, argv, "info", "abox info [--json] ID", &json, NULL, &id) != 0)
 		return EXIT_ABOX;
-	}
 	abox_ctx *ctx;
 	if (cli_ctx(&ctx) != 0)
 		return EXIT_ABOX;
@@ -73,9 +83,7 @@ int cmd_info(int argc, char **argv)
 	if (r < 0)
 		return cli_fail(&err);
 	if (json) {
-		json_object *o = info_json(&in);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		cli_print_json(info_json(&in), JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	} else {
 		char created[32], deadline[32], mem[32], disk[32];
 		fmt_time(in.created_ms, created, sizeof(created));
@@ -173,8 +181,7 @@ int cmd_ls(int argc, char **argv)
 			json_object_object_add(out, "sandboxes", arr);
 			json_object_object_add(out, "nextToken", next ? json_object_new_string(next) : NULL);
 		}
-		printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(out);
+		cli_print_json(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	} else {
 		printf("%-20s  %-8s  %-10s  %-20s  %s\n", "ID", "STATE", "TEMPLATE", "CREATED", "METADATA");
 		for (size_t i = 0; i < n; i++) {
@@ -197,44 +204,24 @@ int cmd_ls(int argc, char **argv)
 int cmd_metrics(int argc, char **argv)
 {
 	bool json = false;
-	const char *id = NULL;
+	const char *id;
 	uint32_t interval_ms = 200;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
-			if (cli_opt_secs("metrics", "--interval", argv[++i], &interval_ms) < 0)
-				return EXIT_ABOX;
-		} else if (!id)
-			id = argv[i];
-		else {
-			cli_err("metrics: unexpected argument '%s'", argv[i]);
-			return EXIT_ABOX;
-		}
-	}
-	if (!id) {
-		cli_err("metrics: missing sandbox id (usage: abox metrics [--json] [--interval SECS] ID)");
+	if (id_args(argc, argv, "metrics", "abox metrics [--json] [--interval SECS] ID", &json, &interval_ms,
+		    &id) != 0)
 		return EXIT_ABOX;
-	}
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
-		abox_ctx_free(ctx);
-		return cli_fail(&err);
-	}
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
+	if (rc)
+		return rc;
 	/* two samples: the CPU share is measured over the interval */
+	abox_error err = ABOX_ERROR_INIT;
 	abox_metrics m = { .version = ABOX_METRICS_VERSION };
-	int r = abox_sandbox_metrics(sb, &m, &err);
+	int r = abox_sandbox_metrics(s.sb, &m, &err);
 	if (r >= 0) {
 		struct timespec ts = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
-		r = abox_sandbox_metrics(sb, &m, &err);
+		r = abox_sandbox_metrics(s.sb, &m, &err);
 	}
-	abox_sandbox_free(sb);
-	abox_ctx_free(ctx);
 	if (r < 0)
 		return cli_fail(&err);
 	if (json) {
@@ -248,8 +235,7 @@ int cmd_metrics(int argc, char **argv)
 		json_object_object_add(o, "diskUsed", json_object_new_uint64(m.disk_used));
 		json_object_object_add(o, "diskTotal", json_object_new_uint64(m.disk_limit));
 		json_object_object_add(o, "pids", json_object_new_uint64(m.pids));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		cli_print_json(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	} else {
 		char mu[32], ml[32], du[32], dl[32];
 		format_size(m.mem_used, mu, sizeof(mu));
@@ -266,37 +252,19 @@ int cmd_metrics(int argc, char **argv)
 int cmd_ps(int argc, char **argv)
 {
 	bool json = false;
-	const char *id = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (!id)
-			id = argv[i];
-		else {
-			cli_err("ps: unexpected argument '%s'", argv[i]);
-			return EXIT_ABOX;
-		}
-	}
-	if (!id) {
-		cli_err("ps: missing sandbox id (usage: abox ps [--json] ID)");
+	const char *id;
+	if (id_args(argc, argv, "ps", "abox ps [--json] ID", &json, NULL, &id) != 0)
 		return EXIT_ABOX;
-	}
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
+	if (rc)
+		return rc;
 	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
 	abox_proc_info *v = NULL;
 	size_t n = 0;
-	int r = abox_sandbox_connect(ctx, id, &sb, &err);
-	if (r >= 0) {
-		r = abox_proc_list(sb, &v, &n, &err);
-		abox_sandbox_free(sb);
-	}
-	abox_ctx_free(ctx);
-	if (r < 0)
+	if (abox_proc_list(s.sb, &v, &n, &err) < 0)
 		return cli_fail(&err);
-	json_object *arr = json_object_new_array();
+	json_object *arr = json ? json_object_new_array() : NULL;
 	if (!json)
 		printf("%-8s  %-8s  %-6s  %-16s  %s\n", "PID", "STATE", "EXIT", "TAG", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
@@ -320,8 +288,7 @@ int cmd_ps(int argc, char **argv)
 		}
 	}
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(arr);
+		cli_print_json(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	free(v);
 	return 0;
 }

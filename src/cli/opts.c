@@ -1,6 +1,7 @@
 /* src/cli/opts.c — option values shared by the verbs: sizes, CPU
- * shares, seconds, users, environment. Each names the option and what a
- * good value looks like. */
+ * shares, seconds, users, environment, and the options of a new sandbox
+ * that run and create share. Each names the option and what a good value
+ * looks like. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,4 +119,44 @@ int cli_opt_size_rc(const char *verb, const char *val, abox_proc_opts *po)
 	po->pty_rows = (uint16_t)rows;
 	po->pty_cols = (uint16_t)cols;
 	return 0;
+}
+
+int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_sandbox *ns)
+{
+	abox_sandbox_opts *so = &ns->so;
+	int r = 0;
+	switch (c) {
+	case 't':
+		so->template_name = val;
+		break;
+	case 'e':
+		r = cli_opt_kv(verb, "--env", val);
+		if (r == 0)
+			ns->env[ns->nenv++] = val;
+		break;
+	case 'M':
+		r = cli_opt_size(verb, "--memory", val, &so->memory_bytes);
+		break;
+	case 'D':
+		r = cli_opt_size(verb, "--disk", val, &so->disk_bytes);
+		break;
+	case 'L':
+		r = cli_opt_layer(verb, val, &so->flags);
+		break;
+	case 'P':
+		r = cli_opt_count(verb, "--pids", val, &so->pids);
+		break;
+	case 'C':
+		r = cli_opt_cpus(verb, val, &so->cpu_millis);
+		break;
+	case 'T':
+		r = cli_opt_secs(verb, "--timeout", val, &so->timeout_ms);
+		break;
+	case 'S':
+		so->seccomp_policy = val;
+		break;
+	default:
+		return 0;
+	}
+	return r < 0 ? -1 : 1;
 }

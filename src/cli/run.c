@@ -37,74 +37,38 @@ static void usage(FILE *f)
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "template", required_argument, NULL, 't' },
+		CLI_SANDBOX_LONGOPTS,
 		{ "user", required_argument, NULL, 'u' },
 		{ "cwd", required_argument, NULL, 'w' },
-		{ "env", required_argument, NULL, 'e' },
 		{ "interactive", no_argument, NULL, 'i' },
-		{ "memory", required_argument, NULL, 'M' },
-		{ "disk", required_argument, NULL, 'D' },
-		{ "layer", required_argument, NULL, 'L' },
-		{ "pids", required_argument, NULL, 'P' },
-		{ "cpus", required_argument, NULL, 'C' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "seccomp", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
-	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
 	_cleanup_free_ const char **env = calloc((size_t)argc + 1, sizeof(char *));
-	size_t nenv = 0;
-	struct cli_proc_opts o = { .memory_text = "512M" };
-	char membuf[32];
-	int c;
+	struct cli_new_sandbox ns = { .so = ABOX_SANDBOX_OPTS_INIT, .env = env };
+	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
+	int c, r;
 
 	if (!env)
 		return EXIT_ABOX;
-	so.flags = ABOX_SANDBOX_EPHEMERAL;
+	ns.so.flags = ABOX_SANDBOX_EPHEMERAL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+t:u:w:e:ih", longopts, NULL)) != -1) {
 		switch (c) {
-		case 't': so.template_name = optarg; break;
 		case 'u': po.user = optarg; break;
-		case 'w': po.cwd = optarg; break;
-		case 'e':
-			if (cli_opt_kv("run", "--env", optarg) < 0)
-				return EXIT_ABOX;
-			env[nenv++] = optarg;
+		case 'w':
+			po.cwd = optarg;
 			break;
-		case 'i': po.flags |= ABOX_PROC_STDIN; break;
-		case 'M':
-			if (cli_opt_size("run", "--memory", optarg, &so.memory_bytes) < 0)
-				return EXIT_ABOX;
-			format_size(so.memory_bytes, membuf, sizeof(membuf));
-			o.memory_text = membuf;
+		case 'i':
+			po.flags |= ABOX_PROC_STDIN;
 			break;
-		case 'D':
-			if (cli_opt_size("run", "--disk", optarg, &so.disk_bytes) < 0)
-				return EXIT_ABOX;
-			break;
-		case 'L':
-			if (cli_opt_layer("run", optarg, &so.flags) < 0)
-				return EXIT_ABOX;
-			break;
-		case 'P':
-			if (cli_opt_count("run", "--pids", optarg, &so.pids) < 0)
-				return EXIT_ABOX;
-			break;
-		case 'C':
-			if (cli_opt_cpus("run", optarg, &so.cpu_millis) < 0)
-				return EXIT_ABOX;
-			break;
-		case 'T':
-			if (cli_opt_secs("run", "--timeout", optarg, &so.timeout_ms) < 0)
-				return EXIT_ABOX;
-			o.timeout_s = (so.timeout_ms + 999) / 1000;
-			break;
-		case 'S': so.seccomp_policy = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_ABOX;
+		default:
+			r = cli_sandbox_opt("run", c, optarg, &ns);
+			if (r == 0)
+				usage(stderr);
+			if (r <= 0)
+				return EXIT_ABOX;
 		}
 	}
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
@@ -114,24 +78,24 @@ int cmd_run(int argc, char **argv)
 		return EXIT_ABOX;
 	}
 	po.argv = (const char *const *)argv + optind;
-	po.env = nenv ? env : NULL;
+	po.env = ns.nenv ? env : NULL;
+	/* how an end is told: the limit a kill for memory hit, the timeout */
+	struct cli_proc_opts o = { .memory_text = "512M", .timeout_s = (ns.so.timeout_ms + 999) / 1000 };
+	char membuf[32];
+	if (ns.so.memory_bytes) {
+		format_size(ns.so.memory_bytes, membuf, sizeof(membuf));
+		o.memory_text = membuf;
+	}
 
 	if (cli_signals_block() < 0)
 		return EXIT_ABOX;
-	abox_ctx *ctx = NULL;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb = NULL;
-	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
-		abox_ctx_free(ctx);
-		return cli_fail(&err);
-	}
-	int rc = cli_run_process(sb, &po, &o);
-	abox_sandbox_free(sb);
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_create(&ns.so, &s);
+	if (rc)
+		return rc;
+	rc = cli_run_process(s.sb, &po, &o);
 	/* the cheap part of gc, on the way out (at most every few seconds):
 	 * leftovers of runs that were SIGKILLed */
-	(void)abox_gc_maybe(ctx, NULL, NULL);
-	abox_ctx_free(ctx);
+	cli_close_gc(&s);
 	return rc;
 }

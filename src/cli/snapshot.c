@@ -3,17 +3,9 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/base.h"
 #include "cli.h"
-
-static void when(int64_t ms, char *buf, size_t n)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static json_object *to_json(const abox_snapshot_info *s)
 {
@@ -60,29 +52,19 @@ int cmd_snapshot(int argc, char **argv)
 		cli_err("snapshot: usage: abox snapshot [--name NAME] [--json] ID");
 		return EXIT_ABOX;
 	}
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
+	if (rc)
+		return rc;
 	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb;
-	int rc = 0;
-	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
-		rc = cli_fail(&err);
-	} else {
-		abox_snapshot_info in = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-		if (abox_sandbox_snapshot_flags(sb, name, sflags, &in, &err) < 0) {
-			rc = cli_fail(&err);
-		} else if (json) {
-			json_object *o = to_json(&in);
-			printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-			json_object_put(o);
-		} else {
-			printf("%s\n", in.id);
-		}
-		abox_sandbox_free(sb);
-	}
-	abox_ctx_free(ctx);
-	return rc;
+	abox_snapshot_info in = { .version = ABOX_SNAPSHOT_INFO_VERSION };
+	if (abox_sandbox_snapshot_flags(s.sb, name, sflags, &in, &err) < 0)
+		return cli_fail(&err);
+	if (json)
+		cli_print_json(to_json(&in), JSON_C_TO_STRING_PLAIN);
+	else
+		printf("%s\n", in.id);
+	return 0;
 }
 
 static int list(abox_ctx *ctx, bool json)
@@ -96,14 +78,13 @@ static int list(abox_ctx *ctx, bool json)
 		json_object *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++)
 			json_object_array_add(a, to_json(&v[i]));
-		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
-		json_object_put(a);
+		cli_print_json(a, JSON_C_TO_STRING_PLAIN);
 	} else {
 		printf("%-20s  %-16s  %-20s  %-8s  %-10s  %-6s  %s\n", "ID", "NAME", "PARENT", "TEMPLATE", "SIZE",
 		       "MEMORY", "CREATED");
 		for (size_t i = 0; i < n; i++) {
 			char t[32], sz[32];
-			when(v[i].created_ms, t, sizeof(t));
+			cli_utc(v[i].created_ms, t, sizeof(t));
 			snprintf(sz, sizeof(sz), "%llu", (unsigned long long)v[i].bytes);
 			printf("%-20s  %-16s  %-20s  %-8s  %-10s  %-6s  %s\n", v[i].id, v[i].name[0] ? v[i].name : "-",
 			       v[i].parent[0] ? v[i].parent : "-", v[i].template_name, sz, v[i].memory ? "yes" : "no", t);
@@ -184,46 +165,35 @@ int cmd_fork(int argc, char **argv)
 		cli_err("fork: --count must be between 1 and 64");
 		return EXIT_ABOX;
 	}
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = cli_open(id, &s);
+	if (rc)
+		return rc;
 	abox_error err = ABOX_ERROR_INIT;
-	abox_sandbox *sb, *forks[64];
+	abox_sandbox *forks[64];
 	abox_error errs[64];
-	int rc = 0;
-	if (abox_sandbox_connect(ctx, id, &sb, &err) < 0) {
-		rc = cli_fail(&err);
-	} else {
-		int made = abox_sandbox_fork_flags(sb, (unsigned)count, timeout_ms, fflags, forks, errs, &err);
-		if (made < 0) {
-			rc = cli_fail(&err);
+	int made = abox_sandbox_fork_flags(s.sb, (unsigned)count, timeout_ms, fflags, forks, errs, &err);
+	if (made < 0)
+		return cli_fail(&err);
+	json_object *a = json ? json_object_new_array() : NULL;
+	for (unsigned i = 0; i < count; i++) {
+		if (a) {
+			json_object *o = json_object_new_object();
+			if (forks[i])
+				json_object_object_add(o, "id",
+						       json_object_new_string(abox_sandbox_id(forks[i])));
+			else
+				json_object_object_add(o, "error", json_object_new_string(errs[i].msg));
+			json_object_array_add(a, o);
+		} else if (forks[i]) {
+			printf("%s\n", abox_sandbox_id(forks[i]));
 		} else {
-			json_object *a = json ? json_object_new_array() : NULL;
-			for (unsigned i = 0; i < count; i++) {
-				if (a) {
-					json_object *o = json_object_new_object();
-					if (forks[i])
-						json_object_object_add(o, "id", json_object_new_string(abox_sandbox_id(forks[i])));
-					else
-						json_object_object_add(o, "error", json_object_new_string(errs[i].msg));
-					json_object_array_add(a, o);
-				} else if (forks[i]) {
-					printf("%s\n", abox_sandbox_id(forks[i]));
-				} else {
-					printf("error: %s\n", errs[i].msg);
-				}
-				if (forks[i])
-					abox_sandbox_free(forks[i]);
-			}
-			if (a) {
-				printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
-				json_object_put(a);
-			}
-			if ((unsigned)made < count)
-				rc = EXIT_ABOX;
+			printf("error: %s\n", errs[i].msg);
 		}
-		abox_sandbox_free(sb);
+		if (forks[i])
+			abox_sandbox_free(forks[i]);
 	}
-	abox_ctx_free(ctx);
-	return rc;
+	if (a)
+		cli_print_json(a, JSON_C_TO_STRING_PLAIN);
+	return (unsigned)made < count ? EXIT_ABOX : 0;
 }

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -170,12 +169,8 @@ static int do_inspect(abox_ctx *ctx, const char *name, bool json)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
 		char when[32] = "-", sz[32];
-		if (t.created_ms) {
-			time_t s = (time_t)(t.created_ms / 1000);
-			struct tm tm;
-			gmtime_r(&s, &tm);
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		}
+		if (t.created_ms)
+			cli_utc(t.created_ms, when, sizeof(when));
 		snprintf(sz, sizeof(sz), "%llu bytes", (unsigned long long)t.bytes);
 		printf("name:      %s\nversion:   %s\ncreated:   %s\n", t.name, t.current, when);
 		if (t.source)

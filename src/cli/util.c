@@ -1,4 +1,7 @@
-/* src/cli/util.c — message helpers for the CLI verbs. */
+/* src/cli/util.c — what the CLI verbs share around the library: messages,
+ * the context and sandbox a verb opens and closes, and how times and JSON
+ * are printed. */
+#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +50,49 @@ int cli_ctx(abox_ctx **ctx)
 	return 0;
 }
 
+int cli_open(const char *id, struct cli_sandbox *s)
+{
+	*s = (struct cli_sandbox){ 0 };
+	if (cli_ctx(&s->ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_sandbox_connect(s->ctx, id, &s->sb, &err) < 0) {
+		cli_close(s);
+		return cli_fail(&err);
+	}
+	return 0;
+}
+
+int cli_create(const abox_sandbox_opts *so, struct cli_sandbox *s)
+{
+	*s = (struct cli_sandbox){ 0 };
+	if (cli_ctx(&s->ctx) != 0)
+		return EXIT_ABOX;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_sandbox_create(s->ctx, so, &s->sb, &err) < 0) {
+		cli_close(s);
+		return cli_fail(&err);
+	}
+	return 0;
+}
+
+void cli_close(struct cli_sandbox *s)
+{
+	abox_sandbox_free(s->sb);
+	s->sb = NULL;
+	abox_ctx_free(s->ctx);
+	s->ctx = NULL;
+}
+
+void cli_close_gc(struct cli_sandbox *s)
+{
+	abox_sandbox_free(s->sb);
+	s->sb = NULL;
+	if (s->ctx)
+		(void)abox_gc_maybe(s->ctx, NULL, NULL);
+	cli_close(s);
+}
+
 void cli_target(const char *arg, int *pid, const char **tag)
 {
 	char *end;
@@ -58,4 +104,18 @@ void cli_target(const char *arg, int *pid, const char **tag)
 		*pid = 0;
 		*tag = arg;
 	}
+}
+
+void cli_utc(int64_t ms, char *buf, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void cli_print_json(struct json_object *o, int flags)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, flags));
+	json_object_put(o);
 }
