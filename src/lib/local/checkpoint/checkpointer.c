@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/run.h"
 #include "local/local.h"
 #include "local/checkpoint/checkpoint.h"
 
@@ -77,20 +78,12 @@ void checkpoint_log_tail(const char *log, char *out, size_t n)
 int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what, abox_error *err)
 {
 	argv[0] = hook;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int se = posix_spawn(&pid, hook, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (se != 0)
-		return abox_error_set(err, se, "%s: run the checkpointer '%s'", what, hook);
+	char name[4200];
+	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "%s: wait for the checkpointer", what);
+	int r = run_quiet(hook, argv, environ, &st, what, name, err);
+	if (r < 0)
+		return r;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	char tail[2048];
