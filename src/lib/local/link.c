@@ -1,5 +1,6 @@
-/* local/link.c — the link to a sandbox's init: send, receive, call,
- * reaping it, the cgroup layout, and what a handle holds.
+/* local/link.c — the link to a sandbox's init: send, receive, the answer
+ * to a request and a control call, reaping it, the cgroup layout and a
+ * handle's cgroups, and what a handle holds.
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
 #include <stddef.h>
