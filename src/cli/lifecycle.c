@@ -16,16 +16,6 @@ enum each_verb {
 	EACH_KILL
 };
 
-/* `VERB` alone is a mistake, `VERB --help` a question: either way the usage
- * text, on stderr or stdout. Returns -1 when argv is neither. */
-static int usage_asked(int argc, char **argv, const char *text)
-{
-	if (argc >= 2 && strcmp(argv[1], "--help") != 0 && strcmp(argv[1], "-h") != 0)
-		return -1;
-	fputs(text, argc < 2 ? stderr : stdout);
-	return argc < 2 ? EXIT_ABOX : 0;
-}
-
 /* One sandbox of the command line: 0, or EXIT_ABOX once said why. */
 static int each_one(abox_ctx *ctx, const char *id, enum each_verb v, uint32_t pause_flags)
 {
@@ -60,9 +50,15 @@ static int each_one(abox_ctx *ctx, const char *id, enum each_verb v, uint32_t pa
 }
 
 /* Each sandbox argv[1..] names in turn: one that fails does not stop the
- * others, it makes the exit status EXIT_ABOX. */
-static int each(int argc, char **argv, enum each_verb v, uint32_t pause_flags)
+ * others, it makes the exit status EXIT_ABOX. `VERB` alone is a mistake,
+ * `VERB --help` a question: either way the usage text, on stderr or
+ * stdout. */
+static int each(int argc, char **argv, const char *usage, enum each_verb v, uint32_t pause_flags)
 {
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_ABOX : 0;
+	}
 	abox_ctx *ctx;
 	if (cli_ctx(&ctx) != 0)
 		return EXIT_ABOX;
@@ -84,34 +80,34 @@ int cmd_pause(int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	int rc = usage_asked(argc, argv,
-			     "usage: abox pause [--no-memory | --to-disk] ID...\n"
-			     "Freezes every process of the sandboxes; memory is kept, CPU use\n"
-			     "stops, and so does the timeout clock. Commands and file requests\n"
-			     "fail until `abox resume`; `abox kill` works.\n"
-			     "--no-memory keeps only the files: every process ends and its memory\n"
-			     "is freed; `abox resume` starts the sandbox afresh on those files.\n"
-			     "--to-disk writes the processes to disk with the checkpointer (CRIU)\n"
-			     "and frees their memory; `abox resume` restores them where they were.\n");
-	return rc >= 0 ? rc : each(argc, argv, EACH_PAUSE, flags);
+	return each(argc, argv,
+		    "usage: abox pause [--no-memory | --to-disk] ID...\n"
+		    "Freezes every process of the sandboxes; memory is kept, CPU use\n"
+		    "stops, and so does the timeout clock. Commands and file requests\n"
+		    "fail until `abox resume`; `abox kill` works.\n"
+		    "--no-memory keeps only the files: every process ends and its memory\n"
+		    "is freed; `abox resume` starts the sandbox afresh on those files.\n"
+		    "--to-disk writes the processes to disk with the checkpointer (CRIU)\n"
+		    "and frees their memory; `abox resume` restores them where they were.\n",
+		    EACH_PAUSE, flags);
 }
 
 int cmd_resume(int argc, char **argv)
 {
-	int rc = usage_asked(argc, argv,
-			     "usage: abox resume ID...\n"
-			     "Thaws paused sandboxes: processes go on where they were, and the\n"
-			     "deadline moves by the time spent paused.\n");
-	return rc >= 0 ? rc : each(argc, argv, EACH_RESUME, 0);
+	return each(argc, argv,
+		    "usage: abox resume ID...\n"
+		    "Thaws paused sandboxes: processes go on where they were, and the\n"
+		    "deadline moves by the time spent paused.\n",
+		    EACH_RESUME, 0);
 }
 
 int cmd_kill(int argc, char **argv)
 {
-	int rc = usage_asked(argc, argv,
-			     "usage: abox kill ID...\n\n"
-			     "Kills every process of each sandbox and removes its mounts, cgroups,\n"
-			     "sockets and state.\n");
-	return rc >= 0 ? rc : each(argc, argv, EACH_KILL, 0);
+	return each(argc, argv,
+		    "usage: abox kill ID...\n\n"
+		    "Kills every process of each sandbox and removes its mounts, cgroups,\n"
+		    "sockets and state.\n",
+		    EACH_KILL, 0);
 }
 
 int cmd_set_timeout(int argc, char **argv)

@@ -21,6 +21,18 @@ static json_object *to_json(const abox_snapshot_info *s)
 	return o;
 }
 
+/* The one operand of snapshot and fork, the sandbox's ID: arg when it is
+ * no option and the first, else a mistake said with the verb's usage. */
+static int id_operand(const char *verb, const char *usage, const char *arg, const char **id)
+{
+	if (arg[0] == '-' || *id) {
+		cli_err("%s: unexpected argument '%s' (usage: %s)", verb, arg, usage);
+		return -1;
+	}
+	*id = arg;
+	return 0;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	const char *name = NULL, *id = NULL;
@@ -42,11 +54,9 @@ int cmd_snapshot(int argc, char **argv)
 			       "sandboxes created from the snapshot get them back, running on from\n"
 			       "there. ID runs on.\n");
 			return 0;
-		} else if (argv[i][0] == '-' || id) {
-			cli_err("snapshot: unexpected argument '%s' (usage: abox snapshot [--name NAME] ID)", argv[i]);
+		} else if (id_operand("snapshot", "abox snapshot [--name NAME] ID", argv[i], &id) < 0) {
 			return EXIT_ABOX;
-		} else
-			id = argv[i];
+		}
 	}
 	if (!id) {
 		cli_err("snapshot: usage: abox snapshot [--name NAME] [--json] ID");
@@ -151,11 +161,9 @@ int cmd_fork(int argc, char **argv)
 			       "--memory: every fork also gets ID's processes, restored from one\n"
 			       "checkpoint (the checkpointer, CRIU), each running on its own.\n");
 			return 0;
-		} else if (argv[i][0] == '-' || id) {
-			cli_err("fork: unexpected argument '%s' (usage: abox fork [--count N] ID)", argv[i]);
+		} else if (id_operand("fork", "abox fork [--count N] ID", argv[i], &id) < 0) {
 			return EXIT_ABOX;
-		} else
-			id = argv[i];
+		}
 	}
 	if (!id) {
 		cli_err("fork: usage: abox fork [--count N] [--timeout SECS] [--json] ID");

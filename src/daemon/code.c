@@ -381,11 +381,9 @@ enum MHD_Result code_route(struct request *rq)
 		if (!b)
 			return sent;
 	}
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb) {
-		json_object_put(b);
+	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	if (!h.sb)
 		return sent;
-	}
 	enum MHD_Result q;
 	if (!strcmp(u, "/health")) {
 		/* answered only to a client with the token, like every route */

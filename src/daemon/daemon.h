@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -118,6 +119,13 @@ enum MHD_Result daemon_queue(struct request *rq, unsigned status, struct MHD_Res
  * response could be made. */
 enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,
 			     MHD_ContentReaderFreeCallback free_fn);
+/* A streamed reply that a thread writes into a pipe: reply_pipe_put
+ * writes all of data into the pipe (1 when the client went away: the
+ * response's end is closed), reply_pipe_read is the response's reader
+ * (the end of the pipe is the end of the reply, or a cut one when *cut is
+ * set by then: cut may be NULL). */
+int reply_pipe_put(int fd, const void *data, size_t n);
+ssize_t reply_pipe_read(int fd, char *buf, size_t max, const atomic_bool *cut);
 /* Responses. Each returns MHD_YES/MHD_NO from queueing. */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_object *body);
 /* A Connect streaming call's failure as the protocol has it: HTTP 200 and

@@ -1,6 +1,7 @@
 /* http.c — the toolkit every plane answers with: request headers and
  * query, replies (JSON, errors, streams, deferred answers), the JSON body
- * and its memory, and a libabox context per request.
+ * and its memory, a reply a thread writes through a pipe, and a libabox
+ * context per request.
  *
  * It does not route: which plane a request goes to, and the calls
  * libmicrohttpd makes, are router.c's. Bodies that are not streamed
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "e2b/e2b.h"
 #include "daemon.h"
@@ -83,6 +85,34 @@ enum MHD_Result reply_stream_error(struct request *rq, json_object *error)
 	if (!buf)
 		return MHD_NO;
 	return queue(rq, 200, "application/connect+json", buf, n);
+}
+
+int reply_pipe_put(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return 1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+ssize_t reply_pipe_read(int fd, char *buf, size_t max, const atomic_bool *cut)
+{
+	ssize_t n;
+	do
+		n = read(fd, buf, max);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return n;
+	/* cut is read after the end: its writer sets it before it closes */
+	return n == 0 && !(cut && atomic_load(cut)) ? MHD_CONTENT_READER_END_OF_STREAM
+						    : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 enum MHD_Result reply_stream(struct request *rq, const char *ctype, MHD_ContentReaderCallback reader, void *cls,

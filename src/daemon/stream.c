@@ -71,6 +71,18 @@ size_t ebuf_take(struct ebuf *b, char *out, size_t max)
 	return n;
 }
 
+ssize_t ebuf_read(struct ebuf *b, char *out, size_t max, void (*fill)(void *cls), void *cls)
+{
+	for (;;) {
+		size_t n = ebuf_take(b, out, max);
+		if (n)
+			return (ssize_t)n;
+		if (b->finished)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		fill(cls);
+	}
+}
+
 void ebuf_free(struct ebuf *b)
 {
 	free(b->buf);

@@ -27,6 +27,10 @@ void ebuf_field(struct ebuf *b, const char *kind, json_object *body);
 void ebuf_end(struct ebuf *b, const char *code, const char *msg);
 /* Copies what is queued into out; 0 when nothing is. */
 size_t ebuf_take(struct ebuf *b, char *out, size_t max);
+/* The body of a streamed reply over b (its MHD reader's work): what b
+ * holds, and once it is finished and taken, the end; while b is empty,
+ * fill(cls) queues more into it (or ends it), waiting as long as it must. */
+ssize_t ebuf_read(struct ebuf *b, char *out, size_t max, void (*fill)(void *cls), void *cls);
 void ebuf_free(struct ebuf *b);
 
 #endif

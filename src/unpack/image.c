@@ -257,6 +257,33 @@ static json_object *pick_manifest(struct unpack *u, int dir, json_object *index,
 	return NULL;
 }
 
+/* An image's layers in their order, one(u, dir, entry) applying an entry
+ * of its list, the progress told after each; r: how the image's set-up
+ * went (a failure there, or in a layer, stops it). */
+static int apply_layers(struct unpack *u, int dir, json_object *layers, int r,
+			int (*one)(struct unpack *u, int dir, json_object *entry))
+{
+	size_t n = layers ? json_object_array_length(layers) : 0;
+	if (r == 0 && n > UNPACK_MAX_LAYERS)
+		r = unpack_fail(u, "image: %zu layers (more than %d)", n, UNPACK_MAX_LAYERS);
+	u->layers = (unsigned)n;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		u->layer = (unsigned)i + 1;
+		r = one(u, dir, json_object_array_get_idx(layers, i));
+		if (u->progress)
+			u->progress(u);
+	}
+	return r;
+}
+
+/* An OCI layer: {"digest": "sha256:HEX"}, its blob checked against HEX. */
+static int oci_layer(struct unpack *u, int dir, json_object *entry)
+{
+	char path[128];
+	const char *digest = js_str(entry, "digest");
+	return blob_path(u, digest, path, sizeof(path)) ? apply_layer(u, dir, path, digest + 7) : -1;
+}
+
 static int apply_oci(struct unpack *u, int dir)
 {
 	json_object *index = read_json(u, dir, "index.json", NULL);
@@ -276,18 +303,7 @@ static int apply_oci(struct unpack *u, int dir)
 		r = cfg ? take_config(u, cfg) : -1;
 		json_object_put(cfg);
 	}
-	json_object *layers = js_get(m, "layers", json_type_array);
-	size_t n = layers ? json_object_array_length(layers) : 0;
-	if (r == 0 && n > UNPACK_MAX_LAYERS)
-		r = unpack_fail(u, "image: %zu layers (more than %d)", n, UNPACK_MAX_LAYERS);
-	u->layers = (unsigned)n;
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		u->layer = (unsigned)i + 1;
-		const char *digest = js_str(json_object_array_get_idx(layers, i), "digest");
-		r = blob_path(u, digest, path, sizeof(path)) ? apply_layer(u, dir, path, digest + 7) : -1;
-		if (u->progress)
-			u->progress(u);
-	}
+	r = apply_layers(u, dir, js_get(m, "layers", json_type_array), r, oci_layer);
 	json_object_put(m);
 	return r;
 }
@@ -297,6 +313,13 @@ static int apply_oci(struct unpack *u, int dir)
 static const char *path_digest(const char *path)
 {
 	return strncmp(path, "blobs/sha256/", 13) == 0 && hex64(path + 13) ? path + 13 : NULL;
+}
+
+/* A docker save layer: its path (checked as path_digest says). */
+static int docker_layer(struct unpack *u, int dir, json_object *entry)
+{
+	const char *p = json_object_is_type(entry, json_type_string) ? json_object_get_string(entry) : NULL;
+	return p ? apply_layer(u, dir, p, path_digest(p)) : unpack_fail(u, "image: a layer without a path");
 }
 
 static int apply_docker(struct unpack *u, int dir)
@@ -317,18 +340,7 @@ static int apply_docker(struct unpack *u, int dir)
 		r = cfg ? take_config(u, cfg) : -1;
 		json_object_put(cfg);
 	}
-	size_t n = layers ? json_object_array_length(layers) : 0;
-	if (r == 0 && n > UNPACK_MAX_LAYERS)
-		r = unpack_fail(u, "image: %zu layers (more than %d)", n, UNPACK_MAX_LAYERS);
-	u->layers = (unsigned)n;
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		u->layer = (unsigned)i + 1;
-		json_object *l = json_object_array_get_idx(layers, i);
-		const char *p = json_object_is_type(l, json_type_string) ? json_object_get_string(l) : NULL;
-		r = p ? apply_layer(u, dir, p, path_digest(p)) : unpack_fail(u, "image: a layer without a path");
-		if (u->progress)
-			u->progress(u);
-	}
+	r = apply_layers(u, dir, layers, r, docker_layer);
 	json_object_put(list);
 	return r;
 }

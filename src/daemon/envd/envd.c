@@ -147,6 +147,14 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent)
 	return h;
 }
 
+sandbox_handle_t envd_open_body(struct request *rq, json_object *b, enum MHD_Result *sent)
+{
+	sandbox_handle_t h = envd_open(rq, sent);
+	if (!h.sb)
+		json_object_put(b);
+	return h;
+}
+
 void envd_close(sandbox_handle_t *h)
 {
 	abox_sandbox_free(h->sb);

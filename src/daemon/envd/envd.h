@@ -17,6 +17,9 @@ typedef struct sandbox_handle {
 /* The request's sandbox, checked (user, access token, running); on
  * failure .sb is NULL and the reply is sent (*sent). */
 sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent);
+/* The same for a request whose body b came first: b is put when the
+ * sandbox cannot be opened (b may be NULL). */
+sandbox_handle_t envd_open_body(struct request *rq, json_object *b, enum MHD_Result *sent);
 /* The home of user in the sandbox (`user` and `root` without asking it):
  * 0, -ABOX_ENOUSER or -errno. */
 int envd_user_home(abox_sandbox *sb, const char *user, char *home, size_t n);

@@ -94,17 +94,7 @@ static int to_pipe(const void *data, size_t n, void *ud)
 static int raw_to_pipe(const void *data, size_t n, void *ud)
 {
 	struct download *d = ud;
-	const char *p = data;
-	while (n) {
-		ssize_t w = write(d->pipe_w, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return 1; /* the client went away */
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return reply_pipe_put(d->pipe_w, data, n); /* 1: the client went away */
 }
 
 static void *download_thread(void *arg)
@@ -124,11 +114,7 @@ static ssize_t download_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	struct download *d = cls;
-	ssize_t n;
-	do
-		n = read(d->pipe_r, buf, max);
-	while (n < 0 && errno == EINTR);
-	return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	return reply_pipe_read(d->pipe_r, buf, max, NULL);
 }
 
 static void download_free(void *cls)

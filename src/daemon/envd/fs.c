@@ -73,11 +73,9 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 	json_object *b = envd_body(rq, false, &sent);
 	if (!b)
 		return sent;
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb) {
-		json_object_put(b);
+	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	if (!h.sb)
 		return sent;
-	}
 	abox_error err = ABOX_ERROR_INIT;
 	const char *path = js_str(b, "path");
 	enum MHD_Result q;

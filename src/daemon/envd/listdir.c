@@ -49,18 +49,10 @@ struct listing {
 	FILE *spool;        /* the entries as JSON lines, until init is done */
 };
 
+/* 1 when the client went away: the listing stops */
 static int put(struct listing *l, const char *s, size_t n)
 {
-	while (n) {
-		ssize_t w = write(l->pipe_w, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return 1; /* the client went away: stop the listing */
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return reply_pipe_put(l->pipe_w, s, n);
 }
 
 static int on_entry(const abox_file_info *e, void *ud)
@@ -146,14 +138,7 @@ static ssize_t list_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	struct listing *l = cls;
-	ssize_t n;
-	do
-		n = read(l->pipe_r, buf, max);
-	while (n < 0 && errno == EINTR);
-	if (n > 0)
-		return n;
-	return n == 0 && !atomic_load(&l->failed) ? MHD_CONTENT_READER_END_OF_STREAM
-	                                          : MHD_CONTENT_READER_END_WITH_ERROR;
+	return reply_pipe_read(l->pipe_r, buf, max, &l->failed);
 }
 
 static void list_free(void *cls)

@@ -90,46 +90,47 @@ static void on_event(const abox_event *ev, void *ud)
 	}
 }
 
+/* More of the stream: the process's events, a keepalive when it has
+ * been quiet, or the end (its own, or the connection's timeout). */
+static void fill(void *cls)
+{
+	struct pstream *s = cls;
+	if (s->deadline_ms && clock_mono_ms() >= s->deadline_ms) {
+		/* a Connect's own timeout: it ends, the command runs on */
+		ebuf_end(&s->out, E2B_DEADLINE_EXCEEDED,
+			 "the connection's timeout passed (the command goes on)");
+		return;
+	}
+	if (!abox_proc_buffered(s->p)) {
+		int64_t until = s->out.last_ms + s->keepalive_ms;
+		if (s->deadline_ms && s->deadline_ms < until)
+			until = s->deadline_ms;
+		int wait = (int)(until - clock_mono_ms());
+		if (wait < 0)
+			wait = 0;
+		struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
+		int pr = poll(&p, 1, wait);
+		if (pr == 0) {
+			if (clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
+				put_event(s, "keepalive", json_object_new_object());
+			return;
+		}
+	}
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_proc_dispatch(s->p, on_event, s, &err);
+	if (s->out.finished)
+		return; /* on_event ended it (a timeout) */
+	if (r == 1)
+		ebuf_end(&s->out, NULL, NULL);
+	else if (r < 0) /* an attach to a process that is not there, or the sandbox went away */
+		ebuf_end(&s->out, r == -ESRCH || r == -ENOENT ? "not_found" : "unavailable",
+			 err.msg[0] ? err.msg : "the sandbox went away");
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
-	(void)pos;
 	struct pstream *s = cls;
-	for (;;) {
-		size_t n = ebuf_take(&s->out, out, max);
-		if (n)
-			return (ssize_t)n;
-		if (s->out.finished)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (s->deadline_ms && clock_mono_ms() >= s->deadline_ms) {
-			/* a Connect's own timeout: it ends, the command runs on */
-			ebuf_end(&s->out, E2B_DEADLINE_EXCEEDED, "the connection's timeout passed (the command goes on)");
-			continue;
-		}
-		if (!abox_proc_buffered(s->p)) {
-			int64_t until = s->out.last_ms + s->keepalive_ms;
-			if (s->deadline_ms && s->deadline_ms < until)
-				until = s->deadline_ms;
-			int wait = (int)(until - clock_mono_ms());
-			if (wait < 0)
-				wait = 0;
-			struct pollfd p = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
-			int pr = poll(&p, 1, wait);
-			if (pr == 0) {
-				if (clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
-					put_event(s, "keepalive", json_object_new_object());
-				continue;
-			}
-		}
-		abox_error err = ABOX_ERROR_INIT;
-		int r = abox_proc_dispatch(s->p, on_event, s, &err);
-		if (s->out.finished)
-			continue; /* on_event ended it (a timeout) */
-		if (r == 1)
-			ebuf_end(&s->out, NULL, NULL);
-		else if (r < 0) /* an attach to a process that is not there, or the sandbox went away */
-			ebuf_end(&s->out, r == -ESRCH || r == -ENOENT ? "not_found" : "unavailable",
-				 err.msg[0] ? err.msg : "the sandbox went away");
-	}
+	return ebuf_read(&s->out, out, max, fill, s);
 }
 
 static void stream_free(void *cls)
@@ -143,8 +144,11 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-static enum MHD_Result stream_reply(struct request *rq, struct pstream *s)
+/* The reply that streams s's events; s takes h over. */
+static enum MHD_Result stream_reply(struct request *rq, struct pstream *s, sandbox_handle_t h)
 {
+	s->h = h;
+	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
 	const char *ka = header(rq, "Keepalive-Ping-Interval");
 	/* keepalives also when none was asked for: a silent command must not
 	 * look like an idle connection (the idle timeout would cut it) */
@@ -267,10 +271,8 @@ static enum MHD_Result start(struct request *rq, json_object *b, sandbox_handle_
 		envd_close(&h);
 		return envd_error(rq, -r, "%s", err.msg);
 	}
-	s->h = h;
-	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
 	s->config = config_of(pc);
-	return stream_reply(rq, s);
+	return stream_reply(rq, s, h);
 }
 
 static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_handle_t h)
@@ -295,11 +297,9 @@ static enum MHD_Result connect_proc(struct request *rq, json_object *b, sandbox_
 		envd_close(&h);
 		return envd_error(rq, -r, "%s", err.msg);
 	}
-	s->h = h;
-	snprintf(s->sid, sizeof(s->sid), "%s", rq->sandbox);
 	if (timeout_ms)
 		s->deadline_ms = clock_mono_ms() + timeout_ms;
-	return stream_reply(rq, s);
+	return stream_reply(rq, s, h);
 }
 
 /* A short-lived handle on a running process, for the unary calls. */
@@ -466,11 +466,9 @@ enum MHD_Result process_rpc(struct request *rq, const char *method)
 	json_object *b = envd_body(rq, stream, &sent);
 	if (!b)
 		return sent;
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb) {
-		json_object_put(b);
+	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	if (!h.sb)
 		return sent;
-	}
 	enum MHD_Result q = !strcmp(method, "Start")	 ? start(rq, b, h)
 			    : !strcmp(method, "Connect") ? connect_proc(rq, b, h)
 							 : unary(rq, method, b, h);

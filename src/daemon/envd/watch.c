@@ -87,64 +87,100 @@ static json_object *with_entry(struct entries *e, abox_fs_event_type t, const ch
 	return ev;
 }
 
-/* ---- WatchDir -------------------------------------------------------- */
-
-struct wstream {
+/* What a WatchDir stream and a polling watcher both hold: the sandbox,
+ * its watch of a folder, that folder as the client's paths name it, and
+ * what the events' entries are read with. */
+struct watching {
 	sandbox_handle_t h;
 	abox_watch *w;
 	char root[4096];
-	struct ebuf out;
-	int keepalive_ms;
 	struct entries entries;
 };
-
-static int on_stream_event(abox_fs_event_type t, const char *path, void *ud)
-{
-	struct wstream *s = ud;
-	ebuf_field(&s->out, "filesystem", with_entry(&s->entries, t, path, fs_event(s->root, t, path)));
-	return 0;
-}
-
-static ssize_t wreader(void *cls, uint64_t pos, char *out, size_t max)
-{
-	(void)pos;
-	struct wstream *s = cls;
-	for (;;) {
-		size_t n = ebuf_take(&s->out, out, max);
-		if (n)
-			return (ssize_t)n;
-		if (s->out.finished)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		abox_error err = ABOX_ERROR_INIT;
-		int r = abox_watch_dispatch(s->w, on_stream_event, s, &err);
-		if (r < 0) {
-			ebuf_end(&s->out, "unavailable", err.msg);
-			continue;
-		}
-		if (s->out.len > s->out.off)
-			continue;
-		int wait = (int)(s->out.last_ms + s->keepalive_ms - clock_mono_ms());
-		struct pollfd p = { .fd = abox_watch_fd(s->w), .events = POLLIN };
-		if (poll(&p, 1, wait > 0 ? wait : 0) == 0 && clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
-			ebuf_field(&s->out, "keepalive", json_object_new_object());
-	}
-}
-
-static void wstream_free(void *cls)
-{
-	struct wstream *s = cls;
-	abox_watch_free(s->w);
-	envd_close(&s->h);
-	envd_close(&s->entries.h);
-	abox_accounts_free(s->entries.acc);
-	ebuf_free(&s->out);
-	free(s);
-}
 
 static bool recursive_of(json_object *b)
 {
 	json_object *v;
 	return json_object_object_get_ex(b, "recursive", &v) && json_object_get_boolean(v);
+}
+
+/* Starts watching path in h's sandbox as b asks (recursive,
+ * includeEntry); wg takes h over when it succeeds. */
+static int watching_start(struct watching *wg, struct request *rq, sandbox_handle_t h, json_object *b,
+			  const char *path, abox_error *err)
+{
+	char home[ACCT_HOME_MAX + 1] = "/";
+	(void)envd_user_home(h.sb, rq->user, home, sizeof(home)); /* checked by envd_open */
+	int r = abox_watch_start(h.sb, path, rq->user, recursive_of(b), &wg->w, err);
+	if (r < 0)
+		return r;
+	char abs[4096];
+	snprintf(wg->root, sizeof(wg->root), "%s", envd_user_path(home, path, abs, sizeof(abs)));
+	entries_open(&wg->entries, rq, b);
+	wg->h = h;
+	return 0;
+}
+
+/* An event as the client gets it: named below the watched folder, with
+ * its entry when asked for. */
+static json_object *watching_event(struct watching *wg, abox_fs_event_type t, const char *path)
+{
+	return with_entry(&wg->entries, t, path, fs_event(wg->root, t, path));
+}
+
+static void watching_close(struct watching *wg)
+{
+	abox_watch_free(wg->w);
+	envd_close(&wg->h);
+	envd_close(&wg->entries.h);
+	abox_accounts_free(wg->entries.acc);
+}
+
+/* ---- WatchDir -------------------------------------------------------- */
+
+struct wstream {
+	struct watching wg;
+	struct ebuf out;
+	int keepalive_ms;
+};
+
+static int on_stream_event(abox_fs_event_type t, const char *path, void *ud)
+{
+	struct wstream *s = ud;
+	ebuf_field(&s->out, "filesystem", watching_event(&s->wg, t, path));
+	return 0;
+}
+
+/* More of the stream: the events that came, else a keepalive once it has
+ * been quiet that long; the end when the watch fails. */
+static void wfill(void *cls)
+{
+	struct wstream *s = cls;
+	abox_error err = ABOX_ERROR_INIT;
+	int r = abox_watch_dispatch(s->wg.w, on_stream_event, s, &err);
+	if (r < 0) {
+		ebuf_end(&s->out, "unavailable", err.msg);
+		return;
+	}
+	if (s->out.len > s->out.off)
+		return;
+	int wait = (int)(s->out.last_ms + s->keepalive_ms - clock_mono_ms());
+	struct pollfd p = { .fd = abox_watch_fd(s->wg.w), .events = POLLIN };
+	if (poll(&p, 1, wait > 0 ? wait : 0) == 0 && clock_mono_ms() >= s->out.last_ms + s->keepalive_ms)
+		ebuf_field(&s->out, "keepalive", json_object_new_object());
+}
+
+static ssize_t wreader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct wstream *s = cls;
+	return ebuf_read(&s->out, out, max, wfill, s);
+}
+
+static void wstream_free(void *cls)
+{
+	struct wstream *s = cls;
+	watching_close(&s->wg);
+	ebuf_free(&s->out);
+	free(s);
 }
 
 enum MHD_Result watch_dir(struct request *rq)
@@ -158,27 +194,18 @@ enum MHD_Result watch_dir(struct request *rq)
 		json_object_put(b);
 		return envd_error(rq, EINVAL, "path is required");
 	}
-	sandbox_handle_t h = envd_open(rq, &sent);
-	if (!h.sb) {
-		json_object_put(b);
+	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	if (!h.sb)
 		return sent;
-	}
 	struct wstream *s = calloc(1, sizeof(*s));
 	abox_error err = ABOX_ERROR_INIT;
-	char home[ACCT_HOME_MAX + 1] = "/";
-	(void)envd_user_home(h.sb, rq->user, home, sizeof(home)); /* checked by envd_open */
-	int r = s ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &s->w, &err) : -ENOMEM;
+	int r = s ? watching_start(&s->wg, rq, h, b, path, &err) : -ENOMEM;
+	json_object_put(b);
 	if (r < 0) {
 		free(s);
 		envd_close(&h);
-		json_object_put(b);
 		return envd_error(rq, -r, "%s", err.msg);
 	}
-	char abs[4096];
-	snprintf(s->root, sizeof(s->root), "%s", envd_user_path(home, path, abs, sizeof(abs)));
-	entries_open(&s->entries, rq, b);
-	json_object_put(b);
-	s->h = h;
 	const char *ka = header(rq, "Keepalive-Ping-Interval");
 	s->keepalive_ms = ka && atoi(ka) > 0 ? atoi(ka) * 1000 : 30000;
 	ebuf_field(&s->out, "start", json_object_new_object());
@@ -190,14 +217,11 @@ enum MHD_Result watch_dir(struct request *rq)
 struct watcher {
 	char id[33];
 	char sandbox[ABOX_ID_LEN + 1];
-	char root[4096];
-	sandbox_handle_t h;
-	abox_watch *w;
+	struct watching wg;
 	pthread_t thread;
 	bool stop;
 	json_object *events; /* array, guarded by lock */
 	int64_t polled_ms;
-	struct entries entries;
 	struct watcher *next;
 };
 
@@ -207,7 +231,7 @@ static struct watcher *watchers;
 static int on_polled_event(abox_fs_event_type t, const char *path, void *ud)
 {
 	struct watcher *w = ud;
-	json_object *ev = with_entry(&w->entries, t, path, fs_event(w->root, t, path));
+	json_object *ev = watching_event(&w->wg, t, path);
 	pthread_mutex_lock(&lock);
 	if (json_object_array_length(w->events) < WATCHER_EVENTS_MAX)
 		json_object_array_add(w->events, ev);
@@ -226,9 +250,9 @@ static void *drain(void *arg)
 		pthread_mutex_unlock(&lock);
 		if (stop)
 			break;
-		struct pollfd p = { .fd = abox_watch_fd(w->w), .events = POLLIN };
+		struct pollfd p = { .fd = abox_watch_fd(w->wg.w), .events = POLLIN };
 		(void)poll(&p, 1, 500);
-		if (abox_watch_dispatch(w->w, on_polled_event, w, NULL) < 0)
+		if (abox_watch_dispatch(w->wg.w, on_polled_event, w, NULL) < 0)
 			break;
 	}
 	return NULL;
@@ -240,10 +264,7 @@ static void watcher_free(struct watcher *w)
 	w->stop = true;
 	pthread_mutex_unlock(&lock);
 	pthread_join(w->thread, NULL);
-	abox_watch_free(w->w);
-	envd_close(&w->h);
-	envd_close(&w->entries.h);
-	abox_accounts_free(w->entries.acc);
+	watching_close(&w->wg);
 	json_object_put(w->events);
 	free(w);
 }
@@ -307,25 +328,20 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 			return envd_error(rq, EMFILE, "too many watchers: the daemon's limit is %u (RemoveWatcher frees one)",
 					  WATCHERS_MAX);
 		}
-		sandbox_handle_t h = envd_open(rq, &sent);
-		if (!h.sb) {
-			json_object_put(b);
+		sandbox_handle_t h = envd_open_body(rq, b, &sent);
+		if (!h.sb)
 			return sent;
-		}
 		struct watcher *w = calloc(1, sizeof(*w));
 		abox_error err = ABOX_ERROR_INIT;
-		char home[ACCT_HOME_MAX + 1] = "/";
-		(void)envd_user_home(h.sb, rq->user, home, sizeof(home)); /* checked by envd_open */
-		int r = w ? abox_watch_start(h.sb, path, rq->user, recursive_of(b), &w->w, &err) : -ENOMEM;
+		/* its id first: nothing to undo when there is none */
 		unsigned char raw[16];
-		FILE *f = r >= 0 ? fopen("/dev/urandom", "re") : NULL;
-		if (r >= 0 && (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)))
-			r = -EIO;
+		FILE *f = w ? fopen("/dev/urandom", "re") : NULL;
+		int r = !w ? -ENOMEM : !f || fread(raw, 1, sizeof(raw), f) != sizeof(raw) ? -EIO : 0;
 		if (f)
 			fclose(f);
+		if (r >= 0)
+			r = watching_start(&w->wg, rq, h, b, path, &err);
 		if (r < 0) {
-			if (w && w->w)
-				abox_watch_free(w->w);
 			free(w);
 			envd_close(&h);
 			json_object_put(b);
@@ -334,10 +350,6 @@ enum MHD_Result watcher_rpc(struct request *rq, const char *method)
 		for (int i = 0; i < 16; i++)
 			snprintf(w->id + 2 * i, 3, "%02x", raw[i]);
 		memcpy(w->sandbox, rq->sandbox, sizeof(w->sandbox));
-		char abs[4096];
-		snprintf(w->root, sizeof(w->root), "%s", envd_user_path(home, path, abs, sizeof(abs)));
-		entries_open(&w->entries, rq, b);
-		w->h = h;
 		w->events = json_object_new_array();
 		w->polled_ms = clock_mono_ms();
 		pthread_create(&w->thread, NULL, drain, w);

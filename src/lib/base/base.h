@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <abox/common.h>
@@ -97,6 +98,16 @@ int write_file_at(int dirfd, const char *path, const char *s);
 /* Read a whole small file (limit bytes at most) into a malloc'd,
  * NUL-terminated buffer. */
 int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *len);
+/* Reads fd to its end into *buf (malloc'd, room for *cap bytes and a
+ * NUL), growing it up to limit bytes (-EFBIG beyond). *len: what was read,
+ * NUL-terminated. 0 or -errno. */
+int read_all_fd(int fd, size_t limit, char **buf, size_t *cap, size_t *len);
+/* Replaces path with len bytes of data, written to tmp (created with
+ * mode) and renamed over it: a reader sees the old file or the new one,
+ * never half of one. durable: fsync'd before the rename, so that this
+ * holds across a power loss too. 0 or -errno; tmp is gone on failure. */
+int write_file_replace(const char *path, const char *tmp, const void *data, size_t len, mode_t mode,
+		       bool durable);
 
 /* Parse sizes like "512M", "1G", "64k", "1048576" (binary multiples). */
 int parse_size(const char *s, uint64_t *out);

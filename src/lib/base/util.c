@@ -84,46 +84,68 @@ int write_file_at(int dirfd, const char *path, const char *s)
 	return r;
 }
 
+int read_all_fd(int fd, size_t limit, char **buf, size_t *cap, size_t *len)
+{
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read_full(fd, *buf + n, *cap - n);
+		if (r < 0)
+			return (int)r;
+		n += (size_t)r;
+		if (n < *cap)
+			break; /* the end came first */
+		if (*cap >= limit)
+			return -EFBIG;
+		size_t ncap = *cap * 2 > limit ? limit : *cap * 2;
+		char *nb = realloc(*buf, ncap + 1);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = ncap;
+	}
+	(*buf)[n] = '\0';
+	*len = n;
+	return 0;
+}
+
 int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *len)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	size_t cap = 4096 < limit ? 4096 : limit, n = 0;
+	size_t cap = 4096 < limit ? 4096 : limit, n;
 	/* a regular file says how big it is: one buffer, no regrowth (a
-	 * file that grows meanwhile still grows the buffer below) */
+	 * file that grows meanwhile still grows the buffer) */
 	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
 		cap = (size_t)st.st_size < limit ? (size_t)st.st_size + 1 : limit;
 	_cleanup_free_ char *buf = malloc(cap + 1);
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
-		if (n == cap) {
-			if (cap >= limit)
-				return -EFBIG;
-			size_t ncap = cap * 2 > limit ? limit : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-			cap = ncap;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
+	int r = read_all_fd(fd, limit, &buf, &cap, &n);
+	if (r < 0)
+		return r;
 	if (len)
 		*len = n;
 	*out = TAKE_PTR(buf);
 	return 0;
+}
+
+int write_file_replace(const char *path, const char *tmp, const void *data, size_t len, mode_t mode,
+		       bool durable)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	int r = write_full(fd, data, len);
+	if (r == 0 && durable && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
 }
 
 int parse_size(const char *s, uint64_t *out)

@@ -2,7 +2,6 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -13,6 +12,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
+#include "base/run.h"
 #include "disk/disk.h"
 
 #ifndef FSCONFIG_SET_FLAG
@@ -56,21 +56,14 @@ static int run_mkfs(const char *path, abox_error *err)
 	const char *argv[] = { mkfs, "-q", "-F", "-t", "ext4", "-b", "4096", "-I", "256", "-i", "8192", "-m", "0",
 			       "-O", "^has_journal,^resize_inode", "-E",
 			       "lazy_itable_init=1,nodiscard,root_owner=0:0", "-L", "abox-layer", path, NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C", NULL };
-	int se = posix_spawn(&pid, mkfs, &fa, NULL, (char *const *)argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	if (se)
-		return abox_error_set(err, se, "disk: run %s", mkfs);
+	/* a fixed environment: the caller's locale must not change what
+	 * mkfs does, nor its PATH which programs it runs */
+	static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C",
+				      NULL };
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "disk: wait for %s", mkfs);
+	int r = run_quiet(mkfs, argv, envp, &st, "disk", mkfs, err);
+	if (r < 0)
+		return r;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return abox_error_setx(err, EIO, "disk: %s failed on '%s' (status %d)", mkfs, path, st);
 	return 0;

@@ -217,6 +217,20 @@ static int finish(struct copier *c, int sdir, const char *name, int ddir, const 
 
 static int copy_dir(struct copier *c, int sdir, int ddir, unsigned depth);
 
+/* Into folder name on both sides: walk (copy_dir or merge_dir) takes its
+ * entries, then the folder gets the source's owner, mode, times and
+ * xattrs (once its entries are in: their writes would move its times). */
+static int descend(struct copier *c, int sdir, int ddir, const char *name, const struct stat *s,
+		   unsigned depth, int (*walk)(struct copier *c, int sdir, int ddir, unsigned depth))
+{
+	_cleanup_close_ int sd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int dd = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sd < 0 || dd < 0)
+		return fail(c, errno, "open folder");
+	int r = walk(c, sd, dd, depth + 1);
+	return r < 0 ? r : finish(c, sdir, name, ddir, s);
+}
+
 static int copy_regular(struct copier *c, int sdir, int ddir, const char *name, const struct stat *s)
 {
 	if (s->st_nlink > 1) {
@@ -265,14 +279,7 @@ static int copy_entry(struct copier *c, int sdir, int ddir, const char *name, un
 		}
 		if (mkdirat(ddir, name, 0700) < 0)
 			return fail(c, errno, "mkdir");
-		_cleanup_close_ int sd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		_cleanup_close_ int dd = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sd < 0 || dd < 0)
-			return fail(c, errno, "open folder");
-		int r = copy_dir(c, sd, dd, depth + 1);
-		if (r < 0)
-			return r;
-		return finish(c, sdir, name, ddir, &s);
+		return descend(c, sdir, ddir, name, &s, depth, copy_dir);
 	}
 	case S_IFLNK: {
 		char target[4097];
@@ -383,16 +390,9 @@ static int merge_entry(struct copier *c, int sdir, int ddir, const char *name, u
 		return fail(c, errno, "stat");
 	bool have = fstatat(ddir, name, &d, AT_SYMLINK_NOFOLLOW) == 0;
 	if (have && S_ISDIR(s.st_mode) && S_ISDIR(d.st_mode) && !opaque(sdir, name)) {
-		_cleanup_close_ int sd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		_cleanup_close_ int dd = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sd < 0 || dd < 0)
-			return fail(c, errno, "open folder");
-		int r = merge_dir(c, sd, dd, depth + 1);
-		if (r < 0)
-			return r;
 		/* the upper folder's owner, mode and times are what shows;
 		 * xattrs are added (an opaque mark below stays in force) */
-		return finish(c, sdir, name, ddir, &s);
+		return descend(c, sdir, ddir, name, &s, depth, merge_dir);
 	}
 	if (have) {
 		int r = rm_rf_at(ddir, name, 0);

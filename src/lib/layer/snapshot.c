@@ -275,20 +275,9 @@ static int record_edit(const char *state_dir, const char *id, void (*edit)(json_
 	}
 	edit(o, ud);
 	const char *out = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	r = fd < 0 ? -errno : write_full(fd, out, strlen(out));
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (fd >= 0)
-		close(fd);
+	r = write_file_replace(p, tmp, out, strlen(out), 0600, true);
 	json_object_put(o);
-	if (r == 0 && rename(tmp, p) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return abox_error_set(err, -r, "snapshot: write '%s'", p);
-	}
-	return 0;
+	return r < 0 ? abox_error_set(err, -r, "snapshot: write '%s'", p) : 0;
 }
 
 struct memory_edit {

@@ -86,18 +86,9 @@ int template_meta_write(const char *version_path, const struct template_meta *m,
 	char p[4200], tmp[4300];
 	safe_snprintf(p, sizeof(p), "%s.json", version_path);
 	safe_snprintf(tmp, sizeof(tmp), "%s.json.tmp", version_path);
-	int r = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || write_full(fd, s, strlen(s)) < 0 || fsync(fd) < 0)
-		r = abox_error_set(err, errno, "template: write '%s'", tmp);
-	if (fd >= 0)
-		close(fd);
-	if (r == 0 && rename(tmp, p) < 0)
-		r = abox_error_set(err, errno, "template: rename '%s'", p);
-	if (r < 0)
-		unlink(tmp);
+	int r = write_file_replace(p, tmp, s, strlen(s), 0644, true);
 	json_object_put(o);
-	return r;
+	return r < 0 ? abox_error_set(err, -r, "template: write '%s'", p) : 0;
 }
 
 void template_meta_free(struct template_meta *m)

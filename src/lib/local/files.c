@@ -60,73 +60,77 @@ const char *backend_user_path(const char *user, const char *path, char *buf, siz
 	return buf;
 }
 
-static int flush_all(abox_sandbox *sb, abox_error *err)
+/* What wait_answer hands on, and whether the caller said stop. */
+struct answer {
+	int (*on_frame)(const struct proto_frame *f, void *ud);
+	void (*on_ok)(const struct proto_frame *f, void *ud);
+	void *ud;
+	bool stopped;
+};
+
+/* A frame of a file request's answer before its end: EV_ERROR is init's
+ * refusal, with its errno and message; anything else is data. */
+static int answer_frame(const struct proto_frame *f, const char *what, void *ud, abox_error *err)
 {
-	while (proto_outq_len(&sb->out)) {
-		struct pollfd p = { .fd = sb->conn, .events = POLLOUT };
-		poll(&p, 1, 1000);
-		int r = proto_flush(sb->conn, &sb->out);
-		if (r < 0)
-			return abox_error_set(err, -r, "send to init");
+	struct answer *a = ud;
+	if (f->type == MSG_EV_ERROR) {
+		uint64_t code = EIO;
+		_cleanup_free_ char *msg = NULL;
+		size_t off = 0;
+		struct proto_field fl;
+		while (proto_field_next(f, &off, &fl) > 0) {
+			if (fl.tag == F_ERRNO)
+				(void)proto_field_u64(&fl, &code);
+			else if (fl.tag == F_MESSAGE && !msg)
+				(void)proto_field_strdup(&fl, &msg);
+		}
+		if (code == 0 || code > 4095)
+			code = EIO;
+		return abox_error_setx(err, (int)code, "%s", msg ? msg : "file operation failed");
 	}
+	if (a->on_frame && !a->stopped && a->on_frame(f, a->ud) != 0)
+		a->stopped = true; /* keep reading to the end of this request */
 	return 0;
 }
 
+static void answer_ok(const struct proto_frame *f, void *ud)
+{
+	struct answer *a = ud;
+	if (a->on_ok)
+		a->on_ok(f, a->ud);
+}
+
 /* Waits for the answer to request id: frames before EV_OK go to
- * on_frame; EV_OK goes to on_ok; EV_ERROR becomes the error, with init's
- * errno and message. */
+ * on_frame (non-zero: no more of them); EV_OK goes to on_ok; EV_ERROR
+ * becomes the error, with init's errno and message. */
 static int wait_answer(abox_sandbox *sb, uint32_t id, int (*on_frame)(const struct proto_frame *, void *),
 		       void (*on_ok)(const struct proto_frame *, void *), void *ud, abox_error *err)
 {
-	int r = flush_all(sb, err);
+	struct answer a = { .on_frame = on_frame, .on_ok = on_ok, .ud = ud };
+	int r = backend_answer(sb, id, "files", answer_frame, answer_ok, &a, err);
+	if (r >= 0 && a.stopped)
+		return abox_error_setx(err, ECANCELED, "stopped by the caller");
+	return r;
+}
+
+/* Sends m (made by begin) and waits for its answer (wait_answer). */
+static int ask(abox_sandbox *sb, struct proto_msg *m, const char *what,
+	       int (*on_frame)(const struct proto_frame *, void *),
+	       void (*on_ok)(const struct proto_frame *, void *), void *ud, abox_error *err)
+{
+	uint32_t id = m->id;
+	int r = backend_send(sb, m);
 	if (r < 0)
-		return r;
-	int stopped = 0;
-	for (;;) {
-		struct proto_frame f;
-		r = backend_recv(sb, &f, "files", err);
-		if (r == -EAGAIN)
-			return r;
-		if (r <= 0)
-			return abox_error_set(err, r < 0 ? -r : EPIPE, "init did not answer");
-		for (unsigned i = 0; i < f.nfds; i++)
-			close(f.fds[i]);
-		if (f.id != id)
-			continue;
-		if (f.type == MSG_EV_OK) {
-			if (on_ok)
-				on_ok(&f, ud);
-			return stopped ? abox_error_setx(err, ECANCELED, "stopped by the caller") : 0;
-		}
-		if (f.type == MSG_EV_ERROR) {
-			uint64_t code = EIO;
-			_cleanup_free_ char *msg = NULL;
-			size_t off = 0;
-			struct proto_field fl;
-			while (proto_field_next(&f, &off, &fl) > 0) {
-				if (fl.tag == F_ERRNO)
-					(void)proto_field_u64(&fl, &code);
-				else if (fl.tag == F_MESSAGE && !msg)
-					(void)proto_field_strdup(&fl, &msg);
-			}
-			if (code == 0 || code > 4095)
-				code = EIO;
-			return abox_error_setx(err, (int)code, "%s", msg ? msg : "file operation failed");
-		}
-		if (on_frame && !stopped && on_frame(&f, ud) != 0)
-			stopped = 1; /* keep reading to the end of this request */
-	}
+		return abox_error_set(err, -r, "%s: send", what);
+	return wait_answer(sb, id, on_frame, on_ok, ud, err);
 }
 
 static int begin(abox_sandbox *sb, uint16_t type, struct proto_msg *m, const char *path, const char *user,
 		 abox_error *err)
 {
-	if (sb->paused)
-		return backend_not_paused(sb, "files", err);
-	if (sb->conn < 0)
-		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
-	if (sb->active)
-		return abox_error_setx(err, EBUSY, "the handle is running a process");
+	int r = backend_can_ask(sb, "files", err);
+	if (r < 0)
+		return r;
 	if (!path || !path[0])
 		return abox_error_setx(err, EINVAL, "empty path");
 	char abs[4200];
@@ -174,11 +178,8 @@ int local_file_read(abox_sandbox *sb, const char *path, const char *user, abox_d
 	int r = begin(sb, MSG_REQ_FS_READ, &m, path, user, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "read: send");
 	struct read_ctx c = { .fn = fn, .ud = ud };
-	r = wait_answer(sb, id, read_chunk, read_size, &c, err);
+	r = ask(sb, &m, "read", read_chunk, read_size, &c, err);
 	if (r >= 0 && size)
 		*size = c.size;
 	return r;
@@ -226,7 +227,7 @@ static int write_from(abox_sandbox *sb, const char *path, const char *user, cons
 			break;
 		proto_msg_init(&m, MSG_REQ_FS_DATA, id);
 		proto_put_bytes(&m, F_DATA, chunk, n);
-		if ((r = backend_send(sb, &m)) < 0 || (r = flush_all(sb, err)) < 0) {
+		if ((r = backend_send(sb, &m)) < 0 || (r = backend_flush(sb, "write", err)) < 0) {
 			abox_error_set(err, r < 0 ? -r : EIO, "write: send");
 			break;
 		}
@@ -286,10 +287,7 @@ int local_file_stat(abox_sandbox *sb, const char *path, const char *user, abox_f
 	int r = begin(sb, MSG_REQ_FS_STAT, &m, path, user, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "stat: send");
-	return wait_answer(sb, id, NULL, stat_ok, out, err);
+	return ask(sb, &m, "stat", NULL, stat_ok, out, err);
 }
 
 /* Sends a listing request: depth checked here so that the caller learns
@@ -362,11 +360,8 @@ int local_file_mkdir(abox_sandbox *sb, const char *path, const char *user, int *
 	int r = begin(sb, MSG_REQ_FS_MKDIR, &m, path, user, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "mkdir: send");
 	int flag = 0;
-	r = wait_answer(sb, id, NULL, made_flag, &flag, err);
+	r = ask(sb, &m, "mkdir", NULL, made_flag, &flag, err);
 	if (r >= 0 && made)
 		*made = flag;
 	return r;
@@ -382,16 +377,13 @@ int local_file_move(abox_sandbox *sb, const char *from, const char *to, const ch
 		proto_msg_free(&m);
 		return abox_error_setx(err, EINVAL, "move: empty destination");
 	}
-	uint32_t id = m.id;
 	char abs[4200];
 	if (!(to = backend_user_path(user, to, abs, sizeof(abs))) || strlen(to) >= 4096) {
 		proto_msg_free(&m);
 		return abox_error_setx(err, ENAMETOOLONG, "move: destination too long");
 	}
 	proto_put_str(&m, F_TARGET, to);
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "move: send");
-	return wait_answer(sb, id, NULL, NULL, NULL, err);
+	return ask(sb, &m, "move", NULL, NULL, NULL, err);
 }
 
 int local_file_remove(abox_sandbox *sb, const char *path, const char *user, abox_error *err)
@@ -400,10 +392,7 @@ int local_file_remove(abox_sandbox *sb, const char *path, const char *user, abox
 	int r = begin(sb, MSG_REQ_FS_REMOVE, &m, path, user, err);
 	if (r < 0)
 		return r;
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "remove: send");
-	return wait_answer(sb, id, NULL, NULL, NULL, err);
+	return ask(sb, &m, "remove", NULL, NULL, NULL, err);
 }
 
 int local_watch_start(abox_sandbox *sb, const char *path, const char *user, int recursive, abox_watch *w,
@@ -415,9 +404,7 @@ int local_watch_start(abox_sandbox *sb, const char *path, const char *user, int 
 		return r;
 	uint32_t id = m.id;
 	proto_put_u64(&m, F_FLAGS, recursive ? FS_RECURSIVE : 0);
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "watch: send");
-	if ((r = wait_answer(sb, id, NULL, NULL, NULL, err)) < 0)
+	if ((r = ask(sb, &m, "watch", NULL, NULL, NULL, err)) < 0)
 		return r;
 	w->id = id;
 	return 0;
@@ -432,7 +419,7 @@ int local_watch_stop(abox_watch *w, bool answer, abox_error *err)
 	int r = backend_send(w->sb, &m);
 	if (r < 0)
 		return abox_error_set(err, -r, "watch: send");
-	return answer ? wait_answer(w->sb, w->id, NULL, NULL, NULL, err) : flush_all(w->sb, err);
+	return answer ? wait_answer(w->sb, w->id, NULL, NULL, NULL, err) : backend_flush(w->sb, "watch", err);
 }
 
 /* ---- file metadata (src/init/meta.c) ---------------------------------- */
@@ -460,10 +447,7 @@ int local_file_meta_set(abox_sandbox *sb, const char *path, const char *user, co
 		proto_put_str(&m, F_META_KEY, kv[2 * i]);
 		proto_put_str(&m, F_META_VALUE, kv[2 * i + 1]);
 	}
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "metadata: send");
-	r = wait_answer(sb, id, NULL, NULL, NULL, err);
+	r = ask(sb, &m, "metadata", NULL, NULL, NULL, err);
 	return r < 0 ? meta_unsupported(r, err) : r;
 }
 
@@ -515,11 +499,8 @@ int local_file_meta_get(abox_sandbox *sb, const char *const *paths, size_t n, co
 		const char *pi = backend_user_path(user, paths[i], abs, sizeof(abs));
 		proto_put_str(&m, F_PATH, pi ? pi : paths[i]);
 	}
-	uint32_t id = m.id;
-	if ((r = backend_send(sb, &m)) < 0)
-		return abox_error_set(err, -r, "metadata: send");
 	struct meta_ctx c = { fn, userdata };
-	r = wait_answer(sb, id, meta_entry, NULL, &c, err);
+	r = ask(sb, &m, "metadata", meta_entry, NULL, &c, err);
 	return r < 0 ? meta_unsupported(r, err) : r;
 }
 
@@ -543,24 +524,15 @@ static void take_accounts(const struct proto_frame *f, void *ud)
 
 int local_accounts_read(abox_sandbox *sb, abox_accounts **out, abox_error *err)
 {
-	if (sb->paused)
-		return backend_not_paused(sb, "accounts", err);
-	if (sb->conn < 0)
-		return abox_error_setx(err, ESRCH, "sandbox %s is not reachable", sb->id);
-	if (sb->active)
-		return abox_error_setx(err, EBUSY, "the handle is running a process");
+	int r = backend_can_ask(sb, "accounts", err);
+	if (r < 0)
+		return r;
 	abox_accounts *a = calloc(1, sizeof(*a));
 	if (!a)
 		return abox_error_set(err, ENOMEM, "accounts");
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_ACCOUNTS, ++sb->next_req);
-	uint32_t id = m.id;
-	int r = backend_send(sb, &m);
-	if (r < 0) {
-		free(a);
-		return abox_error_set(err, -r, "accounts: send");
-	}
-	if ((r = wait_answer(sb, id, NULL, take_accounts, a, err)) < 0) {
+	if ((r = ask(sb, &m, "accounts", NULL, take_accounts, a, err)) < 0) {
 		free(a->passwd);
 		free(a->group);
 		free(a);

@@ -216,6 +216,14 @@ int backend_lock(abox_ctx *ctx, const char *id, abox_error *err)
 	return fd;
 }
 
+int backend_lock_read(abox_sandbox *sb, int *lock, struct sb_state *st, abox_error *err)
+{
+	*lock = backend_lock(sb->ctx, sb->id, err);
+	if (*lock < 0)
+		return *lock;
+	return state_read(sb->ctx->state_dir, sb->id, st, err);
+}
+
 int backend_freeze_recover(abox_ctx *ctx, const char *id)
 {
 	char p[4200];

@@ -1,5 +1,6 @@
-/* local/link.c — the link to a sandbox's init: send, receive, call,
- * reaping it, the cgroup layout, and what a handle holds.
+/* local/link.c — the link to a sandbox's init: send, receive, the answer
+ * to a request and a control call, reaping it, the cgroup layout and a
+ * handle's cgroups, and what a handle holds.
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
 #include <stddef.h>
@@ -73,6 +74,17 @@ int backend_layout(abox_ctx *ctx, abox_error *err)
 	return 0;
 }
 
+int backend_cgroups(abox_sandbox *sb, abox_error *err)
+{
+	if (sb->cg)
+		return 0;
+	int r = backend_layout(sb->ctx, err);
+	if (r < 0)
+		return r;
+	r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err);
+	return r < 0 ? r : 0;
+}
+
 int backend_send(abox_sandbox *sb, struct proto_msg *m)
 {
 	int r = proto_queue(&sb->out, m);
@@ -137,8 +149,7 @@ int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox
 	}
 }
 
-int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
-		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
+int backend_can_ask(const abox_sandbox *sb, const char *what, abox_error *err)
 {
 	int r = backend_not_paused(sb, what, err);
 	if (r < 0)
@@ -147,17 +158,29 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not reachable", what, sb->id);
 	if (sb->active)
 		return abox_error_setx(err, EBUSY, "%s: the handle is running a process", what);
-	uint32_t id = m->id;
-	r = backend_send(sb, m);
+	return 0;
+}
+
+int backend_flush(abox_sandbox *sb, const char *what, abox_error *err)
+{
+	while (proto_outq_len(&sb->out)) {
+		struct pollfd p = { .fd = sb->conn, .events = POLLOUT };
+		poll(&p, 1, 1000);
+		int r = proto_flush(sb->conn, &sb->out);
+		if (r < 0)
+			return abox_error_set(err, -r, "%s: send to init", what);
+	}
+	return 0;
+}
+
+int backend_answer(abox_sandbox *sb, uint32_t id, const char *what,
+		   int (*on_frame)(const struct proto_frame *f, const char *what, void *ud, abox_error *err),
+		   void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
+{
+	int r = backend_flush(sb, what, err);
 	if (r < 0)
-		return abox_error_set(err, -r, "%s", what);
+		return r;
 	for (;;) {
-		while (proto_outq_len(&sb->out)) {
-			struct pollfd p = { .fd = sb->conn, .events = POLLOUT };
-			poll(&p, 1, 1000);
-			if ((r = proto_flush(sb->conn, &sb->out)) < 0)
-				return abox_error_set(err, -r, "%s", what);
-		}
 		struct proto_frame f;
 		r = backend_recv(sb, &f, what, err);
 		if (r == -EAGAIN)
@@ -167,20 +190,43 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		for (unsigned i = 0; i < f.nfds; i++)
 			close(f.fds[i]);
 		if (f.id != id)
-			continue;
+			continue; /* the late answer to a request given up on */
 		if (f.type == MSG_EV_OK) {
 			if (on_ok)
 				on_ok(&f, ud);
 			return 0;
 		}
-		_cleanup_free_ char *msg = NULL;
-		size_t off = 0;
-		struct proto_field fl;
-		while (proto_field_next(&f, &off, &fl) > 0)
-			if (fl.tag == F_MESSAGE && !msg)
-				(void)proto_field_strdup(&fl, &msg);
-		return abox_error_setx(err, EPROTO, "%s: %s", what, msg ? msg : "init refused");
+		if ((r = on_frame(&f, what, ud, err)) < 0)
+			return r;
 	}
+}
+
+/* A control request has no frames before its EV_OK: any other is init's
+ * refusal, with its message. */
+static int refused(const struct proto_frame *f, const char *what, void *ud, abox_error *err)
+{
+	_cleanup_free_ char *msg = NULL;
+	size_t off = 0;
+	struct proto_field fl;
+	while (proto_field_next(f, &off, &fl) > 0)
+		if (fl.tag == F_MESSAGE && !msg)
+			(void)proto_field_strdup(&fl, &msg);
+	return abox_error_setx(err, EPROTO, "%s: %s", what, msg ? msg : "init refused");
+}
+
+int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
+		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err)
+{
+	int r = backend_can_ask(sb, what, err);
+	if (r < 0) {
+		proto_msg_free(m);
+		return r;
+	}
+	uint32_t id = m->id;
+	r = backend_send(sb, m);
+	if (r < 0)
+		return abox_error_set(err, -r, "%s", what);
+	return backend_answer(sb, id, what, refused, on_ok, ud, err);
 }
 
 void local_link_lost(abox_sandbox *sb)

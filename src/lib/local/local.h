@@ -25,6 +25,9 @@ struct template_meta;
 int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox_error *err);
 /* Detects the cgroup layout once per context. */
 int backend_layout(abox_ctx *ctx, abox_error *err);
+/* Opens sb's cgroups into sb->cg unless the handle has them (one found by
+ * id opens them on first use). */
+int backend_cgroups(abox_sandbox *sb, abox_error *err);
 /* Whether a sandbox made with flags (ABOX_SANDBOX_*) has its writable
  * layer on a disk of its own (disk/) rather than a tmpfs. */
 bool backend_layer_on_disk(uint32_t flags);
@@ -33,8 +36,6 @@ bool backend_layer_on_disk(uint32_t flags);
 int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err);
 /* Reaps init if it has exited (non-blocking unless wait is true). */
 void backend_reap_init(abox_sandbox *sb, bool wait);
-/* Sends a request and waits for its EV_OK (or error): for short control
- * requests on a handle that is not running a process. */
 struct sb_state;
 /* Create options that rebuild what a record's sandbox was made with:
  * limits, seccomp policy, env, metadata (*meta owns those strings, free
@@ -123,6 +124,9 @@ int backend_freeze_mark(abox_sandbox *sb, const char *what, abox_error *err);
 int backend_freeze(abox_sandbox *sb, bool frozen, const char *what, abox_error *err);
 void backend_freeze_settled(abox_sandbox *sb);
 int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);
+/* backend_lock, then the record read into *st: *lock is the caller's to
+ * close and *st to free, whatever this returns. */
+int backend_lock_read(abox_sandbox *sb, int *lock, struct sb_state *st, abox_error *err);
 /* 1 when it undid a dead maker's freeze, 0 when there was none. */
 int backend_freeze_recover(abox_ctx *ctx, const char *id);
 /* The same whether or not a mark is left (a checkpoint's keeper). */
@@ -157,6 +161,23 @@ uint64_t backend_resume_left_ms(const struct sb_state *st);
 /* The next frame from init (proto_recv), or -EAGAIN with a message when
  * init stays silent because the record says the sandbox is paused. */
 int backend_recv(abox_sandbox *sb, struct proto_frame *f, const char *what, abox_error *err);
+/* 0 when the handle can ask init something now: the sandbox is not
+ * paused, init is reachable and no process runs on the handle; else an
+ * error that starts with what. */
+int backend_can_ask(const abox_sandbox *sb, const char *what, abox_error *err);
+/* Writes out what is queued for init, waiting for room. */
+int backend_flush(abox_sandbox *sb, const char *what, abox_error *err);
+/* Reads the answer to request id up to its EV_OK (handed to on_ok, which
+ * may be NULL). Every other frame of it goes to on_frame, whose error ends
+ * the answer: init's refusal, in the request's own terms. Frames of other
+ * requests are late answers to requests given up on, and are dropped; the
+ * fds any frame carries are closed. Errors start with what; -EAGAIN when
+ * the sandbox turned out paused. */
+int backend_answer(abox_sandbox *sb, uint32_t id, const char *what,
+		   int (*on_frame)(const struct proto_frame *f, const char *what, void *ud, abox_error *err),
+		   void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
+/* Sends a short control request (m is consumed) and waits for its EV_OK:
+ * any other frame of its answer is init's refusal (EPROTO). */
 int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */

@@ -17,17 +17,6 @@ int backend_not_paused(const abox_sandbox *sb, const char *what, abox_error *err
 			       sb->id);
 }
 
-static int open_cgroups(abox_sandbox *sb, const char *what, abox_error *err)
-{
-	int r;
-	if (sb->cg)
-		return 0;
-	if ((r = backend_layout(sb->ctx, err)) < 0 ||
-	    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
-		return abox_error_prefix(err, "%s", what);
-	return 0;
-}
-
 /* Tells init its new deadline (0: none). While the tree is frozen init's
  * timer cannot fire, but on thaw an expired timer would kill the sandbox
  * at once, before any later request: so pause clears it first and resume
@@ -68,10 +57,7 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "%s: sandbox %s is ephemeral", what, sb->id);
-	*lock = backend_lock(sb->ctx, sb->id, err);
-	if (*lock < 0)
-		return *lock;
-	int r = state_read(sb->ctx->state_dir, sb->id, st, err);
+	int r = backend_lock_read(sb, lock, st, err);
 	if (r < 0)
 		return r;
 	if (st->cold && st->paused_ms) {
@@ -81,7 +67,8 @@ static int begin(abox_sandbox *sb, const char *what, struct sb_state *st, int *l
 	if (sb->dead || state_status(st) == SB_DEAD)
 		return abox_error_setx(err, ESRCH, "%s: sandbox %s is not running (its init is gone)", what,
 				       sb->id);
-	return open_cgroups(sb, what, err);
+	r = backend_cgroups(sb, err);
+	return r < 0 ? abox_error_prefix(err, "%s", what) : 0;
 }
 
 uint64_t backend_left_ms(const struct sb_state *st, int64_t now)
@@ -308,11 +295,9 @@ static int resume_cold(abox_sandbox *sb, abox_error *err)
 	/* held through the create: a concurrent kill waits until the new
 	 * init is recorded (then kills that), never tears down a half-made
 	 * one; the create's own failure path re-enters it */
-	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
+	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
-	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	int r = backend_lock_read(sb, &lock, &st, err);
 	if (r < 0)
 		return r;
 	if (!st.cold || !st.paused_ms) {

@@ -284,12 +284,9 @@ int local_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **ou
 {
 	if ((pid <= 0) == (tag == NULL))
 		return abox_error_setx(err, EINVAL, "attach: give a pid or a tag");
-	if (sb->paused)
-		return backend_not_paused(sb, "attach", err);
-	if (sb->conn < 0)
-		return abox_error_setx(err, ESRCH, "attach: sandbox %s is not reachable", sb->id);
-	if (sb->active)
-		return abox_error_setx(err, EBUSY, "attach: the handle is running a process");
+	int r = backend_can_ask(sb, "attach", err);
+	if (r < 0)
+		return r;
 	abox_proc *p = calloc(1, sizeof(*p));
 	if (!p)
 		return abox_error_set(err, ENOMEM, "attach");
@@ -305,7 +302,7 @@ int local_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **ou
 		proto_put_str(&m, F_TAG, tag);
 	else
 		proto_put_u64(&m, F_PID, (uint64_t)pid);
-	int r = backend_send(sb, &m);
+	r = backend_send(sb, &m);
 	if (r < 0) {
 		free(p);
 		return abox_error_set(err, -r, "attach: send");
@@ -320,77 +317,73 @@ struct list_ctx {
 	size_t n, cap;
 };
 
+/* One process of ps's answer (EV_PROC). */
+static int list_entry(const struct proto_frame *f, const char *what, void *ud, abox_error *err)
+{
+	struct list_ctx *lc = ud;
+	if (f->type != MSG_EV_PROC)
+		return abox_error_setx(err, EPROTO, "%s: unexpected answer from init", what);
+	if (lc->n == lc->cap) {
+		size_t ncap = lc->cap ? lc->cap * 2 : 16;
+		abox_proc_info *nv = realloc(lc->v, ncap * sizeof(*nv));
+		if (!nv)
+			return abox_error_set(err, ENOMEM, "%s", what);
+		lc->v = nv;
+		lc->cap = ncap;
+	}
+	abox_proc_info *pi = &lc->v[lc->n++];
+	memset(pi, 0, sizeof(*pi));
+	size_t off = 0;
+	struct proto_field fl;
+	uint64_t v;
+	int64_t sv;
+	while (proto_field_next(f, &off, &fl) > 0) {
+		switch (fl.tag) {
+		case F_PID:
+			if (proto_field_u64(&fl, &v) == 0)
+				pi->pid = (int)v;
+			break;
+		case F_FLAGS:
+			if (proto_field_u64(&fl, &v) == 0)
+				pi->running = v & 1;
+			break;
+		case F_EXIT_CODE:
+			if (proto_field_i64(&fl, &sv) == 0)
+				pi->exit_code = (int)sv;
+			break;
+		case F_SIGNAL:
+			if (proto_field_u64(&fl, &v) == 0)
+				pi->signal = (int)v;
+			break;
+		case F_TAG:
+			safe_snprintf(pi->tag, sizeof(pi->tag), "%.*s", (int)(fl.len < 127 ? fl.len : 127),
+				      (const char *)fl.val);
+			break;
+		case F_ARG:
+			safe_snprintf(pi->cmd, sizeof(pi->cmd), "%.*s", (int)(fl.len < 255 ? fl.len : 255),
+				      (const char *)fl.val);
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
 int local_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err)
 {
-	if (sb->paused)
-		return backend_not_paused(sb, "ps", err);
-	if (sb->conn < 0)
-		return abox_error_setx(err, ESRCH, "ps: sandbox %s is not reachable", sb->id);
-	if (sb->active)
-		return abox_error_setx(err, EBUSY, "ps: the handle is running a process");
+	int r = backend_can_ask(sb, "ps", err);
+	if (r < 0)
+		return r;
 	uint32_t id = ++sb->next_req;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_LIST, id);
-	int r = backend_send(sb, &m);
-	if (r < 0)
+	if ((r = backend_send(sb, &m)) < 0)
 		return abox_error_set(err, -r, "ps: send");
 	struct list_ctx lc = { 0 };
-	for (;;) {
-		while (proto_outq_len(&sb->out)) {
-			struct pollfd pf = { .fd = sb->conn, .events = POLLOUT };
-			poll(&pf, 1, 1000);
-			if ((r = proto_flush(sb->conn, &sb->out)) < 0) {
-				free(lc.v);
-				return abox_error_set(err, -r, "ps: send");
-			}
-		}
-		struct proto_frame f;
-		r = proto_recv(&sb->rd, &f);
-		if (r <= 0) {
-			free(lc.v);
-			return abox_error_set(err, r < 0 ? -r : EPIPE, "ps: init did not answer");
-		}
-		for (unsigned i = 0; i < f.nfds; i++)
-			close(f.fds[i]);
-		if (f.id != id)
-			continue;
-		if (f.type == MSG_EV_OK)
-			break;
-		if (f.type != MSG_EV_PROC) {
-			free(lc.v);
-			return abox_error_setx(err, EPROTO, "ps: unexpected answer from init");
-		}
-		if (lc.n == lc.cap) {
-			size_t ncap = lc.cap ? lc.cap * 2 : 16;
-			abox_proc_info *nv = realloc(lc.v, ncap * sizeof(*nv));
-			if (!nv) {
-				free(lc.v);
-				return abox_error_set(err, ENOMEM, "ps");
-			}
-			lc.v = nv;
-			lc.cap = ncap;
-		}
-		abox_proc_info *pi = &lc.v[lc.n++];
-		memset(pi, 0, sizeof(*pi));
-		size_t off = 0;
-		struct proto_field fl;
-		uint64_t v;
-		int64_t sv;
-		while (proto_field_next(&f, &off, &fl) > 0) {
-			switch (fl.tag) {
-			case F_PID: if (proto_field_u64(&fl, &v) == 0) pi->pid = (int)v; break;
-			case F_FLAGS: if (proto_field_u64(&fl, &v) == 0) pi->running = v & 1; break;
-			case F_EXIT_CODE: if (proto_field_i64(&fl, &sv) == 0) pi->exit_code = (int)sv; break;
-			case F_SIGNAL: if (proto_field_u64(&fl, &v) == 0) pi->signal = (int)v; break;
-			case F_TAG:
-				safe_snprintf(pi->tag, sizeof(pi->tag), "%.*s", (int)(fl.len < 127 ? fl.len : 127), (const char *)fl.val);
-				break;
-			case F_ARG:
-				safe_snprintf(pi->cmd, sizeof(pi->cmd), "%.*s", (int)(fl.len < 255 ? fl.len : 255), (const char *)fl.val);
-				break;
-			default: break;
-			}
-		}
+	if ((r = backend_answer(sb, id, "ps", list_entry, NULL, &lc, err)) < 0) {
+		free(lc.v);
+		return r;
 	}
 	*out = lc.v;
 	*n = lc.n;

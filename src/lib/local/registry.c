@@ -32,16 +32,22 @@ void abox_sandbox_info_clear(abox_sandbox_info *info)
 	info->metadata_json = NULL;
 }
 
+/* The record of id, read once a freeze whose maker died is undone (one
+ * failed open when there is none): "running" is then said only of a
+ * sandbox that runs, and nobody talks to a tree left frozen. */
+static int read_recovered(abox_ctx *ctx, const char *id, struct sb_state *st, abox_error *err)
+{
+	if (id_ok(id))
+		(void)backend_freeze_recover(ctx, id);
+	return state_read(ctx->state_dir, id, st, err);
+}
+
 int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
 {
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "info: abox_sandbox_info needs its version set");
-	/* "running" is said only of a sandbox that runs: a dead maker's
-	 * freeze is undone first (one failed open when there is none) */
-	if (id_ok(id))
-		(void)backend_freeze_recover(ctx, id);
 	struct sb_state st = { 0 };
-	int r = state_read(ctx->state_dir, id, &st, err);
+	int r = read_recovered(ctx, id, &st, err);
 	if (r < 0)
 		return r;
 	abox_sandbox_info i = { .version = out->version };
@@ -72,11 +78,8 @@ int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error
 
 int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
 {
-	/* a freeze whose maker died is undone before anyone talks to init */
-	if (id_ok(id))
-		(void)backend_freeze_recover(ctx, id);
 	struct sb_state st = { 0 };
-	int r = state_read(ctx->state_dir, id, &st, err);
+	int r = read_recovered(ctx, id, &st, err);
 	if (r < 0)
 		return r;
 	/* pidfd first, then the start time: if the pid was reused between

@@ -18,11 +18,9 @@ int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return abox_error_setx(err, EINVAL, "set-timeout: sandbox %s is ephemeral", sb->id);
-	_cleanup_close_ int lock = backend_lock(sb->ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
+	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
-	int r = state_read(sb->ctx->state_dir, sb->id, &st, err);
+	int r = backend_lock_read(sb, &lock, &st, err);
 	if (r < 0)
 		return r;
 	if (st.paused_ms) {
@@ -52,12 +50,8 @@ int local_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 	*out = 0;
 	/* a handle found by id opens the sandbox's cgroups on first use, so
 	 * that `abox exec` reports OOM kills as `abox run` does */
-	if (!sb->cg && sb->attached) {
-		int r;
-		if ((r = backend_layout(sb->ctx, err)) < 0 ||
-		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
-			return abox_error_prefix(err, "oom count");
-	}
+	if (sb->attached && backend_cgroups(sb, err) < 0)
+		return abox_error_prefix(err, "oom count");
 	if (!sb->cg)
 		return 0;
 	return cgroup_oom_kills(sb->cg, out, err);
@@ -80,12 +74,9 @@ int local_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 {
 	if (!out || out->version < 1)
 		return abox_error_setx(err, EINVAL, "metrics: abox_metrics needs its version set");
-	int r;
-	if (!sb->cg) {
-		if ((r = backend_layout(sb->ctx, err)) < 0 ||
-		    (r = cgroup_open_existing(&sb->ctx->cg, sb->id, &sb->cg, err)) < 0)
-			return abox_error_prefix(err, "metrics");
-	}
+	int r = backend_cgroups(sb, err);
+	if (r < 0)
+		return abox_error_prefix(err, "metrics");
 	struct cg_stats cs;
 	if ((r = cgroup_stats(sb->cg, &cs, err)) < 0)
 		return abox_error_prefix(err, "metrics");

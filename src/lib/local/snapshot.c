@@ -88,11 +88,9 @@ int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay
 	char named[ABOX_ID_LEN + 1] = "";
 	if (name && name_holder(ctx->state_dir, name, named) && !(how & SNAP_TAKE_NAME))
 		return abox_error_setx(err, EEXIST, "snapshot: the name '%s' is taken", name);
-	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
+	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
-	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	int r = backend_lock_read(sb, &lock, &st, err);
 	if (r < 0)
 		return r;
 	struct snap_record rec = { .name = (char *)name, .template_name = st.template_name, .depth = 1,
@@ -125,8 +123,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay
 		r = abox_error_setx(err, ESRCH, "snapshot: sandbox %s is not running", sb->id);
 		goto out;
 	}
-	if (!sb->cg && ((r = backend_layout(ctx, err)) < 0 ||
-			(r = cgroup_open_existing(&ctx->cg, sb->id, &sb->cg, err)) < 0))
+	if ((r = backend_cgroups(sb, err)) < 0)
 		goto out;
 	if ((layer = open_layer(sb, err)) < 0) {
 		r = layer;

@@ -46,45 +46,43 @@ static int opts_to_req(const abox_template_opts *opts, abox_template_opts *o, st
 	return 0;
 }
 
-int local_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
-			abox_error *err)
+/* A template from a recipe (build) or from an archive or image (import). */
+static int make(abox_ctx *ctx, const char *name, const char *from, bool build, const abox_template_opts *opts,
+		abox_error *err)
 {
 	abox_template_opts o;
 	struct template_import_req req;
 	int r = opts_to_req(opts, &o, &req, ctx, err);
 	if (r < 0)
 		return r;
-	if (!name || !recipe)
-		return abox_error_setx(err, EINVAL, "template build: missing name or recipe");
+	if (!name || !from)
+		return abox_error_setx(err, EINVAL, "template %s: missing name or %s",
+				       build ? "build" : "import", build ? "recipe" : "source");
 	struct template_meta m;
-	r = template_build(ctx->state_dir, name, recipe, &req, o.progress ? forward_line : NULL, &o, &m, err);
+	if (build)
+		r = template_build(ctx->state_dir, name, from, &req, o.progress ? forward_line : NULL, &o, &m,
+				   err);
+	else
+		r = template_import(ctx->state_dir, name, from, &req, &m, err);
 	if (r < 0)
 		return r;
-	backend_log(ctx, ABOX_LOG_DEBUG, "template %s built from %s: %llu entries, %llu bytes", name, recipe,
-		    (unsigned long long)m.entries, (unsigned long long)m.bytes);
+	backend_log(ctx, ABOX_LOG_DEBUG, "template %s %s from %s: %llu entries, %llu bytes, %llu left out",
+		    name, build ? "built" : "imported", from, (unsigned long long)m.entries,
+		    (unsigned long long)m.bytes, (unsigned long long)m.dropped);
 	template_meta_free(&m);
 	return 0;
+}
+
+int local_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
+			 abox_error *err)
+{
+	return make(ctx, name, recipe, true, opts, err);
 }
 
 int local_template_import(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,
 			  abox_error *err)
 {
-	abox_template_opts o;
-	struct template_import_req req;
-	int r0 = opts_to_req(opts, &o, &req, ctx, err);
-	if (r0 < 0)
-		return r0;
-	if (!name || !source)
-		return abox_error_setx(err, EINVAL, "template import: missing name or source");
-	struct template_meta m;
-	int r = template_import(ctx->state_dir, name, source, &req, &m, err);
-	if (r < 0)
-		return r;
-	backend_log(ctx, ABOX_LOG_DEBUG, "template %s imported from %s: %llu entries, %llu bytes, %llu left out", name,
-		    source, (unsigned long long)m.entries, (unsigned long long)m.bytes,
-		    (unsigned long long)m.dropped);
-	template_meta_free(&m);
-	return 0;
+	return make(ctx, name, source, false, opts, err);
 }
 
 static char *dup_or_null(const char *s)

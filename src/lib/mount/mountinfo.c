@@ -150,33 +150,9 @@ int mountinfo_parse(char *text, int (*fn)(const struct mountinfo_entry *e, void 
 /* Reads fd from offset 0 to its end into *buf (grown as needed). */
 static int read_all(int fd, char **buf, size_t *cap, size_t *len)
 {
-	size_t n = 0;
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return -errno;
-	for (;;) {
-		if (n == *cap) {
-			if (*cap >= MOUNTINFO_MAX)
-				return -EFBIG;
-			size_t ncap = *cap * 2 > MOUNTINFO_MAX ? MOUNTINFO_MAX : *cap * 2;
-			char *nb = realloc(*buf, ncap + 1);
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-			*cap = ncap;
-		}
-		ssize_t r = read(fd, *buf + n, *cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	(*buf)[n] = '\0';
-	*len = n;
-	return 0;
+	return read_all_fd(fd, MOUNTINFO_MAX, buf, cap, len);
 }
 
 /* Whether the mount table changed since fd was opened or last polled:

@@ -111,6 +111,27 @@ json_object *remote_json(const struct rbuf *b, const char *what, abox_error *err
 	return o;
 }
 
+int remote_call_json(struct remote *rm, const struct rreq *q, const char *what, json_object **out,
+		     abox_error *err)
+{
+	struct rbuf resp = { 0 };
+	int r = remote_call(rm, q, &resp, NULL, err);
+	if (r >= 0) {
+		*out = remote_json(&resp, what, err);
+		r = *out ? 0 : -EPROTO;
+	}
+	rbuf_free(&resp);
+	return r;
+}
+
+int remote_want_array(json_object *j, const char *what, abox_error *err)
+{
+	if (json_object_is_type(j, json_type_array))
+		return 0;
+	json_object_put(j);
+	return abox_error_setx(err, EPROTO, "%s: the daemon's reply is not an array", what);
+}
+
 /* The server's error as errno + message: {code, message} (E2B's control
  * plane has a numeric code, Connect a string one). */
 static int server_error(long status, const struct rbuf *b, const struct rreq *q, abox_error *err)

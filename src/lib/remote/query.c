@@ -99,18 +99,11 @@ int remote_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **inf
 		return abox_error_setx(err, E2BIG, "list: the page token or the metadata filter is too long");
 	char *tok = NULL;
 	struct rreq q = { .method = "GET", .path = path, .idempotent = true, .next_token = &tok };
-	struct rbuf resp = { 0 };
-	int r = remote_call(ctx->remote, &q, &resp, NULL, err);
-	if (r < 0) {
+	json_object *j;
+	int r = remote_call_json(ctx->remote, &q, "list", &j, err);
+	if (r < 0 || (r = remote_want_array(j, "list", err)) < 0) {
 		free(tok);
 		return r;
-	}
-	json_object *j = remote_json(&resp, "list", err);
-	rbuf_free(&resp);
-	if (!j || !json_object_is_type(j, json_type_array)) {
-		json_object_put(j);
-		free(tok);
-		return abox_error_setx(err, EPROTO, "list: the daemon's reply is not an array");
 	}
 	size_t cnt = json_object_array_length(j);
 	abox_sandbox_info *v = calloc(cnt ? cnt : 1, sizeof(*v));

@@ -61,6 +61,13 @@ int64_t remote_time_ms(const char *s);
 int remote_refine(int e, const char *msg);
 /* Parses a JSON body; NULL (and err set) when it is not JSON. */
 json_object *remote_json(const struct rbuf *b, const char *what, abox_error *err);
+/* remote_call for a JSON reply: *out (the caller's to put), or -EPROTO
+ * when the reply is not JSON. */
+int remote_call_json(struct remote *rm, const struct rreq *q, const char *what, json_object **out,
+		     abox_error *err);
+/* 0 when the reply j is an array (a list); else j is put and the error
+ * says so. */
+int remote_want_array(json_object *j, const char *what, abox_error *err);
 void rbuf_free(struct rbuf *b);
 /* The envd plane's unary Connect call: POST /<service>/<method> with a
  * JSON body; *out (may be NULL) gets the reply. */
@@ -87,6 +94,9 @@ void remote_info_from(json_object *o, abox_sandbox_info *out);
 /* POST body (NULL: {}) to a control-plane path. */
 int remote_post_json(abox_ctx *ctx, const char *path, json_object *body, bool idempotent, struct rbuf *resp,
 		     long *status, abox_error *err);
+/* The same, never repeated, for a JSON reply (remote_call_json). */
+int remote_post_reply(abox_ctx *ctx, const char *path, json_object *body, const char *what, json_object **out,
+		      abox_error *err);
 /* query.c */
 int remote_query(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,
 		 abox_error *err);

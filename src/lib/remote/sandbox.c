@@ -76,12 +76,26 @@ static json_object *pairs(const char *const *v)
 	return o;
 }
 
+static struct rreq post_req(const char *path, json_object *body, bool idempotent)
+{
+	const char *s = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : "{}";
+	return (struct rreq){
+		.method = "POST", .path = path, .body = s, .body_len = strlen(s), .idempotent = idempotent
+	};
+}
+
 int remote_post_json(abox_ctx *ctx, const char *path, json_object *body, bool idempotent, struct rbuf *resp,
 		     long *status, abox_error *err)
 {
-	const char *s = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : "{}";
-	struct rreq q = { .method = "POST", .path = path, .body = s, .body_len = strlen(s), .idempotent = idempotent };
+	struct rreq q = post_req(path, body, idempotent);
 	return remote_call(ctx->remote, &q, resp, status, err);
+}
+
+int remote_post_reply(abox_ctx *ctx, const char *path, json_object *body, const char *what, json_object **out,
+		      abox_error *err)
+{
+	struct rreq q = post_req(path, body, false);
+	return remote_call_json(ctx->remote, &q, what, out, err);
 }
 
 int remote_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out, abox_error *err)
@@ -110,17 +124,14 @@ int remote_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out,
 	if (o->memory_bytes)
 		json_object_object_add(b, "memoryMB", json_object_new_int64((int64_t)(o->memory_bytes >> 20)));
 	if (o->disk_bytes)
-		json_object_object_add(b, "diskSizeMB", json_object_new_int64((int64_t)(o->disk_bytes >> 20)));
-	struct rbuf resp = { 0 };
+		json_object_object_add(b, "diskSizeMB",
+				       json_object_new_int64((int64_t)(o->disk_bytes >> 20)));
 	/* not retried: a second create would make a second sandbox */
-	int r = remote_post_json(ctx, "/sandboxes", b, false, &resp, NULL, err);
+	json_object *j;
+	int r = remote_post_reply(ctx, "/sandboxes", b, "create", &j, err);
 	json_object_put(b);
 	if (r < 0)
 		return r;
-	json_object *j = remote_json(&resp, "create", err);
-	rbuf_free(&resp);
-	if (!j)
-		return -EPROTO;
 	const char *id = js_str(j, "sandboxID");
 	abox_sandbox *sb = id ? remote_sandbox_new(ctx, id, js_str(j, "envdAccessToken"), o->flags) : NULL;
 	json_object_put(j);
@@ -137,14 +148,10 @@ static int get_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, char 
 	char path[64];
 	snprintf(path, sizeof(path), "/sandboxes/%s", id);
 	struct rreq q = { .method = "GET", .path = path, .idempotent = true };
-	struct rbuf resp = { 0 };
-	int r = remote_call(ctx->remote, &q, &resp, NULL, err);
+	json_object *j;
+	int r = remote_call_json(ctx->remote, &q, "info", &j, err);
 	if (r < 0)
 		return r;
-	json_object *j = remote_json(&resp, "info", err);
-	rbuf_free(&resp);
-	if (!j)
-		return -EPROTO;
 	remote_info_from(j, out);
 	if (token)
 		*token = js_str(j, "envdAccessToken") ? strdup(js_str(j, "envdAccessToken")) : NULL;
@@ -250,14 +257,10 @@ int remote_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	char path[64];
 	snprintf(path, sizeof(path), "/sandboxes/%s/metrics", sb->id);
 	struct rreq q = { .method = "GET", .path = path, .idempotent = true };
-	struct rbuf resp = { 0 };
-	int r = remote_call(sb->ctx->remote, &q, &resp, NULL, err);
+	json_object *j;
+	int r = remote_call_json(sb->ctx->remote, &q, "metrics", &j, err);
 	if (r < 0)
 		return r;
-	json_object *j = remote_json(&resp, "metrics", err);
-	rbuf_free(&resp);
-	if (!j)
-		return -EPROTO;
 	size_t n = json_object_is_type(j, json_type_array) ? json_object_array_length(j) : 0;
 	if (!n) {
 		json_object_put(j);

@@ -16,15 +16,11 @@ static int r_snapshot(abox_sandbox *sb, const char *name, abox_snapshot_info *ou
 	json_object *b = json_object_new_object();
 	if (name)
 		json_object_object_add(b, "name", json_object_new_string(name));
-	struct rbuf resp = { 0 };
-	int r = remote_post_json(sb->ctx, path, b, false, &resp, NULL, err);
+	json_object *j;
+	int r = remote_post_reply(sb->ctx, path, b, "snapshot", &j, err);
 	json_object_put(b);
 	if (r < 0)
 		return r;
-	json_object *j = remote_json(&resp, "snapshot", err);
-	rbuf_free(&resp);
-	if (!j)
-		return -EPROTO;
 	if (out) {
 		versioned_clear(VERSIONED_SNAPSHOT_INFO, out);
 		snprintf(out->id, sizeof(out->id), "%s", js_str(j, "snapshotID") ? js_str(j, "snapshotID") : "");
@@ -48,17 +44,11 @@ static int r_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, abox_sa
 	json_object_object_add(b, "count", json_object_new_int((int)count));
 	if (timeout_ms)
 		json_object_object_add(b, "timeout", json_object_new_int64((timeout_ms + 999) / 1000));
-	struct rbuf resp = { 0 };
-	int r = remote_post_json(sb->ctx, path, b, false, &resp, NULL, err);
+	json_object *j;
+	int r = remote_post_reply(sb->ctx, path, b, "fork", &j, err);
 	json_object_put(b);
-	if (r < 0)
+	if (r < 0 || (r = remote_want_array(j, "fork", err)) < 0)
 		return r;
-	json_object *j = remote_json(&resp, "fork", err);
-	rbuf_free(&resp);
-	if (!j || !json_object_is_type(j, json_type_array)) {
-		json_object_put(j);
-		return abox_error_setx(err, EPROTO, "fork: the daemon's reply is not an array");
-	}
 	int made = 0;
 	for (unsigned i = 0; i < count; i++) {
 		json_object *e = json_object_array_get_idx(j, i), *s, *x;
@@ -91,16 +81,10 @@ static void snap_from(json_object *o, abox_snapshot_info *s)
 int remote_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err)
 {
 	struct rreq q = { .method = "GET", .path = "/snapshots", .idempotent = true };
-	struct rbuf resp = { 0 };
-	int r = remote_call(ctx->remote, &q, &resp, NULL, err);
-	if (r < 0)
+	json_object *j;
+	int r = remote_call_json(ctx->remote, &q, "snapshots", &j, err);
+	if (r < 0 || (r = remote_want_array(j, "snapshots", err)) < 0)
 		return r;
-	json_object *j = remote_json(&resp, "snapshots", err);
-	rbuf_free(&resp);
-	if (!j || !json_object_is_type(j, json_type_array)) {
-		json_object_put(j);
-		return abox_error_setx(err, EPROTO, "snapshots: the daemon's reply is not an array");
-	}
 	size_t cnt = json_object_array_length(j);
 	abox_snapshot_info *v = calloc(cnt ? cnt : 1, sizeof(*v));
 	if (!v) {

@@ -185,26 +185,12 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 
 	safe_snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, STATE_FILE);
 	safe_snprintf(final, sizeof(final), "%s/%s", dir, STATE_FILE);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		json_object_put(o);
-		return abox_error_set(err, errno, "create '%s'", tmp);
-	}
 	/* temp + fsync + rename: a reader sees the old record or the new
 	 * one, never half of one, even across a crash or a power loss (a
 	 * sandbox paused without memory lives on in its record alone) */
-	r = write_full(fd, text, len);
+	r = write_file_replace(final, tmp, text, len, 0600, durable);
 	json_object_put(o);
-	if (r == 0 && durable && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, final) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return abox_error_set(err, -r, "write '%s'", final);
-	}
-	return 0;
+	return r < 0 ? abox_error_set(err, -r, "write '%s'", final) : 0;
 }
 
 static uint64_t get_u64(json_object *o, const char *k)

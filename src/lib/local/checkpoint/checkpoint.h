@@ -39,6 +39,40 @@ void checkpoint_abort(abox_sandbox *sb, const char *token);
  * the tree dumped and gone): its keeper is told and reaped. */
 void checkpoint_end(abox_sandbox *sb);
 
+/* A checkpoint of a running sandbox under way (session.c), as a pause to
+ * disk and a snapshot with memory take it. */
+struct checkpoint_session {
+	abox_sandbox *sb;
+	const char *what; /* "pause", "snapshot": in messages and requests */
+	int lock; /* the sandbox's, held throughout */
+	struct sb_state st; /* its record as found */
+	struct template_info tmpl; /* the template version its files stand on */
+	char *token; /* what the dumped init waits for */
+	int64_t now; /* when the checkpoint started (wall ms) */
+	uint64_t left; /* of the deadline then (0: none) */
+	bool was_paused; /* frozen when found */
+	bool thawed; /* ...and thawed for init to answer: frozen again after */
+	bool timer_cleared; /* init's timer was stopped: set again after */
+};
+/* Locks sb and reads its record into s->st for the caller to check. On
+ * success s is the caller's to close (checkpoint_session_close); on
+ * failure it holds nothing. */
+int checkpoint_session_open(struct checkpoint_session *s, abox_sandbox *sb, const char *what,
+			    abox_error *err);
+/* Opens the cgroups and the template version, thaws a paused tree, stops
+ * init's timer, then checkpoint_begin and the files kept as a snapshot
+ * (backend_snapshot with name and how, left frozen) into *snap. A failure
+ * once the tree was touched wants checkpoint_session_restore. */
+int checkpoint_session_start(struct checkpoint_session *s, const char *name, uint32_t how,
+			     abox_snapshot_info *snap, abox_error *err);
+/* The tree as the session found it, for a tree that runs on (a dump that
+ * failed, or one that left it running): init's timer set again, frozen
+ * again when it was paused. */
+void checkpoint_session_restore(struct checkpoint_session *s);
+/* Lets go of what the session holds: the checkpoint (checkpoint_end), the
+ * freeze mark, the layer fd, the template, the record and the lock. */
+void checkpoint_session_close(struct checkpoint_session *s);
+
 /* Restores a sandbox recorded in st from checkpoint images (read only:
  * one checkpoint restores any number of times) under id, the hook's log
  * and pid file in workdir: cgroups, runtime folder, root on the recorded layers, the
@@ -57,8 +91,17 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 /* cmds_fd: the commands' cgroup for init (cgroup_cmds_fd), or -1 */
 int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd, int layer_fd, int cmds_fd,
 		     abox_error *err);
-void checkpoint_tree_args(const struct template_info *t, bool restore, const char *rundir, char ext[][600],
-			  const char **argv, int *k);
+/* A hook's command line, argv[0] its path. */
+struct checkpoint_argv {
+	const char *v[48];
+	int n;
+	char ext[ROOTFS_MAX_TREES][600];
+};
+/* Starts a dump's or a restore's command line (rundir: where the restored
+ * tree's trees are mounted) with what both sides of a checkpoint must say
+ * alike; the caller adds its own options and the closing NULL. */
+void checkpoint_hook_args(struct checkpoint_argv *a, const char *hook, bool restore, const char *dir,
+			  const char *log, const struct template_info *t, const char *rundir);
 
 /* The verbs (pause.c calls them). */
 int backend_pause_to_disk(abox_sandbox *sb, abox_error *err);

@@ -131,16 +131,33 @@ static int checkpoint_prepare(abox_sandbox *sb, const char *token, abox_error *e
 	return r;
 }
 
-void checkpoint_tree_args(const struct template_info *t, bool restore, const char *rundir, char ext[][600],
-		      const char **argv, int *k)
+void checkpoint_hook_args(struct checkpoint_argv *a, const char *hook, bool restore, const char *dir,
+			  const char *log, const struct template_info *t, const char *rundir)
 {
+	a->n = 0;
+	a->v[a->n++] = hook;
+	a->v[a->n++] = restore ? "restore" : "dump";
+	a->v[a->n++] = "-D";
+	a->v[a->n++] = dir;
+	a->v[a->n++] = "-o";
+	a->v[a->n++] = log;
+	a->v[a->n++] = "-v2";
+	/* the cgroups are ours on both sides (the restore makes new ones),
+	 * the network is the sandbox's own loopback: nothing to lock */
+	a->v[a->n++] = "--manage-cgroups=ignore";
+	a->v[a->n++] = "--network-lock=skip";
+	a->v[a->n++] = "--tcp-established";
+	a->v[a->n++] = "--file-locks";
+	/* the template's trees are mounts of the host's: named on the way
+	 * out, put back where the restored root has them */
 	for (unsigned i = 0; i < t->ntrees; i++) {
 		if (restore)
-			safe_snprintf(ext[i], 600, "mnt[abox-tree-%s]:%s/trees/%s", t->trees[i], rundir, t->trees[i]);
+			safe_snprintf(a->ext[i], 600, "mnt[abox-tree-%s]:%s/trees/%s", t->trees[i], rundir,
+				      t->trees[i]);
 		else
-			safe_snprintf(ext[i], 600, "mnt[/%s]:abox-tree-%s", t->trees[i], t->trees[i]);
-		argv[(*k)++] = "--external";
-		argv[(*k)++] = ext[i];
+			safe_snprintf(a->ext[i], 600, "mnt[/%s]:abox-tree-%s", t->trees[i], t->trees[i]);
+		a->v[a->n++] = "--external";
+		a->v[a->n++] = a->ext[i];
 	}
 }
 
@@ -400,29 +417,16 @@ int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const s
 	 * log stays for the user to read (the next dump overwrites it) */
 	safe_snprintf(log, sizeof(log), "%s/sandboxes/%s/dump.log", sb->ctx->state_dir, sb->id);
 	safe_snprintf(pid, sizeof(pid), "%d", (int)sb->pid);
-	const char *argv[48];
-	char ext[ROOTFS_MAX_TREES][600];
-	int k = 0;
-	argv[k++] = NULL;
-	argv[k++] = "dump";
-	argv[k++] = "-t";
-	argv[k++] = pid;
-	argv[k++] = "-D";
-	argv[k++] = dir;
-	argv[k++] = "-o";
-	argv[k++] = log;
-	argv[k++] = "-v2";
-	argv[k++] = "--freeze-cgroup";
-	argv[k++] = cgroup_freezer_dir(sb->cg);
-	argv[k++] = "--manage-cgroups=ignore";
-	argv[k++] = "--network-lock=skip";
-	argv[k++] = "--tcp-established";
-	argv[k++] = "--file-locks";
+	struct checkpoint_argv a;
+	checkpoint_hook_args(&a, hook, false, dir, log, tmpl, NULL);
+	a.v[a.n++] = "-t";
+	a.v[a.n++] = pid;
+	a.v[a.n++] = "--freeze-cgroup";
+	a.v[a.n++] = cgroup_freezer_dir(sb->cg);
 	/* the hook never ends the tree: see enum dump_end */
-	argv[k++] = "--leave-running";
-	checkpoint_tree_args(tmpl, false, NULL, ext, argv, &k);
-	argv[k] = NULL;
-	r = checkpoint_run_hook(hook, argv, log, "checkpoint", err);
+	a.v[a.n++] = "--leave-running";
+	a.v[a.n] = NULL;
+	r = checkpoint_run_hook(hook, a.v, log, "checkpoint", err);
 	/* failed, or done and to go on: it does so with a new socket */
 	if (r < 0 || end == DUMP_RUNNING)
 		checkpoint_abort(sb, token);

@@ -3,8 +3,9 @@
  * snapshot).
  *
  * A memory snapshot is a files snapshot plus a checkpoint of the processes
- * taken with the tree frozen at the same moment, kept beside the layer
- * (STATE/snapshots/ID/memory). The source runs on (the dump leaves it
+ * taken with the tree frozen at the same moment (a checkpoint session,
+ * session.c), kept beside the layer (STATE/snapshots/ID/memory). The
+ * source runs on (the dump leaves it
  * running; init is re-armed). A sandbox made from it gets its own id,
  * cgroups, writable layer, namespaces and limits, and the processes of
  * the snapshot, restored by the checkpoint hook: a counter running in the
@@ -19,7 +20,6 @@
 
 #include "local/checkpoint/checkpoint.h"
 #include "layer/snapshot.h"
-#include "proto/messages.h"
 #include "store/store.h"
 #include "versioned.h"
 
@@ -37,48 +37,21 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, uint32_t how, ab
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "snapshot --memory %s: no checkpointer on this machine (scripts/criu-setup.sh "
 				       "installs CRIU; `abox doctor` tells)", sb->id);
-	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
-	struct sb_state st = { 0 };
-	struct template_info tmpl = { .lock_fd = -1 };
-	_cleanup_free_ char *token = NULL;
-	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	struct checkpoint_session cs;
+	int r = checkpoint_session_open(&cs, sb, "snapshot", err);
 	if (r < 0)
 		return r;
-	if (st.cold || sb->dead || state_status(&st) == SB_DEAD) {
+	if (cs.st.cold || sb->dead || state_status(&cs.st) == SB_DEAD) {
 		r = abox_error_setx(err, ESRCH, "snapshot --memory: sandbox %s has no running processes", sb->id);
 		goto out;
 	}
-	if (!sb->cg && ((r = backend_layout(ctx, err)) < 0 ||
-			(r = cgroup_open_existing(&ctx->cg, sb->id, &sb->cg, err)) < 0))
-		goto out;
-	if ((r = template_open_version(st.template_name, st.template_root, &tmpl, err)) < 0)
-		goto out;
-	bool was_paused = st.paused_ms != 0;
-	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : clock_wall_ms());
-	if (was_paused && (r = backend_freeze(sb, false, "snapshot", err)) < 0)
-		goto out;
-	sb->paused = false;
-	/* the checkpoint carries no deadline: copies get their own */
-	if (!was_paused && st.deadline_ms && (r = backend_init_timeout(sb, 0, "snapshot", err)) < 0)
-		goto back;
-	state_lock_hold(lock, ctx->state_dir, sb->id);
-	if ((r = checkpoint_begin(sb, &token, err)) < 0) {
-		state_lock_hold(-1, NULL, NULL);
-		goto back;
-	}
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	r = backend_snapshot(sb, name, how, true, &snap, err);
-	state_lock_hold(-1, NULL, NULL);
-	if (r < 0) {
-		checkpoint_abort(sb, token);
+	if ((r = checkpoint_session_start(&cs, name, how, &snap, err)) < 0)
 		goto back;
-	}
 	char dir[4200];
 	safe_snprintf(dir, sizeof(dir), "%s/snapshots/%s/memory", ctx->state_dir, snap.id);
-	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, DUMP_RUNNING, err)) < 0 ||
-	    (r = snap_set_memory(ctx->state_dir, snap.id, token, st.template_root, err)) < 0) {
+	if ((r = checkpoint_dump(sb, hook, dir, &cs.tmpl, cs.token, DUMP_RUNNING, err)) < 0 ||
+	    (r = snap_set_memory(ctx->state_dir, snap.id, cs.token, cs.st.template_root, err)) < 0) {
 		/* a files-only snapshot was not asked for: take it back */
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		abox_error e2 = ABOX_ERROR_INIT;
@@ -91,24 +64,10 @@ int backend_snapshot_memory(abox_sandbox *sb, const char *name, uint32_t how, ab
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "snapshot %s of %s with memory", snap.id, sb->id);
 back:
-	if (!was_paused && st.deadline_ms && sb->conn >= 0)
-		(void)backend_init_timeout(sb, left, "snapshot", NULL);
-	if (was_paused) {
-		/* the re-arm after the dump ran the commands' clocks again */
-		if (sb->conn >= 0)
-			(void)backend_init_clocks(sb, 0, CLOCKS_STOP, "snapshot", NULL);
-		(void)cgroup_freeze(sb->cg, true, NULL);
-		sb->paused = true;
-	}
+	/* the source runs on, as it was */
+	checkpoint_session_restore(&cs);
 out:
-	checkpoint_end(sb);
-	backend_freeze_settled(sb);
-	if (sb->has_layer_fd) {
-		close(sb->layer_fd);
-		sb->has_layer_fd = false;
-	}
-	template_info_free(&tmpl);
-	sb_state_free(&st);
+	checkpoint_session_close(&cs);
 	return r < 0 ? abox_error_prefix(err, "snapshot") : 0;
 }
 

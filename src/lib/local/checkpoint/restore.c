@@ -149,33 +149,20 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	/* not in the runtime folder: the restorer has the new tmpfs mounted there */
 	safe_snprintf(pidfile, sizeof(pidfile), "%s/restored.pid", workdir);
 	safe_snprintf(root, sizeof(root), "%s/root", rundir);
-	const char *argv[48];
-	char ext[ROOTFS_MAX_TREES][600];
-	int k = 0;
-	argv[k++] = hook;
-	argv[k++] = "restore";
-	argv[k++] = "-D";
-	argv[k++] = images;
-	argv[k++] = "-o";
-	argv[k++] = log;
-	argv[k++] = "-v2";
-	argv[k++] = "--root";
-	argv[k++] = root;
-	argv[k++] = "--restore-detached";
-	argv[k++] = "--pidfile";
-	argv[k++] = pidfile;
-	argv[k++] = "--manage-cgroups=ignore";
-	argv[k++] = "--network-lock=skip";
-	argv[k++] = "--tcp-established";
-	argv[k++] = "--file-locks";
-	checkpoint_tree_args(&tmpl, true, rundir, ext, argv, &k);
-	argv[k] = NULL;
+	struct checkpoint_argv a;
+	checkpoint_hook_args(&a, hook, true, images, log, &tmpl, rundir);
+	a.v[a.n++] = "--root";
+	a.v[a.n++] = root;
+	a.v[a.n++] = "--restore-detached";
+	a.v[a.n++] = "--pidfile";
+	a.v[a.n++] = pidfile;
+	a.v[a.n] = NULL;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
 		r = abox_error_set(err, errno, "restore: socketpair");
 		goto out;
 	}
-	struct restorer rs = { .hook = hook, .argv = argv, .cg = cg, .plan = &plan, .sock = sp[1] };
+	struct restorer rs = { .hook = hook, .argv = a.v, .cg = cg, .plan = &plan, .sock = sp[1] };
 	pid_t c = fork();
 	if (c < 0) {
 		r = abox_error_set(err, errno, "restore: fork");

@@ -1,5 +1,6 @@
 /* local/checkpoint/to_disk.c — pause to disk (E2B's pause: memory written out
- * and freed) and resume from it, with the checkpoint hook (checkpoint/hook.c).
+ * and freed) and resume from it, with the checkpoint hook (checkpoint/hook.c)
+ * in a checkpoint session (session.c).
  *
  * Pause: init lets go of its host fds, the tree is frozen, its files are
  * kept as a snapshot layer (as a pause without memory does), the hook
@@ -19,7 +20,6 @@
 #include <unistd.h>
 
 #include "local/checkpoint/checkpoint.h"
-#include "proto/messages.h"
 #include "layer/snapshot.h"
 
 static int no_checkpointer(const char *what, const char *id, abox_error *err)
@@ -74,55 +74,24 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	_cleanup_free_ char *hook = checkpointer_find(ctx);
 	if (!hook)
 		return no_checkpointer("pause --to-disk", sb->id, err);
-	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
-	struct sb_state st = { 0 };
-	struct template_info tmpl = { .lock_fd = -1 };
-	_cleanup_free_ char *token = NULL;
-	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	struct checkpoint_session cs;
+	int r = checkpoint_session_open(&cs, sb, "pause", err);
 	if (r < 0)
 		return r;
-	if (st.cold) {
+	if (cs.st.cold) {
 		sb->cold = sb->paused = true;
 		r = abox_error_setx(err, EALREADY, "pause: sandbox %s is already paused to disk or without memory",
 				    sb->id);
 		goto out;
 	}
-	if (sb->dead || state_status(&st) == SB_DEAD) {
+	if (sb->dead || state_status(&cs.st) == SB_DEAD) {
 		r = abox_error_setx(err, ESRCH, "pause: sandbox %s is not running (its init is gone)", sb->id);
 		goto out;
 	}
-	if (!sb->cg && ((r = backend_layout(ctx, err)) < 0 ||
-			(r = cgroup_open_existing(&ctx->cg, sb->id, &sb->cg, err)) < 0))
-		goto out;
-	if ((r = template_open_version(st.template_name, st.template_root, &tmpl, err)) < 0)
-		goto out;
-	bool was_paused = st.paused_ms != 0;
-	int64_t now = clock_wall_ms();
-	uint64_t left = backend_left_ms(&st, was_paused ? st.paused_ms : now);
-	/* a warm-paused init must answer: thawed for that moment */
-	if (was_paused && (r = backend_freeze(sb, false, "pause to disk", err)) < 0)
-		goto out;
-	sb->paused = false;
-	/* the timeout clock stops while on disk (and must not fire in the
-	 * restored tree before we set it again) */
-	if (!was_paused && st.deadline_ms && (r = backend_init_timeout(sb, 0, "pause", err)) < 0)
-		goto refreeze;
-
-	state_lock_hold(lock, ctx->state_dir, sb->id);
-	if ((r = checkpoint_begin(sb, &token, err)) < 0) {
-		state_lock_hold(-1, NULL, NULL);
-		goto restore_timer;
-	}
-	backend_log(ctx, ABOX_LOG_DEBUG, "pause %s: init let go, tree frozen", sb->id);
+	/* the timeout clock stops while on disk, and starts again on resume */
 	abox_snapshot_info snap = { .version = ABOX_SNAPSHOT_INFO_VERSION };
-	r = backend_snapshot(sb, NULL, SNAP_AUTO_REMOVE, true, &snap, err);
-	state_lock_hold(-1, NULL, NULL);
-	if (r < 0) {
-		checkpoint_abort(sb, token);
-		goto restore_timer;
-	}
+	if ((r = checkpoint_session_start(&cs, NULL, SNAP_AUTO_REMOVE, &snap, err)) < 0)
+		goto restore;
 	char dir[4200];
 	images_dir(sb, dir, sizeof(dir));
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
@@ -130,11 +99,11 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	/* the dump leaves the tree frozen: it ends only once the record says
 	 * where its memory is (killed in between, the keeper re-arms it, or
 	 * ends it when the record was written) */
-	if ((r = checkpoint_dump(sb, hook, dir, &tmpl, token, DUMP_FROZEN, err)) < 0) {
+	if ((r = checkpoint_dump(sb, hook, dir, &cs.tmpl, cs.token, DUMP_FROZEN, err)) < 0) {
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		/* the files' layer was only for this pause */
 		(void)snap_remove(ctx->state_dir, snap.id, NULL);
-		goto restore_timer;
+		goto restore;
 	}
 
 	/* on disk for real before the record points at it: after a power
@@ -147,15 +116,15 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 	if (dfd >= 0)
 		close(dfd);
 	/* the record now stands on the new layer and the images */
-	if ((r = record_paused(ctx, &st, snap.id, dir, token, now, err)) < 0) {
+	if ((r = record_paused(ctx, &cs.st, snap.id, dir, cs.token, cs.now, err)) < 0) {
 		/* not recorded: the tree goes on as before */
-		checkpoint_abort(sb, token);
+		checkpoint_abort(sb, cs.token);
 		(void)rm_rf_at(AT_FDCWD, dir, 0);
 		(void)snap_remove(ctx->state_dir, snap.id, NULL);
-		goto restore_timer;
+		goto restore;
 	}
 	snap_settle(ctx->state_dir, snap.id);
-	state_lock_hold(lock, ctx->state_dir, sb->id);
+	state_lock_hold(cs.lock, ctx->state_dir, sb->id);
 	r = backend_kill(sb, true, err); /* the tree, its cgroups, its runtime folder */
 	state_lock_hold(-1, NULL, NULL);
 	if (r < 0)
@@ -165,26 +134,10 @@ int backend_pause_to_disk(abox_sandbox *sb, abox_error *err)
 		    snap.id);
 	goto out;
 
-restore_timer:
-	if (!was_paused && st.deadline_ms && sb->conn >= 0)
-		(void)backend_init_timeout(sb, left, "pause", NULL);
-refreeze:
-	if (was_paused) {
-		/* a re-arm after a failed dump ran the commands' clocks again */
-		if (sb->conn >= 0)
-			(void)backend_init_clocks(sb, 0, CLOCKS_STOP, "pause", NULL);
-		(void)cgroup_freeze(sb->cg, true, NULL);
-		sb->paused = true;
-	}
+restore:
+	checkpoint_session_restore(&cs);
 out:
-	checkpoint_end(sb);
-	backend_freeze_settled(sb);
-	if (sb->has_layer_fd) {
-		close(sb->layer_fd);
-		sb->has_layer_fd = false;
-	}
-	template_info_free(&tmpl);
-	sb_state_free(&st);
+	checkpoint_session_close(&cs);
 	return r < 0 ? abox_error_prefix(err, "pause") : 0;
 }
 
@@ -218,11 +171,9 @@ static void end_leftover(abox_ctx *ctx, const struct sb_state *st)
 int backend_resume_from_disk(abox_sandbox *sb, abox_error *err)
 {
 	abox_ctx *ctx = sb->ctx;
-	_cleanup_close_ int lock = backend_lock(ctx, sb->id, err);
-	if (lock < 0)
-		return lock;
+	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
-	int r = state_read(ctx->state_dir, sb->id, &st, err);
+	int r = backend_lock_read(sb, &lock, &st, err);
 	if (r < 0)
 		return r;
 	if (!st.cold || !st.paused_ms || !st.checkpoint) {
