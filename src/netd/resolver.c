@@ -30,6 +30,7 @@
 #include "netd.h"
 #include "nft.h"
 #include "resolver.h"
+#include "splice.h"
 
 #define UPSTREAM_TIMEOUT_MS 2500
 #define PENDING_MAX 2048
@@ -493,14 +494,11 @@ static void tcp_accept(void)
 		tcp_clients++;
 	pthread_mutex_unlock(&netd.lock);
 	struct tcp_client *tc = room ? malloc(sizeof(*tc)) : NULL;
-	pthread_t t;
 	if (tc) {
 		tc->fd = c;
 		tc->src = from.sin_addr.s_addr;
-		if (pthread_create(&t, NULL, tcp_main, tc) == 0) {
-			pthread_detach(t);
+		if (netd_thread(tcp_main, tc) == 0)
 			return;
-		}
 		free(tc);
 	}
 	if (room) {

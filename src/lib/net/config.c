@@ -136,8 +136,8 @@ static int name_of(json_object *o, const char *k, char *out, size_t n, const cha
 
 static int apply(struct net_config *c, json_object *o, const char *path, abox_error *err)
 {
-	static const char *const known[] = { "pool",      "uplink",    "table",    "dnsPort",
-					     "proxyPort", "resolvers", "allowSmtp" };
+	static const char *const known[] = { "pool",      "uplink",    "table",     "dnsPort",
+					     "proxyPort", "relayPort", "resolvers", "allowSmtp" };
 	json_object_object_foreach(o, key, val) {
 		(void)val;
 		bool ok = false;
@@ -159,7 +159,8 @@ static int apply(struct net_config *c, json_object *o, const char *path, abox_er
 	if ((r = name_of(o, "uplink", up, sizeof(up), path, err)) < 0 ||
 	    (r = name_of(o, "table", c->table, sizeof(c->table), path, err)) < 0 ||
 	    (r = port_of(o, "dnsPort", &c->dns_port, path, err)) < 0 ||
-	    (r = port_of(o, "proxyPort", &c->proxy_port, path, err)) < 0)
+	    (r = port_of(o, "proxyPort", &c->proxy_port, path, err)) < 0 ||
+	    (r = port_of(o, "relayPort", &c->relay_port, path, err)) < 0)
 		return r;
 	if (*up)
 		snprintf(c->uplink, sizeof(c->uplink), "%s", strcmp(up, "auto") ? up : "");
@@ -198,6 +199,7 @@ int net_config_load(const char *state_dir, struct net_config *out, abox_error *e
 	snprintf(c.table, sizeof(c.table), "abox");
 	c.dns_port = 15353;
 	c.proxy_port = 15380;
+	c.relay_port = 3128;
 	const char *env = getenv("ABOX_NETWORK_CONFIG");
 	if (env && *env)
 		snprintf(c.path, sizeof(c.path), "%s", env);

@@ -24,6 +24,9 @@ struct net_config {
 	char table[32]; /* the nftables table (family inet) */
 	uint16_t dns_port; /* abox-netd's resolver, on every gateway address */
 	uint16_t proxy_port; /* abox-netd's domain proxy */
+	/* without CAP_NET_ADMIN: the HTTP/SOCKS5 relay on each sandbox's
+	 * own 127.0.0.1 (relay.h) */
+	uint16_t relay_port;
 	uint32_t resolvers[NET_MAX_RESOLVERS]; /* upstream, network byte order */
 	uint16_t resolver_ports[NET_MAX_RESOLVERS];
 	unsigned nresolvers;
@@ -32,8 +35,8 @@ struct net_config {
 };
 
 /* Reads the state folder's network config over the defaults (pool
- * 10.231.0.0/16, uplink auto, table "abox", ports 15353/15380, resolvers
- * from /etc/resolv.conf). A key with a bad value is an error naming it. */
+ * 10.231.0.0/16, uplink auto, table "abox", ports 15353/15380, relay port
+ * 3128, resolvers from /etc/resolv.conf). A key with a bad value is an error naming it. */
 int net_config_load(const char *state_dir, struct net_config *out, abox_error *err);
 
 /* Slots of the pool (a /30 each) and their addresses (network order). */

@@ -18,7 +18,7 @@ int net_loopback_up(abox_error *err)
 	int r = 0;
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
 		r = abox_error_set(err, errno, "net: get flags of lo");
-	else {
+	else if (!(ifr.ifr_flags & IFF_UP)) {
 		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
 			r = abox_error_set(err, errno, "net: bring lo up");
