@@ -177,6 +177,33 @@ static int rmdir_cgroup_tree(int parent, const char *name, int depth)
 	return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
+/* Whether a task is in the cgroup folder or any below it (unreadable:
+ * yes). An orphan sweep must not take the empty child of a live tree:
+ * a sandbox of another state folder under the same cgroup keeps its
+ * init in its own folder while its commands' child sits empty, and
+ * removing that child would leave it unable to start a command. */
+static bool cgroup_tree_busy(int parent, const char *name, int depth)
+{
+	if (depth > 8)
+		return true;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno != ENOENT;
+	_cleanup_free_ char *procs = NULL;
+	bool busy = read_file_at(fd, "cgroup.procs", 1 << 20, &procs, NULL) < 0 || procs[0] != '\0';
+	DIR *d = busy ? NULL : fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return true;
+	}
+	struct dirent *de;
+	while (!busy && (de = readdir(d)))
+		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			busy = cgroup_tree_busy(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return busy;
+}
+
 /* An orphan must be this old before gc takes it: a create in another
  * state folder makes its v2 folder a moment before its first task. */
 #define ORPHAN_AGE_S 5
@@ -199,9 +226,9 @@ bool store_has_owner(const char *runtime_dir, const char *state_dir, const char 
 }
 
 /* Cgroup folders "abox-<id>" below the caller's own cgroup in one
- * hierarchy whose sandbox nothing speaks for any more. Only empty ones go
- * (rmdir fails on a folder with tasks): one with tasks may belong to a
- * sandbox of another runtime folder, which is not ours to end. */
+ * hierarchy whose sandbox nothing speaks for any more. Only trees with no
+ * task anywhere go: one with tasks may belong to a sandbox of another
+ * runtime or state folder, which is not ours to end or to break. */
 static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const char *state_dir, time_t now)
 {
 	DIR *d = opendir(dir);
@@ -216,7 +243,7 @@ static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const
 			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-		    now - st.st_ctime < ORPHAN_AGE_S)
+		    now - st.st_ctime < ORPHAN_AGE_S || cgroup_tree_busy(dirfd(d), de->d_name, 0))
 			continue;
 		if (rmdir_cgroup_tree(dirfd(d), de->d_name, 0) == 0)
 			n++;
