@@ -422,10 +422,9 @@ try:
 
     with urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=10) as r:
         metrics = r.read().decode()
-    # five creates succeeded above: A's secure one, the autoPause one, StreamInput's, the network one,
-    # the expiring one
+    # four creates succeeded above: A's secure one, the autoPause one, StreamInput's, the expiring one
     check("Prometheus metrics: sandboxes by state, creates, requests and latencies by route",
-          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 5" in metrics and
+          'abox_sandboxes{state="running"}' in metrics and "abox_creates_total 4" in metrics and
           'abox_requests_total{route="control POST /v2/sandboxes",code="4xx"}' in metrics and
           'abox_request_seconds_bucket{route="control DELETE /sandboxes/{id}"' in metrics, metrics[:600])
     lines = [json.loads(l) for l in open(access.name) if l.strip()]
