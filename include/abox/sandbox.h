@@ -230,6 +230,10 @@ typedef struct abox_net_info {
 	uint64_t proxy_connections, proxy_refused; /* decided by name (filtered with names) */
 	uint64_t dns_rebind_dropped; /* answers emptied: an allowed name gave a private address */
 	uint64_t proxy_bytes_out, proxy_bytes_in;
+	/* on a host without CAP_NET_ADMIN egress is relayed, proxy only: the
+	 * HTTP/SOCKS5 proxy its processes are given ("127.0.0.1:3128");
+	 * "" when its traffic is routed (address and gateway then set) */
+	char proxy[24];
 } abox_net_info;
 
 /* A long-lived sandbox's network: its policy and counters. Free what it

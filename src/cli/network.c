@@ -45,6 +45,8 @@ static int show(abox_ctx *ctx, const char *id, bool json)
 			json_object_object_add(o, "address", json_object_new_string(ni.address));
 			json_object_object_add(o, "gateway", json_object_new_string(ni.gateway));
 		}
+		if (ni.proxy[0])
+			json_object_object_add(o, "proxy", json_object_new_string(ni.proxy));
 		json_object_object_add(o, "txBytes", json_object_new_uint64(ni.tx_bytes));
 		json_object_object_add(o, "rxBytes", json_object_new_uint64(ni.rx_bytes));
 		json_object_object_add(o, "dnsQueries", json_object_new_uint64(ni.dns_queries));
@@ -60,12 +62,15 @@ static int show(abox_ctx *ctx, const char *id, bool json)
 		}
 		if (ni.address[0])
 			printf("address:   %s (gateway and DNS %s)\n", ni.address, ni.gateway);
+		if (ni.proxy[0])
+			printf("relayed:   proxy only, at %s (no CAP_NET_ADMIN on this host)\n", ni.proxy);
 		printf("traffic:   %llu bytes out, %llu in\n", (unsigned long long)ni.tx_bytes,
 		       (unsigned long long)ni.rx_bytes);
 		printf("dns:       %llu queries, %llu refused\n", (unsigned long long)ni.dns_queries,
 		       (unsigned long long)ni.dns_refused);
-		if (ni.mode == ABOX_NET_FILTERED)
-			printf("by name:   %llu connections, %llu refused\n",
+		if (ni.mode == ABOX_NET_FILTERED || ni.proxy[0])
+			printf("%s %llu connections, %llu refused\n",
+			       ni.proxy[0] ? "relayed:  " : "by name:  ",
 			       (unsigned long long)ni.proxy_connections,
 			       (unsigned long long)ni.proxy_refused);
 	}

@@ -1,13 +1,15 @@
 /* netd/control.c — what the library asks of abox-netd, one JSON object a
  * message on a SOCK_SEQPACKET socket (abstract name: see net/netd.h):
  *   {"op":"attach","id":…,"slot":N} with the sandbox's network namespace
- *       as an fd: the veth, addresses, route and elements;
+ *       as an fd: the veth, addresses, route and elements (without
+ *       CAP_NET_ADMIN: the relay's listener in that namespace);
  *   {"op":"remove","id":…,"slot":N}: its elements and flows gone;
  *   {"op":"policy","id":…,"slot":N}: the slot file holds a new policy:
  *       the elements replaced in one batch, learned addresses forgotten,
  *       proxied connections to names no longer allowed cut;
  *   {"op":"stats","id":…,"slot":N}: its counters;
- *   {"op":"status"}: what netd serves (for `abox doctor`);
+ *   {"op":"status"}: what netd serves and how ("datapath": "veth" or
+ *       "relay"; for `abox doctor` and the creator);
  *   {"op":"totals"}: the counters summed, refusals by why (Prometheus);
  *   {"op":"stop"}: leave now (tests, and gc when nothing is served).
  * Answers: {"ok":true,…} or {"ok":false,"errno":N,"error":"…"}.
@@ -30,6 +32,7 @@
 #include "netd.h"
 #include "nft.h"
 #include "nl.h"
+#include "relay.h"
 
 #define MSG_MAX 65536
 
@@ -79,7 +82,9 @@ static json_object *do_attach(json_object *req, int fd)
 	struct sbx *s = named(req, &e);
 	int r = s ? 0 : -1;
 	bool made = false;
-	if (s) {
+	if (s && netd.relay) {
+		r = relay_attach(s, fd, &e);
+	} else if (s) {
 		r = attach_sandbox(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, fd, &made, &e);
 		if (r >= 0) {
 			sbx_applied(s);
@@ -117,7 +122,12 @@ static json_object *do_remove(json_object *req)
 	/* what was applied, removed exactly; not known here (a netd
 	 * restarted since): whatever the table holds for the sandbox */
 	bool known = s && !strcmp(s->id, id) && s->applied.mode != NET_MODE_NONE;
-	r = attach_remove(&netd.cfg, id, (uint32_t)slot, known ? &s->applied : NULL, &e);
+	if (netd.relay) {
+		relay_remove((uint32_t)slot);
+		r = 0;
+	} else {
+		r = attach_remove(&netd.cfg, id, (uint32_t)slot, known ? &s->applied : NULL, &e);
+	}
 	if (r >= 0 && s && !strcmp(s->id, id)) {
 		s->attached = false;
 		sbx_drop((uint32_t)slot);
@@ -136,13 +146,18 @@ static json_object *do_policy(json_object *req)
 	if (s) {
 		slot = s->slot;
 		bool known = s->applied.mode != NET_MODE_NONE;
-		r = attach_repolicy(&netd.cfg, s->id, s->slot, known ? &s->applied : NULL, &s->policy, &e);
+		/* the relay reads the policy at each request: nothing to apply */
+		r = netd.relay ? 0
+			       : attach_repolicy(&netd.cfg, s->id, s->slot, known ? &s->applied : NULL,
+						 &s->policy, &e);
 		if (r >= 0) {
 			sbx_applied(s);
 		}
 	}
 	pthread_mutex_unlock(&netd.lock);
-	if (r >= 0)
+	if (r >= 0 && netd.relay)
+		relay_recheck(slot);
+	else if (r >= 0)
 		proxy_recheck(slot);
 	return r < 0 ? answer_err(&e) : answer_ok();
 }
@@ -166,7 +181,11 @@ static json_object *do_stats(json_object *req)
 		return answer_err(&e);
 	struct nl nl;
 	struct nl_link_stats ls = { 0 };
-	if (nl_open(&nl, &e) >= 0) {
+	if (netd.relay) {
+		/* no interface: what went through the relay is all there is */
+		ls.rx_bytes = c.proxy_bytes_out;
+		ls.tx_bytes = c.proxy_bytes_in;
+	} else if (nl_open(&nl, &e) >= 0) {
 		(void)nl_link_stats(&nl, ifname, &ls, NULL);
 		nl_close(&nl);
 	}
@@ -183,6 +202,11 @@ static json_object *do_stats(json_object *req)
 	put_u64(o, "proxyRefused", c.proxy_refused);
 	put_u64(o, "proxyBytesOut", c.proxy_bytes_out);
 	put_u64(o, "proxyBytesIn", c.proxy_bytes_in);
+	if (netd.relay) {
+		char a[32];
+		snprintf(a, sizeof(a), "127.0.0.1:%u", netd.cfg.relay_port);
+		json_object_object_add(o, "proxy", json_object_new_string(a));
+	}
 	return o;
 }
 
@@ -230,6 +254,8 @@ static json_object *do_status(void)
 {
 	json_object *o = answer_ok();
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
+	json_object_object_add(o, "datapath", json_object_new_string(netd.relay ? "relay" : "veth"));
+	json_object_object_add(o, "relayPort", json_object_new_int(netd.cfg.relay_port));
 	json_object_object_add(o, "uplink", json_object_new_string(netd.uplink));
 	json_object_object_add(o, "table", json_object_new_string(netd.cfg.table));
 	json_object_object_add(o, "dnsPort", json_object_new_int(netd.cfg.dns_port));

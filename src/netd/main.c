@@ -11,20 +11,20 @@
  * Runs as its own process, started by the library (net/client.c). */
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "attach.h"
 #include "base/clock.h"
+#include "net/net.h"
 #include "netd.h"
 #include "nft.h"
+#include "relay.h"
 
 static int listen_control(abox_error *err)
 {
@@ -51,6 +51,18 @@ static void reconcile(void)
 	pthread_mutex_lock(&netd.lock);
 	if (sbx_load_all(&e) < 0)
 		netd_log("reconcile: %s", e.msg);
+	if (netd.relay) {
+		/* the listeners went with the netd before: made again in
+		 * each sandbox still running */
+		for (size_t i = 0; i < netd.nsbx; i++) {
+			e = (abox_error)ABOX_ERROR_INIT;
+			if (relay_reattach(netd.sbx[i], &e) < 0)
+				netd_log("%s: reconcile: %s", netd.sbx[i]->id, e.msg);
+		}
+		netd.last_busy_ms = clock_mono_ms();
+		pthread_mutex_unlock(&netd.lock);
+		return;
+	}
 	if (netd.nsbx && attach_table(&netd.cfg, netd.uplink, &e) < 0)
 		netd_log("reconcile: %s", e.msg);
 	for (size_t i = 0; i < netd.nsbx; i++) {
@@ -112,13 +124,22 @@ static int check_host(const char *state)
 		"%s: pool %s/%u (%u sandboxes), table %s, resolver port %u, proxy port %u",
 		*c.path ? c.path : "defaults (no network.json)", pool, c.pool_prefix, net_config_slots(&c),
 		c.table, c.dns_port, c.proxy_port);
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-	bool admin = syscall(SYS_capget, &h, d) == 0 &&
-		     (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
-	finding(admin, "net-admin", "%s",
-		admin ? "CAP_NET_ADMIN: sandboxes get a veth, NAT and the table"
-		      : "no CAP_NET_ADMIN: --net open and filtered cannot be given here");
+	bool admin = net_can_admin();
+	if (!admin) {
+		/* nothing below is used: say what is */
+		finding(false, "net-admin",
+			"no CAP_NET_ADMIN: egress is relayed, proxy only: an HTTP proxy and SOCKS5 on each "
+			"sandbox's 127.0.0.1:%u (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY set), decided by its "
+			"policy; programs that ignore proxy variables reach nothing",
+			c.relay_port);
+		finding(c.nresolvers > 0, "resolvers", "%s",
+			c.nresolvers
+				? "the relay resolves names through the host's resolvers"
+				: "none (no \"resolvers\" in network.json, none in /etc/resolv.conf): names "
+				  "will not resolve");
+		return 0;
+	}
+	finding(admin, "net-admin", "%s", "CAP_NET_ADMIN: sandboxes get a veth, NAT and the table");
 	struct nft n;
 	int r = nft_open(&n, c.table, &e);
 	if (r >= 0)
@@ -179,6 +200,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "abox-netd: %s\n", e.msg);
 		return 1;
 	}
+	netd.relay = !net_can_admin();
 	int lfd = listen_control(&e);
 	if (lfd < 0) {
 		/* EADDRINUSE: another netd serves this state folder here */
@@ -187,13 +209,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "abox-netd: %s\n", e.msg);
 		return 1;
 	}
-	if (attach_uplink(&netd.cfg, netd.uplink, &e) < 0)
-		netd_log("%s (sandboxes cannot be given networking until there is one)", e.msg);
-	netd_log("serving %s: uplink %s, table %s, resolver port %u, proxy port %u", state,
-		 netd.uplink[0] ? netd.uplink : "(none)", netd.cfg.table, netd.cfg.dns_port,
-		 netd.cfg.proxy_port);
+	if (netd.relay) {
+		/* no listener on the host: without the table nothing would
+		 * keep the world away from a resolver or proxy there */
+		netd_log("serving %s without CAP_NET_ADMIN: egress relayed on each sandbox's 127.0.0.1:%u",
+			 state, netd.cfg.relay_port);
+		if (relay_start(&e) < 0) {
+			netd_log("%s", e.msg);
+			return 1;
+		}
+	} else {
+		if (attach_uplink(&netd.cfg, netd.uplink, &e) < 0)
+			netd_log("%s (sandboxes cannot be given networking until there is one)", e.msg);
+		netd_log("serving %s: uplink %s, table %s, resolver port %u, proxy port %u", state,
+			 netd.uplink[0] ? netd.uplink : "(none)", netd.cfg.table, netd.cfg.dns_port,
+			 netd.cfg.proxy_port);
+	}
 	reconcile();
-	if (resolver_start(&e) < 0 || proxy_start(&e) < 0 || control_start(lfd, &e) < 0) {
+	if ((!netd.relay && (resolver_start(&e) < 0 || proxy_start(&e) < 0)) || control_start(lfd, &e) < 0) {
 		netd_log("%s", e.msg);
 		return 1;
 	}

@@ -11,7 +11,9 @@
  * sandboxes it serves, filled from the slot files (net/slots.h) and
  * re-read when one changes, so a policy written by the library is the
  * one the resolver and the proxy apply.
- * Runs in abox-netd (its threads: control, resolver, proxy). */
+ * Without CAP_NET_ADMIN it makes neither veths nor the table: each
+ * sandbox gets a relay on its own loopback instead (relay.h).
+ * Runs in abox-netd (its threads: control, resolver, proxy, relay). */
 #ifndef ABOX_NETD_H
 #define ABOX_NETD_H
 
@@ -58,6 +60,9 @@ struct netd {
 	int64_t last_busy_ms; /* when a sandbox was last served or attached */
 	struct netd_counters total; /* every sandbox's, also those gone: they only grow */
 	unsigned active_proxied;
+	/* no CAP_NET_ADMIN: no veths and no table; every sandbox's egress
+	 * goes through the relay on its loopback (relay.h) */
+	bool relay;
 };
 
 extern struct netd netd;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seeds for the egress fuzz targets: a DNS query and an answer, a TLS
-# ClientHello and an HTTP request, stored and listed policies.
-#   usage: net-seeds.sh dns|sni|policy CORPUS_DIR
+# ClientHello and an HTTP request, stored and listed policies, the
+# relay's HTTP proxy and SOCKS5 requests.
+#   usage: net-seeds.sh dns|sni|policy|relay CORPUS_DIR
 set -eu
 kind=$1 dir=$2
 mkdir -p "$dir"
@@ -27,5 +28,11 @@ PY
 policy)
   printf '{"mode":"filtered","allowOut":["allowed.test","*.other.test","203.0.113.10"],"denyOut":["0.0.0.0/0"]}' >"$dir/stored"
   printf '\x01allowed.test\x00\x01*.x.test\x00\x020.0.0.0/0\x00\x0210.0.0.0/8' >"$dir/lists"
+  ;;
+relay)
+  printf 'CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n' >"$dir/connect"
+  printf 'GET http://allowed.test:8080/a?b#c HTTP/1.1\r\nHost: allowed.test\r\n\r\n' >"$dir/forward"
+  printf '\x05\x01\x00\x05\x01\x00\x03\x0callowed.test\x01\xbb' >"$dir/socks-name"
+  printf '\x05\x01\x00\x01\xcb\x00\x71\x0a\x00\x50' >"$dir/socks-addr"
   ;;
 esac

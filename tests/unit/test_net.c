@@ -1,7 +1,7 @@
 /* Egress: the policy as E2B's rules make it (src/lib/net/policy.c), the
  * host's network config, and abox-netd's readers of untrusted bytes: DNS
- * messages (src/netd/dns.c) and the first bytes of a connection
- * (src/netd/sni.c). */
+ * messages (src/netd/dns.c), the first bytes of a connection
+ * (src/netd/sni.c) and the requests of the relay (src/netd/relay_parse.c). */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "dns.h"
 #include "net/config.h"
 #include "net/policy.h"
+#include "relay_parse.h"
 #include "sni.h"
 
 static uint32_t ip(const char *s)
@@ -251,4 +252,76 @@ Test(sni, tls_and_http_names)
 	cr_expect_eq(sni_http_host((const uint8_t *)none, strlen(none), out), -ENOENT);
 	const char part[] = "GET / HTTP/1.1\r\nHost: a.test\r\n";
 	cr_expect_eq(sni_http_host((const uint8_t *)part, strlen(part), out), 1, "the head is not whole yet");
+}
+
+static int http(const char *s, struct relay_req *r)
+{
+	return relay_http_parse((const uint8_t *)s, strlen(s), r);
+}
+
+Test(relay, http_proxy_requests)
+{
+	static struct relay_req r;
+	cr_assert_eq(http("CONNECT Example.COM:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nTLS", &r), 0);
+	cr_expect_eq(r.proto, RELAY_CONNECT);
+	cr_expect_str_eq(r.host, "example.com");
+	cr_expect_eq(r.port, 443);
+	cr_expect_eq(r.used, strlen("CONNECT Example.COM:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
+		     "what follows the head is the server's");
+	cr_expect_eq(http("CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n", &r), 1, "no end of head yet");
+	cr_expect_eq(http("CONNECT example.com HTTP/1.1\r\n\r\n", &r), -EINVAL, "CONNECT needs a port");
+	cr_expect_eq(http("CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", &r), -EAFNOSUPPORT);
+	cr_expect_eq(http("CONNECT user@example.com:443 HTTP/1.1\r\n\r\n", &r), -EINVAL);
+	cr_expect_eq(http("CONNECT example.com:0 HTTP/1.1\r\n\r\n", &r), -EINVAL);
+	cr_expect_eq(http("CONNECT example.com:65536 HTTP/1.1\r\n\r\n", &r), -EINVAL);
+	cr_expect_eq(http("CONNECT exa mple.com:1 HTTP/1.1\r\n\r\n", &r), -EINVAL);
+	cr_expect_eq(http("CONNECT a..b:1 HTTP/1.1\r\n\r\n", &r), -EINVAL);
+
+	cr_assert_eq(http("GET http://203.0.113.10:8080/a/b?c=d#frag HTTP/1.1\r\nHost: x\r\n\r\n", &r), 0);
+	cr_expect_eq(r.proto, RELAY_FORWARD);
+	cr_expect_str_eq(r.host, "203.0.113.10");
+	cr_expect_eq(r.port, 8080);
+	cr_expect_eq(r.line_len, strlen("GET /a/b?c=d HTTP/1.1\r\n"));
+	cr_expect(!memcmp(r.line, "GET /a/b?c=d HTTP/1.1\r\n", r.line_len), "origin form: %.*s",
+		  (int)r.line_len, r.line);
+	cr_expect_eq(r.used, strlen("GET http://203.0.113.10:8080/a/b?c=d#frag HTTP/1.1\r\n"),
+		     "the headers are sent on as they came");
+	cr_assert_eq(http("HEAD HTTP://allowed.test HTTP/1.0\r\n\r\n", &r), 0);
+	cr_expect_eq(r.port, 80);
+	cr_expect(!memcmp(r.line, "HEAD / HTTP/1.0\r\n", r.line_len), "an empty path is /");
+	cr_expect_eq(http("GET https://example.com/ HTTP/1.1\r\n\r\n", &r), -EPROTONOSUPPORT);
+	cr_expect_eq(http("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", &r), -EINVAL,
+		     "an origin-form request is not for a proxy");
+	cr_expect_eq(http("GET http://example.com/ HTTP/2.0\r\n\r\n", &r), -EINVAL);
+	cr_expect_eq(http("G(T http://example.com/ HTTP/1.1\r\n\r\n", &r), -EINVAL);
+	static char big[RELAY_HEAD_MAX + 10];
+	memset(big, 'a', sizeof(big) - 1);
+	cr_expect_eq(relay_http_parse((const uint8_t *)big, sizeof(big) - 1, &r), -EMSGSIZE);
+}
+
+Test(relay, socks5)
+{
+	static struct relay_req r;
+	size_t used = 0;
+	const uint8_t hello[] = { 5, 2, 2, 0 }, noauth[] = { 5, 1, 2 };
+	cr_expect_eq(relay_socks_hello(hello, 3, &used), 1);
+	cr_assert_eq(relay_socks_hello(hello, sizeof(hello), &used), 0);
+	cr_expect_eq(used, 4);
+	cr_expect_eq(relay_socks_hello(noauth, sizeof(noauth), &used), -EACCES, "no method we take");
+	const uint8_t byname[] = { 5,   1,   0,   3,   12,  'A', 'l', 'l', 'o', 'w',
+				   'e', 'd', '.', 't', 'e', 's', 't', 1,   187 };
+	cr_expect_eq(relay_socks_parse(byname, sizeof(byname) - 1, &r), 1);
+	cr_assert_eq(relay_socks_parse(byname, sizeof(byname), &r), 0);
+	cr_expect_str_eq(r.host, "allowed.test");
+	cr_expect_eq(r.port, 443);
+	cr_expect_eq(r.used, sizeof(byname));
+	const uint8_t byaddr[] = { 5, 1, 0, 1, 203, 0, 113, 10, 0, 80 };
+	cr_assert_eq(relay_socks_parse(byaddr, sizeof(byaddr), &r), 0);
+	cr_expect_str_eq(r.host, "203.0.113.10");
+	const uint8_t v6[] = { 5, 1, 0, 4 };
+	cr_expect_eq(relay_socks_parse(v6, sizeof(v6), &r), -EAFNOSUPPORT);
+	const uint8_t udp[] = { 5, 3, 0, 1, 203, 0, 113, 10, 0, 80 };
+	cr_expect_eq(relay_socks_parse(udp, sizeof(udp), &r), -EOPNOTSUPP);
+	const uint8_t badname[] = { 5, 1, 0, 3, 3, 'a', '/', 'b', 0, 80 };
+	cr_expect_eq(relay_socks_parse(badname, sizeof(badname), &r), -EINVAL);
 }

@@ -300,7 +300,7 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
  * something gc finds), abox-netd reached, started if need be, before the clone. */
 static int create_network(struct create *c, abox_error *err)
 {
-	int r = local_net_prepare(c->ctx, c->sb->id, c->fixed_id, &c->net, &c->ln, err);
+	int r = local_net_prepare(c->ctx, c->sb->id, c->fixed_id, &c->net, &c->ln, &c->merged_env, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
 	if (c->ln.have_slot)

@@ -63,14 +63,16 @@ struct local_net {
 	char *policy_json; /* as recorded */
 	int conn; /* to abox-netd, while the attach is under way */
 	char resolv[64]; /* the sandbox's resolv.conf */
+	bool relay; /* no veth: netd relays its egress (no CAP_NET_ADMIN) */
 };
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
 /* Before the clone: the slot taken (resumed: the id of a cold resume,
  * which keeps the slot its record names; NULL otherwise), netd reached
- * (started when needed). */
+ * (started when needed); relayed egress puts the proxy variables before
+ * the sandbox's environment (*env, a strv replaced). */
 int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
-		      struct local_net *ln, abox_error *err);
+		      struct local_net *ln, char ***env, abox_error *err);
 /* spawn_config.net_begin: asks netd to attach the new namespace. */
 int local_net_begin(void *ud, int netns_fd, abox_error *err);
 /* After the clone: netd's answer. */

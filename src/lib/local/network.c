@@ -19,6 +19,7 @@
 #include "local/local.h"
 #include "net/client.h"
 #include "net/config.h"
+#include "net/net.h"
 #include "net/policy.h"
 #include "net/slots.h"
 #include "store/state.h"
@@ -43,8 +44,39 @@ static void resolv_conf(const struct net_config *cfg, uint32_t slot, char *buf, 
 	snprintf(buf, n, "nameserver %s\n", a);
 }
 
+/* Relayed egress: the sandbox's processes are told where the relay is
+ * (before the sandbox's own entries, which win), and its resolv.conf
+ * names its loopback, where nothing answers, so a lookup fails at once
+ * instead of waiting: names are resolved by the relay. */
+static int relay_env(struct local_net *ln, char ***env, abox_error *err)
+{
+	char http[64], socks[64];
+	snprintf(http, sizeof(http), "http://127.0.0.1:%u", ln->cfg.relay_port);
+	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", ln->cfg.relay_port);
+	static const char *const keys[] = { "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+					    "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy" };
+	size_t n = strv_length(*env), k = ELEMENTSOF(keys);
+	char **v = calloc(n + k + 1, sizeof(char *));
+	if (!v)
+		return abox_error_set(err, ENOMEM, "network");
+	for (size_t i = 0; i < k; i++) {
+		const char *val = i < 4 ? http : i < 6 ? socks : "localhost,127.0.0.1,::1";
+		if (asprintf(&v[i], "%s=%s", keys[i], val) < 0) {
+			v[i] = NULL;
+			strv_free(v);
+			return abox_error_set(err, ENOMEM, "network");
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		v[k + i] = (*env)[i];
+	free(*env);
+	*env = v;
+	snprintf(ln->resolv, sizeof(ln->resolv), "nameserver 127.0.0.1\n");
+	return 0;
+}
+
 int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
-		      struct local_net *ln, abox_error *err)
+		      struct local_net *ln, char ***env, abox_error *err)
 {
 	memset(ln, 0, sizeof(*ln));
 	ln->conn = -1;
@@ -69,6 +101,18 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const 
 	 * clone, not on the sandbox's critical path */
 	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
 		return abox_error_prefix(err, "network");
+	/* how netd gives egress here (a veth, or without CAP_NET_ADMIN the
+	 * relay): its answer, not our own capabilities, since another
+	 * process may have started it */
+	json_object *o = NULL;
+	if ((r = net_client_send(ln->conn, "status", id, ln->slot, -1, err)) < 0 ||
+	    (r = net_client_wait(ln->conn, &o, err)) < 0)
+		return abox_error_prefix(err, "network");
+	const char *dp = js_str(o, "datapath");
+	ln->relay = dp && !strcmp(dp, "relay");
+	json_object_put(o);
+	if (ln->relay)
+		return relay_env(ln, env, err);
 	resolv_conf(&ln->cfg, ln->slot, ln->resolv, sizeof(ln->resolv));
 	return 0;
 }
@@ -220,17 +264,25 @@ int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error 
 		i.mode = p.mode;
 		i.allow_out = p.allow_out ? strv_dup(p.allow_out) : NULL;
 		i.deny_out = p.deny_out ? strv_dup(p.deny_out) : NULL;
+		/* the counters from netd when it runs (never started for this) */
+		json_object *o = NULL;
+		bool asked =
+			net_client_status(ctx->state_dir, NULL, NULL) >= 0 &&
+			net_client_call(ctx->state_dir, NULL, "stats", id, st.net_slot, -1, &o, NULL) >= 0;
+		const char *proxy = asked ? js_str(o, "proxy") : NULL;
 		struct net_config cfg;
-		if (net_config_load(ctx->state_dir, &cfg, NULL) >= 0) {
+		/* relayed: netd says so, or (not running) this process would */
+		bool relayed = proxy || (!asked && !net_can_admin());
+		bool have_cfg = net_config_load(ctx->state_dir, &cfg, NULL) >= 0;
+		if (have_cfg && relayed) {
+			snprintf(i.proxy, sizeof(i.proxy), "127.0.0.1:%u", cfg.relay_port);
+		} else if (have_cfg) {
 			uint32_t a = net_slot_address(&cfg, st.net_slot),
 				 g = net_slot_gateway(&cfg, st.net_slot);
 			inet_ntop(AF_INET, &a, i.address, sizeof(i.address));
 			inet_ntop(AF_INET, &g, i.gateway, sizeof(i.gateway));
 		}
-		/* the counters from netd when it runs (never started for this) */
-		json_object *o = NULL;
-		if (net_client_status(ctx->state_dir, NULL, NULL) >= 0 &&
-		    net_client_call(ctx->state_dir, NULL, "stats", id, st.net_slot, -1, &o, NULL) >= 0) {
+		if (asked) {
 			i.tx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "txBytes", json_type_int));
 			i.rx_bytes = (uint64_t)json_object_get_uint64(js_get(o, "rxBytes", json_type_int));
 			i.dns_queries =

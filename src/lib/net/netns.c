@@ -32,7 +32,8 @@ bool net_can_admin(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
-	return syscall(SYS_capget, &h, d) == 0 && (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
+	return syscall(SYS_capget, &h, d) == 0 &&
+	       (d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32)));
 }
 
 /* A child takes NETNS_OWNER_UID as its euid (its permitted capabilities
@@ -55,8 +56,9 @@ static int netns_owned_apart(abox_error *err)
 	if (pid == 0) {
 		close(sp[0]);
 		int e = 0, fd = -1;
-		if (syscall(SYS_setresuid, -1, NETNS_OWNER_UID, -1) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 ||
-		    (e = net_loopback_up(NULL)) < 0 || (fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		if (syscall(SYS_setresuid, -1, NETNS_OWNER_UID, -1) < 0 ||
+		    unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || (e = net_loopback_up(NULL)) < 0 ||
+		    (fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
 			e = e < 0 ? -e : errno;
 		(void)fd_send(sp[1], &e, sizeof(e), fd >= 0 ? &fd : NULL, fd >= 0, 0);
 		_exit(0);
@@ -72,9 +74,10 @@ static int netns_owned_apart(abox_error *err)
 		return fd;
 	if (nfd == 1)
 		close(fd);
-	return abox_error_set(err, e ? e : EPROTO,
-			      "net: no CAP_NET_ADMIN here, and no user namespace could own the sandbox's network "
-			      "namespace");
+	return abox_error_set(
+		err, e ? e : EPROTO,
+		"net: no CAP_NET_ADMIN here, and no user namespace could own the sandbox's network "
+		"namespace");
 }
 
 int net_namespace_new(int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err)
@@ -127,8 +130,14 @@ int net_listen_in(int netns_fd, uint16_t port, abox_error *err)
 		return abox_error_set(err, errno, "net: enter the sandbox's network namespace");
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int e = fd < 0 ? errno : 0;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* a restarted netd binds again while connections of the one before
+	 * linger in TIME_WAIT; a listener someone holds still refuses it */
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)) {
 		e = errno;
 		close(fd);
