@@ -16,7 +16,7 @@
  * Only root (or netd's own user) may ask: the peer's credentials are
  * checked on every connection, since an abstract socket has no file
  * mode to do it.
- * Runs in abox-netd's control thread. */
+ * Runs in abox-netd's control threads (one per connection). */
 #include <json-c/json.h>
 #include <poll.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@
 #include "nft.h"
 #include "nl.h"
 #include "relay.h"
+#include "splice.h"
 
 #define MSG_MAX 65536
 
@@ -344,6 +345,18 @@ static void serve(int c)
 	}
 }
 
+static void *serve_main(void *arg)
+{
+	int c = (int)(intptr_t)arg;
+	if (peer_allowed(c))
+		serve(c);
+	close(c);
+	return NULL;
+}
+
+/* A thread per connection: a creator keeps its connection open from
+ * before its clone until the attach is answered, and creators made at
+ * the same time must not wait for each other. */
 static void *control_main(void *arg)
 {
 	int lfd = (int)(intptr_t)arg;
@@ -356,9 +369,10 @@ static void *control_main(void *arg)
 			sleep(1);
 			continue;
 		}
-		if (peer_allowed(c))
-			serve(c);
-		close(c);
+		if (netd_thread(serve_main, (void *)(intptr_t)c) != 0) {
+			netd_log("control: no thread for a client");
+			close(c);
+		}
 	}
 	return NULL;
 }
