@@ -1,5 +1,6 @@
 """autoResume: a paused sandbox made with autoResume {"enabled": true}
-resumes on its next envd request (once, under concurrent requests);
+resumes on its next request — envd's, a code cell, a request to one of
+its ports — (once, under concurrent requests);
 without it a request to a paused sandbox answers 502 with a message that
 says it is paused.
 
@@ -9,7 +10,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Daemon, broke, check, finish  # noqa: E402
+from harness import Daemon, broke, check, envelope, finish, wait_for  # noqa: E402
 
 build = sys.argv[1]
 d = Daemon(build, "autoresume")
@@ -70,6 +71,25 @@ try:
             t.join()
         check("four concurrent connects to a paused sandbox: one 201, the others 200",
               sorted(answers) == [200, 200, 200, 201], answers)
+
+    # the code plane and the port proxy wake it as envd does
+    sid = ar["sandboxID"]
+    d.req("POST", f"/sandboxes/{sid}/pause", {}, d.key(0))
+    cell = dict(envd_h(ar), **{"E2b-Sandbox-Port": "49999"})
+    st, body = d.call("POST", "/execute", {"code": "6 * 7"}, cell)
+    check("a code cell to it resumes it and runs (200, its result)",
+          st == 200 and b'"42"' in body and state(ar) == "running", (st, body[:300], state(ar)))
+    d.call("POST", "/process.Process/Start",
+           envelope({"process": {"cmd": "/bin/bash", "args": ["-c", "nohup python3 -m http.server 8000 --bind "
+                                                                   "127.0.0.1 >/dev/null 2>&1 &"]}}),
+           dict(envd_h(ar), **{"Content-Type": "application/connect+json"}))
+    port = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8000"}
+    wait_for(lambda: d.call("GET", "/", headers=port)[0], lambda st: st == 200, 100, 0.1)
+    d.req("POST", f"/sandboxes/{sid}/pause", {}, d.key(0))
+    paused = state(ar)
+    st, body = d.call("GET", "/", headers=port)
+    check("a request to one of its ports resumes it, and its server answers (memory kept)",
+          paused == "paused" and st == 200 and state(ar) == "running", (paused, st, body[:200], state(ar)))
 except Exception:
     broke()
 finally:

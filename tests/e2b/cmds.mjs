@@ -48,6 +48,7 @@ test('commands.list gives cmd, args, cwd, envs and tag as started', async () => 
   eq(p.args, ['-l', '-c', 'sleep 60; echo "a  b"'], 'args')
   eq(p.cwd, '/tmp', 'cwd')
   eq(p.envs, { K: 'v w' }, 'envs')
+  eq(p.tag, undefined, 'no tag was given: none is listed')
   await h.kill()
 })
 

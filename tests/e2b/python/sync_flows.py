@@ -120,7 +120,8 @@ def _():
     s = create()
     s.commands.run("mkdir -p /home/user/l && echo x > /home/user/l/f && ln -s f /home/user/l/link")
     names = sorted(e.name for e in s.files.list("/home/user/l"))
-    check("f" in names, f"the file is listed: {names}")
+    # this SDK leaves the symlink out (docs/daemon.md); a newer one lists it
+    check(names in (["f"], ["f", "link"]), f"the file is listed, nothing else is made up: {names}")
     root = [e.name for e in s.files.list("/")]
     check("home" in root and "tmp" in root, f"/ is listed: {root}")
 
