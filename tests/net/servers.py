@@ -131,6 +131,17 @@ class HTTP(socketserver.StreamRequestHandler):
                 self.wfile.flush()
                 time.sleep(0.05)
             return
+        blob = os.path.join(DIR, "blob")
+        if head.startswith(b"GET /blob") and os.path.exists(blob):
+            # a large download for bench/net, sent by the kernel
+            n = os.path.getsize(blob)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
+            self.wfile.flush()
+            with open(blob, "rb") as f:
+                off = 0
+                while off < n:
+                    off += os.sendfile(self.request.fileno(), f.fileno(), off, n - off)
+            return
         sni = getattr(self.request, "abox_sni", "")
         here = self.request.getsockname()[0]
         body = f"hello from {here} host={host} sni={sni}\n".encode()
