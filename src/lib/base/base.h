@@ -120,8 +120,14 @@ int random_id(char *buf, size_t n);
 
 size_t strv_length(char *const *v);
 
+/* Whether s is min to max characters long, every one of them in set:
+ * ids, digests and the words of a recipe are checked by it. */
+bool str_of(const char *s, const char *set, size_t min, size_t max);
 /* Ids as random_id(…, 20) makes them: 20 characters of [a-z0-9]. */
 bool id_ok(const char *id);
+/* /proc/PID/NAME read whole (at most 64 KiB) into a malloc'd,
+ * NUL-terminated *out, as read_file_at. 0 or -errno. */
+int read_proc_file(pid_t pid, const char *name, char **out);
 /* The entries of dir that are ids (id_ok), sorted, NULL-terminated. A
  * missing dir is an empty list; one that cannot be read is an error, never
  * "none" (callers decide from it whether something is unused). */

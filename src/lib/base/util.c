@@ -263,13 +263,22 @@ int rm_rf_strict_at(int dfd, const char *name)
 	return rm_tree(dfd, name, 0, true);
 }
 
+bool str_of(const char *s, const char *set, size_t min, size_t max)
+{
+	size_t n = strspn(s, set);
+	return n >= min && n <= max && s[n] == '\0';
+}
+
 bool id_ok(const char *id)
 {
-	size_t n = 0;
-	for (; id[n]; n++)
-		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
-			return false;
-	return n == 20;
+	return str_of(id, "abcdefghijklmnopqrstuvwxyz0123456789", 20, 20);
+}
+
+int read_proc_file(pid_t pid, const char *name, char **out)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, name);
+	return read_file_at(AT_FDCWD, p, 65536, out, NULL);
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -23,16 +23,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "base/run.h"
 #include "layer/layer.h"
 
 #define RECIPE_MAX_BYTES (64u << 10)
 #define RECIPE_MAX_ENV 64
-
-static bool only(const char *s, const char *set, size_t max)
-{
-	size_t n = strspn(s, set);
-	return n > 0 && n <= max && s[n] == '\0';
-}
 
 #define LOWER "abcdefghijklmnopqrstuvwxyz"
 #define DIGITS "0123456789"
@@ -97,20 +92,27 @@ int template_recipe_parse(const char *path, const char *text, struct template_re
 		while (*v == ' ' || *v == '\t')
 			v++;
 		if (strcmp(k, "suite") == 0) {
-			rc = only(v, LOWER DIGITS "-", 32) ? set_once(&r->suite, v, path, line, k, err)
-							   : abox_error_setx(err, EINVAL, "%s:%u: suite '%s' is not a Debian suite name", path, line, v);
+			rc = str_of(v, LOWER DIGITS "-", 1, 32)
+				     ? set_once(&r->suite, v, path, line, k, err)
+				     : abox_error_setx(err, EINVAL,
+						       "%s:%u: suite '%s' is not a Debian suite name", path,
+						       line, v);
 		} else if (strcmp(k, "variant") == 0) {
 			rc = (strcmp(v, "minbase") == 0 || strcmp(v, "buildd") == 0 || strcmp(v, "-") == 0)
 				     ? set_once(&r->variant, v, path, line, k, err)
 				     : abox_error_setx(err, EINVAL, "%s:%u: variant '%s': minbase, buildd or -", path, line, v);
 		} else if (strcmp(k, "include") == 0) {
-			rc = only(v, LOWER DIGITS "+.-,", 4000)
+			rc = str_of(v, LOWER DIGITS "+.-,", 1, 4000)
 				     ? set_once(&r->include, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: include: package names separated by commas", path, line);
+				     : abox_error_setx(err, EINVAL,
+						       "%s:%u: include: package names separated by commas",
+						       path, line);
 		} else if (strcmp(k, "components") == 0) {
-			rc = only(v, LOWER DIGITS "-,", 200)
+			rc = str_of(v, LOWER DIGITS "-,", 1, 200)
 				     ? set_once(&r->components, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: components: names separated by commas", path, line);
+				     : abox_error_setx(err, EINVAL,
+						       "%s:%u: components: names separated by commas", path,
+						       line);
 		} else if (strcmp(k, "mirror") == 0) {
 			bool url = (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ||
 				    strncmp(v, "file:///", 8) == 0) && !strpbrk(v, " \t\"'");
@@ -256,13 +258,9 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return abox_error_set(err, errno, "template build: pipe");
-	pid_t c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return abox_error_set(err, e, "template build: fork");
-	}
+	pid_t c = fork_with(p, err, "template build: fork");
+	if (c < 0)
+		return c;
 	if (c == 0) {
 		/* its mounts (proc, sys, dev inside the new root) stay in
 		 * this namespace and end with it */
@@ -300,12 +298,9 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 		}
 	}
 	close(p[0]);
-	int st;
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "template build: wait for debootstrap");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
+	int st = wait_child(c, err, "template build: wait for debootstrap");
+	if (st <= 0)
+		return st;
 	char last[2600] = "";
 	for (unsigned i = nt > 5 ? nt - 5 : 0; i < nt; i++) {
 		size_t l = strlen(last);

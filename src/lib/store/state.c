@@ -36,10 +36,8 @@ static int sandbox_dir(const char *state_dir, const char *id, char *buf, size_t 
  * /proc/PID/stat). */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	_cleanup_free_ char *s = NULL;
-	if (read_file_at(AT_FDCWD, p, 4096, &s, NULL) < 0)
+	if (read_proc_file(pid, "stat", &s) < 0)
 		return -ESRCH;
 	/* the command name may hold spaces and parentheses: fields start
 	 * after the last ')' */

@@ -34,6 +34,7 @@
 #include "local/local.h"
 #include "local/checkpoint/checkpoint.h"
 #include "base/fdpass.h"
+#include "base/run.h"
 #include "layer/layer.h"
 #include "mount/rootfs.h"
 #include "proto/messages.h"
@@ -82,12 +83,9 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 		}
 		_exit(14);
 	}
-	int st;
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "re-arm init: wait");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
+	int st = wait_child(c, err, "re-arm init: wait");
+	if (st <= 0)
+		return st;
 	return abox_error_setx(err, EIO, "re-arm init: init did not take its new sockets (step %d)",
 			       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
@@ -177,10 +175,8 @@ static bool init_listens(const char *rundir)
 /* Whether a checkpointer still has init under ptrace (mid-dump). */
 static bool init_traced(pid_t pid)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
 	_cleanup_free_ char *s = NULL;
-	if (read_file_at(AT_FDCWD, p, 65536, &s, NULL) < 0)
+	if (read_proc_file(pid, "status", &s) < 0)
 		return false;
 	const char *t = strstr(s, "\nTracerPid:");
 	return t && strtol(t + 12, NULL, 10) != 0;
@@ -306,13 +302,9 @@ static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
 	int pfd[2];
 	if (!freezer || pipe2(pfd, O_CLOEXEC) < 0)
 		return abox_error_set(err, freezer ? errno : EOPNOTSUPP, "checkpoint: keeper");
-	pid_t k = fork();
-	if (k < 0) {
-		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return abox_error_set(err, e, "checkpoint: keeper: fork");
-	}
+	pid_t k = fork_with(pfd, err, "checkpoint: keeper: fork");
+	if (k < 0)
+		return k;
 	if (k == 0) {
 		/* its own session: a ^C to the caller's group must not take it */
 		(void)setsid();
