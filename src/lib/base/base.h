@@ -114,6 +114,8 @@ int parse_size(const char *s, uint64_t *out);
 /* Format a size as "512M"/"1G" when exact, else bytes. */
 void format_size(uint64_t v, char *buf, size_t n);
 
+/* n bytes from the kernel's random source (getrandom). 0 or -errno. */
+int random_bytes(void *buf, size_t n);
 /* Cryptographically random sandbox id: n chars of [a-z0-9], NUL-terminated
  * (buf must hold n+1). */
 int random_id(char *buf, size_t n);

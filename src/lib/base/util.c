@@ -196,15 +196,11 @@ void format_size(uint64_t v, char *buf, size_t n)
 		safe_snprintf(buf, n, "%llu%c", (unsigned long long)v, units[u]);
 }
 
-int random_id(char *buf, size_t n)
+int random_bytes(void *buf, size_t n)
 {
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	uint8_t rnd[64];
-	if (n > sizeof(rnd))
-		return -EINVAL;
 	size_t got = 0;
 	while (got < n) {
-		ssize_t r = getrandom(rnd + got, n - got, 0);
+		ssize_t r = getrandom((uint8_t *)buf + got, n - got, 0);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -212,6 +208,18 @@ int random_id(char *buf, size_t n)
 		}
 		got += (size_t)r;
 	}
+	return 0;
+}
+
+int random_id(char *buf, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	uint8_t rnd[64];
+	if (n > sizeof(rnd))
+		return -EINVAL;
+	int r = random_bytes(rnd, n);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		/* 252 = 7 * 36: reject the top values to keep the draw uniform */
 		while (rnd[i] >= 252) {
