@@ -74,6 +74,10 @@ int abox_error_set(abox_error *err, int code, const char *fmt, ...) _printf_(3, 
 /* Same, without the strerror suffix (for messages that already say it). */
 int abox_error_setx(abox_error *err, int code, const char *fmt, ...) _printf_(3, 4);
 
+/* Either of them with a va_list (with_errno: abox_error_set's suffix), for
+ * helpers that take a message for the error they may report. */
+int abox_error_vset(abox_error *err, int code, bool with_errno, const char *fmt, va_list ap);
+
 /* Prefixes the existing message with "what: " (context on the way up).
  * Returns -err->code (or -EIO when err is NULL or unset). */
 int abox_error_prefix(abox_error *err, const char *fmt, ...) _printf_(2, 3);

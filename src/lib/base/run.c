@@ -11,27 +11,19 @@
 #include "base.h"
 #include "base/run.h"
 
-static int wait_vchild(pid_t pid, abox_error *err, const char *fmt, va_list ap)
+int wait_child(pid_t pid, abox_error *err, const char *fmt, ...)
 {
 	int st;
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR) {
-			int e = errno;
-			char msg[512];
-			vsnprintf(msg, sizeof(msg), fmt, ap);
-			return abox_error_set(err, e, "%s", msg);
+			va_list ap;
+			va_start(ap, fmt);
+			int r = abox_error_vset(err, errno, true, fmt, ap);
+			va_end(ap);
+			return r;
 		}
 	}
 	return st;
-}
-
-int wait_child(pid_t pid, abox_error *err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int r = wait_vchild(pid, err, fmt, ap);
-	va_end(ap);
-	return r;
 }
 
 pid_t fork_with(int pair[2], abox_error *err, const char *fmt, ...)
@@ -42,12 +34,11 @@ pid_t fork_with(int pair[2], abox_error *err, const char *fmt, ...)
 	int e = errno;
 	close(pair[0]);
 	close(pair[1]);
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int r = abox_error_vset(err, e, true, fmt, ap);
 	va_end(ap);
-	return abox_error_set(err, e, "%s", msg);
+	return r;
 }
 
 /* Waits for pid at most timeout_ms (-1: for ever); on expiry it is
