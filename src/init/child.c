@@ -165,30 +165,24 @@ struct child_io {
 	int master, slave;
 };
 
-static void close_if(int fd)
-{
-	if (fd >= 0)
-		close(fd);
-}
-
 /* Closes everything io holds (a start that failed). With a terminal,
  * in[0] and out[1] are the slave and out[0] the master: each once. */
 static void child_io_close(struct child_io *io)
 {
 	if (io->master >= 0) {
-		close_if(io->in[1]);
+		close_if_open(io->in[1]);
 		close(io->master);
-		close_if(io->slave);
-		close_if(io->ep[0]);
-		close_if(io->ep[1]);
+		close_if_open(io->slave);
+		close_if_open(io->ep[0]);
+		close_if_open(io->ep[1]);
 		return;
 	}
-	close_if(io->slave);
+	close_if_open(io->slave);
 	for (int i = 0; i < 2; i++) {
-		close_if(io->in[i]);
-		close_if(io->out[i]);
-		close_if(io->err[i]);
-		close_if(io->ep[i]);
+		close_if_open(io->in[i]);
+		close_if_open(io->out[i]);
+		close_if_open(io->err[i]);
+		close_if_open(io->ep[i]);
 	}
 }
 

@@ -174,10 +174,8 @@ void procs_exec(int ci, const struct proto_frame *f)
 		safe_snprintf(m2, sizeof(m2), "exec: fork: %s", errno_name(-r) ? errno_name(-r) : "error");
 		init_send_error(ci, f->id, r, m2);
 		free(tag);
-		if (tee_out >= 0)
-			close(tee_out);
-		if (tee_err >= 0)
-			close(tee_err);
+		close_if_open(tee_out);
+		close_if_open(tee_err);
 		if (oneshot)
 			init_end_after_flush(125);
 		return;

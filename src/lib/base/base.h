@@ -39,6 +39,14 @@ static inline void closep(int *fd)
 	}
 }
 
+/* Closes fd when it is one: for the fds a function closes on its way out,
+ * some of which may never have been opened (-1). */
+static inline void close_if_open(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 void strv_free(char **v);
 static inline void strv_freep(char ***v)
 {

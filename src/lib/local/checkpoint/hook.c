@@ -285,10 +285,8 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 			(void)backend_freeze_recover_now(sb->ctx, sb->id);
 			_exit(0);
 		}
-		if (l >= 0)
-			close(l);
-		if (conn >= 0)
-			close(conn);
+		close_if_open(l);
+		close_if_open(conn);
 	}
 	_exit(1);
 }
@@ -387,12 +385,9 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 		backend_log(sb->ctx, ABOX_LOG_WARNING, "checkpoint of %s failed and its init could not be re-armed: %s",
 			    sb->id, e2.msg);
 	}
-	if (l >= 0)
-		close(l);
-	if (c >= 0)
-		close(c);
-	if (cmds >= 0)
-		close(cmds);
+	close_if_open(l);
+	close_if_open(c);
+	close_if_open(cmds);
 }
 
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,
