@@ -28,9 +28,8 @@ int cmd_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+t:m:e:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			if (cli_opt_kv("create", "--metadata", optarg) < 0)
+			if (cli_opt_kv("create", "--metadata", optarg, meta, &nmeta) < 0)
 				return EXIT_ABOX;
-			meta[nmeta++] = optarg;
 			break;
 		case 'F':
 			so->snapshot = optarg;

@@ -79,9 +79,8 @@ parse:
 		case 'u': po.user = optarg; break;
 		case 'w': po.cwd = optarg; break;
 		case 'e':
-			if (cli_opt_kv("exec", "--env", optarg) < 0)
+			if (cli_opt_kv("exec", "--env", optarg, env, &nenv) < 0)
 				return EXIT_ABOX;
-			env[nenv++] = optarg;
 			break;
 		case 'i': po.flags |= ABOX_PROC_STDIN; break;
 		case 'h':

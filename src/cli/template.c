@@ -81,9 +81,8 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 		case 'u': o.user = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'e':
-			if (cli_opt_kv("template import", "--env", optarg) < 0)
+			if (cli_opt_kv("template import", "--env", optarg, env, &nenv) < 0)
 				rc = EXIT_ABOX;
-			env[nenv++] = optarg;
 			break;
 		case 'S': o.start_cmd = optarg; break;
 		case 'C': o.ready_cmd = optarg; break;
@@ -220,11 +219,7 @@ int cmd_template(int argc, char **argv)
 	} else if (strcmp(op, "inspect") == 0) {
 		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
 	} else {
-		for (int i = 2; i < argc; i++) {
-			abox_error e = ABOX_ERROR_INIT;
-			if (abox_template_remove(ctx, argv[i], &e) < 0)
-				rc = cli_fail(&e);
-		}
+		rc = cli_remove_each(ctx, argv + 2, argc - 2, abox_template_remove);
 	}
 	abox_ctx_free(ctx);
 	return rc;
