@@ -90,18 +90,6 @@ void child_cgroup_drop(void)
 	child_cmds_mode = CMDS_NONE;
 }
 
-void exec_req_free(struct exec_req *req)
-{
-	strv_free(req->argv);
-	strv_free(req->env);
-	free(req->cwd);
-	free(req->home);
-	free(req->user);
-	free(req->tag);
-	free(req->tee_dir);
-	memset(req, 0, sizeof(*req));
-}
-
 static bool always_fork;
 
 void child_always_fork(void)

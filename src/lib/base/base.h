@@ -133,6 +133,9 @@ int random_bytes(void *buf, size_t n);
 int random_id(char *buf, size_t n);
 
 size_t strv_length(char *const *v);
+/* A malloc'd copy of v; NULL when v is NULL or empty (or out of memory:
+ * a copy may then end early). */
+char **strv_copy(char *const *v);
 
 /* Whether s is min to max characters long, every one of them in set:
  * ids, digests and the words of a recipe are checked by it. */

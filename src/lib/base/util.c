@@ -33,6 +33,15 @@ size_t strv_length(char *const *v)
 	return n;
 }
 
+char **strv_copy(char *const *v)
+{
+	size_t n = strv_length(v);
+	char **c = n ? calloc(n + 1, sizeof(char *)) : NULL;
+	for (size_t i = 0; c && i < n; i++)
+		c[i] = strdup(v[i]);
+	return c;
+}
+
 int write_full(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
