@@ -137,6 +137,9 @@ size_t strv_length(char *const *v);
  * a copy may then end early). */
 char **strv_copy(char *const *v);
 
+/* The part of s before the first character of stop (all of s when there
+ * is none) into buf, NUL-terminated; false when it does not fit in n. */
+bool str_head(const char *s, const char *stop, char *buf, size_t n);
 /* Whether s is min to max characters long, every one of them in set:
  * ids, digests and the words of a recipe are checked by it. */
 bool str_of(const char *s, const char *set, size_t min, size_t max);

@@ -280,6 +280,16 @@ int rm_rf_strict_at(int dfd, const char *name)
 	return rm_tree(dfd, name, 0, true);
 }
 
+bool str_head(const char *s, const char *stop, char *buf, size_t n)
+{
+	size_t len = strcspn(s, stop);
+	if (len >= n)
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return true;
+}
+
 bool str_of(const char *s, const char *set, size_t min, size_t max)
 {
 	size_t n = strspn(s, set);

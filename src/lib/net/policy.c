@@ -163,11 +163,8 @@ static bool specified_cidr(const char *s, uint32_t *a4, unsigned *p4, bool *v4)
 	*v4 = net_parse_cidr4(s, false, a4, p4) == 0;
 	if (*v4) {
 		char ip[INET_ADDRSTRLEN];
-		size_t n = strcspn(s, "/");
-		if (n >= sizeof(ip))
+		if (!str_head(s, "/", ip, sizeof(ip)))
 			return false;
-		memcpy(ip, s, n);
-		ip[n] = '\0';
 		struct in_addr a;
 		inet_pton(AF_INET, ip, &a);
 		return a.s_addr != 0 || !strcmp(s, NET_ALL_TRAFFIC);
@@ -175,11 +172,8 @@ static bool specified_cidr(const char *s, uint32_t *a4, unsigned *p4, bool *v4)
 	if (!cidr6_ok(s))
 		return false;
 	char ip[INET6_ADDRSTRLEN];
-	size_t n = strcspn(s, "/");
-	if (n >= sizeof(ip))
+	if (!str_head(s, "/", ip, sizeof(ip)))
 		return false;
-	memcpy(ip, s, n);
-	ip[n] = '\0';
 	struct in6_addr a;
 	inet_pton(AF_INET6, ip, &a);
 	return !IN6_IS_ADDR_UNSPECIFIED(&a);
