@@ -67,10 +67,8 @@ int cmd_create(int argc, char **argv)
 		return EXIT_ABOX;
 	}
 	so->metadata = nmeta ? meta : NULL;
-	if (cli_new_finish("create", &ns) < 0)
-		return EXIT_ABOX;
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_create(so, &s);
+	int rc = cli_create("create", &ns, &s);
 	if (rc)
 		return rc;
 	printf("%s\n", abox_sandbox_id(s.sb));

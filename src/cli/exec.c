@@ -128,14 +128,9 @@ parse:
 			goto parse;
 		}
 	}
-	const char *id = argv[optind++];
-	if (optind < argc && strcmp(argv[optind], "--") == 0)
-		optind++;
-	if (optind >= argc) {
-		cli_err("exec: missing command (usage: abox exec [OPTIONS] ID -- CMD [ARG...])");
+	const char *id = argv[optind];
+	if (cli_command("exec", "abox exec [OPTIONS] ID -- CMD [ARG...]", argc, argv, optind + 1, &po) < 0)
 		return EXIT_ABOX;
-	}
-	po.argv = (const char *const *)argv + optind;
 	po.env = nenv ? env : NULL;
 	if (tty && cli_opt_size_rc("exec", size, &po) < 0)
 		return EXIT_ABOX;

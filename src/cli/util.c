@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli.h"
@@ -72,9 +73,24 @@ int cli_open(const char *id, struct cli_sandbox *s)
 	return open_sandbox(id, NULL, s);
 }
 
-int cli_create(const abox_sandbox_opts *so, struct cli_sandbox *s)
+int cli_create(const char *verb, struct cli_new_sandbox *ns, struct cli_sandbox *s)
 {
-	return open_sandbox(NULL, so, s);
+	*s = (struct cli_sandbox){ 0 };
+	if (cli_new_finish(verb, ns) < 0)
+		return EXIT_ABOX;
+	return open_sandbox(NULL, &ns->so, s);
+}
+
+int cli_command(const char *verb, const char *usage, int argc, char **argv, int i, abox_proc_opts *po)
+{
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc) {
+		cli_err("%s: missing command (usage: %s)", verb, usage);
+		return -1;
+	}
+	po->argv = (const char *const *)argv + i;
+	return 0;
 }
 
 int cli_remove_each(abox_ctx *ctx, char **names, int n,
