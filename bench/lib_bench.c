@@ -29,26 +29,28 @@ void bench_sort(double *t, int n)
 	qsort(t, (size_t)n, sizeof(double), cmp);
 }
 
-abox_sandbox *bench_sandbox(const char *prog, uint32_t timeout_ms, abox_ctx **ctx)
+int bench_begin(int argc, char **argv, const char *prog, int dflt, uint32_t timeout_ms, struct bench *b)
 {
 	abox_error err = ABOX_ERROR_INIT;
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	so.timeout_ms = timeout_ms;
-	abox_sandbox *sb = NULL;
-	*ctx = NULL;
-	if (abox_ctx_new(NULL, ctx, &err) < 0 || abox_sandbox_create(*ctx, &so, &sb, &err) < 0) {
+	*b = (struct bench){ .n = bench_runs(argc, argv, dflt) };
+	if (abox_ctx_new(NULL, &b->ctx, &err) < 0 || abox_sandbox_create(b->ctx, &so, &b->sb, &err) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
-		abox_ctx_free(*ctx);
-		return NULL;
+		abox_ctx_free(b->ctx);
+		return -1;
 	}
-	return sb;
+	return 0;
 }
 
-void bench_sandbox_end(abox_ctx *ctx, abox_sandbox *sb)
+void bench_end(struct bench *b)
 {
-	(void)abox_sandbox_kill(sb, NULL);
-	abox_sandbox_free(sb);
-	abox_ctx_free(ctx);
+	if (b->sb) {
+		(void)abox_sandbox_kill(b->sb, NULL);
+		abox_sandbox_free(b->sb);
+	}
+	abox_ctx_free(b->ctx);
+	*b = (struct bench){ 0 };
 }
 
 int bench_exec(abox_sandbox *sb, const char *const *argv, abox_event_fn fn, void *ud, abox_error *err)

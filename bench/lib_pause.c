@@ -37,28 +37,26 @@ fail:
 
 int main(int argc, char **argv)
 {
-	int n = bench_runs(argc, argv, 100);
-	abox_ctx *ctx;
-	abox_sandbox *sb = bench_sandbox("lib_pause", 600000, &ctx);
-	if (!sb)
+	struct bench b;
+	if (bench_begin(argc, argv, "lib_pause", 100, 600000, &b) < 0)
 		return 1;
-	int rc = measure(sb, n, "idle") < 0;
+	int rc = measure(b.sb, b.n, "idle") < 0;
 	if (!rc) {
 		abox_error err = ABOX_ERROR_INIT;
 		const char *spin[] = { "/bin/sh", "-c", "while :; do :; done", NULL };
 		abox_proc_opts po = ABOX_PROC_OPTS_INIT;
 		po.argv = spin;
 		abox_proc *sp;
-		if (abox_proc_start(sb, &po, &sp, &err) < 0) {
+		if (abox_proc_start(b.sb, &po, &sp, &err) < 0) {
 			fprintf(stderr, "lib_pause: %s\n", err.msg);
 			rc = 1;
 		} else {
 			/* let it run a while, then leave it running in the background */
 			(void)abox_proc_wait(sp, 200, NULL, NULL, NULL);
 			abox_proc_free(sp);
-			rc = measure(sb, n, "busy") < 0;
+			rc = measure(b.sb, b.n, "busy") < 0;
 		}
 	}
-	bench_sandbox_end(ctx, sb);
+	bench_end(&b);
 	return rc;
 }

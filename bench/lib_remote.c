@@ -63,9 +63,16 @@ static void *fleet_member(void *arg)
 	return NULL;
 }
 
+/* A step that failed: said, and the exit status to leave with. */
+static int step_failed(const abox_error *err)
+{
+	fprintf(stderr, "lib_remote: %s\n", err->msg);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int n = bench_runs(argc, argv, 200), fleet = argc > 2 ? atoi(argv[2]) : 100;
+	int fleet = argc > 2 ? atoi(argv[2]) : 100;
 	if (fleet < 1)
 		fleet = 100;
 	if (!getenv("ABOX_REMOTE")) {
@@ -73,39 +80,37 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	abox_error err = ABOX_ERROR_INIT;
-	abox_ctx *ctx;
-	abox_sandbox *sb = bench_sandbox("lib_remote", 600000, &ctx);
-	if (!sb)
+	struct bench b;
+	if (bench_begin(argc, argv, "lib_remote", 200, 600000, &b) < 0)
 		return 1;
+	int n = b.n;
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	double *t = calloc((size_t)(n > fleet ? n : fleet), sizeof(double));
 	const char *argv_true[] = { "true", NULL };
 	for (int i = 0; i < n; i++) {
 		double a = bench_now_ms();
-		if (run(sb, argv_true, NULL, &err) < 0) {
-			fprintf(stderr, "lib_remote: %s\n", err.msg);
-			return 1;
-		}
+		if (run(b.sb, argv_true, NULL, &err) < 0)
+			return step_failed(&err);
 		t[i] = bench_now_ms() - a;
 	}
-	(void)abox_sandbox_kill(sb, NULL);
-	abox_sandbox_free(sb);
+	(void)abox_sandbox_kill(b.sb, NULL);
+	abox_sandbox_free(b.sb);
+	b.sb = NULL;
 	report("exec `true` round trip", t, n);
 
 	int m = n / 4 > 10 ? n / 4 : 10;
 	for (int i = 0; i < m; i++) {
 		double a = bench_now_ms();
 		so.timeout_ms = 60000;
-		if (abox_sandbox_create(ctx, &so, &sb, &err) < 0 || run(sb, argv_true, NULL, &err) < 0) {
-			fprintf(stderr, "lib_remote: %s\n", err.msg);
-			return 1;
-		}
+		abox_sandbox *sb;
+		if (abox_sandbox_create(b.ctx, &so, &sb, &err) < 0 || run(sb, argv_true, NULL, &err) < 0)
+			return step_failed(&err);
 		t[i] = bench_now_ms() - a;
 		(void)abox_sandbox_kill(sb, NULL);
 		abox_sandbox_free(sb);
 	}
 	report("create -> first command finished", t, m);
-	abox_ctx_free(ctx);
+	bench_end(&b);
 
 	struct member *ms = calloc((size_t)fleet, sizeof(*ms));
 	pthread_t *th = calloc((size_t)fleet, sizeof(*th));

@@ -29,18 +29,30 @@ static int open_proc(const char *id, const char *target, struct cli_sandbox *s, 
 	return 0;
 }
 
-/* open_proc, then what the process's first events say: whether it has
- * ended (signal and resize need it running). */
-static int open_started(const char *id, const char *target, struct cli_sandbox *s, abox_proc **p,
-			struct cli_start *st)
+/* signal and resize: the process target (PID|TAG) of sandbox id, which
+ * must still run (its first events tell), sent sig or, without one,
+ * resized to rows x cols. Errors are said as VERB's. */
+static int to_running(const char *verb, const char *id, const char *target, int sig, unsigned rows,
+		      unsigned cols)
 {
-	int rc = open_proc(id, target, s, p);
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	_cleanup_(proc_freep) abox_proc *p = NULL;
+	/* attach, then act through the handle: the same lookup by pid or
+	 * tag, and a clear error for an unknown one */
+	int rc = open_proc(id, target, &s, &p);
 	if (rc)
 		return rc;
 	abox_error err = ABOX_ERROR_INIT;
-	if (cli_wait_started(*p, st, &err) < 0)
+	struct cli_start st = { 0 };
+	if (cli_wait_started(p, &st, &err) < 0)
 		return cli_fail(&err);
-	return 0;
+	if (st.ended) {
+		cli_err("%s: process %s has ended (exit %d)", verb, target, st.code);
+		return EXIT_ABOX;
+	}
+	int r = sig ? abox_proc_signal(p, sig, &err)
+		    : abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err);
+	return r < 0 ? cli_fail(&err) : 0;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -93,20 +105,7 @@ int cmd_signal(int argc, char **argv)
 		cli_err("signal: unknown signal '%s'", argv[3]);
 		return EXIT_ABOX;
 	}
-	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	_cleanup_(proc_freep) abox_proc *p = NULL;
-	struct cli_start st = { 0 };
-	/* attach, then signal through the handle: the same lookup by pid or
-	 * tag, and a clear error for an unknown one */
-	int rc = open_started(argv[1], argv[2], &s, &p, &st);
-	if (rc)
-		return rc;
-	if (st.ended) {
-		cli_err("signal: process %s has ended (exit %d)", argv[2], st.code);
-		return EXIT_ABOX;
-	}
-	abox_error err = ABOX_ERROR_INIT;
-	return abox_proc_signal(p, sig, &err) < 0 ? cli_fail(&err) : 0;
+	return to_running("signal", argv[1], argv[2], sig, 0, 0);
 }
 
 int cmd_resize(int argc, char **argv)
@@ -117,16 +116,5 @@ int cmd_resize(int argc, char **argv)
 		cli_err("resize: usage: abox resize ID PID|TAG ROWSxCOLS");
 		return EXIT_ABOX;
 	}
-	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	_cleanup_(proc_freep) abox_proc *p = NULL;
-	struct cli_start st = { 0 };
-	int rc = open_started(argv[1], argv[2], &s, &p, &st);
-	if (rc)
-		return rc;
-	if (st.ended) {
-		cli_err("resize: process %s has ended", argv[2]);
-		return EXIT_ABOX;
-	}
-	abox_error err = ABOX_ERROR_INIT;
-	return abox_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0 ? cli_fail(&err) : 0;
+	return to_running("resize", argv[1], argv[2], 0, rows, cols);
 }

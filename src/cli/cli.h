@@ -53,7 +53,8 @@ int cli_opt_layer(const char *verb, const char *val, uint32_t *flags);
 int cli_opt_count(const char *verb, const char *opt, const char *val, uint64_t *out);
 int cli_opt_cpus(const char *verb, const char *val, uint32_t *out);
 int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *ms);
-int cli_opt_kv(const char *verb, const char *opt, const char *val);
+/* KEY=VALUE, appended to list (*n of them so far; room for one more). */
+int cli_opt_kv(const char *verb, const char *opt, const char *val, const char **list, size_t *n);
 
 /* What a process's first events said (cli_wait_started). */
 struct cli_start {
@@ -83,8 +84,17 @@ struct cli_sandbox {
 /* Opens a context (cli_ctx) and connects to sandbox id. Returns 0, or
  * EXIT_ABOX once it has said why; then nothing is left open. */
 int cli_open(const char *id, struct cli_sandbox *s);
-/* The same with a new sandbox made from so. */
-int cli_create(const abox_sandbox_opts *so, struct cli_sandbox *s);
+/* The same with a new sandbox made from ns, once cli_new_finish has put
+ * its options together (their mistakes said as VERB's). */
+struct cli_new_sandbox;
+int cli_create(const char *verb, struct cli_new_sandbox *ns, struct cli_sandbox *s);
+/* The command that starts at argv[i] (after a "--" there, if any) into
+ * po->argv; none is a mistake said with the verb's usage. 0 or -1. */
+int cli_command(const char *verb, const char *usage, int argc, char **argv, int i, abox_proc_opts *po);
+/* Removes each of the n names with rm (abox_snapshot_remove, ...), going
+ * on past a failure: 0, or EXIT_ABOX when any failed (each said). */
+int cli_remove_each(abox_ctx *ctx, char **names, int n,
+		    int (*rm)(abox_ctx *ctx, const char *name, abox_error *err));
 /* Frees the sandbox handle, then the context. Takes a zeroed, half-opened
  * or closed one, so it serves as _cleanup_(cli_close). */
 void cli_close(struct cli_sandbox *s);

@@ -28,9 +28,8 @@ int cmd_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+t:m:e:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			if (cli_opt_kv("create", "--metadata", optarg) < 0)
+			if (cli_opt_kv("create", "--metadata", optarg, meta, &nmeta) < 0)
 				return EXIT_ABOX;
-			meta[nmeta++] = optarg;
 			break;
 		case 'F':
 			so->snapshot = optarg;
@@ -68,10 +67,8 @@ int cmd_create(int argc, char **argv)
 		return EXIT_ABOX;
 	}
 	so->metadata = nmeta ? meta : NULL;
-	if (cli_new_finish("create", &ns) < 0)
-		return EXIT_ABOX;
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_create(so, &s);
+	int rc = cli_create("create", &ns, &s);
 	if (rc)
 		return rc;
 	printf("%s\n", abox_sandbox_id(s.sb));

@@ -79,9 +79,8 @@ parse:
 		case 'u': po.user = optarg; break;
 		case 'w': po.cwd = optarg; break;
 		case 'e':
-			if (cli_opt_kv("exec", "--env", optarg) < 0)
+			if (cli_opt_kv("exec", "--env", optarg, env, &nenv) < 0)
 				return EXIT_ABOX;
-			env[nenv++] = optarg;
 			break;
 		case 'i': po.flags |= ABOX_PROC_STDIN; break;
 		case 'h':
@@ -129,14 +128,9 @@ parse:
 			goto parse;
 		}
 	}
-	const char *id = argv[optind++];
-	if (optind < argc && strcmp(argv[optind], "--") == 0)
-		optind++;
-	if (optind >= argc) {
-		cli_err("exec: missing command (usage: abox exec [OPTIONS] ID -- CMD [ARG...])");
+	const char *id = argv[optind];
+	if (cli_command("exec", "abox exec [OPTIONS] ID -- CMD [ARG...]", argc, argv, optind + 1, &po) < 0)
 		return EXIT_ABOX;
-	}
-	po.argv = (const char *const *)argv + optind;
 	po.env = nenv ? env : NULL;
 	if (tty && cli_opt_size_rc("exec", size, &po) < 0)
 		return EXIT_ABOX;

@@ -49,14 +49,32 @@ static int each_one(abox_ctx *ctx, const char *id, enum each_verb v, uint32_t pa
 	return rc;
 }
 
+/* What `VERB --help` says. */
+static const char *const usages[] = {
+	[EACH_PAUSE] = "usage: abox pause [--no-memory | --to-disk] ID...\n"
+		       "Freezes every process of the sandboxes; memory is kept, CPU use\n"
+		       "stops, and so does the timeout clock. Commands and file requests\n"
+		       "fail until `abox resume`; `abox kill` works.\n"
+		       "--no-memory keeps only the files: every process ends and its memory\n"
+		       "is freed; `abox resume` starts the sandbox afresh on those files.\n"
+		       "--to-disk writes the processes to disk with the checkpointer (CRIU)\n"
+		       "and frees their memory; `abox resume` restores them where they were.\n",
+	[EACH_RESUME] = "usage: abox resume ID...\n"
+			"Thaws paused sandboxes: processes go on where they were, and the\n"
+			"deadline moves by the time spent paused.\n",
+	[EACH_KILL] = "usage: abox kill ID...\n\n"
+		      "Kills every process of each sandbox and removes its mounts, cgroups,\n"
+		      "sockets and state.\n",
+};
+
 /* Each sandbox argv[1..] names in turn: one that fails does not stop the
  * others, it makes the exit status EXIT_ABOX. `VERB` alone is a mistake,
  * `VERB --help` a question: either way the usage text, on stderr or
  * stdout. */
-static int each(int argc, char **argv, const char *usage, enum each_verb v, uint32_t pause_flags)
+static int each(int argc, char **argv, enum each_verb v, uint32_t pause_flags)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
+		fputs(usages[v], argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_ABOX : 0;
 	}
 	abox_ctx *ctx;
@@ -80,34 +98,17 @@ int cmd_pause(int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	return each(argc, argv,
-		    "usage: abox pause [--no-memory | --to-disk] ID...\n"
-		    "Freezes every process of the sandboxes; memory is kept, CPU use\n"
-		    "stops, and so does the timeout clock. Commands and file requests\n"
-		    "fail until `abox resume`; `abox kill` works.\n"
-		    "--no-memory keeps only the files: every process ends and its memory\n"
-		    "is freed; `abox resume` starts the sandbox afresh on those files.\n"
-		    "--to-disk writes the processes to disk with the checkpointer (CRIU)\n"
-		    "and frees their memory; `abox resume` restores them where they were.\n",
-		    EACH_PAUSE, flags);
+	return each(argc, argv, EACH_PAUSE, flags);
 }
 
 int cmd_resume(int argc, char **argv)
 {
-	return each(argc, argv,
-		    "usage: abox resume ID...\n"
-		    "Thaws paused sandboxes: processes go on where they were, and the\n"
-		    "deadline moves by the time spent paused.\n",
-		    EACH_RESUME, 0);
+	return each(argc, argv, EACH_RESUME, 0);
 }
 
 int cmd_kill(int argc, char **argv)
 {
-	return each(argc, argv,
-		    "usage: abox kill ID...\n\n"
-		    "Kills every process of each sandbox and removes its mounts, cgroups,\n"
-		    "sockets and state.\n",
-		    EACH_KILL, 0);
+	return each(argc, argv, EACH_KILL, 0);
 }
 
 int cmd_set_timeout(int argc, char **argv)

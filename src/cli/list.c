@@ -41,46 +41,46 @@ static void fmt_time(int64_t ms, char *buf, size_t n)
 		cli_utc(ms, buf, n);
 }
 
-/* The arguments of info, metrics and ps: [--json] ID, and --interval SECS
- * where interval_ms is not NULL. */
-static int id_args(int argc, char **argv, const char *verb, const char *usage, bool *json,
-		   uint32_t *interval_ms, const char **id)
+/* What info, metrics and ps do with their sandbox: s holds a context, and
+ * for the verbs that open it, the sandbox. */
+typedef int (*id_verb_fn)(struct cli_sandbox *s, const char *id, bool json, uint32_t interval_ms);
+
+/* info, metrics and ps: [--json] ID, and --interval SECS where interval_ms
+ * is not NULL (its default there); then a context, the sandbox itself
+ * opened with open, and run. */
+static int id_verb(int argc, char **argv, const char *verb, const char *usage, uint32_t *interval_ms,
+		   bool open, id_verb_fn run)
 {
-	*id = NULL;
+	const char *id = NULL;
+	bool json = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
-			*json = true;
+			json = true;
 		else if (interval_ms && strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
 			if (cli_opt_secs(verb, "--interval", argv[++i], interval_ms) < 0)
 				return EXIT_ABOX;
-		} else if (!*id)
-			*id = argv[i];
+		} else if (!id)
+			id = argv[i];
 		else {
 			cli_err("%s: unexpected argument '%s'", verb, argv[i]);
 			return EXIT_ABOX;
 		}
 	}
-	if (!*id) {
+	if (!id) {
 		cli_err("%s: missing sandbox id (usage: %s)", verb, usage);
 		return EXIT_ABOX;
 	}
-	return 0;
+	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
+	int rc = open ? cli_open(id, &s) : (cli_ctx(&s.ctx) != 0 ? EXIT_ABOX : 0);
+	return rc ? rc : run(&s, id, json, interval_ms ? *interval_ms : 0);
 }
 
-int cmd_info(int argc, char **argv)
+static int info(struct cli_sandbox *s, const char *id, bool json, uint32_t interval_ms)
 {
-	bool json = false;
-	const char *id;
-	if (id_args(argc, argv, "info", "abox info [--json] ID", &json, NULL, &id) != 0)
-		return EXIT_ABOX;
-	abox_ctx *ctx;
-	if (cli_ctx(&ctx) != 0)
-		return EXIT_ABOX;
+	(void)interval_ms;
 	abox_error err = ABOX_ERROR_INIT;
 	abox_sandbox_info in = { .version = ABOX_SANDBOX_INFO_VERSION };
-	int r = abox_sandbox_info_get(ctx, id, &in, &err);
-	abox_ctx_free(ctx);
-	if (r < 0)
+	if (abox_sandbox_info_get(s->ctx, id, &in, &err) < 0)
 		return cli_fail(&err);
 	if (json) {
 		cli_print_json(info_json(&in), JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -97,6 +97,11 @@ int cmd_info(int argc, char **argv)
 	}
 	abox_sandbox_info_clear(&in);
 	return 0;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	return id_verb(argc, argv, "info", "abox info [--json] ID", NULL, false, info);
 }
 
 int cmd_ls(int argc, char **argv)
@@ -135,9 +140,8 @@ int cmd_ls(int argc, char **argv)
 			}
 			break;
 		case 'm':
-			if (cli_opt_kv("ls", "--metadata", optarg) < 0)
+			if (cli_opt_kv("ls", "--metadata", optarg, meta, &nmeta) < 0)
 				return EXIT_ABOX;
-			meta[nmeta++] = optarg;
 			break;
 		case 'l':
 			if (cli_opt_count("ls", "--limit", optarg, &v) < 0)
@@ -201,26 +205,16 @@ int cmd_ls(int argc, char **argv)
 	return 0;
 }
 
-int cmd_metrics(int argc, char **argv)
+static int metrics(struct cli_sandbox *s, const char *id, bool json, uint32_t interval_ms)
 {
-	bool json = false;
-	const char *id;
-	uint32_t interval_ms = 200;
-	if (id_args(argc, argv, "metrics", "abox metrics [--json] [--interval SECS] ID", &json, &interval_ms,
-		    &id) != 0)
-		return EXIT_ABOX;
-	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_open(id, &s);
-	if (rc)
-		return rc;
 	/* two samples: the CPU share is measured over the interval */
 	abox_error err = ABOX_ERROR_INIT;
 	abox_metrics m = { .version = ABOX_METRICS_VERSION };
-	int r = abox_sandbox_metrics(s.sb, &m, &err);
+	int r = abox_sandbox_metrics(s->sb, &m, &err);
 	if (r >= 0) {
 		struct timespec ts = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
-		r = abox_sandbox_metrics(s.sb, &m, &err);
+		r = abox_sandbox_metrics(s->sb, &m, &err);
 	}
 	if (r < 0)
 		return cli_fail(&err);
@@ -236,7 +230,7 @@ int cmd_metrics(int argc, char **argv)
 		json_object_object_add(o, "diskTotal", json_object_new_uint64(m.disk_limit));
 		json_object_object_add(o, "pids", json_object_new_uint64(m.pids));
 		abox_net_info ni = { .version = ABOX_NET_INFO_VERSION };
-		if (abox_sandbox_network(s.ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE) {
+		if (abox_sandbox_network(s->ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE) {
 			json_object_object_add(o, "netTxBytes", json_object_new_uint64(ni.tx_bytes));
 			json_object_object_add(o, "netRxBytes", json_object_new_uint64(ni.rx_bytes));
 			json_object_object_add(o, "dnsRefused", json_object_new_uint64(ni.dns_refused));
@@ -254,7 +248,7 @@ int cmd_metrics(int argc, char **argv)
 		       m.cpu_used_usec == UINT64_MAX ? 0.0 : (double)m.cpu_used_usec / 1e6, mu, ml, du, dl,
 		       (unsigned long long)m.pids);
 		abox_net_info ni = { .version = ABOX_NET_INFO_VERSION };
-		if (abox_sandbox_network(s.ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE)
+		if (abox_sandbox_network(s->ctx, id, &ni, NULL) >= 0 && ni.mode != ABOX_NET_NONE)
 			printf("net:    %llu bytes out, %llu in; refused: %llu names, %llu connections by "
 			       "name\n",
 			       (unsigned long long)ni.tx_bytes, (unsigned long long)ni.rx_bytes,
@@ -264,20 +258,14 @@ int cmd_metrics(int argc, char **argv)
 	return 0;
 }
 
-int cmd_ps(int argc, char **argv)
+static int ps(struct cli_sandbox *s, const char *id, bool json, uint32_t interval_ms)
 {
-	bool json = false;
-	const char *id;
-	if (id_args(argc, argv, "ps", "abox ps [--json] ID", &json, NULL, &id) != 0)
-		return EXIT_ABOX;
-	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_open(id, &s);
-	if (rc)
-		return rc;
+	(void)id;
+	(void)interval_ms;
 	abox_error err = ABOX_ERROR_INIT;
 	abox_proc_info *v = NULL;
 	size_t n = 0;
-	if (abox_proc_list(s.sb, &v, &n, &err) < 0)
+	if (abox_proc_list(s->sb, &v, &n, &err) < 0)
 		return cli_fail(&err);
 	json_object *arr = json ? json_object_new_array() : NULL;
 	if (!json)
@@ -306,4 +294,16 @@ int cmd_ps(int argc, char **argv)
 		cli_print_json(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	free(v);
 	return 0;
+}
+
+int cmd_metrics(int argc, char **argv)
+{
+	uint32_t interval_ms = 200;
+	return id_verb(argc, argv, "metrics", "abox metrics [--json] [--interval SECS] ID", &interval_ms,
+		       true, metrics);
+}
+
+int cmd_ps(int argc, char **argv)
+{
+	return id_verb(argc, argv, "ps", "abox ps [--json] ID", NULL, true, ps);
 }

@@ -106,29 +106,40 @@ static int cmd_help(int argc, char **argv)
 	return 0;
 }
 
-/* `abox serve [aboxd options]`: the daemon, found next to abox (a build
- * folder) or where it is installed. */
-static int cmd_serve(int argc, char **argv)
+/* Runs prog (argv[0] becomes its path) from the first place it is: the
+ * path environment variable env names (NULL: none), next to abox (a build
+ * folder), or installed. Returns only when none could be run, said as
+ * "VERB: ..." (missing: what to say when it is nowhere). */
+static int exec_beside(const char *verb, const char *env, const char *prog, const char *installed,
+		       const char *missing, char **argv)
 {
-	(void)argc;
 	char self[PATH_MAX], near[PATH_MAX + 16];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = '\0';
 	char *slash = strrchr(self, '/');
 	if (slash)
 		*slash = '\0';
-	snprintf(near, sizeof(near), "%s/aboxd", self);
-	const char *cands[] = { near, ABOX_SBINDIR "/aboxd" };
+	snprintf(near, sizeof(near), "%s/%s", self, prog);
+	const char *cands[] = { env ? getenv(env) : NULL, near, installed };
 	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		if (access(cands[i], X_OK) != 0)
+		if (!cands[i] || !*cands[i] || access(cands[i], X_OK) != 0)
 			continue;
 		argv[0] = (char *)cands[i];
 		execv(cands[i], argv);
-		cli_err("serve: exec %s: %s", cands[i], abox_strerror(errno));
+		cli_err("%s: exec %s: %s", verb, cands[i], abox_strerror(errno));
 		return EXIT_ABOX;
 	}
-	cli_err("serve: aboxd is not installed (looked next to abox and in " ABOX_SBINDIR ")");
+	cli_err("%s: %s", verb, missing);
 	return EXIT_ABOX;
+}
+
+/* `abox serve [aboxd options]`: the daemon, found next to abox (a build
+ * folder) or where it is installed. */
+static int cmd_serve(int argc, char **argv)
+{
+	(void)argc;
+	return exec_beside("serve", NULL, "aboxd", ABOX_SBINDIR "/aboxd",
+			   "aboxd is not installed (looked next to abox and in " ABOX_SBINDIR ")", argv);
 }
 
 #ifndef ABOX_CLI_HAS_REMOTE
@@ -136,25 +147,10 @@ static int cmd_serve(int argc, char **argv)
  * backend (libcurl) lives in abox-remote, the same CLI built with it. */
 static int exec_remote_cli(char **argv)
 {
-	char self[PATH_MAX], near[PATH_MAX + 16];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = '\0';
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(near, sizeof(near), "%s/abox-remote", self);
-	const char *cands[] = { getenv("ABOX_REMOTE_CLI"), near, ABOX_LIBEXECDIR "/abox-remote" };
-	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		if (!cands[i] || !*cands[i] || access(cands[i], X_OK) != 0)
-			continue;
-		argv[0] = (char *)cands[i];
-		execv(cands[i], argv);
-		cli_err("remote: exec %s: %s", cands[i], abox_strerror(errno));
-		return EXIT_ABOX;
-	}
-	cli_err("remote: abox-remote (the CLI with the remote backend) is not installed "
-		"(looked next to abox and in " ABOX_LIBEXECDIR ")");
-	return EXIT_ABOX;
+	return exec_beside("remote", "ABOX_REMOTE_CLI", "abox-remote", ABOX_LIBEXECDIR "/abox-remote",
+			   "abox-remote (the CLI with the remote backend) is not installed "
+			   "(looked next to abox and in " ABOX_LIBEXECDIR ")",
+			   argv);
 }
 #endif
 

@@ -7,19 +7,12 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/json.h"
 #include "cli.h"
 
 static const char *mode_name(uint32_t m)
 {
 	return m == ABOX_NET_OPEN ? "open" : m == ABOX_NET_FILTERED ? "filtered" : "none";
-}
-
-static json_object *strv_json(char **v)
-{
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; v && v[i]; i++)
-		json_object_array_add(a, json_object_new_string(v[i]));
-	return a;
 }
 
 static void print_list(const char *what, char **v)
@@ -39,8 +32,8 @@ static int show(abox_ctx *ctx, const char *id, bool json)
 	if (json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "mode", json_object_new_string(mode_name(ni.mode)));
-		json_object_object_add(o, "allowOut", strv_json(ni.allow_out));
-		json_object_object_add(o, "denyOut", strv_json(ni.deny_out));
+		json_object_object_add(o, "allowOut", js_strv_array(ni.allow_out));
+		json_object_object_add(o, "denyOut", js_strv_array(ni.deny_out));
 		if (ni.address[0]) {
 			json_object_object_add(o, "address", json_object_new_string(ni.address));
 			json_object_object_add(o, "gateway", json_object_new_string(ni.gateway));

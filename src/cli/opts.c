@@ -73,12 +73,13 @@ int cli_opt_secs(const char *verb, const char *opt, const char *val, uint32_t *m
 	return 0;
 }
 
-int cli_opt_kv(const char *verb, const char *opt, const char *val)
+int cli_opt_kv(const char *verb, const char *opt, const char *val, const char **list, size_t *n)
 {
 	if (!strchr(val, '=') || val[0] == '=') {
 		cli_err("%s: %s '%s': expected KEY=VALUE", verb, opt, val);
 		return -1;
 	}
+	list[(*n)++] = val;
 	return 0;
 }
 
@@ -130,9 +131,7 @@ int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_san
 		so->template_name = val;
 		break;
 	case 'e':
-		r = cli_opt_kv(verb, "--env", val);
-		if (r == 0)
-			ns->env[ns->nenv++] = val;
+		r = cli_opt_kv(verb, "--env", val, ns->env, &ns->nenv);
 		break;
 	case 'M':
 		r = cli_opt_size(verb, "--memory", val, &so->memory_bytes);

@@ -69,18 +69,11 @@ int cmd_run(int argc, char **argv)
 				return EXIT_ABOX;
 		}
 	}
-	if (optind < argc && strcmp(argv[optind], "--") == 0)
-		optind++;
-	if (optind >= argc) {
-		cli_err("run: missing command (usage: abox run [OPTIONS] -- CMD [ARG...])");
+	if (cli_command("run", "abox run [OPTIONS] -- CMD [ARG...]", argc, argv, optind, &po) < 0)
 		return EXIT_ABOX;
-	}
-	if (cli_new_finish("run", &ns) < 0)
-		return EXIT_ABOX;
-	po.argv = (const char *const *)argv + optind;
 	/* -e is the command's here (the sandbox ends with it anyway) */
-	po.env = ns.so.env;
-	ns.so.env = NULL;
+	po.env = ns.nenv ? ns.env : NULL;
+	ns.nenv = 0;
 	/* how an end is told: the limit a kill for memory hit, the timeout */
 	struct cli_proc_opts o = { .memory_text = "512M", .timeout_s = (ns.so.timeout_ms + 999) / 1000 };
 	char membuf[32];
@@ -92,7 +85,7 @@ int cmd_run(int argc, char **argv)
 	if (cli_signals_block() < 0)
 		return EXIT_ABOX;
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_create(&ns.so, &s);
+	int rc = cli_create("run", &ns, &s);
 	if (rc)
 		return rc;
 	rc = cli_run_process(s.sb, &po, &o);

@@ -21,10 +21,15 @@ static json_object *to_json(const abox_snapshot_info *s)
 	return o;
 }
 
-/* The one operand of snapshot and fork, the sandbox's ID: arg when it is
- * no option and the first, else a mistake said with the verb's usage. */
-static int id_operand(const char *verb, const char *usage, const char *arg, const char **id)
+/* An argument of snapshot or fork that is none of its options: --help
+ * (or -h), which prints help and returns 1; the one operand, the
+ * sandbox's ID (0); else a mistake said with the verb's usage (-1). */
+static int other_arg(const char *verb, const char *usage, const char *help, const char *arg, const char **id)
 {
+	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+		fputs(help, stdout);
+		return 1;
+	}
 	if (arg[0] == '-' || *id) {
 		cli_err("%s: unexpected argument '%s' (usage: %s)", verb, arg, usage);
 		return -1;
@@ -33,37 +38,56 @@ static int id_operand(const char *verb, const char *usage, const char *arg, cons
 	return 0;
 }
 
+/* After the arguments: the sandbox they named, opened; none named is a
+ * mistake said with full_usage. */
+static int open_named(const char *verb, const char *full_usage, const char *id, struct cli_sandbox *s)
+{
+	if (!id) {
+		cli_err("%s: usage: %s", verb, full_usage);
+		return EXIT_ABOX;
+	}
+	return cli_open(id, s);
+}
+
+static const char snapshot_help[] =
+	"usage: abox snapshot [--name NAME] [--memory] [--json] ID\n\n"
+	"Copies the files of sandbox ID into a new snapshot and prints its id. The\n"
+	"sandbox is frozen during the copy, which costs in proportion to what it\n"
+	"changed. `abox create --from SNAPSHOT` starts sandboxes from it.\n"
+	"--memory also checkpoints its processes (with the checkpointer, CRIU):\n"
+	"sandboxes created from the snapshot get them back, running on from\n"
+	"there. ID runs on.\n";
+
+static const char fork_help[] =
+	"usage: abox fork [--count N] [--timeout SECS] [--memory] [--json] ID\n\n"
+	"Makes N (1-64, default 1) new sandboxes with the files ID has now: one\n"
+	"snapshot (a brief freeze; ID keeps running), then N creates with ID's\n"
+	"limits, seccomp policy, environment and metadata. Prints one line per fork:\n"
+	"its id, or `error: REASON`. --timeout defaults to what is left of ID's.\n"
+	"--memory: every fork also gets ID's processes, restored from one\n"
+	"checkpoint (the checkpointer, CRIU), each running on its own.\n";
+
 int cmd_snapshot(int argc, char **argv)
 {
 	const char *name = NULL, *id = NULL;
 	bool json = false;
 	uint32_t sflags = 0;
-	for (int i = 1; i < argc; i++) {
+	int k = 0;
+	for (int i = 1; i < argc && k == 0; i++) {
 		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
 			name = argv[++i];
 		else if (strcmp(argv[i], "--memory") == 0)
 			sflags |= ABOX_SNAPSHOT_MEMORY;
 		else if (strcmp(argv[i], "--json") == 0)
 			json = true;
-		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: abox snapshot [--name NAME] [--memory] [--json] ID\n\n"
-			       "Copies the files of sandbox ID into a new snapshot and prints its id. The\n"
-			       "sandbox is frozen during the copy, which costs in proportion to what it\n"
-			       "changed. `abox create --from SNAPSHOT` starts sandboxes from it.\n"
-			       "--memory also checkpoints its processes (with the checkpointer, CRIU):\n"
-			       "sandboxes created from the snapshot get them back, running on from\n"
-			       "there. ID runs on.\n");
-			return 0;
-		} else if (id_operand("snapshot", "abox snapshot [--name NAME] ID", argv[i], &id) < 0) {
-			return EXIT_ABOX;
-		}
+		else
+			k = other_arg("snapshot", "abox snapshot [--name NAME] ID", snapshot_help, argv[i],
+				      &id);
 	}
-	if (!id) {
-		cli_err("snapshot: usage: abox snapshot [--name NAME] [--json] ID");
-		return EXIT_ABOX;
-	}
+	if (k != 0)
+		return k < 0 ? EXIT_ABOX : 0;
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_open(id, &s);
+	int rc = open_named("snapshot", "abox snapshot [--name NAME] [--json] ID", id, &s);
 	if (rc)
 		return rc;
 	abox_error err = ABOX_ERROR_INIT;
@@ -120,16 +144,11 @@ int cmd_snapshots(int argc, char **argv)
 	int rc = 0;
 	if (strcmp(op, "ls") == 0) {
 		rc = list(ctx, argc > 2 && strcmp(argv[2], "--json") == 0);
+	} else if (argc < 3) {
+		cli_err("snapshots rm: name at least one snapshot");
+		rc = EXIT_ABOX;
 	} else {
-		if (argc < 3) {
-			cli_err("snapshots rm: name at least one snapshot");
-			rc = EXIT_ABOX;
-		}
-		for (int i = 2; i < argc; i++) {
-			abox_error err = ABOX_ERROR_INIT;
-			if (abox_snapshot_remove(ctx, argv[i], &err) < 0)
-				rc = cli_fail(&err);
-		}
+		rc = cli_remove_each(ctx, argv + 2, argc - 2, abox_snapshot_remove);
 	}
 	abox_ctx_free(ctx);
 	return rc;
@@ -141,7 +160,8 @@ int cmd_fork(int argc, char **argv)
 	uint64_t count = 1;
 	uint32_t timeout_ms = 0, fflags = 0;
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
+	int k = 0;
+	for (int i = 1; i < argc && k == 0; i++) {
 		if (strcmp(argv[i], "--memory") == 0) {
 			fflags |= ABOX_FORK_MEMORY;
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
@@ -152,29 +172,18 @@ int cmd_fork(int argc, char **argv)
 				return EXIT_ABOX;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = true;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: abox fork [--count N] [--timeout SECS] [--memory] [--json] ID\n\n"
-			       "Makes N (1-64, default 1) new sandboxes with the files ID has now: one\n"
-			       "snapshot (a brief freeze; ID keeps running), then N creates with ID's\n"
-			       "limits, seccomp policy, environment and metadata. Prints one line per fork:\n"
-			       "its id, or `error: REASON`. --timeout defaults to what is left of ID's.\n"
-			       "--memory: every fork also gets ID's processes, restored from one\n"
-			       "checkpoint (the checkpointer, CRIU), each running on its own.\n");
-			return 0;
-		} else if (id_operand("fork", "abox fork [--count N] ID", argv[i], &id) < 0) {
-			return EXIT_ABOX;
+		} else {
+			k = other_arg("fork", "abox fork [--count N] ID", fork_help, argv[i], &id);
 		}
 	}
-	if (!id) {
-		cli_err("fork: usage: abox fork [--count N] [--timeout SECS] [--json] ID");
-		return EXIT_ABOX;
-	}
-	if (count < 1 || count > 64) {
+	if (k != 0)
+		return k < 0 ? EXIT_ABOX : 0;
+	if (id && (count < 1 || count > 64)) {
 		cli_err("fork: --count must be between 1 and 64");
 		return EXIT_ABOX;
 	}
 	_cleanup_(cli_close) struct cli_sandbox s = { 0 };
-	int rc = cli_open(id, &s);
+	int rc = open_named("fork", "abox fork [--count N] [--timeout SECS] [--json] ID", id, &s);
 	if (rc)
 		return rc;
 	abox_error err = ABOX_ERROR_INIT;

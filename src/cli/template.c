@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/json.h"
 #include "cli.h"
 
 static const char usage_text[] =
@@ -80,9 +81,8 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 		case 'u': o.user = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'e':
-			if (cli_opt_kv("template import", "--env", optarg) < 0)
+			if (cli_opt_kv("template import", "--env", optarg, env, &nenv) < 0)
 				rc = EXIT_ABOX;
-			env[nenv++] = optarg;
 			break;
 		case 'S': o.start_cmd = optarg; break;
 		case 'C': o.ready_cmd = optarg; break;
@@ -143,24 +143,17 @@ static int do_inspect(abox_ctx *ctx, const char *name, bool json)
 	json_object_object_add(o, "version", json_object_new_string(t.current));
 	if (t.created_ms)
 		json_object_object_add(o, "createdMs", json_object_new_int64(t.created_ms));
-	if (t.source)
-		json_object_object_add(o, "source", json_object_new_string(t.source));
+	js_put_str(o, "source", t.source);
 	if (t.created_ms) {
 		json_object_object_add(o, "entries", json_object_new_uint64(t.entries));
 		json_object_object_add(o, "bytes", json_object_new_uint64(t.bytes));
 		json_object_object_add(o, "leftOut", json_object_new_uint64(t.dropped));
 	}
 	json_object_object_add(o, "user", json_object_new_string(t.user));
-	if (t.workdir)
-		json_object_object_add(o, "workdir", json_object_new_string(t.workdir));
-	json_object *env = json_object_new_array();
-	for (size_t i = 0; t.env && t.env[i]; i++)
-		json_object_array_add(env, json_object_new_string(t.env[i]));
-	json_object_object_add(o, "env", env);
-	if (t.start_cmd)
-		json_object_object_add(o, "startCmd", json_object_new_string(t.start_cmd));
-	if (t.ready_cmd)
-		json_object_object_add(o, "readyCmd", json_object_new_string(t.ready_cmd));
+	js_put_str(o, "workdir", t.workdir);
+	json_object_object_add(o, "env", js_strv_array(t.env));
+	js_put_str(o, "startCmd", t.start_cmd);
+	js_put_str(o, "readyCmd", t.ready_cmd);
 	if (t.ready_port)
 		json_object_object_add(o, "readyPort", json_object_new_int(t.ready_port));
 	if (t.ready_timeout_ms)
@@ -226,11 +219,7 @@ int cmd_template(int argc, char **argv)
 	} else if (strcmp(op, "inspect") == 0) {
 		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
 	} else {
-		for (int i = 2; i < argc; i++) {
-			abox_error e = ABOX_ERROR_INIT;
-			if (abox_template_remove(ctx, argv[i], &e) < 0)
-				rc = cli_fail(&e);
-		}
+		rc = cli_remove_each(ctx, argv + 2, argc - 2, abox_template_remove);
 	}
 	abox_ctx_free(ctx);
 	return rc;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli.h"
@@ -50,30 +51,58 @@ int cli_ctx(abox_ctx **ctx)
 	return 0;
 }
 
-int cli_open(const char *id, struct cli_sandbox *s)
+/* A context, then sandbox id connected to or, without id, a new one made
+ * from so. */
+static int open_sandbox(const char *id, const abox_sandbox_opts *so, struct cli_sandbox *s)
 {
 	*s = (struct cli_sandbox){ 0 };
 	if (cli_ctx(&s->ctx) != 0)
 		return EXIT_ABOX;
 	abox_error err = ABOX_ERROR_INIT;
-	if (abox_sandbox_connect(s->ctx, id, &s->sb, &err) < 0) {
+	int r = id ? abox_sandbox_connect(s->ctx, id, &s->sb, &err)
+		   : abox_sandbox_create(s->ctx, so, &s->sb, &err);
+	if (r < 0) {
 		cli_close(s);
 		return cli_fail(&err);
 	}
 	return 0;
 }
 
-int cli_create(const abox_sandbox_opts *so, struct cli_sandbox *s)
+int cli_open(const char *id, struct cli_sandbox *s)
+{
+	return open_sandbox(id, NULL, s);
+}
+
+int cli_create(const char *verb, struct cli_new_sandbox *ns, struct cli_sandbox *s)
 {
 	*s = (struct cli_sandbox){ 0 };
-	if (cli_ctx(&s->ctx) != 0)
+	if (cli_new_finish(verb, ns) < 0)
 		return EXIT_ABOX;
-	abox_error err = ABOX_ERROR_INIT;
-	if (abox_sandbox_create(s->ctx, so, &s->sb, &err) < 0) {
-		cli_close(s);
-		return cli_fail(&err);
+	return open_sandbox(NULL, &ns->so, s);
+}
+
+int cli_command(const char *verb, const char *usage, int argc, char **argv, int i, abox_proc_opts *po)
+{
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc) {
+		cli_err("%s: missing command (usage: %s)", verb, usage);
+		return -1;
 	}
+	po->argv = (const char *const *)argv + i;
 	return 0;
+}
+
+int cli_remove_each(abox_ctx *ctx, char **names, int n,
+		    int (*rm)(abox_ctx *ctx, const char *name, abox_error *err))
+{
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		abox_error err = ABOX_ERROR_INIT;
+		if (rm(ctx, names[i], &err) < 0)
+			rc = cli_fail(&err);
+	}
+	return rc;
 }
 
 void cli_close(struct cli_sandbox *s)

@@ -226,6 +226,18 @@ static unsigned maxima(const struct admission_ask *a, char *why, size_t whyn)
 	return 0;
 }
 
+/* Whether bytes is over a key's quota of quota_mb MiB (0: none), said in
+ * why with what it counts and the setting's name. */
+static bool over_key_quota(const char *what, uint64_t bytes, uint64_t quota_mb, const char *knob, char *why,
+			   size_t whyn)
+{
+	if (!quota_mb || bytes >> 20 <= quota_mb)
+		return false;
+	snprintf(why, whyn, "the %s would be %llu MiB, over its quota of %llu MiB (limits.%s)", what,
+		 (unsigned long long)(bytes >> 20), (unsigned long long)quota_mb, knob);
+	return true;
+}
+
 /* Over a key's quota or the host's capacity: 429. Called locked. */
 static unsigned quotas(abox_ctx *ctx, const struct admission_ask *a, char *why, size_t whyn)
 {
@@ -242,20 +254,11 @@ static unsigned quotas(abox_ctx *ctx, const struct admission_ask *a, char *why, 
 			 c->key_sandboxes);
 		return 429;
 	}
-	if (c->key_memory_mb && (u.key_memory + mem) >> 20 > c->key_memory_mb) {
-		snprintf(why, whyn,
-			 "the memory of this API key's running sandboxes would be %llu MiB, over its quota of %llu MiB "
-			 "(limits.keyMemoryMB)",
-			 (unsigned long long)((u.key_memory + mem) >> 20), (unsigned long long)c->key_memory_mb);
+	if (over_key_quota("memory of this API key's running sandboxes", u.key_memory + mem, c->key_memory_mb,
+			   "keyMemoryMB", why, whyn) ||
+	    over_key_quota("disk of this API key's sandboxes", u.key_disk + disk, c->key_disk_mb, "keyDiskMB",
+			   why, whyn))
 		return 429;
-	}
-	if (c->key_disk_mb && (u.key_disk + disk) >> 20 > c->key_disk_mb) {
-		snprintf(why, whyn,
-			 "the disk of this API key's sandboxes would be %llu MiB, over its quota of %llu MiB "
-			 "(limits.keyDiskMB)",
-			 (unsigned long long)((u.key_disk + disk) >> 20), (unsigned long long)c->key_disk_mb);
-		return 429;
-	}
 	uint64_t total, avail;
 	host_memory(&total, &avail);
 	if (total && c->host_overcommit && (u.host_memory + mem) >> 20 > total * c->host_overcommit) {

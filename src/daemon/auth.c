@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/accounts.h"
+#include "base/base.h"
 #include "base/base64.h"
 #include "base/sha256.h"
 #include "auth.h"
@@ -60,24 +61,24 @@ static void sha256_raw(struct sha256 *h, unsigned char out[32])
 
 /* HMAC-SHA256 (RFC 2104) with the daemon's secret as key (64-byte block,
  * the key shorter than it). */
+static void hmac_pass(unsigned char fill, const void *data, size_t len, unsigned char out[32])
+{
+	unsigned char pad[64];
+	struct sha256 h;
+	memset(pad, fill, sizeof(pad));
+	for (size_t i = 0; i < SECRET_LEN; i++)
+		pad[i] ^= secret[i];
+	sha256_init(&h);
+	sha256_update(&h, pad, sizeof(pad));
+	sha256_update(&h, data, len);
+	sha256_raw(&h, out);
+}
+
 static void hmac(const char *msg, unsigned char out[32])
 {
-	unsigned char pad[64], inner[32];
-	struct sha256 h;
-	memset(pad, 0x36, sizeof(pad));
-	for (size_t i = 0; i < SECRET_LEN; i++)
-		pad[i] ^= secret[i];
-	sha256_init(&h);
-	sha256_update(&h, pad, sizeof(pad));
-	sha256_update(&h, msg, strlen(msg));
-	sha256_raw(&h, inner);
-	memset(pad, 0x5c, sizeof(pad));
-	for (size_t i = 0; i < SECRET_LEN; i++)
-		pad[i] ^= secret[i];
-	sha256_init(&h);
-	sha256_update(&h, pad, sizeof(pad));
-	sha256_update(&h, inner, sizeof(inner));
-	sha256_raw(&h, out);
+	unsigned char inner[32];
+	hmac_pass(0x36, msg, strlen(msg), inner);
+	hmac_pass(0x5c, inner, sizeof(inner), out);
 }
 
 /* The secret, read only when the file is ours alone: a secret others could
@@ -120,14 +121,10 @@ int auth_init(const char *state)
 	if (r != -ENOENT)
 		return r < 0 ? -1 : 0;
 	unsigned char raw[SECRET_LEN];
-	FILE *f = fopen("/dev/urandom", "re");
-	if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+	if (random_bytes(raw, sizeof(raw)) < 0) {
 		fprintf(stderr, "aboxd: no randomness for the token secret\n");
-		if (f)
-			fclose(f);
 		return -1;
 	}
-	fclose(f);
 	char hex[2 * SECRET_LEN + 1];
 	tohex(raw, sizeof(raw), hex);
 	mkdir(state, 0711);

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "daemon.h"
 
 struct daemon_config daemon_cfg = {
@@ -145,14 +146,10 @@ int config_default_key(void)
 	}
 	if (!key[0]) {
 		unsigned char raw[20];
-		f = fopen("/dev/urandom", "re");
-		if (!f || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+		if (random_bytes(raw, sizeof(raw)) < 0) {
 			fprintf(stderr, "aboxd: no randomness for an API key\n");
-			if (f)
-				fclose(f);
 			return -1;
 		}
-		fclose(f);
 		strcpy(key, "e2b_");
 		for (int i = 0; i < 20; i++)
 			snprintf(key + 4 + 2 * i, 3, "%02x", raw[i]);

@@ -45,42 +45,40 @@ static void trim(const char **s, size_t *n)
 		(*n)--;
 }
 
-/* Each element of a Content-Length list ("5" or "5, 5"). */
-static void content_length(struct scan *sc, const char *v)
+/* Calls fn with each element of the comma-separated list v, blanks
+ * around it trimmed (n bytes at e, not NUL-terminated). */
+static void each_element(struct scan *sc, const char *v, void (*fn)(struct scan *sc, const char *e, size_t n))
 {
 	for (const char *p = v;;) {
 		const char *end = strchr(p, ',');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
 		const char *e = p;
 		trim(&e, &n);
-		if (!n || n >= sizeof(sc->first_len) || strspn(e, "0123456789") < n)
-			sc->len_bad = true;
-		else if (!sc->first_len[0])
-			memcpy(sc->first_len, e, n);
-		else if (strlen(sc->first_len) != n || memcmp(sc->first_len, e, n))
-			sc->len_differs = true;
+		fn(sc, e, n);
 		if (!end)
 			break;
 		p = end + 1;
 	}
 }
 
-/* Each coding of a Transfer-Encoding list ("chunked", "gzip, chunked"). */
-static void transfer_encoding(struct scan *sc, const char *v)
+/* One element of a Content-Length list ("5" or "5, 5"). */
+static void content_length(struct scan *sc, const char *e, size_t n)
 {
-	for (const char *p = v;;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		const char *e = p;
-		trim(&e, &n);
-		if (n == 7 && !strncasecmp(e, "chunked", 7))
-			sc->chunked++;
-		else if (!sc->coding[0])
-			snprintf(sc->coding, sizeof(sc->coding), "%.*s", (int)(n < 60 ? n : 60), e);
-		if (!end)
-			break;
-		p = end + 1;
-	}
+	if (!n || n >= sizeof(sc->first_len) || strspn(e, "0123456789") < n)
+		sc->len_bad = true;
+	else if (!sc->first_len[0])
+		memcpy(sc->first_len, e, n);
+	else if (strlen(sc->first_len) != n || memcmp(sc->first_len, e, n))
+		sc->len_differs = true;
+}
+
+/* One coding of a Transfer-Encoding list ("chunked", "gzip, chunked"). */
+static void transfer_encoding(struct scan *sc, const char *e, size_t n)
+{
+	if (n == 7 && !strncasecmp(e, "chunked", 7))
+		sc->chunked++;
+	else if (!sc->coding[0])
+		snprintf(sc->coding, sizeof(sc->coding), "%.*s", (int)(n < 60 ? n : 60), e);
 }
 
 /* Whether [from, to) is only what ends a header line (the NULs that
@@ -110,9 +108,9 @@ static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const cha
 	(void)kind;
 	struct scan *sc = cls;
 	if (key_size == 14 && !strcasecmp(key, "Content-Length"))
-		content_length(sc, value);
+		each_element(sc, value, content_length);
 	else if (key_size == 17 && !strcasecmp(key, "Transfer-Encoding"))
-		transfer_encoding(sc, value);
+		each_element(sc, value, transfer_encoding);
 	/* libmicrohttpd 0.9.75 keeps the raw head in one buffer and parses
 	 * it in place: between one header's value and the next header's name
 	 * there is only the line's end, unless a NUL cut the value short */

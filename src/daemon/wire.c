@@ -435,17 +435,27 @@ static json_object *field(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) && !json_object_is_type(v, json_type_null) ? v : NULL;
 }
 
-int json_get_string(json_object *o, const char *k, const char **out, char *why, size_t whyn)
+/* A string (out: a const char *) or a boolean (out: a bool), of the one
+ * type it must be. */
+static int get_scalar(json_object *o, const char *k, json_type t, void *out, char *why, size_t whyn)
 {
 	json_object *v = field(o, k);
 	if (!v)
 		return 0;
-	if (!json_object_is_type(v, json_type_string)) {
-		snprintf(why, whyn, "%s must be a string", k);
+	if (!json_object_is_type(v, t)) {
+		snprintf(why, whyn, "%s must be %s", k, t == json_type_string ? "a string" : "true or false");
 		return -1;
 	}
-	*out = json_object_get_string(v);
+	if (t == json_type_string)
+		*(const char **)out = json_object_get_string(v);
+	else
+		*(bool *)out = json_object_get_boolean(v);
 	return 1;
+}
+
+int json_get_string(json_object *o, const char *k, const char **out, char *why, size_t whyn)
+{
+	return get_scalar(o, k, json_type_string, out, why, whyn);
 }
 
 int json_get_int(json_object *o, const char *k, int64_t min, int64_t max, int64_t *out, char *why, size_t whyn)
@@ -465,15 +475,7 @@ int json_get_int(json_object *o, const char *k, int64_t min, int64_t max, int64_
 
 int json_get_bool(json_object *o, const char *k, bool *out, char *why, size_t whyn)
 {
-	json_object *v = field(o, k);
-	if (!v)
-		return 0;
-	if (!json_object_is_type(v, json_type_boolean)) {
-		snprintf(why, whyn, "%s must be true or false", k);
-		return -1;
-	}
-	*out = json_object_get_boolean(v);
-	return 1;
+	return get_scalar(o, k, json_type_boolean, out, why, whyn);
 }
 
 char **json_string_map(json_object *o, const struct wire_map_bounds *b, size_t extra, char *why, size_t whyn)

@@ -131,10 +131,8 @@ void ckpt_rearm(void)
 	bool ok = fds[0] >= 0 && fds[1] >= 0 && fstat(fds[0], &a) == 0 && S_ISSOCK(a.st_mode) &&
 		  fstat(fds[1], &b) == 0 && S_ISDIR(b.st_mode) && dup3(fds[0], INIT_LISTEN_FD, O_CLOEXEC) >= 0 &&
 		  dup3(fds[1], INIT_LAYER_FD, O_CLOEXEC) >= 0;
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
+	close_if_open(fds[0]);
+	close_if_open(fds[1]);
 	if (!ok)
 		return;
 	listen_fd = INIT_LISTEN_FD;

@@ -90,18 +90,6 @@ void child_cgroup_drop(void)
 	child_cmds_mode = CMDS_NONE;
 }
 
-void exec_req_free(struct exec_req *req)
-{
-	strv_free(req->argv);
-	strv_free(req->env);
-	free(req->cwd);
-	free(req->home);
-	free(req->user);
-	free(req->tag);
-	free(req->tee_dir);
-	memset(req, 0, sizeof(*req));
-}
-
 static bool always_fork;
 
 void child_always_fork(void)
@@ -165,30 +153,24 @@ struct child_io {
 	int master, slave;
 };
 
-static void close_if(int fd)
-{
-	if (fd >= 0)
-		close(fd);
-}
-
 /* Closes everything io holds (a start that failed). With a terminal,
  * in[0] and out[1] are the slave and out[0] the master: each once. */
 static void child_io_close(struct child_io *io)
 {
 	if (io->master >= 0) {
-		close_if(io->in[1]);
+		close_if_open(io->in[1]);
 		close(io->master);
-		close_if(io->slave);
-		close_if(io->ep[0]);
-		close_if(io->ep[1]);
+		close_if_open(io->slave);
+		close_if_open(io->ep[0]);
+		close_if_open(io->ep[1]);
 		return;
 	}
-	close_if(io->slave);
+	close_if_open(io->slave);
 	for (int i = 0; i < 2; i++) {
-		close_if(io->in[i]);
-		close_if(io->out[i]);
-		close_if(io->err[i]);
-		close_if(io->ep[i]);
+		close_if_open(io->in[i]);
+		close_if_open(io->out[i]);
+		close_if_open(io->err[i]);
+		close_if_open(io->ep[i]);
 	}
 }
 

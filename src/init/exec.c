@@ -28,6 +28,40 @@
 #include "proto/proto.h"
 #include "tables.h"
 
+/* The request's strings by their field tags: a later one replaces an
+ * earlier one, and exec_req_free frees each. */
+static const struct {
+	uint16_t tag;
+	size_t off;
+} strings[] = {
+	{ F_CWD, offsetof(struct exec_req, cwd) },         { F_HOME, offsetof(struct exec_req, home) },
+	{ F_USER, offsetof(struct exec_req, user) },       { F_TAG, offsetof(struct exec_req, tag) },
+	{ F_TEE_DIR, offsetof(struct exec_req, tee_dir) },
+};
+
+static char **string_at(struct exec_req *req, size_t i)
+{
+	return (char **)((char *)req + strings[i].off);
+}
+
+/* The slot of req for a string field tag, or NULL for another field. */
+static char **string_slot(struct exec_req *req, uint16_t tag)
+{
+	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+		if (strings[i].tag == tag)
+			return string_at(req, i);
+	return NULL;
+}
+
+void exec_req_free(struct exec_req *req)
+{
+	strv_free(req->argv);
+	strv_free(req->env);
+	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+		free(*string_at(req, i));
+	memset(req, 0, sizeof(*req));
+}
+
 static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 {
 	size_t off = 0, nargs = 0, nenv = 0;
@@ -55,18 +89,26 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 	while ((k = proto_field_next(f, &off, &fl)) > 0) {
 		uint64_t v;
 		int r = 0;
+		char **slot = string_slot(req, fl.tag);
+		if (slot) {
+			free(*slot);
+			*slot = NULL;
+			if ((r = proto_field_strdup(&fl, slot)) < 0)
+				return r;
+			continue;
+		}
 		switch (fl.tag) {
 		case F_ARG: r = proto_field_strdup(&fl, &req->argv[ia++]); break;
-		case F_ENV: r = proto_field_strdup(&fl, &req->env[ie++]); break;
-		case F_CWD: free(req->cwd); req->cwd = NULL; r = proto_field_strdup(&fl, &req->cwd); break;
-		case F_HOME: free(req->home); req->home = NULL; r = proto_field_strdup(&fl, &req->home); break;
-		case F_USER: free(req->user); req->user = NULL; r = proto_field_strdup(&fl, &req->user); break;
+		case F_ENV:
+			r = proto_field_strdup(&fl, &req->env[ie++]);
+			break;
 		case F_UID: r = proto_field_u64(&fl, &v); req->uid = (uid_t)v; break;
 		case F_LOOKUP: lookup_name = true; break;
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
-		case F_FLAGS: r = proto_field_u64(&fl, &v); req->flags = (uint32_t)v; break;
-		case F_TAG: free(req->tag); req->tag = NULL; r = proto_field_strdup(&fl, &req->tag); break;
-		case F_TEE_DIR: free(req->tee_dir); req->tee_dir = NULL; r = proto_field_strdup(&fl, &req->tee_dir); break;
+		case F_FLAGS:
+			r = proto_field_u64(&fl, &v);
+			req->flags = (uint32_t)v;
+			break;
 		case F_ROWS: r = proto_field_u64(&fl, &v); req->pty_rows = v > 1000 ? 1000 : (unsigned)v; break;
 		case F_COLS: r = proto_field_u64(&fl, &v); req->pty_cols = v > 1000 ? 1000 : (unsigned)v; break;
 		case F_TIMEOUT_MS: r = proto_field_u64(&fl, &v); req->timeout_ms = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; break;
@@ -174,10 +216,8 @@ void procs_exec(int ci, const struct proto_frame *f)
 		safe_snprintf(m2, sizeof(m2), "exec: fork: %s", errno_name(-r) ? errno_name(-r) : "error");
 		init_send_error(ci, f->id, r, m2);
 		free(tag);
-		if (tee_out >= 0)
-			close(tee_out);
-		if (tee_err >= 0)
-			close(tee_err);
+		close_if_open(tee_out);
+		close_if_open(tee_err);
 		if (oneshot)
 			init_end_after_flush(125);
 		return;

@@ -76,10 +76,8 @@ int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *ou
 	e = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (o < 0 || e < 0) {
 		r = -errno;
-		if (o >= 0)
-			close(o);
-		if (e >= 0)
-			close(e);
+		close_if_open(o);
+		close_if_open(e);
 		goto out;
 	}
 	*out_fd = o;

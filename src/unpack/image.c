@@ -53,11 +53,7 @@ static int open_in(struct unpack *u, int dir, const char *path)
 
 static bool hex64(const char *s)
 {
-	size_t n = 0;
-	for (; s[n]; n++)
-		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-			return false;
-	return n == 64;
+	return str_of(s, "0123456789abcdef", 64, 64);
 }
 
 /* "sha256:HEX" -> the blob's path; NULL (and an error) for anything else. */

@@ -31,12 +31,14 @@
 enum MHD_Result envd_error(struct request *rq, int e, const char *fmt, ...)
 {
 	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (e == ABOX_ENOUSER) /* envd's words for a user the sandbox lacks */
+	if (e == ABOX_ENOUSER) { /* envd's words for a user the sandbox lacks */
 		snprintf(msg, sizeof(msg), "invalid username: '%s'", rq->user);
+	} else {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+	}
 	unsigned status;
 	const char *code = e2b_code_of_errno(e, &status);
 	json_object *o = json_object_new_object();
@@ -152,6 +154,17 @@ sandbox_handle_t envd_open_body(struct request *rq, json_object *b, enum MHD_Res
 	sandbox_handle_t h = envd_open(rq, sent);
 	if (!h.sb)
 		json_object_put(b);
+	return h;
+}
+
+sandbox_handle_t envd_read_open(struct request *rq, bool enveloped, json_object **b, enum MHD_Result *sent)
+{
+	*b = envd_body(rq, enveloped, sent);
+	if (!*b)
+		return (sandbox_handle_t){ 0 };
+	sandbox_handle_t h = envd_open_body(rq, *b, sent);
+	if (!h.sb)
+		*b = NULL;
 	return h;
 }
 

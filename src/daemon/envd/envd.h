@@ -20,6 +20,10 @@ sandbox_handle_t envd_open(struct request *rq, enum MHD_Result *sent);
 /* The same for a request whose body b came first: b is put when the
  * sandbox cannot be opened (b may be NULL). */
 sandbox_handle_t envd_open_body(struct request *rq, json_object *b, enum MHD_Result *sent);
+/* The request's body (envd_body), then its sandbox (envd_open_body): a bad
+ * body is answered before the sandbox is looked at. On failure .sb and *b
+ * are NULL and the reply is sent; else the caller puts *b. */
+sandbox_handle_t envd_read_open(struct request *rq, bool enveloped, json_object **b, enum MHD_Result *sent);
 /* The home of user in the sandbox (`user` and `root` without asking it):
  * 0, -ABOX_ENOUSER or -errno. */
 int envd_user_home(abox_sandbox *sb, const char *user, char *home, size_t n);

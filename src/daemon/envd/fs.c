@@ -70,10 +70,8 @@ enum MHD_Result filesystem_rpc(struct request *rq, const char *method)
 	if (!strcmp(method, "CreateWatcher") || !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher"))
 		return watcher_rpc(rq, method);
 	enum MHD_Result sent;
-	json_object *b = envd_body(rq, false, &sent);
-	if (!b)
-		return sent;
-	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	json_object *b;
+	sandbox_handle_t h = envd_read_open(rq, false, &b, &sent);
 	if (!h.sb)
 		return sent;
 	abox_error err = ABOX_ERROR_INIT;

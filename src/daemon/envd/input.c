@@ -167,6 +167,15 @@ static void on_message(struct instream *s, json_object *o)
 	/* keepalive, or an event this version does not know: nothing to do */
 }
 
+/* One message for envq_each: taken until the stream has its answer. */
+static int take(void *ud, uint8_t flags, json_object *o)
+{
+	struct instream *s = ud;
+	if (!(flags & E2B_END_STREAM) && o)
+		on_message(s, o);
+	return s->result != 0;
+}
+
 void input_stream_chunk(struct request *rq, const char *data, size_t n)
 {
 	struct instream *s = rq->input;
@@ -177,24 +186,11 @@ void input_stream_chunk(struct request *rq, const char *data, size_t n)
 		fail(s, r == -E2BIG ? E2BIG : -r, "StreamInput: a message over the size bound");
 		return;
 	}
-	for (;;) {
-		uint8_t flags = 0;
-		json_object *o = NULL;
-		char why[160];
-		int k = envq_next(&s->q, &flags, &o, why, sizeof(why));
-		if (k == 0)
-			return;
-		if (k < 0) {
-			char msg[200];
-			snprintf(msg, sizeof(msg), "StreamInput: %s", why);
-			fail(s, EINVAL, msg);
-			return;
-		}
-		if (!(flags & E2B_END_STREAM) && o)
-			on_message(s, o);
-		json_object_put(o);
-		if (s->result)
-			return;
+	char why[160];
+	if (envq_each(&s->q, take, s, why, sizeof(why)) < 0) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "StreamInput: %s", why);
+		fail(s, EINVAL, msg);
 	}
 }
 

@@ -463,10 +463,8 @@ enum MHD_Result process_rpc(struct request *rq, const char *method)
 {
 	bool stream = !strcmp(method, "Start") || !strcmp(method, "Connect");
 	enum MHD_Result sent;
-	json_object *b = envd_body(rq, stream, &sent);
-	if (!b)
-		return sent;
-	sandbox_handle_t h = envd_open_body(rq, b, &sent);
+	json_object *b;
+	sandbox_handle_t h = envd_read_open(rq, stream, &b, &sent);
 	if (!h.sb)
 		return sent;
 	enum MHD_Result q = !strcmp(method, "Start")	 ? start(rq, b, h)

@@ -39,6 +39,14 @@ static inline void closep(int *fd)
 	}
 }
 
+/* Closes fd when it is one: for the fds a function closes on its way out,
+ * some of which may never have been opened (-1). */
+static inline void close_if_open(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 void strv_free(char **v);
 static inline void strv_freep(char ***v)
 {
@@ -73,6 +81,10 @@ int abox_error_set(abox_error *err, int code, const char *fmt, ...) _printf_(3, 
 
 /* Same, without the strerror suffix (for messages that already say it). */
 int abox_error_setx(abox_error *err, int code, const char *fmt, ...) _printf_(3, 4);
+
+/* Either of them with a va_list (with_errno: abox_error_set's suffix), for
+ * helpers that take a message for the error they may report. */
+int abox_error_vset(abox_error *err, int code, bool with_errno, const char *fmt, va_list ap);
 
 /* Prefixes the existing message with "what: " (context on the way up).
  * Returns -err->code (or -EIO when err is NULL or unset). */
@@ -114,14 +126,28 @@ int parse_size(const char *s, uint64_t *out);
 /* Format a size as "512M"/"1G" when exact, else bytes. */
 void format_size(uint64_t v, char *buf, size_t n);
 
+/* n bytes from the kernel's random source (getrandom). 0 or -errno. */
+int random_bytes(void *buf, size_t n);
 /* Cryptographically random sandbox id: n chars of [a-z0-9], NUL-terminated
  * (buf must hold n+1). */
 int random_id(char *buf, size_t n);
 
 size_t strv_length(char *const *v);
+/* A malloc'd copy of v; NULL when v is NULL or empty (or out of memory:
+ * a copy may then end early). */
+char **strv_copy(char *const *v);
 
+/* The part of s before the first character of stop (all of s when there
+ * is none) into buf, NUL-terminated; false when it does not fit in n. */
+bool str_head(const char *s, const char *stop, char *buf, size_t n);
+/* Whether s is min to max characters long, every one of them in set:
+ * ids, digests and the words of a recipe are checked by it. */
+bool str_of(const char *s, const char *set, size_t min, size_t max);
 /* Ids as random_id(…, 20) makes them: 20 characters of [a-z0-9]. */
 bool id_ok(const char *id);
+/* /proc/PID/NAME read whole (at most 64 KiB) into a malloc'd,
+ * NUL-terminated *out, as read_file_at. 0 or -errno. */
+int read_proc_file(pid_t pid, const char *name, char **out);
 /* The entries of dir that are ids (id_ok), sorted, NULL-terminated. A
  * missing dir is an empty list; one that cannot be read is an error, never
  * "none" (callers decide from it whether something is unused). */

@@ -205,7 +205,7 @@ const char *errno_name(int code)
 	}
 }
 
-static int error_vset(abox_error *err, int code, bool with_errno, const char *fmt, va_list ap)
+int abox_error_vset(abox_error *err, int code, bool with_errno, const char *fmt, va_list ap)
 {
 	if (code < 0)
 		code = -code;
@@ -229,7 +229,7 @@ int abox_error_set(abox_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int r = error_vset(err, code, true, fmt, ap);
+	int r = abox_error_vset(err, code, true, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -238,7 +238,7 @@ int abox_error_setx(abox_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int r = error_vset(err, code, false, fmt, ap);
+	int r = abox_error_vset(err, code, false, fmt, ap);
 	va_end(ap);
 	return r;
 }

@@ -33,6 +33,15 @@ size_t strv_length(char *const *v)
 	return n;
 }
 
+char **strv_copy(char *const *v)
+{
+	size_t n = strv_length(v);
+	char **c = n ? calloc(n + 1, sizeof(char *)) : NULL;
+	for (size_t i = 0; c && i < n; i++)
+		c[i] = strdup(v[i]);
+	return c;
+}
+
 int write_full(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
@@ -196,15 +205,11 @@ void format_size(uint64_t v, char *buf, size_t n)
 		safe_snprintf(buf, n, "%llu%c", (unsigned long long)v, units[u]);
 }
 
-int random_id(char *buf, size_t n)
+int random_bytes(void *buf, size_t n)
 {
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	uint8_t rnd[64];
-	if (n > sizeof(rnd))
-		return -EINVAL;
 	size_t got = 0;
 	while (got < n) {
-		ssize_t r = getrandom(rnd + got, n - got, 0);
+		ssize_t r = getrandom((uint8_t *)buf + got, n - got, 0);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -212,6 +217,18 @@ int random_id(char *buf, size_t n)
 		}
 		got += (size_t)r;
 	}
+	return 0;
+}
+
+int random_id(char *buf, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	uint8_t rnd[64];
+	if (n > sizeof(rnd))
+		return -EINVAL;
+	int r = random_bytes(rnd, n);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		/* 252 = 7 * 36: reject the top values to keep the draw uniform */
 		while (rnd[i] >= 252) {
@@ -263,13 +280,32 @@ int rm_rf_strict_at(int dfd, const char *name)
 	return rm_tree(dfd, name, 0, true);
 }
 
+bool str_head(const char *s, const char *stop, char *buf, size_t n)
+{
+	size_t len = strcspn(s, stop);
+	if (len >= n)
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return true;
+}
+
+bool str_of(const char *s, const char *set, size_t min, size_t max)
+{
+	size_t n = strspn(s, set);
+	return n >= min && n <= max && s[n] == '\0';
+}
+
 bool id_ok(const char *id)
 {
-	size_t n = 0;
-	for (; id[n]; n++)
-		if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= '0' && id[n] <= '9')))
-			return false;
-	return n == 20;
+	return str_of(id, "abcdefghijklmnopqrstuvwxyz0123456789", 20, 20);
+}
+
+int read_proc_file(pid_t pid, const char *name, char **out)
+{
+	char p[64];
+	safe_snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, name);
+	return read_file_at(AT_FDCWD, p, 65536, out, NULL);
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 
 #include "base/fdpass.h"
+#include "base/run.h"
 #include "disk/disk.h"
 
 #define REFILL_DELAY_MS 50
@@ -96,13 +97,9 @@ int disk_spares_start(const char *state_dir, uint64_t bytes, unsigned count, abo
 	safe_snprintf(pool.state_dir, sizeof(pool.state_dir), "%s", state_dir);
 	pool.bytes = (bytes + 4095) / 4096 * 4096;
 	pid_t parent = getpid();
-	pid_t p = fork();
-	if (p < 0) {
-		int e = errno;
-		close(sp[0]);
-		close(sp[1]);
-		return abox_error_set(err, e, "disk: fork the helper");
-	}
+	pid_t p = fork_with(sp, err, "disk: fork the helper");
+	if (p < 0)
+		return p;
 	if (p == 0) {
 		close(sp[0]);
 		helper(sp[1], parent);

@@ -54,6 +54,12 @@ int envq_push(struct envq *q, const void *d, size_t n);
  * NULL for an empty end-stream), 0 when more bytes are needed, -EPROTO
  * (why says what) for anything that is not a Connect JSON envelope. */
 int envq_next(struct envq *q, uint8_t *flags, json_object **o, char *why, size_t whyn);
+/* Hands each whole envelope in q to fn (its flags, and its object or NULL
+ * for an empty end-stream; put after fn returns) until fn returns non-zero
+ * or more bytes are needed: 0, fn's return, or envq_next's error (why
+ * says what). Both ends of a stream read it so. */
+int envq_each(struct envq *q, int (*fn)(void *ud, uint8_t flags, json_object *o), void *ud, char *why,
+	      size_t whyn);
 void envq_free(struct envq *q);
 
 #endif

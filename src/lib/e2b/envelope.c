@@ -101,6 +101,22 @@ int envq_next(struct envq *q, uint8_t *flags, json_object **o, char *why, size_t
 	return 1;
 }
 
+int envq_each(struct envq *q, int (*fn)(void *ud, uint8_t flags, json_object *o), void *ud, char *why,
+	      size_t whyn)
+{
+	for (;;) {
+		uint8_t flags = 0;
+		json_object *o = NULL;
+		int k = envq_next(q, &flags, &o, why, whyn);
+		if (k <= 0)
+			return k;
+		k = fn(ud, flags, o);
+		json_object_put(o);
+		if (k)
+			return k;
+	}
+}
+
 void envq_free(struct envq *q)
 {
 	free(q->buf);

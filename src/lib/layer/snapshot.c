@@ -22,14 +22,28 @@
 #define SNAP_MAX_BYTES     (64 * 1024)
 #define SNAP_AUTO_GRACE_MS 60000
 
+#define F(key, field, kind)                                                                                  \
+	{                                                                                                    \
+		key, offsetof(struct snap_record, field), kind                                               \
+	}
+/* Every field of snapshot.json but the id, in its order. */
+static const struct js_field fields[] = {
+	F("name", name, JS_STR),
+	F("parent", parent, JS_STR),
+	F("template", template_name, JS_STR),
+	F("createdMs", created_ms, JS_I64),
+	F("bytes", bytes, JS_U64),
+	F("depth", depth, JS_U32),
+	F("auto", auto_remove, JS_FLAG),
+	F("memory", memory, JS_FLAG),
+	F("memoryToken", memory_token, JS_STR),
+	F("templateRoot", template_root, JS_STR),
+};
+#undef F
 
 void snap_record_free(struct snap_record *s)
 {
-	free(s->name);
-	free(s->parent);
-	free(s->template_name);
-	free(s->memory_token);
-	free(s->template_root);
+	js_fields_free(s, fields, ELEMENTSOF(fields));
 	memset(s, 0, sizeof(*s));
 }
 
@@ -37,34 +51,13 @@ static int read_id(const char *state_dir, const char *id, struct snap_record *ou
 {
 	char p[4200];
 	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/%s", state_dir, id, SNAP_RECORD);
-	_cleanup_free_ char *text = NULL;
-	int r = read_file_at(AT_FDCWD, p, SNAP_MAX_BYTES, &text, NULL);
-	if (r == -ENOENT)
-		return abox_error_setx(err, ENOENT, "snapshot %s not found", id);
+	json_object *o;
+	int r = js_load(p, SNAP_MAX_BYTES, &o, err, "snapshot %s not found", id);
 	if (r < 0)
-		return abox_error_set(err, -r, "read '%s'", p);
-	json_object *o = json_tokener_parse(text), *v;
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
-	}
+		return r;
 	struct snap_record s = {0};
 	memcpy(s.id, id, 21);
-	s.name = js_strdup(o, "name");
-	s.parent = js_strdup(o, "parent");
-	s.template_name = js_strdup(o, "template");
-	if (json_object_object_get_ex(o, "createdMs", &v))
-		s.created_ms = json_object_get_int64(v);
-	if (json_object_object_get_ex(o, "bytes", &v))
-		s.bytes = json_object_get_uint64(v);
-	if (json_object_object_get_ex(o, "depth", &v))
-		s.depth = (unsigned)json_object_get_int(v);
-	if (json_object_object_get_ex(o, "auto", &v))
-		s.auto_remove = json_object_get_boolean(v);
-	if (json_object_object_get_ex(o, "memory", &v))
-		s.memory = json_object_get_boolean(v);
-	s.memory_token = js_strdup(o, "memoryToken");
-	s.template_root = js_strdup(o, "templateRoot");
+	js_fields_get(o, &s, fields, ELEMENTSOF(fields));
 	json_object_put(o);
 	if (!s.template_name || (s.parent && !id_ok(s.parent)) || s.depth < 1 ||
 	    s.depth > SNAPSHOT_MAX_CHAIN) {
@@ -218,18 +211,7 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(rec->id));
-	if (rec->name)
-		json_object_object_add(o, "name", json_object_new_string(rec->name));
-	if (rec->parent)
-		json_object_object_add(o, "parent", json_object_new_string(rec->parent));
-	json_object_object_add(o, "template", json_object_new_string(rec->template_name));
-	json_object_object_add(o, "createdMs", json_object_new_int64(rec->created_ms));
-	json_object_object_add(o, "bytes", json_object_new_uint64(rec->bytes));
-	json_object_object_add(o, "depth", json_object_new_int((int)rec->depth));
-	if (rec->auto_remove)
-		json_object_object_add(o, "auto", json_object_new_boolean(1));
-	if (rec->template_root)
-		json_object_object_add(o, "templateRoot", json_object_new_string(rec->template_root));
+	js_fields_put(o, rec, fields, ELEMENTSOF(fields));
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	int fd = openat(tfd, SNAP_RECORD, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	r = fd < 0 ? -errno : write_full(fd, text, strlen(text));
@@ -264,15 +246,10 @@ static int record_edit(const char *state_dir, const char *id, void (*edit)(json_
 	char p[4200], tmp[4300];
 	safe_snprintf(p, sizeof(p), "%s/snapshots/%s/%s", state_dir, id, SNAP_RECORD);
 	safe_snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	_cleanup_free_ char *text = NULL;
-	int r = read_file_at(AT_FDCWD, p, SNAP_MAX_BYTES, &text, NULL);
+	json_object *o;
+	int r = js_load(p, SNAP_MAX_BYTES, &o, err, "snapshot %s not found", id);
 	if (r < 0)
-		return abox_error_set(err, -r, "snapshot: read '%s'", p);
-	json_object *o = json_tokener_parse(text);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return abox_error_setx(err, EBADMSG, "'%s' is damaged", p);
-	}
+		return r;
 	edit(o, ud);
 	const char *out = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	r = write_file_replace(p, tmp, out, strlen(out), 0600, true);

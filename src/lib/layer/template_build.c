@@ -23,38 +23,70 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "base/run.h"
 #include "layer/layer.h"
 
 #define RECIPE_MAX_BYTES (64u << 10)
 #define RECIPE_MAX_ENV 64
 
-static bool only(const char *s, const char *set, size_t max)
-{
-	size_t n = strspn(s, set);
-	return n > 0 && n <= max && s[n] == '\0';
-}
-
 #define LOWER "abcdefghijklmnopqrstuvwxyz"
 #define DIGITS "0123456789"
 
-static void recipe_free(struct template_recipe *r)
+/* The keys whose value is one string, given once: where it goes, and what
+ * a value value_ok refuses is told after "PATH:LINE: KEY" (quote: with
+ * the value quoted first). */
+static const struct {
+	const char *key;
+	size_t off;
+	const char *want;
+	bool quote;
+} strings[] = {
+	{ "suite", offsetof(struct template_recipe, suite), " is not a Debian suite name", true },
+	{ "variant", offsetof(struct template_recipe, variant), ": minbase, buildd or -", true },
+	{ "include", offsetof(struct template_recipe, include), ": package names separated by commas",
+	  false },
+	{ "components", offsetof(struct template_recipe, components), ": names separated by commas", false },
+	{ "mirror", offsetof(struct template_recipe, mirror), " is not an http(s) or file URL", true },
+	{ "user", offsetof(struct template_recipe, user), ": user or root", true },
+	{ "workdir", offsetof(struct template_recipe, workdir), " must be absolute", false },
+	{ "start", offsetof(struct template_recipe, start_cmd), "", false },
+	{ "ready-cmd", offsetof(struct template_recipe, ready_cmd), "", false },
+};
+
+static char **string_at(struct template_recipe *r, size_t i)
 {
-	free(r->suite);
-	free(r->variant);
-	free(r->include);
-	free(r->mirror);
-	free(r->components);
-	free(r->user);
-	free(r->workdir);
-	strv_free(r->env);
-	free(r->start_cmd);
-	free(r->ready_cmd);
-	memset(r, 0, sizeof(*r));
+	return (char **)((char *)r + strings[i].off);
+}
+
+/* Whether v will do for the string key k: the Debian words debootstrap
+ * gets are checked strictly (they end up on its command line). */
+static bool value_ok(const char *k, const char *v)
+{
+	if (strcmp(k, "suite") == 0)
+		return str_of(v, LOWER DIGITS "-", 1, 32);
+	if (strcmp(k, "variant") == 0)
+		return strcmp(v, "minbase") == 0 || strcmp(v, "buildd") == 0 || strcmp(v, "-") == 0;
+	if (strcmp(k, "include") == 0)
+		return str_of(v, LOWER DIGITS "+.-,", 1, 4000);
+	if (strcmp(k, "components") == 0)
+		return str_of(v, LOWER DIGITS "-,", 1, 200);
+	if (strcmp(k, "mirror") == 0)
+		return (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ||
+			strncmp(v, "file:///", 8) == 0) &&
+		       !strpbrk(v, " \t\"'");
+	if (strcmp(k, "user") == 0)
+		return strcmp(v, "root") == 0 || strcmp(v, "user") == 0;
+	if (strcmp(k, "workdir") == 0)
+		return v[0] == '/';
+	return true; /* the commands: whatever sh -c takes */
 }
 
 void template_recipe_free(struct template_recipe *r)
 {
-	recipe_free(r);
+	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+		free(*string_at(r, i));
+	strv_free(r->env);
+	memset(r, 0, sizeof(*r));
 }
 
 static int set_once(char **slot, const char *v, const char *path, unsigned line, const char *key, abox_error *err)
@@ -96,33 +128,16 @@ int template_recipe_parse(const char *path, const char *text, struct template_re
 		*ke = '\0';
 		while (*v == ' ' || *v == '\t')
 			v++;
-		if (strcmp(k, "suite") == 0) {
-			rc = only(v, LOWER DIGITS "-", 32) ? set_once(&r->suite, v, path, line, k, err)
-							   : abox_error_setx(err, EINVAL, "%s:%u: suite '%s' is not a Debian suite name", path, line, v);
-		} else if (strcmp(k, "variant") == 0) {
-			rc = (strcmp(v, "minbase") == 0 || strcmp(v, "buildd") == 0 || strcmp(v, "-") == 0)
-				     ? set_once(&r->variant, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: variant '%s': minbase, buildd or -", path, line, v);
-		} else if (strcmp(k, "include") == 0) {
-			rc = only(v, LOWER DIGITS "+.-,", 4000)
-				     ? set_once(&r->include, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: include: package names separated by commas", path, line);
-		} else if (strcmp(k, "components") == 0) {
-			rc = only(v, LOWER DIGITS "-,", 200)
-				     ? set_once(&r->components, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: components: names separated by commas", path, line);
-		} else if (strcmp(k, "mirror") == 0) {
-			bool url = (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0 ||
-				    strncmp(v, "file:///", 8) == 0) && !strpbrk(v, " \t\"'");
-			rc = url ? set_once(&r->mirror, v, path, line, k, err)
-				 : abox_error_setx(err, EINVAL, "%s:%u: mirror '%s' is not an http(s) or file URL", path, line, v);
-		} else if (strcmp(k, "user") == 0) {
-			rc = (strcmp(v, "root") == 0 || strcmp(v, "user") == 0)
-				     ? set_once(&r->user, v, path, line, k, err)
-				     : abox_error_setx(err, EINVAL, "%s:%u: user '%s': user or root", path, line, v);
-		} else if (strcmp(k, "workdir") == 0) {
-			rc = v[0] == '/' ? set_once(&r->workdir, v, path, line, k, err)
-					 : abox_error_setx(err, EINVAL, "%s:%u: workdir must be absolute", path, line);
+		size_t i = 0;
+		while (i < ELEMENTSOF(strings) && strcmp(k, strings[i].key) != 0)
+			i++;
+		if (i < ELEMENTSOF(strings) && !value_ok(k, v)) {
+			rc = strings[i].quote ? abox_error_setx(err, EINVAL, "%s:%u: %s '%s'%s", path, line,
+								k, v, strings[i].want)
+					      : abox_error_setx(err, EINVAL, "%s:%u: %s%s", path, line, k,
+								strings[i].want);
+		} else if (i < ELEMENTSOF(strings)) {
+			rc = set_once(string_at(r, i), v, path, line, k, err);
 		} else if (strcmp(k, "env") == 0) {
 			if (!strchr(v, '=') || v[0] == '=' || nenv == RECIPE_MAX_ENV) {
 				rc = abox_error_setx(err, EINVAL, "%s:%u: env: one K=V (at most %d)", path, line, RECIPE_MAX_ENV);
@@ -137,10 +152,6 @@ int template_recipe_parse(const char *path, const char *text, struct template_re
 					r->env[++nenv] = NULL;
 				}
 			}
-		} else if (strcmp(k, "start") == 0) {
-			rc = set_once(&r->start_cmd, v, path, line, k, err);
-		} else if (strcmp(k, "ready-cmd") == 0) {
-			rc = set_once(&r->ready_cmd, v, path, line, k, err);
 		} else if (strcmp(k, "ready-port") == 0) {
 			char *end;
 			unsigned long p = strtoul(v, &end, 10);
@@ -160,7 +171,7 @@ int template_recipe_parse(const char *path, const char *text, struct template_re
 	if (rc == 0 && !r->suite)
 		rc = abox_error_setx(err, EINVAL, "%s: no 'suite'", path);
 	if (rc < 0)
-		recipe_free(r);
+		template_recipe_free(r);
 	return rc;
 }
 
@@ -256,13 +267,9 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return abox_error_set(err, errno, "template build: pipe");
-	pid_t c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return abox_error_set(err, e, "template build: fork");
-	}
+	pid_t c = fork_with(p, err, "template build: fork");
+	if (c < 0)
+		return c;
 	if (c == 0) {
 		/* its mounts (proc, sys, dev inside the new root) stay in
 		 * this namespace and end with it */
@@ -300,12 +307,9 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 		}
 	}
 	close(p[0]);
-	int st;
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "template build: wait for debootstrap");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
+	int st = wait_child(c, err, "template build: wait for debootstrap");
+	if (st <= 0)
+		return st;
 	char last[2600] = "";
 	for (unsigned i = nt > 5 ? nt - 5 : 0; i < nt; i++) {
 		size_t l = strlen(last);
@@ -329,7 +333,7 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	_cleanup_free_ char *host_mirror = rec.mirror ? NULL : template_host_mirror();
 	const char *mirror = rec.mirror ? rec.mirror : host_mirror;
 	if (!mirror) {
-		recipe_free(&rec);
+		template_recipe_free(&rec);
 		return abox_error_setx(err, ENOENT,
 				       "template build: no Debian mirror in this machine's apt sources; "
 				       "add 'mirror = URL' to %s", recipe_path);
@@ -345,7 +349,7 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	size_t nr = strv_length(rec.env), nq = strv_length(req->env);
 	_cleanup_free_ char **env = calloc(nr + nq + 1, sizeof(char *));
 	if (!env) {
-		recipe_free(&rec);
+		template_recipe_free(&rec);
 		return abox_error_set(err, ENOMEM, "template build");
 	}
 	for (size_t i = 0; i < nr; i++)
@@ -361,12 +365,12 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	char tdir[4096], scratch[4200], root[4300], gen[9];
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
 	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST)) {
-		recipe_free(&rec);
+		template_recipe_free(&rec);
 		return abox_error_set(err, errno, "template build: create '%s'", tdir);
 	}
 	int lk = template_lock(tdir, err);
 	if (lk < 0 || (r = random_id(gen, 8)) < 0) {
-		recipe_free(&rec);
+		template_recipe_free(&rec);
 		if (lk >= 0)
 			close(lk);
 		return lk < 0 ? lk : abox_error_set(err, -r, "template build: random");
@@ -383,6 +387,6 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	}
 	(void)rm_rf_at(AT_FDCWD, scratch, 0);
 	close(lk);
-	recipe_free(&rec);
+	template_recipe_free(&rec);
 	return r;
 }

@@ -10,53 +10,41 @@
 
 #define META_MAX_BYTES (1u << 20)
 
-static uint64_t get_u64(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int)
-		       ? (uint64_t)json_object_get_int64(v)
-		       : 0;
-}
+#define F(key, field, kind)                                                                                  \
+	{                                                                                                    \
+		key, offsetof(struct template_meta, field), kind                                             \
+	}
+/* Every field of a version's metadata, in the order its .json has them. */
+static const struct js_field fields[] = {
+	F("source", source, JS_STR),
+	F("createdMs", created_ms, JS_I64),
+	F("entries", entries, JS_U64),
+	F("bytes", bytes, JS_U64),
+	F("dropped", dropped, JS_U64),
+	F("user", user, JS_STR),
+	F("workdir", workdir, JS_STR),
+	F("env", env, JS_ENV),
+	F("startCmd", start_cmd, JS_STR),
+	F("readyCmd", ready_cmd, JS_STR),
+	F("readyPort", ready_port, JS_U16 | JS_OMIT0),
+	F("readyTimeoutMs", ready_timeout_ms, JS_U32 | JS_OMIT0),
+};
+#undef F
 
 int template_meta_read(const char *version_path, struct template_meta *m, abox_error *err)
 {
 	memset(m, 0, sizeof(*m));
 	char p[4200];
 	safe_snprintf(p, sizeof(p), "%s.json", version_path);
-	_cleanup_free_ char *s = NULL;
-	size_t len = 0;
-	int r = read_file_at(AT_FDCWD, p, META_MAX_BYTES, &s, &len);
+	json_object *o;
+	int r = js_load(p, META_MAX_BYTES, &o, err, NULL);
 	if (r == -ENOENT)
 		return 0;
-	if (r < 0)
-		return abox_error_set(err, -r, "template: read '%s'", p);
-	json_object *o = json_tokener_parse(s);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return abox_error_setx(err, EBADMSG, "template: '%s' is damaged", p);
+	if (r < 0) {
+		abox_error_prefix(err, "template");
+		return r;
 	}
-	m->source = js_strdup(o, "source");
-	m->created_ms = (int64_t)get_u64(o, "createdMs");
-	m->entries = get_u64(o, "entries");
-	m->bytes = get_u64(o, "bytes");
-	m->dropped = get_u64(o, "dropped");
-	m->user = js_strdup(o, "user");
-	m->workdir = js_strdup(o, "workdir");
-	m->start_cmd = js_strdup(o, "startCmd");
-	m->ready_cmd = js_strdup(o, "readyCmd");
-	m->ready_port = (uint16_t)get_u64(o, "readyPort");
-	m->ready_timeout_ms = (uint32_t)get_u64(o, "readyTimeoutMs");
-	json_object *env;
-	if (json_object_object_get_ex(o, "env", &env) && json_object_is_type(env, json_type_array)) {
-		size_t n = json_object_array_length(env), k = 0;
-		m->env = calloc(n + 1, sizeof(char *));
-		for (size_t i = 0; m->env && i < n; i++) {
-			json_object *e = json_object_array_get_idx(env, i);
-			const char *v = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
-			if (v && strchr(v, '=') && v[0] != '=')
-				m->env[k++] = strdup(v);
-		}
-	}
+	js_fields_get(o, m, fields, ELEMENTSOF(fields));
 	json_object_put(o);
 	return 0;
 }
@@ -64,23 +52,7 @@ int template_meta_read(const char *version_path, struct template_meta *m, abox_e
 int template_meta_write(const char *version_path, const struct template_meta *m, abox_error *err)
 {
 	json_object *o = json_object_new_object();
-	js_put_str(o, "source", m->source);
-	json_object_object_add(o, "createdMs", json_object_new_int64(m->created_ms));
-	json_object_object_add(o, "entries", json_object_new_uint64(m->entries));
-	json_object_object_add(o, "bytes", json_object_new_uint64(m->bytes));
-	json_object_object_add(o, "dropped", json_object_new_uint64(m->dropped));
-	js_put_str(o, "user", m->user);
-	js_put_str(o, "workdir", m->workdir);
-	json_object *env = json_object_new_array();
-	for (size_t i = 0; m->env && m->env[i]; i++)
-		json_object_array_add(env, json_object_new_string(m->env[i]));
-	json_object_object_add(o, "env", env);
-	js_put_str(o, "startCmd", m->start_cmd);
-	js_put_str(o, "readyCmd", m->ready_cmd);
-	if (m->ready_port)
-		json_object_object_add(o, "readyPort", json_object_new_int(m->ready_port));
-	if (m->ready_timeout_ms)
-		json_object_object_add(o, "readyTimeoutMs", json_object_new_int64(m->ready_timeout_ms));
+	js_fields_put(o, m, fields, ELEMENTSOF(fields));
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	char p[4200], tmp[4300];
@@ -95,12 +67,7 @@ void template_meta_free(struct template_meta *m)
 {
 	if (!m)
 		return;
-	free(m->source);
-	free(m->user);
-	free(m->workdir);
-	strv_free(m->env);
-	free(m->start_cmd);
-	free(m->ready_cmd);
+	js_fields_free(m, fields, ELEMENTSOF(fields));
 	memset(m, 0, sizeof(*m));
 }
 

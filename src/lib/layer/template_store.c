@@ -65,39 +65,41 @@ static int open_current(const char *tdir, const char *name, char *path, size_t l
 
 /* Whether a long-lived sandbox (whose creator is gone, so nobody holds
  * its version's lock) still runs on this version. */
-static bool used_by_long_lived(const char *state_dir, const char *version_path)
+static bool sandbox_on(const char *state_dir, const char *id, const char *version_path)
 {
-	char **ids = NULL;
-	bool used = false;
-	if (state_list(state_dir, &ids, NULL) < 0)
-		return true; /* when in doubt, keep it */
-	for (size_t i = 0; ids[i] && !used; i++) {
-		struct sb_state st = { 0 };
-		if (state_read(state_dir, ids[i], &st, NULL) < 0)
-			continue;
-		used = st.template_root && strcmp(st.template_root, version_path) == 0 &&
-		       state_status(&st) != SB_DEAD;
-		sb_state_free(&st);
-	}
-	strv_free(ids);
-	return used;
+	struct sb_state st = { 0 };
+	if (state_read(state_dir, id, &st, NULL) < 0)
+		return false;
+	bool on = st.template_root && strcmp(st.template_root, version_path) == 0 &&
+		  state_status(&st) != SB_DEAD;
+	sb_state_free(&st);
+	return on;
 }
 
 /* Whether a snapshot's layers stand on this version (its record names it):
  * sandboxes made from the snapshot later need it as it was. */
-static bool used_by_snapshot(const char *state_dir, const char *version_path)
+static bool snapshot_on(const char *state_dir, const char *id, const char *version_path)
+{
+	struct snap_record s;
+	if (snap_read(state_dir, id, &s, NULL) < 0)
+		return false;
+	bool on = s.template_root && strcmp(s.template_root, version_path) == 0;
+	snap_record_free(&s);
+	return on;
+}
+
+/* Whether any of the records list gives (sandboxes or snapshots) stands
+ * on this version by on(). */
+static bool used_by(const char *state_dir, const char *version_path,
+		    int (*list)(const char *state_dir, char ***ids, abox_error *err),
+		    bool (*on)(const char *state_dir, const char *id, const char *version_path))
 {
 	char **ids = NULL;
 	bool used = false;
-	if (snap_list(state_dir, &ids, NULL) < 0)
+	if (list(state_dir, &ids, NULL) < 0)
 		return true; /* when in doubt, keep it */
-	for (size_t i = 0; ids[i] && !used; i++) {
-		struct snap_record s;
-		if (snap_read(state_dir, ids[i], &s, NULL) < 0)
-			continue;
-		used = s.template_root && strcmp(s.template_root, version_path) == 0;
-		snap_record_free(&s);
-	}
+	for (size_t i = 0; ids[i] && !used; i++)
+		used = on(state_dir, ids[i], version_path);
 	strv_free(ids);
 	return used;
 }
@@ -133,7 +135,8 @@ static void sweep(const char *state_dir, const char *tdir, const char *name, con
 		char vpath[4400];
 		safe_snprintf(vpath, sizeof(vpath), "%s/%s", tdir, n);
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-		    (build || (!used_by_long_lived(state_dir, vpath) && !used_by_snapshot(state_dir, vpath))) &&
+		    (build || (!used_by(state_dir, vpath, state_list, sandbox_on) &&
+			       !used_by(state_dir, vpath, snap_list, snapshot_on))) &&
 		    rm_rf_at(dirfd(d), n, 0) == 0 && version) {
 			char meta[300];
 			safe_snprintf(meta, sizeof(meta), "%s.json", n);

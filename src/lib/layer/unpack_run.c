@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "base/run.h"
 #include "layer/unpack_run.h"
 
 extern char **environ;
@@ -127,12 +128,9 @@ int unpack_run(struct unpack_run *r, abox_error *err)
 	while (el && (ebuf[el - 1] == '\n' || ebuf[el - 1] == ' '))
 		ebuf[--el] = '\0';
 
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "import: wait for the unpacker");
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
+	int status = wait_child(pid, err, "import: wait for the unpacker");
+	if (status <= 0)
+		return status;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
 		return 1;
 	if (WIFSIGNALED(status))

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/run.h"
 #include "local/local.h"
 #include "layer/template_meta.h"
 
@@ -104,12 +105,9 @@ static int port_ready(abox_sandbox *sb, uint16_t port, int timeout_ms, abox_erro
 		}
 		_exit(1);
 	}
-	int st;
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "template start: wait");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
+	int st = wait_child(c, err, "template start: wait");
+	if (st <= 0)
+		return st;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
 		return abox_error_setx(err, EIO, "template start: cannot enter the sandbox's network");
 	return abox_error_setx(err, ETIMEDOUT, "template start: port %u did not accept within %d s", port,

@@ -1,4 +1,5 @@
 /* Templates through the library. */
+#include <stddef.h>
 #include <string.h>
 
 #include "local/local.h"
@@ -85,9 +86,21 @@ int local_template_import(abox_ctx *ctx, const char *name, const char *source, c
 	return make(ctx, name, source, false, opts, err);
 }
 
-static char *dup_or_null(const char *s)
+/* The strings inspect copies from a version's metadata into an
+ * abox_template_info as they are (user has a default, env is a list), and
+ * abox_template_info_clear frees. */
+static const struct {
+	size_t meta, info;
+} copied[] = {
+	{ offsetof(struct template_meta, source), offsetof(abox_template_info, source) },
+	{ offsetof(struct template_meta, workdir), offsetof(abox_template_info, workdir) },
+	{ offsetof(struct template_meta, start_cmd), offsetof(abox_template_info, start_cmd) },
+	{ offsetof(struct template_meta, ready_cmd), offsetof(abox_template_info, ready_cmd) },
+};
+
+static char **info_str(abox_template_info *i, size_t k)
 {
-	return s ? strdup(s) : NULL;
+	return (char **)((char *)i + copied[k].info);
 }
 
 int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)
@@ -107,19 +120,16 @@ int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *
 	i.entries = m->entries;
 	i.bytes = m->bytes;
 	i.dropped = m->dropped;
-	i.source = dup_or_null(m->source);
+	for (size_t k = 0; k < ELEMENTSOF(copied); k++) {
+		const char *s = *(char *const *)((const char *)m + copied[k].meta);
+		*info_str(&i, k) = s ? strdup(s) : NULL;
+	}
 	i.user = strdup(m->user ? m->user : "user");
-	i.workdir = dup_or_null(m->workdir);
-	i.start_cmd = dup_or_null(m->start_cmd);
-	i.ready_cmd = dup_or_null(m->ready_cmd);
 	i.ready_port = m->ready_port;
 	i.ready_timeout_ms = m->ready_port || m->ready_cmd
 				     ? (m->ready_timeout_ms ? m->ready_timeout_ms : TEMPLATE_READY_TIMEOUT_MS)
 				     : 0;
-	size_t n = strv_length(m->env);
-	if (n && (i.env = calloc(n + 1, sizeof(char *))))
-		for (size_t k = 0; k < n; k++)
-			i.env[k] = strdup(m->env[k]);
+	i.env = strv_copy(m->env);
 	template_info_free(&t);
 	if (!i.user) {
 		abox_template_info_clear(&i);
@@ -133,12 +143,10 @@ void abox_template_info_clear(abox_template_info *i)
 {
 	if (!i)
 		return;
-	free(i->source);
+	for (size_t k = 0; k < ELEMENTSOF(copied); k++)
+		free(*info_str(i, k));
 	free(i->user);
-	free(i->workdir);
 	strv_free(i->env);
-	free(i->start_cmd);
-	free(i->ready_cmd);
 	uint32_t v = i->version;
 	memset(i, 0, sizeof(*i));
 	i->version = v;

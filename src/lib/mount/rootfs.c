@@ -174,15 +174,19 @@ static int mask_tmpfs(const char *p, abox_error *err)
 	return 0;
 }
 
-static int bind_ro(const char *p, abox_error *err)
+/* Binds src over p (with MS_REC in rec: and what is mounted below it),
+ * then makes that read-only, nosuid, nodev and noexec. A missing p is no
+ * error. The errors say "BIND 'P'" or "RO 'P'". */
+static int bind_ro(const char *src, const char *p, unsigned long rec, const char *bind, const char *ro,
+		   abox_error *err)
 {
-	if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
+	if (mount(src, p, NULL, MS_BIND | rec, NULL) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return abox_error_set(err, errno, "bind '%s'", p);
+		return abox_error_set(err, errno, "%s '%s'", bind, p);
 	}
 	if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		return abox_error_set(err, errno, "remount read-only '%s'", p);
+		return abox_error_set(err, errno, "%s '%s'", ro, p);
 	return 0;
 }
 
@@ -231,21 +235,14 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_ro_dirs); i++) {
 		safe_snprintf(p, sizeof(p), "%s/proc/%s", root, proc_ro_dirs[i]);
-		if ((r = bind_ro(p, err)) < 0)
+		if ((r = bind_ro(p, p, MS_REC, "bind", "remount read-only", err)) < 0)
 			return r;
 	}
 	/* the sandbox's own boot id (see make_boot_id), read-only */
 	char id[PATH_BUF];
 	safe_snprintf(id, sizeof(id), "%s/" BOOT_ID_FILE, root);
 	safe_snprintf(p, sizeof(p), "%s/proc/sys/kernel/random/boot_id", root);
-	if (mount(id, p, NULL, MS_BIND, NULL) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return abox_error_set(err, errno, "bind the boot id over '%s'", p);
-	}
-	if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		return abox_error_set(err, errno, "make the boot id at '%s' read-only", p);
-	return 0;
+	return bind_ro(id, p, 0, "bind the boot id over", "make the boot id read-only at", err);
 }
 
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
@@ -367,21 +364,13 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		return abox_error_set(err, errno, "open the writable layer");
 	close(lfd);
 
-	static const char *const dirs[] = { "upper", "work", "root" };
+	static const char *const dirs[] = { "upper",      "work",      "root",
+					    "upper/root", "work/root", "upper/root/etc" };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		safe_snprintf(p, sizeof(p), "%s/%s", s, dirs[i]);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
 			return r;
 	}
-	safe_snprintf(p, sizeof(p), "%s/upper/root", s);
-	if ((r = mkdir_p1(p, 0755, err)) < 0)
-		return r;
-	safe_snprintf(p, sizeof(p), "%s/work/root", s);
-	if ((r = mkdir_p1(p, 0755, err)) < 0)
-		return r;
-	safe_snprintf(p, sizeof(p), "%s/upper/root/etc", s);
-	if ((r = mkdir_p1(p, 0755, err)) < 0)
-		return r;
 	safe_snprintf(p, sizeof(p), "%s/upper/root/etc/hostname", s);
 	safe_snprintf(q, sizeof(q), "%s\n", plan->hostname);
 	if ((r = write_new(p, q, err)) < 0)

@@ -212,14 +212,9 @@ int net_config_load(const char *state_dir, struct net_config *out, abox_error *e
 	} else if (r < 0) {
 		return abox_error_set(err, -r, "read the network config '%s'", c.path);
 	} else {
-		json_tokener *tok = json_tokener_new_ex(16);
-		json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)strlen(text)) : NULL;
-		bool whole = tok && json_tokener_get_error(tok) == json_tokener_success;
-		json_tokener_free(tok);
-		if (!o || !whole || !json_object_is_type(o, json_type_object)) {
-			json_object_put(o);
+		json_object *o = js_parse_object(text, 16);
+		if (!o)
 			return abox_error_setx(err, EINVAL, "%s: not a JSON object", c.path);
-		}
 		r = apply(&c, o, c.path, err);
 		json_object_put(o);
 		if (r < 0)

@@ -163,11 +163,8 @@ static bool specified_cidr(const char *s, uint32_t *a4, unsigned *p4, bool *v4)
 	*v4 = net_parse_cidr4(s, false, a4, p4) == 0;
 	if (*v4) {
 		char ip[INET_ADDRSTRLEN];
-		size_t n = strcspn(s, "/");
-		if (n >= sizeof(ip))
+		if (!str_head(s, "/", ip, sizeof(ip)))
 			return false;
-		memcpy(ip, s, n);
-		ip[n] = '\0';
 		struct in_addr a;
 		inet_pton(AF_INET, ip, &a);
 		return a.s_addr != 0 || !strcmp(s, NET_ALL_TRAFFIC);
@@ -175,11 +172,8 @@ static bool specified_cidr(const char *s, uint32_t *a4, unsigned *p4, bool *v4)
 	if (!cidr6_ok(s))
 		return false;
 	char ip[INET6_ADDRSTRLEN];
-	size_t n = strcspn(s, "/");
-	if (n >= sizeof(ip))
+	if (!str_head(s, "/", ip, sizeof(ip)))
 		return false;
-	memcpy(ip, s, n);
-	ip[n] = '\0';
 	struct in6_addr a;
 	inet_pton(AF_INET6, ip, &a);
 	return !IN6_IS_ADDR_UNSPECIFIED(&a);
@@ -265,22 +259,14 @@ int net_policy_make(enum net_mode mode, const char *const *allow_out, const char
 	return 0;
 }
 
-static json_object *strv_json(char **v)
-{
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; a && v && v[i]; i++)
-		json_object_array_add(a, json_object_new_string(v[i]));
-	return a;
-}
-
 char *net_policy_json(const struct net_policy *p)
 {
 	json_object *o = json_object_new_object();
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "mode", json_object_new_string(net_mode_name(p->mode)));
-	json_object_object_add(o, "allowOut", strv_json(p->allow_out));
-	json_object_object_add(o, "denyOut", strv_json(p->deny_out));
+	json_object_object_add(o, "allowOut", js_strv_array(p->allow_out));
+	json_object_object_add(o, "denyOut", js_strv_array(p->deny_out));
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	char *d = s ? strdup(s) : NULL;
 	json_object_put(o);
@@ -289,14 +275,9 @@ char *net_policy_json(const struct net_policy *p)
 
 int net_policy_parse(const char *json, struct net_policy *out, abox_error *err)
 {
-	json_tokener *tok = json_tokener_new_ex(8);
-	json_object *o = tok ? json_tokener_parse_ex(tok, json, (int)strlen(json)) : NULL;
-	bool whole = tok && json_tokener_get_error(tok) == json_tokener_success;
-	json_tokener_free(tok);
-	if (!o || !whole || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	json_object *o = js_parse_object(json, 8);
+	if (!o)
 		return abox_error_setx(err, EINVAL, "network policy: not a JSON object");
-	}
 	enum net_mode mode;
 	int r = net_mode_parse(js_str(o, "mode"), &mode);
 	_cleanup_strv_free_ char **allow = js_strv(o, "allowOut");

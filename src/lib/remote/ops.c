@@ -8,6 +8,19 @@
 
 #include "remote/remote.h"
 
+/* Frees rm and what it holds (any part may be missing: a half-made one). */
+static void remote_free(struct remote *rm)
+{
+	if (!rm)
+		return;
+	if (rm->easy)
+		curl_easy_cleanup(rm->easy);
+	free(rm->base);
+	free(rm->unix_path);
+	free(rm->key);
+	free(rm);
+}
+
 static int r_open(abox_ctx *ctx, const char *url, const char *key, abox_error *err)
 {
 	static bool curl_ready;
@@ -34,12 +47,7 @@ static int r_open(abox_ctx *ctx, const char *url, const char *key, abox_error *e
 	rm->key = key && *key ? strdup(key) : NULL;
 	rm->easy = curl_easy_init();
 	if (!rm->base || !rm->easy || (key && *key && !rm->key)) {
-		free(rm->base);
-		free(rm->unix_path);
-		free(rm->key);
-		if (rm->easy)
-			curl_easy_cleanup(rm->easy);
-		free(rm);
+		remote_free(rm);
 		return abox_error_set(err, ENOMEM, "remote");
 	}
 	ctx->remote = rm;
@@ -48,14 +56,7 @@ static int r_open(abox_ctx *ctx, const char *url, const char *key, abox_error *e
 
 static void r_close(abox_ctx *ctx)
 {
-	struct remote *rm = ctx->remote;
-	if (!rm)
-		return;
-	curl_easy_cleanup(rm->easy);
-	free(rm->base);
-	free(rm->unix_path);
-	free(rm->key);
-	free(rm);
+	remote_free(ctx->remote);
 	ctx->remote = NULL;
 }
 

@@ -140,6 +140,12 @@ static int on_message(struct remote_proc *rp, uint8_t flags, json_object *o)
 	return 0;
 }
 
+/* One message for envq_each: a failed one (said in rp) stops the stream. */
+static int take(void *ud, uint8_t flags, json_object *o)
+{
+	return on_message(ud, flags, o) < 0;
+}
+
 size_t remote_proc_on_data(char *d, size_t sz, size_t nm, void *ud)
 {
 	struct remote_proc *rp = ud;
@@ -164,24 +170,14 @@ size_t remote_proc_on_data(char *d, size_t sz, size_t nm, void *ud)
 		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: a message from the daemon is over %u bytes", ENVQ_MAX);
 		return 0;
 	}
-	for (;;) {
-		uint8_t flags = 0;
-		json_object *o = NULL;
-		char why[160];
-		int k = envq_next(&rp->q, &flags, &o, why, sizeof(why));
-		if (k == 0)
-			return n;
-		if (k < 0) {
-			rp->failed = true;
-			rp->err = -k;
-			snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: %s", why);
-			return 0;
-		}
-		k = on_message(rp, flags, o);
-		json_object_put(o);
-		if (k < 0)
-			return 0;
+	char why[160];
+	int k = envq_each(&rp->q, take, rp, why, sizeof(why));
+	if (k < 0) {
+		rp->failed = true;
+		rp->err = -k;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "exec: %s", why);
 	}
+	return k == 0 ? n : 0;
 }
 
 void *remote_proc_run(void *arg)

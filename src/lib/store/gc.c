@@ -30,15 +30,6 @@
 #include "store/state.h"
 #include "store/store.h"
 
-static bool is_id(const char *s)
-{
-	size_t n = 0;
-	for (; s[n]; n++)
-		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9')))
-			return false;
-	return n == 20;
-}
-
 static bool under(const char *path, const char *mount)
 {
 	size_t n = mount ? strlen(mount) : 0;
@@ -73,10 +64,8 @@ static bool path_ok(const char *path, const char *id, const struct cg_layout *l)
  * /proc/<pid>/cgroup names the path's last component. */
 static bool pid_in(pid_t pid, const char *path)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
 	_cleanup_free_ char *text = NULL;
-	if (read_file_at(AT_FDCWD, p, 65536, &text, NULL) < 0)
+	if (read_proc_file(pid, "cgroup", &text) < 0)
 		return false;
 	const char *leaf = strrchr(path, '/');
 	return leaf && strstr(text, leaf) != NULL;
@@ -147,7 +136,7 @@ static bool remove_recorded(const char *record, const char *id, const struct cg_
 
 int store_cgroups_remove(const char *record, const char *id, const struct cg_layout *l, abox_error *err)
 {
-	if (!record || !id || !is_id(id))
+	if (!record || !id || !id_ok(id))
 		return abox_error_setx(err, EINVAL, "remove cgroups: invalid argument");
 	if (!remove_recorded(record, id, l))
 		return abox_error_setx(err, EBUSY, "cgroup: a folder of sandbox %s still has tasks after SIGKILL", id);
@@ -238,7 +227,7 @@ static unsigned sweep_orphans_in(const char *dir, const char *runtime_dir, const
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *id = de->d_name + 5;
-		if (strncmp(de->d_name, "abox-", 5) != 0 || !is_id(id) ||
+		if (strncmp(de->d_name, "abox-", 5) != 0 || !id_ok(id) ||
 		    store_has_owner(runtime_dir, state_dir, id))
 			continue;
 		struct stat st;
@@ -355,7 +344,7 @@ static bool run_record_id(const char *name, char id[ABOX_ID_LEN + 1])
 		return false;
 	memcpy(id, name, 20);
 	id[20] = '\0';
-	return is_id(id);
+	return id_ok(id);
 }
 
 static bool older_than(int dfd, const char *name, time_t now, time_t secs)
@@ -423,7 +412,7 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
 		char id[ABOX_ID_LEN + 1];
-		if (is_id(name)) {
+		if (id_ok(name)) {
 			if (clean_one(dirfd(d), name, name, state_dir, layout))
 				n++;
 		} else if (run_record_id(name, id)) {
@@ -435,7 +424,7 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 			 * anyway) */
 			if (run_record_id(name + 5, id))
 				(void)clean_run_record(dirfd(d), name, NULL, NULL);
-			else if (is_id(name + 5))
+			else if (id_ok(name + 5))
 				(void)clean_one(dirfd(d), name, NULL, state_dir, NULL);
 		}
 	}

@@ -36,10 +36,8 @@ static int sandbox_dir(const char *state_dir, const char *id, char *buf, size_t 
  * /proc/PID/stat). */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	_cleanup_free_ char *s = NULL;
-	if (read_file_at(AT_FDCWD, p, 4096, &s, NULL) < 0)
+	if (read_proc_file(pid, "stat", &s) < 0)
 		return -ESRCH;
 	/* the command name may hold spaces and parentheses: fields start
 	 * after the last ')' */
@@ -107,15 +105,40 @@ enum sb_status state_status(const struct sb_state *s)
 	return s->paused_ms ? SB_PAUSED : SB_RUNNING;
 }
 
-static json_object *strv_to_json(char *const *v)
-{
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; v && v[i]; i++)
-		json_object_array_add(a, json_object_new_string(v[i]));
-	return a;
-}
+#define F(key, field, kind)                                                                                  \
+	{                                                                                                    \
+		key, offsetof(struct sb_state, field), kind                                                  \
+	}
+/* Every field of the record but its id, network and metadata, in the
+ * order state.json has them. */
+static const struct js_field fields[] = {
+	F("pid", pid, JS_INT),
+	F("pidStart", pid_start, JS_U64),
+	F("createdMs", created_ms, JS_I64),
+	F("deadlineMs", deadline_ms, JS_I64),
+	F("pausedMs", paused_ms, JS_I64 | JS_OMIT0),
+	F("cold", cold, JS_FLAG),
+	F("template", template_name, JS_STR),
+	F("templateRoot", template_root, JS_STR),
+	F("cgroups", cgroups, JS_STR),
+	F("seccompPolicy", seccomp_policy, JS_STR),
+	F("user", user, JS_STR),
+	F("workdir", workdir, JS_STR),
+	F("checkpoint", checkpoint, JS_STR),
+	F("autoPause", auto_pause, JS_FLAG),
+	F("tmpfsLayer", tmpfs_layer, JS_FLAG),
+	F("autoPauseNoMemory", auto_no_memory, JS_FLAG),
+	F("autoPausePending", auto_pending, JS_FLAG),
+	F("checkpointToken", checkpoint_token, JS_STR),
+	F("memoryBytes", memory_bytes, JS_U64),
+	F("diskBytes", disk_bytes, JS_U64),
+	F("pids", pids, JS_U64),
+	F("cpuMillis", cpu_millis, JS_U32),
+	F("env", env, JS_STRV),
+	F("snapshots", snapshots, JS_STRV | JS_OMIT0),
+};
+#undef F
 
-/* A string array, or NULL when absent. */
 int state_write(const char *state_dir, const struct sb_state *s, abox_error *err)
 {
 	return state_write_ex(state_dir, s, true, err);
@@ -129,37 +152,7 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		return r;
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(s->id));
-	json_object_object_add(o, "pid", json_object_new_int(s->pid));
-	json_object_object_add(o, "pidStart", json_object_new_uint64(s->pid_start));
-	json_object_object_add(o, "createdMs", json_object_new_int64(s->created_ms));
-	json_object_object_add(o, "deadlineMs", json_object_new_int64(s->deadline_ms));
-	if (s->paused_ms)
-		json_object_object_add(o, "pausedMs", json_object_new_int64(s->paused_ms));
-	if (s->cold)
-		json_object_object_add(o, "cold", json_object_new_boolean(1));
-	js_put_str(o, "template", s->template_name);
-	js_put_str(o, "templateRoot", s->template_root);
-	js_put_str(o, "cgroups", s->cgroups);
-	js_put_str(o, "seccompPolicy", s->seccomp_policy);
-	js_put_str(o, "user", s->user);
-	js_put_str(o, "workdir", s->workdir);
-	js_put_str(o, "checkpoint", s->checkpoint);
-	if (s->auto_pause)
-		json_object_object_add(o, "autoPause", json_object_new_boolean(1));
-	if (s->tmpfs_layer)
-		json_object_object_add(o, "tmpfsLayer", json_object_new_boolean(1));
-	if (s->auto_no_memory)
-		json_object_object_add(o, "autoPauseNoMemory", json_object_new_boolean(1));
-	if (s->auto_pending)
-		json_object_object_add(o, "autoPausePending", json_object_new_boolean(1));
-	js_put_str(o, "checkpointToken", s->checkpoint_token);
-	json_object_object_add(o, "memoryBytes", json_object_new_uint64(s->memory_bytes));
-	json_object_object_add(o, "diskBytes", json_object_new_uint64(s->disk_bytes));
-	json_object_object_add(o, "pids", json_object_new_uint64(s->pids));
-	json_object_object_add(o, "cpuMillis", json_object_new_uint64(s->cpu_millis));
-	json_object_object_add(o, "env", strv_to_json(s->env));
-	if (s->snapshots)
-		json_object_object_add(o, "snapshots", strv_to_json(s->snapshots));
+	js_fields_put(o, s, fields, ELEMENTSOF(fields));
 	if (s->net_policy) {
 		json_object *np = json_tokener_parse(s->net_policy);
 		if (!np) {
@@ -193,14 +186,6 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 	return r < 0 ? abox_error_set(err, -r, "write '%s'", final) : 0;
 }
 
-static uint64_t get_u64(json_object *o, const char *k)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, k, &v))
-		return 0;
-	return json_object_get_uint64(v);
-}
-
 int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_error *err)
 {
 	char dir[4096], path[4200];
@@ -208,17 +193,10 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	if (r < 0)
 		return r;
 	safe_snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
-	_cleanup_free_ char *text = NULL;
-	r = read_file_at(AT_FDCWD, path, STATE_MAX_BYTES, &text, NULL);
-	if (r == -ENOENT)
-		return abox_error_setx(err, ENOENT, "sandbox %s not found", id);
+	json_object *o;
+	r = js_load(path, STATE_MAX_BYTES, &o, err, "sandbox %s not found", id);
 	if (r < 0)
-		return abox_error_set(err, -r, "read '%s'", path);
-	json_object *o = json_tokener_parse(text);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return abox_error_setx(err, EBADMSG, "'%s' is damaged", path);
-	}
+		return r;
 	struct sb_state t = { 0 };
 	char *sid = js_strdup(o, "id");
 	if (!sid || strcmp(sid, id) != 0) {
@@ -228,37 +206,13 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 	}
 	free(sid);
 	memcpy(t.id, id, 21);
-	t.pid = (pid_t)get_u64(o, "pid");
-	t.pid_start = get_u64(o, "pidStart");
-	t.created_ms = (int64_t)get_u64(o, "createdMs");
-	t.deadline_ms = (int64_t)get_u64(o, "deadlineMs");
-	t.paused_ms = (int64_t)get_u64(o, "pausedMs");
-	json_object *cold;
-	t.cold = json_object_object_get_ex(o, "cold", &cold) && json_object_get_boolean(cold);
-	t.template_name = js_strdup(o, "template");
-	t.template_root = js_strdup(o, "templateRoot");
-	t.cgroups = js_strdup(o, "cgroups");
-	t.seccomp_policy = js_strdup(o, "seccompPolicy");
-	t.user = js_strdup(o, "user");
-	t.workdir = js_strdup(o, "workdir");
-	t.checkpoint = js_strdup(o, "checkpoint");
-	json_object *ap;
-	t.auto_pause = json_object_object_get_ex(o, "autoPause", &ap) && json_object_get_boolean(ap);
-	t.tmpfs_layer = json_object_object_get_ex(o, "tmpfsLayer", &ap) && json_object_get_boolean(ap);
-	t.auto_no_memory = json_object_object_get_ex(o, "autoPauseNoMemory", &ap) && json_object_get_boolean(ap);
-	t.auto_pending = json_object_object_get_ex(o, "autoPausePending", &ap) && json_object_get_boolean(ap);
-	t.checkpoint_token = js_strdup(o, "checkpointToken");
-	t.memory_bytes = get_u64(o, "memoryBytes");
-	t.disk_bytes = get_u64(o, "diskBytes");
-	t.pids = get_u64(o, "pids");
-	t.cpu_millis = (uint32_t)get_u64(o, "cpuMillis");
-	t.env = js_strv(o, "env");
-	t.snapshots = js_strv(o, "snapshots");
+	js_fields_get(o, &t, fields, ELEMENTSOF(fields));
 	json_object *np = js_get(o, "network", json_type_object);
 	if (np) {
 		const char *nps = json_object_to_json_string_ext(np, JSON_C_TO_STRING_PLAIN);
 		t.net_policy = nps ? strdup(nps) : NULL;
-		t.net_slot = (uint32_t)get_u64(o, "netSlot");
+		json_object *slot = js_get(o, "netSlot", json_type_int);
+		t.net_slot = slot ? (uint32_t)json_object_get_uint64(slot) : 0;
 	}
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
@@ -288,16 +242,7 @@ void sb_state_free(struct sb_state *s)
 {
 	if (!s)
 		return;
-	free(s->template_name);
-	free(s->template_root);
-	free(s->cgroups);
-	strv_free(s->env);
-	strv_free(s->snapshots);
-	free(s->seccomp_policy);
-	free(s->user);
-	free(s->workdir);
-	free(s->checkpoint);
-	free(s->checkpoint_token);
+	js_fields_free(s, fields, ELEMENTSOF(fields));
 	free(s->net_policy);
 	for (unsigned i = 0; i < s->nmeta; i++) {
 		free(s->meta_keys[i]);

@@ -13,18 +13,17 @@
  * Not here: what it is asked to dump or restore, and the tree's side of a
  * checkpoint (hook.c, restore.c). Runs in the CLI/daemon, as root. */
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/run.h"
 #include "local/local.h"
 #include "local/checkpoint/checkpoint.h"
 
@@ -96,29 +95,6 @@ void checkpoint_log_tail(const char *log, char *out, size_t n)
 	}
 }
 
-/* Waits for pid at most timeout_ms (-1: for ever); on expiry it is
- * killed and reaped, and *timed_out says so. */
-static int wait_bounded(pid_t pid, int timeout_ms, int *st, bool *timed_out)
-{
-	*timed_out = false;
-	int pfd = timeout_ms >= 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	if (pfd >= 0) {
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		int n;
-		while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
-			;
-		if (n == 0) {
-			*timed_out = true;
-			kill(pid, SIGKILL);
-		}
-		close(pfd);
-	}
-	while (waitpid(pid, st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
-}
-
 /* How long one run of the checkpointer may take: a dump of gigabytes
  * takes seconds, one that takes this long is stuck, and a caller that
  * waits for ever holds the sandbox's lock for ever. */
@@ -133,21 +109,13 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 			    int timeout_ms, abox_error *err)
 {
 	argv[0] = hook;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int se = posix_spawn(&pid, hook, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (se != 0)
-		return abox_error_set(err, se, "%s: run the checkpointer '%s'", what, hook);
+	char name[4200];
+	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
 	bool timed_out;
-	int w = wait_bounded(pid, timeout_ms, &st, &timed_out);
-	if (w < 0)
-		return abox_error_set(err, -w, "%s: wait for the checkpointer", what);
+	int r = run_quiet_within(hook, argv, environ, timeout_ms, &st, &timed_out, what, name, err);
+	if (r < 0)
+		return r;
 	if (timed_out) {
 		char tail[2048];
 		checkpoint_log_tail(log, tail, sizeof(tail));

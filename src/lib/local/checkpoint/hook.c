@@ -34,6 +34,7 @@
 #include "local/local.h"
 #include "local/checkpoint/checkpoint.h"
 #include "base/fdpass.h"
+#include "base/run.h"
 #include "layer/layer.h"
 #include "mount/rootfs.h"
 #include "proto/messages.h"
@@ -82,12 +83,9 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 		}
 		_exit(14);
 	}
-	int st;
-	while (waitpid(c, &st, 0) < 0)
-		if (errno != EINTR)
-			return abox_error_set(err, errno, "re-arm init: wait");
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
+	int st = wait_child(c, err, "re-arm init: wait");
+	if (st <= 0)
+		return st;
 	return abox_error_setx(err, EIO, "re-arm init: init did not take its new sockets (step %d)",
 			       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
@@ -177,10 +175,8 @@ static bool init_listens(const char *rundir)
 /* Whether a checkpointer still has init under ptrace (mid-dump). */
 static bool init_traced(pid_t pid)
 {
-	char p[64];
-	safe_snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
 	_cleanup_free_ char *s = NULL;
-	if (read_file_at(AT_FDCWD, p, 65536, &s, NULL) < 0)
+	if (read_proc_file(pid, "status", &s) < 0)
 		return false;
 	const char *t = strstr(s, "\nTracerPid:");
 	return t && strtol(t + 12, NULL, 10) != 0;
@@ -289,10 +285,8 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 			(void)backend_freeze_recover_now(sb->ctx, sb->id);
 			_exit(0);
 		}
-		if (l >= 0)
-			close(l);
-		if (conn >= 0)
-			close(conn);
+		close_if_open(l);
+		close_if_open(conn);
 	}
 	_exit(1);
 }
@@ -306,13 +300,9 @@ static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
 	int pfd[2];
 	if (!freezer || pipe2(pfd, O_CLOEXEC) < 0)
 		return abox_error_set(err, freezer ? errno : EOPNOTSUPP, "checkpoint: keeper");
-	pid_t k = fork();
-	if (k < 0) {
-		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return abox_error_set(err, e, "checkpoint: keeper: fork");
-	}
+	pid_t k = fork_with(pfd, err, "checkpoint: keeper: fork");
+	if (k < 0)
+		return k;
 	if (k == 0) {
 		/* its own session: a ^C to the caller's group must not take it */
 		(void)setsid();
@@ -395,12 +385,9 @@ void checkpoint_abort(abox_sandbox *sb, const char *token)
 		backend_log(sb->ctx, ABOX_LOG_WARNING, "checkpoint of %s failed and its init could not be re-armed: %s",
 			    sb->id, e2.msg);
 	}
-	if (l >= 0)
-		close(l);
-	if (c >= 0)
-		close(c);
-	if (cmds >= 0)
-		close(cmds);
+	close_if_open(l);
+	close_if_open(c);
+	close_if_open(cmds);
 }
 
 int checkpoint_dump(abox_sandbox *sb, const char *hook, const char *dir, const struct template_info *tmpl,

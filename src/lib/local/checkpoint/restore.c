@@ -236,20 +236,13 @@ out:
 	if (r < 0 && rundir)
 		(void)store_rundir_remove(rundir, NULL);
 	for (int i = 0; i < 2; i++)
-		if (sp[i] >= 0)
-			close(sp[i]);
-	if (pidfd >= 0)
-		close(pidfd);
-	if (disk_fd >= 0)
-		close(disk_fd);
-	if (layer >= 0)
-		close(layer);
-	if (listen_fd >= 0)
-		close(listen_fd);
-	if (conn >= 0)
-		close(conn);
-	if (rundir_fd >= 0)
-		close(rundir_fd);
+		close_if_open(sp[i]);
+	close_if_open(pidfd);
+	close_if_open(disk_fd);
+	close_if_open(layer);
+	close_if_open(listen_fd);
+	close_if_open(conn);
+	close_if_open(rundir_fd);
 	free(rundir);
 	template_info_free(&tmpl);
 	stack_free(&stk);
