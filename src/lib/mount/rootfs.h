@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "spawn/marks.h"
+#include "base/marks.h"
 
 #define ROOTFS_MAX_TREES 8
 

@@ -1,9 +1,10 @@
-/* spawn/marks — ABOX_DEBUG timings of a create: the sandbox child and its
+/* base/marks — ABOX_DEBUG timings of a create: the sandbox child and its
  * parent stamp their steps on a page they share, and the parent logs them
  * after the fact (local/link.c). The child stamps between clone and
- * exec, so stamping is async-signal-safe. */
-#ifndef ABOX_SPAWN_MARKS_H
-#define ABOX_SPAWN_MARKS_H
+ * exec, so stamping is async-signal-safe. Here, below both spawn/ and
+ * mount/ (which stamp), so neither includes the other's headers for it. */
+#ifndef ABOX_BASE_MARKS_H
+#define ABOX_BASE_MARKS_H
 
 #include <stdint.h>
 #include <time.h>
@@ -12,17 +13,17 @@
 enum spawn_mark {
 	MARK_STARTED, /* the child's first step: clone3 made the namespaces */
 	MARK_PRIVATE, /* the mount tree made private */
-	MARK_LAYER,   /* writable layer and the overlays */
+	MARK_LAYER, /* writable layer and the overlays */
 	MARK_DEV,
 	MARK_PROC,
-	MARK_PIVOT,   /* pivot_root and the old root detached */
-	MARK_JOINED,  /* the parent's network namespace and cgroups joined */
+	MARK_PIVOT, /* pivot_root and the old root detached */
+	MARK_JOINED, /* the parent's network namespace and cgroups joined */
 	MARK_SYS,
 	MARK_CONFINED, /* capabilities, no_new_privs, seccomp */
 	/* the parent's steps meanwhile */
-	MARK_P_NETNS,  /* network namespace made */
-	MARK_P_LO,     /* its lo up */
-	MARK_P_NET,    /* its sysfs made, back in our own namespace */
+	MARK_P_NETNS, /* network namespace made */
+	MARK_P_LO, /* its lo up */
+	MARK_P_NET, /* its sysfs made, back in our own namespace */
 	MARK_P_CGROUPS, /* v1 cgroups made, limits set */
 	MARK_MAX,
 };
