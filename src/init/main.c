@@ -40,12 +40,6 @@
 #include "proto/proto.h"
 #include "tables.h"
 
-int listen_fd = INIT_LISTEN_FD;
-bool ephemeral;
-bool exiting;
-int exit_code;
-int64_t init_deadline_ms;
-
 /* A client went away: every table keyed by client number follows. */
 static void client_gone(unsigned ci, unsigned last)
 {
