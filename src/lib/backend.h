@@ -1,6 +1,7 @@
 /* backend — the objects behind the public handles and the table of what
  * a backend does (struct abox_backend_ops), shared by src/lib/api/,
- * src/lib/local/ and src/lib/remote/. Runs in the caller's process. */
+ * src/lib/local/ and src/lib/remote/, and what they all use of the
+ * handles (src/lib/handle/). Runs in the caller's process. */
 #ifndef ABOX_BACKEND_H
 #define ABOX_BACKEND_H
 
@@ -125,7 +126,7 @@ struct abox_proc {
  * leaves NULL what aboxd's API does not carry, and the API then answers
  * EOPNOTSUPP naming the call. A remote process feeds its events to the
  * handle as init's own frames over a socketpair (sb->conn), so dispatch,
- * wait and the caller's poll loop (api/events.c) are one for both. */
+ * wait and the caller's poll loop (handle/events.c) are one for both. */
 struct abox_backend_ops {
 	const char *name; /* in refusals: "a remote abox" */
 	/* the context */
@@ -236,21 +237,25 @@ const struct abox_backend_ops *remote_backend(void) __attribute__((weak));
 int backend_unsupported(const abox_ctx *ctx, const char *what, abox_error *err);
 
 /* What abox_proc_free does: the backend's part, then the handle's
- * (api/process.c); for the library's own handles. */
+ * (handle/handle.c); for the library's own handles. */
 void proc_handle_free(abox_proc *p);
 
-/* The events of a process handle, whichever backend (api/events.c). */
+/* The events of a process handle, whichever backend (handle/events.c). */
 int events_dispatch(abox_proc *p, abox_event_fn fn, void *ud, abox_error *err);
 int events_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err);
 bool events_buffered(const abox_proc *p);
 int events_poll_mask(const abox_proc *p);
 
-/* A debug line to the context's log callback (api/context.c). */
+/* A debug line to the context's log callback (handle/handle.c). */
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
 
-/* Output truncation of a process handle, whichever backend (api/truncate.c). */
+/* Output truncation of a process handle, whichever backend (handle/output.c). */
 int truncate_setup(abox_proc *p, uint32_t threshold, uint32_t head, uint32_t tail);
 void truncate_feed(abox_proc *p, bool is_err, const uint8_t *d, size_t n);
 void truncate_free(abox_proc *p);
+/* One stream as the caller's result shows it (head, marker, tail), or
+ * NULL (no memory); *len its length. */
+char *truncate_render(const abox_proc *p, const struct trunc_stream *s, const char *file, bool cut,
+		      size_t *len);
 
 #endif

@@ -11,18 +11,6 @@
 #include "config.h"
 #include "versioned.h"
 
-void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...)
-{
-	if (!ctx || !ctx->log)
-		return;
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	ctx->log(lvl, buf, ctx->log_userdata);
-}
-
 static bool exists(const char *p)
 {
 	return access(p, R_OK) == 0;
@@ -161,11 +149,6 @@ void abox_ctx_free(abox_ctx *ctx)
 	cgroup_layout_free(&ctx->cg);
 	backend_reap_seen_free(ctx);
 	free(ctx);
-}
-
-int backend_unsupported(const abox_ctx *ctx, const char *what, abox_error *err)
-{
-	return abox_error_setx(err, EOPNOTSUPP, "%s: not available through %s", what, ctx->be->name);
 }
 
 int abox_ctx_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)

@@ -1,6 +1,7 @@
 /* api/process.c — the public process calls: checks, then the sandbox's
- * backend; the handle's events are api/events.c, its truncated output
- * api/truncate.c. Runs in the caller's process. */
+ * backend; the handle's events are handle/events.c, its truncated output
+ * handle/output.c (rendered here for abox_proc_result_get). Runs in the
+ * caller's process. */
 #include <poll.h>
 
 #include "api/api.h"
@@ -47,19 +48,6 @@ int abox_proc_signal(abox_proc *p, int sig, abox_error *err)
 	return API_CALL(p->sb->ctx, proc_signal, "signal", p, sig, err);
 }
 
-void proc_handle_free(abox_proc *p)
-{
-	if (!p)
-		return;
-	if (p->sb && p->sb->ctx->be->proc_free)
-		p->sb->ctx->be->proc_free(p);
-	proto_outq_free(&p->stdin_q);
-	truncate_free(p);
-	if (p->sb && p->sb->active == p)
-		p->sb->active = NULL;
-	free(p);
-}
-
 void abox_proc_free(abox_proc *p)
 {
 	proc_handle_free(p);
@@ -100,4 +88,42 @@ int abox_proc_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abo
 {
 	API_NEED(p, "wait");
 	return events_wait(p, timeout_ms, fn, ud, err);
+}
+
+int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err)
+{
+	if (!out || out->version < 1)
+		return abox_error_setx(err, EINVAL, "result: abox_proc_result needs its version set");
+	if (!p->t_threshold)
+		return abox_error_setx(err, EINVAL, "result: the process was started without truncation");
+	if (!p->ended)
+		return abox_error_setx(err, EBUSY, "result: the process has not ended");
+	int fr;
+	if (p->sb->ctx->be->truncate_finish && (fr = p->sb->ctx->be->truncate_finish(p, err)) < 0)
+		return fr;
+	abox_proc_result r = { .version = out->version,
+			       .exit_code = p->exit_code,
+			       .stdout_bytes = p->t_out.bytes,
+			       .stderr_bytes = p->t_err.bytes };
+	bool cut = p->t_out.bytes + p->t_err.bytes > p->t_threshold;
+	r.truncated = cut && (p->t_out.bytes > (uint64_t)p->t_head + p->t_tail ||
+			      p->t_err.bytes > (uint64_t)p->t_head + p->t_tail);
+	r.stdout_text = truncate_render(p, &p->t_out, "stdout.txt", cut, &r.stdout_len);
+	r.stderr_text = truncate_render(p, &p->t_err, "stderr.txt", cut, &r.stderr_len);
+	safe_snprintf(r.dir, sizeof(r.dir), "%s", p->t_dir);
+	if (!r.stdout_text || !r.stderr_text) {
+		abox_proc_result_clear(&r);
+		return abox_error_set(err, ENOMEM, "result");
+	}
+	*out = r;
+	return 0;
+}
+
+void abox_proc_result_clear(abox_proc_result *r)
+{
+	if (!r)
+		return;
+	free(r->stdout_text);
+	free(r->stderr_text);
+	r->stdout_text = r->stderr_text = NULL;
 }

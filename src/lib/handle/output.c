@@ -1,10 +1,11 @@
-/* api/truncate.c — output truncation for agents: while a command
+/* handle/output.c — output truncation for agents: while a command
  * runs, each stream's first and last bytes are kept (bounded memory);
  * at its end, a stream longer than the budget is cut to head + a marker
  * naming how many characters were left out and where the whole output is +
  * tail. Cuts fall on UTF-8 character boundaries. The complete streams are
- * kept by abox-init in files inside the sandbox.
- * Runs in the CLI/daemon. */
+ * kept by abox-init in files inside the sandbox. Both backends feed it;
+ * abox_proc_result_get (api/process.c) renders it.
+ * Runs in the caller's process. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -80,7 +81,8 @@ void truncate_free(abox_proc *p)
 }
 
 /* The text an agent sees of one stream. */
-static char *render(const abox_proc *p, const struct trunc_stream *s, const char *file, bool cut, size_t *len)
+char *truncate_render(const abox_proc *p, const struct trunc_stream *s, const char *file, bool cut,
+		      size_t *len)
 {
 	if (!cut || s->bytes <= (uint64_t)p->t_head + p->t_tail) {
 		/* complete: short enough (it is all in head, whose capacity
@@ -108,8 +110,9 @@ static char *render(const abox_proc *p, const struct trunc_stream *s, const char
 	uint64_t omitted = s->chars - count_chars(s->head, hn) - count_chars(tl + ts, s->tail_len - ts);
 	char marker[300];
 	/* on a line of its own, without a blank line when head ends one */
-	int mn = snprintf(marker, sizeof(marker), "%s... [%llu characters omitted] ...\n(Full output: %s/%s)\n",
-			  hn > 0 && s->head[hn - 1] == '\n' ? "" : "\n", (unsigned long long)omitted, p->t_dir, file);
+	int mn = snprintf(
+		marker, sizeof(marker), "%s... [%llu characters omitted] ...\n(Full output: %s/%s)\n",
+		hn > 0 && s->head[hn - 1] == '\n' ? "" : "\n", (unsigned long long)omitted, p->t_dir, file);
 	size_t n = hn + (size_t)mn + (s->tail_len - ts);
 	char *t = malloc(n + 1);
 	if (!t) {
@@ -123,40 +126,4 @@ static char *render(const abox_proc *p, const struct trunc_stream *s, const char
 	free(tl);
 	*len = n;
 	return t;
-}
-
-int abox_proc_result_get(abox_proc *p, abox_proc_result *out, abox_error *err)
-{
-	if (!out || out->version < 1)
-		return abox_error_setx(err, EINVAL, "result: abox_proc_result needs its version set");
-	if (!p->t_threshold)
-		return abox_error_setx(err, EINVAL, "result: the process was started without truncation");
-	if (!p->ended)
-		return abox_error_setx(err, EBUSY, "result: the process has not ended");
-	int fr;
-	if (p->sb->ctx->be->truncate_finish && (fr = p->sb->ctx->be->truncate_finish(p, err)) < 0)
-		return fr;
-	abox_proc_result r = { .version = out->version, .exit_code = p->exit_code,
-			       .stdout_bytes = p->t_out.bytes, .stderr_bytes = p->t_err.bytes };
-	bool cut = p->t_out.bytes + p->t_err.bytes > p->t_threshold;
-	r.truncated = cut && (p->t_out.bytes > (uint64_t)p->t_head + p->t_tail ||
-			      p->t_err.bytes > (uint64_t)p->t_head + p->t_tail);
-	r.stdout_text = render(p, &p->t_out, "stdout.txt", cut, &r.stdout_len);
-	r.stderr_text = render(p, &p->t_err, "stderr.txt", cut, &r.stderr_len);
-	safe_snprintf(r.dir, sizeof(r.dir), "%s", p->t_dir);
-	if (!r.stdout_text || !r.stderr_text) {
-		abox_proc_result_clear(&r);
-		return abox_error_set(err, ENOMEM, "result");
-	}
-	*out = r;
-	return 0;
-}
-
-void abox_proc_result_clear(abox_proc_result *r)
-{
-	if (!r)
-		return;
-	free(r->stdout_text);
-	free(r->stderr_text);
-	r->stdout_text = r->stderr_text = NULL;
 }

@@ -1,4 +1,4 @@
-/* api/events.c — the events of a process handle, whichever backend:
+/* handle/events.c — the events of a process handle, whichever backend:
  * both deliver them as init's frames on sb->conn (a remote process's
  * through a socketpair its stream thread writes), so the caller's poll
  * loop, dispatch and wait are one. What only a backend knows (OOM
@@ -54,8 +54,11 @@ static void deliver_lost(abox_proc *p, abox_event_fn fn, void *ud)
 	abox_sandbox *sb = p->sb;
 	if (sb->ctx->be->link_lost)
 		sb->ctx->be->link_lost(sb);
-	abox_event ev = { .type = ABOX_EVENT_END, .pid = p->pid, .exit_code = 128 + SIGKILL,
-			  .signal = SIGKILL, .end_flags = ABOX_END_LOST };
+	abox_event ev = { .type = ABOX_EVENT_END,
+			  .pid = p->pid,
+			  .exit_code = 128 + SIGKILL,
+			  .signal = SIGKILL,
+			  .end_flags = ABOX_END_LOST };
 	if (sb->timed_out || (sb->deadline_ms && clock_mono_ms() >= sb->deadline_ms - 5) ||
 	    (sb->dead && WIFEXITED(sb->init_status) && WEXITSTATUS(sb->init_status) == 124))
 		ev.end_flags = ABOX_END_TIMEOUT;
@@ -167,7 +170,8 @@ static int handle(abox_proc *p, const struct proto_frame *f, abox_event_fn fn, v
 				(void)proto_field_u64(&fl, &e);
 		p->ended = true;
 		p->sb->active = NULL;
-		return abox_error_setx(err, e > 0 && e < 4096 ? (int)e : EIO, "%s", msg ? msg : "init reported an error");
+		return abox_error_setx(err, e > 0 && e < 4096 ? (int)e : EIO, "%s",
+				       msg ? msg : "init reported an error");
 	}
 	default:
 		return 0;
@@ -228,7 +232,8 @@ bool events_buffered(const abox_proc *p)
 	size_t consumed;
 	struct proto_frame f;
 	const struct proto_reader *rd = &p->sb->rd;
-	return !p->ended && rd->buf && proto_decode(rd->buf + rd->start, rd->end - rd->start, &f, &consumed) == 1;
+	return !p->ended && rd->buf &&
+	       proto_decode(rd->buf + rd->start, rd->end - rd->start, &f, &consumed) == 1;
 }
 
 int events_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_error *err)
@@ -259,4 +264,3 @@ int events_wait(abox_proc *p, int timeout_ms, abox_event_fn fn, void *ud, abox_e
 			return abox_error_set(err, errno, "wait: poll");
 	}
 }
-
