@@ -90,29 +90,6 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 	return 0;
 }
 
-static void log_marks(abox_ctx *ctx, const char *id, const struct spawn_marks *m, uint64_t cloned)
-{
-	static const char *const names[MARK_MAX] = {
-		[MARK_STARTED] = "clone3 (namespaces)", [MARK_PRIVATE] = "mounts made private",
-		[MARK_LAYER] = "writable layer and overlays", [MARK_DEV] = "/dev", [MARK_PROC] = "/proc",
-		[MARK_JOINED] = "network namespace and cgroups joined", [MARK_SYS] = "/sys",
-		[MARK_PIVOT] = "pivot_root", [MARK_CONFINED] = "capabilities, seccomp",
-		[MARK_P_NETNS] = "(parent) network namespace", [MARK_P_LO] = "(parent) lo up",
-		[MARK_P_NET] = "(parent) its sysfs", [MARK_P_CGROUPS] = "(parent) v1 cgroups",
-	};
-	uint64_t prev = cloned;
-	for (int k = 0; k < MARK_MAX; k++) {
-		if (!m->t[k])
-			continue;
-		if (k == MARK_P_NETNS)
-			prev = cloned; /* the parent's own line of steps */
-		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: %s%s done, %.1f us after clone (step %.1f us)", id,
-			    k < MARK_P_NETNS ? "child: " : "", names[k], (double)(m->t[k] - cloned) / 1e3,
-			    (double)(m->t[k] - prev) / 1e3);
-		prev = m->t[k];
-	}
-}
-
 /* Tells init it is recorded and must outlive us; waits for its answer, so
  * that our exit right after cannot take it along. */
 static int detach(abox_sandbox *sb, abox_error *err)
@@ -309,6 +286,88 @@ static int create_network(struct create *c, abox_error *err)
 	return 0;
 }
 
+/* The writable layer's disk; on a host without disks (`abox doctor` says
+ * so) the layer in memory, as before there were disks, unless the caller
+ * asked for a disk. */
+static int create_disk(struct create *c, abox_error *err)
+{
+	const abox_sandbox_opts *o = &c->o;
+	c->disk_bytes = o->disk_bytes ? o->disk_bytes : DEFAULT_DISK;
+	c->on_disk = backend_layer_on_disk(o->flags);
+	if (c->on_disk && (c->disk_fd = backend_disk_new(c->ctx, c->disk_bytes, err)) < 0) {
+		int r = c->disk_fd;
+		c->disk_fd = -1;
+		if ((o->flags & ABOX_SANDBOX_LAYER_DISK) || !disk_unsupported(r))
+			return abox_error_prefix(err, "create");
+		backend_log(c->ctx, ABOX_LOG_WARNING,
+			    "create %s: no disk (%s), the writable layer is a tmpfs", c->sb->id,
+			    err ? err->msg : "");
+		if (err)
+			*err = (abox_error)ABOX_ERROR_INIT;
+		c->on_disk = false;
+	}
+	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: writable layer %s", c->sb->id,
+		    c->on_disk ? "on a disk" : "in memory");
+	return 0;
+}
+
+/* init's command line (its strings in a). */
+struct init_args {
+	char *argv[6];
+	char memory[48], timeout[64];
+};
+
+static void create_init_args(struct create *c, struct init_args *a)
+{
+	const abox_sandbox_opts *o = &c->o;
+	int ai = 0;
+	a->argv[ai++] = (char *)"abox-init";
+	/* init keeps its own writes into a layer in memory within this */
+	snprintf(a->memory, sizeof(a->memory), "memory=%llu", (unsigned long long)c->lim.memory_bytes);
+	a->argv[ai++] = a->memory;
+	if (o->flags & ABOX_SANDBOX_EPHEMERAL)
+		a->argv[ai++] = (char *)"ephemeral";
+	/* commands forked, never started in init's memory (see
+	 * src/init/child.c): for hosts and debugging that want the plain way */
+	const char *how = getenv("ABOX_INIT_SPAWN");
+	if (how && strcmp(how, "fork") == 0)
+		a->argv[ai++] = (char *)"spawn=fork";
+	/* an auto-pause deadline is abox_reap's to act on, not init's */
+	if (o->timeout_ms && !(o->flags & ABOX_SANDBOX_AUTO_PAUSE)) {
+		snprintf(a->timeout, sizeof(a->timeout), "timeout_ms=%u", o->timeout_ms);
+		a->argv[ai++] = a->timeout;
+		c->sb->deadline_ms = clock_mono_ms() + o->timeout_ms;
+	}
+	a->argv[ai] = NULL;
+}
+
+/* After the clone: init's pid and pidfd, and its interface, which
+ * abox-netd made while the child worked (init runs nothing of the
+ * sandbox's before create returns). */
+static int create_started(struct create *c, const struct spawn_result *res, abox_error *err)
+{
+	abox_sandbox *sb = c->sb;
+	sb->pid = res->pid;
+	sb->oom_known = true; /* a fresh cgroup: no kills yet */
+	sb->pidfd = res->pidfd;
+	int r;
+	if ((r = local_net_finish(&c->ln, err)) < 0) {
+		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		backend_reap_init(sb, true);
+		return abox_error_prefix(err, "create");
+	}
+	if (c->ln.have_slot) {
+		if (!(sb->net_policy = strdup(c->ln.policy_json)))
+			return abox_error_set(err, ENOMEM, "create");
+		sb->net_slot = c->ln.slot;
+		backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: network attached", sb->id);
+	}
+	/* never block on init: requests wait in sb->out, see backend_send */
+	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
+	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
+	return 0;
+}
+
 /* The sandbox child: init's image, the writable layer's disk, init's
  * arguments, then the clone (spawn/). */
 static int create_spawn(struct create *c, abox_error *err)
@@ -319,45 +378,13 @@ static int create_spawn(struct create *c, abox_error *err)
 	int r;
 	if ((c->memfd = spawn_init_memfd(ctx->init_path, err)) < 0)
 		return abox_error_prefix(err, "create");
-
-	c->disk_bytes = o->disk_bytes ? o->disk_bytes : DEFAULT_DISK;
-	c->on_disk = backend_layer_on_disk(o->flags);
-	if (c->on_disk && (c->disk_fd = backend_disk_new(ctx, c->disk_bytes, err)) < 0) {
-		r = c->disk_fd;
-		c->disk_fd = -1;
-		if ((o->flags & ABOX_SANDBOX_LAYER_DISK) || !disk_unsupported(r))
-			return abox_error_prefix(err, "create");
-		/* a host without disks (`abox doctor` says so): the layer in
-		 * memory, as before there were disks */
-		backend_log(ctx, ABOX_LOG_WARNING, "create %s: no disk (%s), the writable layer is a tmpfs", sb->id,
-			    err ? err->msg : "");
-		if (err)
-			*err = (abox_error)ABOX_ERROR_INIT;
-		c->on_disk = false;
-	}
-	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: writable layer %s", sb->id, c->on_disk ? "on a disk" : "in memory");
-
-	char hosts[256], timeout_arg[64], memory_arg[48];
-	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
-	char *init_argv[6] = { (char *)"abox-init", NULL, NULL, NULL, NULL, NULL };
-	int ai = 1;
-	/* init keeps its own writes into a layer in memory within this */
-	snprintf(memory_arg, sizeof(memory_arg), "memory=%llu", (unsigned long long)c->lim.memory_bytes);
-	init_argv[ai++] = memory_arg;
-	if (o->flags & ABOX_SANDBOX_EPHEMERAL)
-		init_argv[ai++] = (char *)"ephemeral";
-	/* commands forked, never started in init's memory (see
-	 * src/init/child.c): for hosts and debugging that want the plain way */
-	const char *how = getenv("ABOX_INIT_SPAWN");
-	if (how && strcmp(how, "fork") == 0)
-		init_argv[ai++] = (char *)"spawn=fork";
-	/* an auto-pause deadline is abox_reap's to act on, not init's */
-	if (o->timeout_ms && !(o->flags & ABOX_SANDBOX_AUTO_PAUSE)) {
-		snprintf(timeout_arg, sizeof(timeout_arg), "timeout_ms=%u", o->timeout_ms);
-		init_argv[ai++] = timeout_arg;
-		sb->deadline_ms = clock_mono_ms() + o->timeout_ms; /* not with auto-pause: abox_reap's */
-	}
-
+	if ((r = create_disk(c, err)) < 0)
+		return r;
+	char hosts[256];
+	snprintf(hosts, sizeof(hosts),
+		 "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", sb->id);
+	struct init_args ia;
+	create_init_args(c, &ia);
 	struct spawn_config cfg = {
 		.rootfs = {
 			/* an ephemeral sandbox has a record file, not a folder:
@@ -379,7 +406,7 @@ static int create_spawn(struct create *c, abox_error *err)
 		},
 		.listen_fd = c->listen_fd,
 		.init_memfd = c->memfd,
-		.init_argv = init_argv,
+		.init_argv = ia.argv,
 		.bpf = &c->bpf,
 		.caps_keep = caps_default(),
 		.last_cap = ctx->last_cap,
@@ -392,23 +419,13 @@ static int create_spawn(struct create *c, abox_error *err)
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
 		cfg.rootfs.tree_lowers[i] = c->stk.tree_lowers[i];
 	}
-
 	struct spawn_result res;
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cloning", sb->id);
 	/* the child's own steps, timed on a page it shares with us */
-	struct spawn_marks *marks = NULL;
-	if (ctx->log) {
-		marks = mmap(NULL, sizeof(*marks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (marks == MAP_FAILED)
-			marks = NULL;
-	}
-	cfg.rootfs.marks = marks;
-	uint64_t cloned = marks ? clock_mono_ns() : 0;
+	cfg.rootfs.marks = local_marks_begin(ctx);
+	uint64_t cloned = cfg.rootfs.marks ? clock_mono_ns() : 0;
 	r = spawn_sandbox(&cfg, &res, err);
-	if (marks) {
-		log_marks(ctx, sb->id, marks, cloned);
-		munmap(marks, sizeof(*marks));
-	}
+	local_marks_end(ctx, sb->id, cfg.rootfs.marks, cloned);
 	/* attached in the child's namespace, or never (then this close
 	 * releases the disk) */
 	if (c->disk_fd >= 0)
@@ -416,30 +433,9 @@ static int create_spawn(struct create *c, abox_error *err)
 	c->disk_fd = -1;
 	if (r < 0)
 		return abox_error_prefix(err, "create");
-	sb->pid = res.pid;
-	sb->oom_known = true; /* a fresh cgroup: no kills yet */
-	sb->pidfd = res.pidfd;
-	/* its interface, which abox-netd made while the child worked; init
-	 * runs nothing of the sandbox's before create returns */
-	if ((r = local_net_finish(&c->ln, err)) < 0) {
-		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		backend_reap_init(sb, true);
-		return abox_error_prefix(err, "create");
-	}
-	if (c->ln.have_slot) {
-		if (!(sb->net_policy = strdup(c->ln.policy_json)))
-			return abox_error_set(err, ENOMEM, "create");
-		sb->net_slot = c->ln.slot;
-		backend_log(ctx, ABOX_LOG_DEBUG, "create %s: network attached", sb->id);
-	}
-	/* never block on init: requests wait in sb->out, see backend_send */
-	fcntl(sb->conn, F_SETFL, O_NONBLOCK);
-	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: init running as pid %d", sb->id, (int)sb->pid);
-	return 0;
+	return create_started(c, &res, err);
 }
 
-/* A long-lived sandbox's record, then init told to outlive us. On
- * failure the sandbox is killed and its record removed. */
 static int create_record(struct create *c, abox_error *err)
 {
 	abox_ctx *ctx = c->ctx;

@@ -65,6 +65,10 @@ struct local_net {
 	char resolv[64]; /* the sandbox's resolv.conf */
 	bool relay; /* no veth: netd relays its egress (no CAP_NET_ADMIN) */
 };
+/* The page the child and its parent stamp their steps on (NULL when the
+ * context has no log), and its lines logged and the page unmapped. */
+struct spawn_marks *local_marks_begin(abox_ctx *ctx);
+void local_marks_end(abox_ctx *ctx, const char *id, struct spawn_marks *m, uint64_t cloned);
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
 /* Before the clone: the slot taken (resumed: the id of a cold resume,
