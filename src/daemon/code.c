@@ -109,7 +109,7 @@ static int start_context(struct request *rq, sandbox_handle_t *h, const char *id
 {
 	char *src = runner_source(language);
 	if (!src)
-		return set_err(err, ENOENT, "the code runner is not installed (runners/)");
+		return abox_error_setx(err, ENOENT, "the code runner is not installed (runners/)");
 	char tag[128];
 	snprintf(tag, sizeof(tag), "%s%s:%s:%s", CTX_TAG, id, language, cwd ? cwd : "");
 	const char *argv[] = { !strcmp(language, "javascript") ? "node" : "python3",
@@ -146,7 +146,7 @@ static int start_context(struct request *rq, sandbox_handle_t *h, const char *id
 	}
 	abox_proc_free(p);
 	if (pid <= 0)
-		return err->code ? -err->code : set_err(err, EIO, "the code runner did not start");
+		return err->code ? -err->code : abox_error_setx(err, EIO, "the code runner did not start");
 	*out = (struct ctx_info){ .pid = pid };
 	snprintf(out->id, sizeof(out->id), "%s", id);
 	snprintf(out->language, sizeof(out->language), "%s", language);
@@ -357,7 +357,7 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		strcat(withnl, "\n");
 		r = abox_proc_write_stdin(s->p, withnl, strlen(withnl), &err);
 	} else if (r >= 0) {
-		r = set_err(&err, ENOMEM, "out of memory");
+		r = abox_error_setx(&err, ENOMEM, "out of memory");
 	}
 	free(withnl);
 	json_object_put(req);

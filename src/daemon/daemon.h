@@ -23,6 +23,7 @@
 #include <abox/abox.h>
 
 #include "base/accounts.h"
+#include "base/base.h"
 
 #define DAEMON_ENVD_PORT 49983
 #define DAEMON_CODE_PORT 49999
@@ -102,14 +103,6 @@ struct request {
 	unsigned port;            /* envd/code plane: the port asked for */
 	char user[ACCT_NAME_MAX + 1];            /* envd: the Linux user (Basic auth) */
 };
-
-/* Fills err (libabox's struct) and returns -code. */
-static inline int set_err(abox_error *err, int code, const char *msg)
-{
-	err->code = code;
-	snprintf(err->msg, sizeof(err->msg), "%s", msg);
-	return -code;
-}
 
 /* The toolkit of every plane (http.c). Queues a response, noting its
  * status (for the access log and metrics). */

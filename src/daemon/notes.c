@@ -25,14 +25,9 @@ static void note_path(const char *kind, const char *id, char *buf, size_t n)
 		 id ? id : "");
 }
 
-static bool valid_id(const char *id)
-{
-	return strlen(id) == 20 && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") == 20;
-}
-
 int note_write(const char *kind, const char *id, const char *text)
 {
-	if (!valid_id(id))
+	if (!id_ok(id))
 		return -EINVAL;
 	if (strlen(text) > NOTE_MAX)
 		return -E2BIG; /* note_read would cut it */
@@ -57,7 +52,7 @@ int note_write(const char *kind, const char *id, const char *text)
 
 char *note_read(const char *kind, const char *id)
 {
-	if (!valid_id(id))
+	if (!id_ok(id))
 		return NULL;
 	char path[4200];
 	note_path(kind, id, path, sizeof(path));
@@ -74,7 +69,7 @@ char *note_read(const char *kind, const char *id)
 
 void note_remove(const char *kind, const char *id)
 {
-	if (!valid_id(id))
+	if (!id_ok(id))
 		return;
 	char path[4200];
 	note_path(kind, id, path, sizeof(path));
@@ -124,7 +119,7 @@ void notes_sweep(abox_ctx *ctx)
 					(void)unlinkat(dirfd(d), e->d_name, 0);
 				continue;
 			}
-			if (!valid_id(e->d_name))
+			if (!id_ok(e->d_name))
 				continue;
 			/* a snapshot note younger than a minute may belong to a
 			 * snapshot made after the list above was read (a

@@ -140,7 +140,7 @@ static int stat_followed(sandbox_handle_t *h, const char *path, const char *user
 		abox_error e = ABOX_ERROR_INIT;
 		int r = abox_file_stat(h->sb, real, user, f, &e);
 		if (r == -ENOENT && hops)
-			return set_err(err, ENOENT, "a dangling symlink (its target does not exist)");
+			return abox_error_setx(err, ENOENT, "a dangling symlink (its target does not exist)");
 		if (r < 0) {
 			*err = e;
 			return r;
@@ -153,10 +153,10 @@ static int stat_followed(sandbox_handle_t *h, const char *path, const char *user
 				? snprintf(next, sizeof(next), "%s", f->target)
 				: snprintf(next, sizeof(next), "%.*s/%s", (int)(slash - real), real, f->target);
 		if (n < 0 || (size_t)n >= sizeof(next))
-			return set_err(err, ENAMETOOLONG, "a symlink's target path is too long");
+			return abox_error_setx(err, ENAMETOOLONG, "a symlink's target path is too long");
 		memcpy(real, next, (size_t)n + 1);
 	}
-	return set_err(err, ELOOP, "too many levels of symlinks (a cycle?)");
+	return abox_error_setx(err, ELOOP, "too many levels of symlinks (a cycle?)");
 }
 
 /* GET /files, streamed: stat first (a missing file is a 404, not an empty
@@ -176,16 +176,18 @@ enum MHD_Result files_get_stream(struct request *rq)
 	abox_file_info f;
 	abox_error err = ABOX_ERROR_INIT;
 	char real[4096];
-	int r = !files_username(rq) ? (snprintf(rq->user, sizeof(rq->user), "%.32s", query(rq, "username")), -ABOX_ENOUSER)
-		: path	      ? stat_followed(&d->h, path, rq->user, &f, real, &err)
-			      : set_err(&err, EINVAL, "?path= is required");
+	int r = !files_username(rq) ? (snprintf(rq->user, sizeof(rq->user), "%.32s", query(rq, "username")),
+				       -ABOX_ENOUSER)
+		: path              ? stat_followed(&d->h, path, rq->user, &f, real, &err)
+				    : abox_error_setx(&err, EINVAL, "?path= is required");
 	if (r >= 0 && f.type == ABOX_FILE_DIR)
-		r = set_err(&err, EISDIR, "it is a folder");
+		r = abox_error_setx(&err, EISDIR, "it is a folder");
 	else if (r >= 0 && f.type != ABOX_FILE_REGULAR)
-		r = set_err(&err, EINVAL, "not a regular file (a device, FIFO or socket is not read)");
+		r = abox_error_setx(&err, EINVAL,
+				    "not a regular file (a device, FIFO or socket is not read)");
 	int p[2] = { -1, -1 };
 	if (r >= 0 && pipe2(p, O_CLOEXEC) < 0)
-		r = set_err(&err, errno, "pipe");
+		r = abox_error_setx(&err, errno, "pipe");
 	if (r < 0) {
 		envd_close(&d->h);
 		free(d);

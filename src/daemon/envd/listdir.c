@@ -99,7 +99,7 @@ static void *list_thread(void *arg)
 	(void)abox_accounts_read(l->h.sb, &l->acc, NULL);
 	int r = abox_file_list_each(l->h.sb, l->path, l->user, l->depth, on_entry, l, &err);
 	if (r >= 0 && (fflush(l->spool) != 0 || fseek(l->spool, 0, SEEK_SET) != 0))
-		r = set_err(&err, EIO, "cannot spool the listing");
+		r = abox_error_setx(&err, EIO, "cannot spool the listing");
 	l->result = r;
 	l->err = err;
 	char *line = NULL;

@@ -175,7 +175,7 @@ int meta_apply(abox_sandbox *sb, struct request *rq, const char *path, abox_erro
 	struct file_meta m;
 	char why[200];
 	if (meta_from_request(rq, &m, why, sizeof(why)) < 0)
-		return set_err(err, EINVAL, why);
+		return abox_error_setx(err, EINVAL, "%s", why);
 	int r = m.n ? abox_file_meta_set(sb, path, rq->user, (const char *const *)m.kv, m.n, err) : 0;
 	meta_free(&m);
 	return r;

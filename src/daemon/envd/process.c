@@ -308,7 +308,7 @@ static int with_proc(struct request *rq, json_object *b, sandbox_handle_t *h, ab
 	int pid;
 	const char *tag;
 	if (!selector(b, &pid, &tag))
-		return set_err(err, EINVAL, "process.pid or process.tag is required");
+		return abox_error_setx(err, EINVAL, "process.pid or process.tag is required");
 	(void)rq;
 	return abox_proc_attach(h->sb, pid, tag, p, err);
 }
@@ -335,7 +335,7 @@ static int running(sandbox_handle_t *h, json_object *b, abox_error *err)
 	int pid;
 	const char *tag;
 	if (!selector(b, &pid, &tag))
-		return set_err(err, EINVAL, "process.pid or process.tag is required");
+		return abox_error_setx(err, EINVAL, "process.pid or process.tag is required");
 	abox_proc_info *v = NULL;
 	size_t n = 0;
 	int r = abox_proc_list(h->sb, &v, &n, err);
@@ -352,7 +352,7 @@ static int running(sandbox_handle_t *h, json_object *b, abox_error *err)
 		snprintf(msg, sizeof(msg), "process with tag %.128s not found", tag);
 	else
 		snprintf(msg, sizeof(msg), "process with pid %d not found", pid);
-	return set_err(err, ESRCH, msg);
+	return abox_error_setx(err, ESRCH, "%s", msg);
 }
 
 static enum MHD_Result unary(struct request *rq, const char *method, json_object *b, sandbox_handle_t h)
@@ -428,7 +428,7 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 			unsigned char *raw = NULL;
 			size_t n = 0;
 			if (!data || base64_decode(data, &raw, &n) < 0)
-				r = set_err(&err, EINVAL, "input.stdin (base64) is required");
+				r = abox_error_setx(&err, EINVAL, "input.stdin (base64) is required");
 			else if ((r = abox_proc_write_stdin(p, raw, n, &err)) >= 0)
 				r = envd_proc_drain(p, &err);
 			free(raw);
@@ -440,7 +440,9 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 			int s = !strcmp(sig, "SIGNAL_SIGKILL") || !strcmp(sig, "9") ? SIGKILL
 				: !strcmp(sig, "SIGNAL_SIGTERM") || !strcmp(sig, "15") ? SIGTERM
 										     : 0;
-			r = s ? abox_proc_signal(p, s, &err) : set_err(&err, EINVAL, "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+			r = s ? abox_proc_signal(p, s, &err)
+			      : abox_error_setx(&err, EINVAL,
+						"signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 			if (r >= 0)
 				r = envd_proc_drain(p, &err);
 		} else if (!strcmp(method, "Update")) {
@@ -451,7 +453,7 @@ static enum MHD_Result unary(struct request *rq, const char *method, json_object
 			if (r >= 0)
 				r = envd_proc_drain(p, &err);
 		} else {
-			r = set_err(&err, EOPNOTSUPP, "no such method of process.Process");
+			r = abox_error_setx(&err, EOPNOTSUPP, "no such method of process.Process");
 		}
 	}
 	abox_proc_free(p);

@@ -79,7 +79,7 @@ static int writer_start(struct upload *u)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return u->result = set_err(&u->err, errno, "pipe");
+		return u->result = abox_error_setx(&u->err, errno, "pipe");
 	u->pipe_r = p[0];
 	u->pipe_w = p[1];
 	/* the write runs as the request's user: files_username() set u->user */
@@ -88,7 +88,7 @@ static int writer_start(struct upload *u)
 		close(p[0]);
 		close(p[1]);
 		u->pipe_r = u->pipe_w = -1;
-		return u->result = set_err(&u->err, EAGAIN, "no thread for the upload");
+		return u->result = abox_error_setx(&u->err, EAGAIN, "no thread for the upload");
 	}
 	return 0;
 }
@@ -135,7 +135,7 @@ static int part_begin(void *ud, const char *headers)
 	(void)mp_disposition(headers, "name", name, sizeof(name));
 	int k = mp_disposition(headers, "filename", file, sizeof(file));
 	if (k == -ENAMETOOLONG) {
-		u->result = set_err(&u->err, ENAMETOOLONG, "a part's filename is too long");
+		u->result = abox_error_setx(&u->err, ENAMETOOLONG, "a part's filename is too long");
 		return 1;
 	}
 	/* like envd: a form field that is not a file is passed over */
@@ -144,7 +144,8 @@ static int part_begin(void *ud, const char *headers)
 		return 0;
 	const char *target = u->query_path ? u->query_path : file;
 	if (!*target) {
-		u->result = set_err(&u->err, EINVAL, "a part names no file (filename) and there is no ?path=");
+		u->result = abox_error_setx(&u->err, EINVAL,
+					    "a part names no file (filename) and there is no ?path=");
 		return 1;
 	}
 	snprintf(u->path, sizeof(u->path), "%s", target);
@@ -203,14 +204,14 @@ bool files_stream_begin(struct request *rq)
 	rq->deferred = NULL;
 	if (!files_username(rq)) {
 		snprintf(u->user, sizeof(u->user), "%.32s", query(rq, "username"));
-		u->result = set_err(&u->err, ABOX_ENOUSER, "unknown user");
+		u->result = abox_error_setx(&u->err, ABOX_ENOUSER, "unknown user");
 		return true;
 	}
 	snprintf(u->user, sizeof(u->user), "%s", rq->user);
 	/* bad metadata headers are refused before anything is written */
 	char bad_meta[200];
 	if (meta_check(rq, bad_meta, sizeof(bad_meta)) < 0) {
-		u->result = set_err(&u->err, EINVAL, bad_meta);
+		u->result = abox_error_setx(&u->err, EINVAL, "%s", bad_meta);
 		return true;
 	}
 	const char *ct = header(rq, "Content-Type"), *path = query(rq, "path");
@@ -223,16 +224,16 @@ bool files_stream_begin(struct request *rq)
 			/* compressed bytes must not land in a file as its content */
 			snprintf(why, sizeof(why), "Content-Encoding '%.64s' works with application/octet-stream and ?path= only",
 				 enc);
-			u->result = set_err(&u->err, EINVAL, why);
+			u->result = abox_error_setx(&u->err, EINVAL, "%s", why);
 		} else if (!(u->mp = malloc(sizeof(*u->mp))) || !(u->done = json_object_new_array())) {
-			u->result = set_err(&u->err, ENOMEM, "no memory for the upload");
+			u->result = abox_error_setx(&u->err, ENOMEM, "no memory for the upload");
 		} else if (mp_init(u->mp, ct, why, sizeof(why)) < 0) {
-			u->result = set_err(&u->err, EINVAL, why);
+			u->result = abox_error_setx(&u->err, EINVAL, "%s", why);
 		}
 		return true;
 	}
 	if (!u->query_path) {
-		u->result = set_err(&u->err, EINVAL, "?path= is required for an octet-stream upload");
+		u->result = abox_error_setx(&u->err, EINVAL, "?path= is required for an octet-stream upload");
 		return true;
 	}
 	snprintf(u->path, sizeof(u->path), "%s", path);
@@ -240,7 +241,7 @@ bool files_stream_begin(struct request *rq)
 		if (strcasecmp(enc, "gzip") != 0 || gz_begin(&u->gz, false) < 0) {
 			char why[160];
 			snprintf(why, sizeof(why), "Content-Encoding '%.64s': abox takes gzip or identity", enc);
-			u->result = set_err(&u->err, EINVAL, why);
+			u->result = abox_error_setx(&u->err, EINVAL, "%s", why);
 			return true;
 		}
 		u->gzip = true;
@@ -261,7 +262,7 @@ void files_stream_chunk(struct request *rq, const char *data, size_t n)
 		if (u->result < 0)
 			return;
 		if (mp_feed(u->mp, data, n, &part_ops, u, why, sizeof(why)) < 0 && u->result >= 0)
-			u->result = set_err(&u->err, EINVAL, why);
+			u->result = abox_error_setx(&u->err, EINVAL, "%s", why);
 		return;
 	}
 	if (!u->running || u->pipe_w < 0)
