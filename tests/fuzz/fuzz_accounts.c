@@ -1,5 +1,5 @@
 /* libFuzzer: a sandbox's /etc/passwd and /etc/group text as its root may
- * write it (src/lib/base/accounts.c): the first input byte picks the
+ * write it (src/common/base/accounts.c): the first input byte picks the
  * name looked up, the rest is the text. Must never crash, read out of
  * bounds or return an entry whose fields break the documented bounds. */
 #include <stdint.h>
