@@ -41,28 +41,6 @@ static void as_init(void)
 	users_leave();
 }
 
-static const char *fs_what(uint16_t type)
-{
-	switch (type) {
-	case MSG_REQ_FS_READ: return "read";
-	case MSG_REQ_FS_WRITE: return "write";
-	case MSG_REQ_FS_STAT: return "stat";
-	case MSG_REQ_FS_LIST: return "list";
-	case MSG_REQ_FS_MKDIR: return "mkdir";
-	case MSG_REQ_FS_MOVE: return "move";
-	case MSG_REQ_FS_REMOVE: return "remove";
-	default: return "files";
-	}
-}
-
-void files_error(int ci, const struct proto_frame *f, int code, const char *path)
-{
-	char msg[600];
-	safe_snprintf(msg, sizeof(msg), "%s '%s': %s", fs_what(f->type), path ? path : "",
-		      errno_name(code) ? errno_name(code) : "error");
-	init_send_error(ci, f->id, code, msg);
-}
-
 static int type_of(mode_t m)
 {
 	return S_ISREG(m) ? FS_TYPE_FILE : S_ISDIR(m) ? FS_TYPE_DIR : S_ISLNK(m) ? FS_TYPE_SYMLINK : FS_TYPE_OTHER;
@@ -135,34 +113,6 @@ static void fs_req_free(struct fs_req *r)
 {
 	free(r->path);
 	free(r->target);
-}
-
-/* mkdir -p of path's parents (or of path itself when self). */
-int files_make_dirs(const char *path, bool self)
-{
-	char p[4096];
-	size_t n = strlen(path);
-	if (n >= sizeof(p))
-		return -ENAMETOOLONG;
-	memcpy(p, path, n + 1);
-	if (!self) {
-		char *slash = strrchr(p, '/');
-		if (!slash || slash == p)
-			return 0;
-		*slash = '\0';
-	}
-	for (char *s = p + 1;; s++) {
-		char *slash = strchr(s, '/');
-		if (slash)
-			*slash = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (!slash)
-			break;
-		*slash = '/';
-		s = slash;
-	}
-	return 0;
 }
 
 static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
@@ -316,7 +266,7 @@ void files_handle(int ci, const struct proto_frame *f)
 	int k = parse(f, &r);
 	if (k == -ABOX_ENOUSER || k == -ERANGE) {
 		char msg[200];
-		safe_snprintf(msg, sizeof(msg), "%s: %s", fs_what(f->type),
+		safe_snprintf(msg, sizeof(msg), "%s: %s", files_what(f->type),
 			      k == -ERANGE ? "the user's uid or gid in /etc/passwd is outside 0-65535"
 					   : "no such user in the sandbox (not in its /etc/passwd)");
 		init_send_error(ci, f->id, -k, msg);

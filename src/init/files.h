@@ -1,5 +1,6 @@
 /* files.h — what abox-init's file operations (files.c) and uploads
- * (files_write.c) share. Runs only inside the sandbox, as its PID 1. */
+ * (files_write.c) share (files_common.c). Runs only inside the sandbox,
+ * as its PID 1. */
 #ifndef ABOX_INIT_FILES_H
 #define ABOX_INIT_FILES_H
 
@@ -19,6 +20,8 @@ struct fs_req {
 	uint64_t flags, depth;
 };
 
+/* A file request's operation, for messages ("read", "write", ...). */
+const char *files_what(uint16_t type);
 /* Sends "<operation> '<path>': <errno name>" under the request's id. */
 void files_error(int ci, const struct proto_frame *f, int code, const char *path);
 /* mkdir -p of path's parents (or of path itself when self): 0 or

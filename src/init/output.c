@@ -133,6 +133,21 @@ static size_t pending(int fd)
 	return (size_t)n;
 }
 
+/* An end event's fields: how the command ended (procs.c sends it as it
+ * ends, an attach replays it). */
+void proc_put_end(struct proto_msg *m, const struct proc *p)
+{
+	proto_put_u64(m, F_PID, (uint64_t)p->pid);
+	proto_put_i64(m, F_EXIT_CODE, p->exit_code);
+	proto_put_u64(m, F_SIGNAL, (uint64_t)p->exit_signal);
+	if (p->timed_out)
+		proto_put_u64(m, F_FLAGS, END_TIMED_OUT);
+	if (p->error) {
+		proto_put_u64(m, F_ERRNO, ENOENT);
+		proto_put_str(m, F_MESSAGE, p->error);
+	}
+}
+
 static void replay(int ci, uint32_t id, const struct proc *p, const struct ring *r, uint16_t type)
 {
 	if (r->dropped) {

@@ -52,19 +52,6 @@ static void proc_release(struct proc *p)
 	p->owner = -1;
 }
 
-void proc_put_end(struct proto_msg *m, const struct proc *p)
-{
-	proto_put_u64(m, F_PID, (uint64_t)p->pid);
-	proto_put_i64(m, F_EXIT_CODE, p->exit_code);
-	proto_put_u64(m, F_SIGNAL, (uint64_t)p->exit_signal);
-	if (p->timed_out)
-		proto_put_u64(m, F_FLAGS, END_TIMED_OUT);
-	if (p->error) {
-		proto_put_u64(m, F_ERRNO, ENOENT);
-		proto_put_str(m, F_MESSAGE, p->error);
-	}
-}
-
 /* Kills the commands whose own timeout has come: the whole group (the
  * command leads its session), so `sh -c 'sleep 1000 & sleep 1000'` ends
  * entirely. One that was reaped already is skipped: its pid may be
