@@ -15,14 +15,22 @@
 const char *files_what(uint16_t type)
 {
 	switch (type) {
-	case MSG_REQ_FS_READ: return "read";
-	case MSG_REQ_FS_WRITE: return "write";
-	case MSG_REQ_FS_STAT: return "stat";
-	case MSG_REQ_FS_LIST: return "list";
-	case MSG_REQ_FS_MKDIR: return "mkdir";
-	case MSG_REQ_FS_MOVE: return "move";
-	case MSG_REQ_FS_REMOVE: return "remove";
-	default: return "files";
+	case MSG_REQ_FS_READ:
+		return "read";
+	case MSG_REQ_FS_WRITE:
+		return "write";
+	case MSG_REQ_FS_STAT:
+		return "stat";
+	case MSG_REQ_FS_LIST:
+		return "list";
+	case MSG_REQ_FS_MKDIR:
+		return "mkdir";
+	case MSG_REQ_FS_MOVE:
+		return "move";
+	case MSG_REQ_FS_REMOVE:
+		return "remove";
+	default:
+		return "files";
 	}
 }
 

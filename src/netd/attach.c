@@ -10,6 +10,7 @@
 #include "net/slots.h"
 #include "nft.h"
 #include "nl.h"
+#include "spares.h"
 
 int attach_uplink(const struct net_config *cfg, char name[IFNAMSIZ], abox_error *err)
 {
@@ -71,6 +72,51 @@ static int nl_open_in(struct nl *nl, int netns_fd, abox_error *err)
 	return r;
 }
 
+/* The addresses, route and link state of a veth whose ends exist: the
+ * host end (hidx; renamed to host_if on its way up when rename) gets the
+ * gateway and forwards, eth0 (sidx, in the sandbox's namespace, up
+ * already when eth0_up) the sandbox's address and the default route. */
+static int configure(struct nl *host, struct nl *in, int hidx, const char *host_if, bool rename, int sidx,
+		     bool eth0_up, uint32_t addr, uint32_t gw, abox_error *err)
+{
+	int r;
+	if ((r = nl_addr_add(host, hidx, gw, 30, err)) < 0 ||
+	    (r = nl_link_up_as(host, hidx, rename ? host_if : NULL, true, err)) < 0)
+		return r;
+	/* IPv6 off before eth0 is up (no link-local address is ever made):
+	 * sandboxes have no IPv6 route out, and the table drops what they
+	 * would send anyway */
+	if (!eth0_up && ((r = nl_link_no_ipv6(in, sidx, err)) < 0))
+		return r;
+	if ((r = nl_addr_add(in, sidx, addr, 30, err)) < 0 ||
+	    (!eth0_up && (r = nl_link_up(in, sidx, false, err)) < 0))
+		return r;
+	return nl_route_default(in, sidx, gw, err);
+}
+
+/* The sandbox's elements; the table made first when it is missing. */
+static int elements(const struct net_config *cfg, const char *uplink, const char *host_if, uint32_t addr,
+		    const struct net_policy *policy, bool *table_made, abox_error *err)
+{
+	struct nft n;
+	int r = nft_open(&n, cfg->table, err);
+	if (r < 0)
+		return r;
+	struct nft_sandbox s = { .ifname = host_if, .addr = addr, .policy = policy };
+	abox_error e = ABOX_ERROR_INIT;
+	r = nft_sandbox_add(&n, &s, &e);
+	if (r == -ENOENT) {
+		/* no table (the first sandbox, or one removed by hand) */
+		int m = attach_table(cfg, uplink, err);
+		*table_made = m > 0;
+		r = m < 0 ? m : nft_sandbox_add(&n, &s, err);
+	} else if (r < 0 && err) {
+		*err = e;
+	}
+	nft_close(&n);
+	return r;
+}
+
 int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
 		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err)
 {
@@ -87,35 +133,37 @@ int attach_sandbox(const struct net_config *cfg, const char *uplink, const char 
 	    (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
 		goto out;
 	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 ||
-	    (r = nl_addr_add(&host, hidx, gw, 30, err)) < 0 || (r = nl_link_up(&host, hidx, true, err)) < 0)
+	    (sidx = r = nl_link_index(&in, "eth0", err)) < 0 ||
+	    (r = configure(&host, &in, hidx, host_if, false, sidx, false, addr, gw, err)) < 0)
 		goto out;
-	/* IPv6 off before eth0 is up (no link-local address is ever made):
-	 * sandboxes have no IPv6 route out, and the table drops what they
-	 * would send anyway */
-	if ((sidx = r = nl_link_index(&in, "eth0", err)) < 0 || (r = nl_link_no_ipv6(&in, sidx, err)) < 0 ||
-	    (r = nl_addr_add(&in, sidx, addr, 30, err)) < 0 || (r = nl_link_up(&in, sidx, false, err)) < 0 ||
-	    (r = nl_route_default(&in, sidx, gw, err)) < 0)
-		goto out;
-
-	struct nft n;
-	if ((r = nft_open(&n, cfg->table, err)) < 0)
-		goto out;
-	struct nft_sandbox s = { .ifname = host_if, .addr = addr, .policy = policy };
-	abox_error e = ABOX_ERROR_INIT;
-	r = nft_sandbox_add(&n, &s, &e);
-	if (r == -ENOENT) {
-		/* no table (the first sandbox, or one removed by hand) */
-		int m = attach_table(cfg, uplink, err);
-		*table_made = m > 0;
-		r = m < 0 ? m : nft_sandbox_add(&n, &s, err);
-	} else if (r < 0 && err) {
-		*err = e;
-	}
-	nft_close(&n);
+	r = elements(cfg, uplink, host_if, addr, policy, table_made, err);
 out:
 	if (r < 0 && hidx > 0)
 		(void)nl_link_del(&host, host_if, NULL);
 	nl_close(&in);
+	nl_close(&host);
+	return r;
+}
+
+int attach_spare(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
+		 const struct net_policy *policy, struct spare *sp, bool *table_made, abox_error *err)
+{
+	char host_if[IFNAMSIZ];
+	net_host_ifname(id, host_if);
+	uint32_t addr = net_slot_address(cfg, slot), gw = net_slot_gateway(cfg, slot);
+	*table_made = false;
+	struct nl host = { 0 };
+	int r = nl_open(&host, err);
+	if (r < 0)
+		return r;
+	if ((r = configure(&host, &sp->in, sp->host_index, host_if, true, sp->eth0_index, true, addr, gw,
+			   err)) >= 0)
+		r = elements(cfg, uplink, host_if, addr, policy, table_made, err);
+	if (r < 0) {
+		/* by either name: the rename may or may not have happened */
+		(void)nl_link_del(&host, host_if, NULL);
+		(void)nl_link_del(&host, sp->host_if, NULL);
+	}
 	nl_close(&host);
 	return r;
 }

@@ -15,6 +15,13 @@
  * sandboxes' elements are to be restored). On failure the veth is gone. */
 int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
 		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err);
+/* The same on a spare namespace made ahead (spares.h): its veth exists,
+ * so only the host end's name and both ends' addresses, the route and the
+ * elements are left to do. On failure the veth is gone; the spare is the
+ * caller's to free either way. */
+struct spare;
+int attach_spare(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
+		 const struct net_policy *policy, struct spare *sp, bool *table_made, abox_error *err);
 /* The sandbox's elements, learned addresses and conntrack entries gone
  * (missing pieces are fine); policy NULL: what was added is not known,
  * whatever the table holds for the sandbox goes. The veth goes with the

@@ -3,6 +3,12 @@
  *   {"op":"attach","id":…,"slot":N} with the sandbox's network namespace
  *       as an fd: the veth, addresses, route and elements (without
  *       CAP_NET_ADMIN: the relay's listener in that namespace);
+ *   {"op":"take","id":…,"slot":N}, before the clone: a spare namespace
+ *       (spares.h) answered with its fd ("spare":true; none ready: false,
+ *       and the creator makes its own), finished for the sandbox right
+ *       after the answer is sent, while the creator goes on; the attach
+ *       that follows on the same connection answers how that went. Also
+ *       says how netd gives egress ("datapath", as status);
  *   {"op":"remove","id":…,"slot":N}: its elements and flows gone;
  *   {"op":"policy","id":…,"slot":N}: the slot file holds a new policy:
  *       the elements replaced in one batch, learned addresses forgotten,
@@ -33,9 +39,23 @@
 #include "nft.h"
 #include "nl.h"
 #include "relay.h"
+#include "spares.h"
 #include "splice.h"
 
 #define MSG_MAX 65536
+
+/* What a connection carries from one request to the next: a spare
+ * handed out by take, finished after its answer, for the attach. */
+struct conn {
+	struct spare sp;
+	bool pending; /* taken: to be finished once the answer is sent */
+	bool finished; /* finished: result and e are the attach's answer */
+	int result;
+	abox_error e;
+	char id[ABOX_ID_LEN + 1];
+	uint32_t slot;
+	int send_fd; /* sent along with the answer (-1: none) */
+};
 
 static json_object *answer_err(const abox_error *e)
 {
@@ -72,9 +92,31 @@ static struct sbx *named(json_object *req, abox_error *err)
 	return s;
 }
 
-static json_object *do_attach(json_object *req, int fd)
+/* The table was missing and is made anew: every other attached
+ * sandbox's elements are restored from its slot file. */
+static void restore_others(uint32_t slot)
+{
+	netd_log("the table was missing: made anew, restoring the sandboxes' elements");
+	pthread_mutex_lock(&netd.lock);
+	for (size_t i = 0; i < netd.nsbx; i++) {
+		struct sbx *o = netd.sbx[i];
+		if (o->slot != slot && o->attached)
+			(void)attach_repolicy(&netd.cfg, o->id, o->slot, NULL, &o->policy, NULL);
+	}
+	pthread_mutex_unlock(&netd.lock);
+}
+
+static json_object *do_attach(json_object *req, int fd, struct conn *cn)
 {
 	abox_error e = ABOX_ERROR_INIT;
+	if (cn->finished) {
+		/* taken on this connection and finished already */
+		const char *id = js_str(req, "id");
+		json_object *sv = js_get(req, "slot", json_type_int);
+		cn->finished = false;
+		if (id && !strcmp(id, cn->id) && sv && json_object_get_int64(sv) == (int64_t)cn->slot)
+			return cn->result < 0 ? answer_err(&cn->e) : answer_ok();
+	}
 	if (fd < 0) {
 		abox_error_setx(&e, EINVAL, "attach needs the sandbox's network namespace");
 		return answer_err(&e);
@@ -83,6 +125,7 @@ static json_object *do_attach(json_object *req, int fd)
 	struct sbx *s = named(req, &e);
 	int r = s ? 0 : -1;
 	bool made = false;
+	uint32_t slot = s ? s->slot : 0;
 	if (s && netd.relay) {
 		r = relay_attach(s, fd, &e);
 	} else if (s) {
@@ -92,19 +135,58 @@ static json_object *do_attach(json_object *req, int fd)
 		}
 	}
 	pthread_mutex_unlock(&netd.lock);
-	if (made) {
-		/* the table was missing: every other sandbox's elements
-		 * are restored from its slot file */
-		netd_log("the table was missing: made anew, restoring the sandboxes' elements");
-		pthread_mutex_lock(&netd.lock);
-		for (size_t i = 0; i < netd.nsbx; i++) {
-			struct sbx *o = netd.sbx[i];
-			if (o != s && o->attached)
-				(void)attach_repolicy(&netd.cfg, o->id, o->slot, NULL, &o->policy, NULL);
-		}
-		pthread_mutex_unlock(&netd.lock);
-	}
+	if (made)
+		restore_others(slot);
 	return r < 0 ? answer_err(&e) : answer_ok();
+}
+
+/* A spare for the sandbox a take names: answered with its namespace,
+ * finished by finish_taken once the answer is on its way. */
+static json_object *do_take(json_object *req, struct conn *cn)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = named(req, &e);
+	if (s) {
+		memcpy(cn->id, s->id, sizeof(cn->id));
+		cn->slot = s->slot;
+	}
+	pthread_mutex_unlock(&netd.lock);
+	if (!s)
+		return answer_err(&e);
+	bool got = !netd.relay && !cn->pending && !cn->finished && spares_take(&cn->sp);
+	json_object *o = answer_ok();
+	json_object_object_add(o, "datapath", json_object_new_string(netd.relay ? "relay" : "veth"));
+	json_object_object_add(o, "spare", json_object_new_boolean(got));
+	if (got) {
+		cn->pending = true;
+		cn->send_fd = cn->sp.netns_fd;
+	}
+	return o;
+}
+
+static void finish_taken(struct conn *cn)
+{
+	cn->pending = false;
+	cn->e = (abox_error)ABOX_ERROR_INIT;
+	bool made = false;
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = sbx_get(cn->slot);
+	if (!s || strcmp(s->id, cn->id)) {
+		/* the creator gave the slot up meanwhile */
+		cn->result = abox_error_setx(&cn->e, ESTALE, "slot %u is not sandbox %s's", cn->slot, cn->id);
+	} else {
+		cn->result = attach_spare(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, &cn->sp, &made,
+					  &cn->e);
+		if (cn->result >= 0)
+			sbx_applied(s);
+	}
+	pthread_mutex_unlock(&netd.lock);
+	/* the creator holds the namespace now: netd's hold ends here */
+	spare_free(&cn->sp);
+	cn->finished = true;
+	if (made)
+		restore_others(cn->slot);
 }
 
 static json_object *do_remove(json_object *req)
@@ -265,6 +347,7 @@ static json_object *do_status(void)
 	pthread_mutex_lock(&netd.lock);
 	json_object_object_add(o, "sandboxes", json_object_new_int((int)netd.nsbx));
 	pthread_mutex_unlock(&netd.lock);
+	json_object_object_add(o, "spares", json_object_new_int((int)spares_ready()));
 	return o;
 }
 
@@ -278,7 +361,7 @@ static bool peer_allowed(int fd)
 }
 
 /* One request: its answer (NULL: leave the connection). */
-static json_object *handle(const char *buf, size_t n, int fd, bool *stop)
+static json_object *handle(const char *buf, size_t n, int fd, struct conn *cn, bool *stop)
 {
 	json_tokener *tok = json_tokener_new_ex(8);
 	json_object *req = tok ? json_tokener_parse_ex(tok, buf, (int)n) : NULL;
@@ -290,7 +373,9 @@ static json_object *handle(const char *buf, size_t n, int fd, bool *stop)
 	if (!op)
 		ans = (abox_error_setx(&e, EINVAL, "not a request"), answer_err(&e));
 	else if (!strcmp(op, "attach"))
-		ans = do_attach(req, fd);
+		ans = do_attach(req, fd, cn);
+	else if (!strcmp(op, "take"))
+		ans = do_take(req, cn);
 	else if (!strcmp(op, "remove"))
 		ans = do_remove(req);
 	else if (!strcmp(op, "policy"))
@@ -313,6 +398,7 @@ static void serve(int c)
 {
 	char *buf = malloc(MSG_MAX);
 	bool stop = false;
+	struct conn cn = { .sp = { .netns_fd = -1 }, .send_fd = -1 };
 	while (buf && !stop) {
 		struct pollfd p = { .fd = c, .events = POLLIN };
 		/* a client is the library: it asks at once or is gone */
@@ -328,16 +414,21 @@ static void serve(int c)
 		}
 		if (!nfds)
 			fd = -1;
-		json_object *ans = handle(buf, (size_t)n, fd, &stop);
+		json_object *ans = handle(buf, (size_t)n, fd, &cn, &stop);
 		if (fd >= 0)
 			close(fd);
 		pthread_mutex_lock(&netd.lock);
 		netd.last_busy_ms = clock_mono_ms();
 		pthread_mutex_unlock(&netd.lock);
 		const char *s = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
-		(void)send(c, s, strlen(s), MSG_NOSIGNAL);
+		(void)fd_send(c, s, strlen(s), cn.send_fd >= 0 ? &cn.send_fd : NULL, cn.send_fd >= 0, 0);
+		cn.send_fd = -1;
 		json_object_put(ans);
+		if (cn.pending)
+			finish_taken(&cn);
 	}
+	if (cn.pending)
+		spare_free(&cn.sp);
 	free(buf);
 	if (stop) {
 		netd_log("asked to stop");

@@ -7,7 +7,8 @@
  *   abox-netd --state DIR
  *   abox-netd --check --state DIR   what this host offers egress (for
  *       `abox doctor`: one line a finding, "ok|no NAME DETAIL"), and exit
- *   ABOX_NETD_IDLE_S  seconds without sandboxes before it leaves (60)
+ *   ABOX_NETD_IDLE_S  seconds without sandboxes before it leaves (60);
+ *       its spare namespaces (spares.h) go with it
  * Runs as its own process, started by the library (net/client.c). */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include "netd.h"
 #include "nft.h"
 #include "relay.h"
+#include "spares.h"
 
 static int listen_control(abox_error *err)
 {
@@ -226,7 +228,9 @@ int main(int argc, char **argv)
 			 netd.cfg.proxy_port);
 	}
 	reconcile();
-	if ((!netd.relay && (resolver_start(&e) < 0 || proxy_start(&e) < 0)) || control_start(lfd, &e) < 0) {
+	if ((!netd.relay &&
+	     (resolver_start(&e) < 0 || proxy_start(&e) < 0 || spares_start(netd.cfg.spares, &e) < 0)) ||
+	    control_start(lfd, &e) < 0) {
 		netd_log("%s", e.msg);
 		return 1;
 	}

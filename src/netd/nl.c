@@ -216,11 +216,18 @@ int nl_links_with_prefix(struct nl *nl, const char *prefix, char ***out, abox_er
 
 int nl_link_up(struct nl *nl, int ifindex, bool forwarding, abox_error *err)
 {
+	return nl_link_up_as(nl, ifindex, NULL, forwarding, err);
+}
+
+int nl_link_up_as(struct nl *nl, int ifindex, const char *name, bool forwarding, abox_error *err)
+{
 	char buf[NL_BUF];
 	struct nlmsghdr *h = msg_new(nl, buf, RTM_NEWLINK, NLM_F_ACK);
 	struct ifinfomsg *ifi = put_ifinfo(h, ifindex);
 	ifi->ifi_flags = IFF_UP;
 	ifi->ifi_change = IFF_UP;
+	if (name)
+		mnl_attr_put_strz(h, IFLA_IFNAME, name);
 	if (forwarding) {
 		/* IPv4's per-interface switches travel as IFLA_INET_CONF, an
 		 * array indexed by IPV4_DEVCONF_* */
@@ -234,7 +241,8 @@ int nl_link_up(struct nl *nl, int ifindex, bool forwarding, abox_error *err)
 	}
 	int r = talk(nl, h, NULL, NULL);
 	if (r < 0)
-		return abox_error_set(err, -r, "net: bring link %d up", ifindex);
+		return name ? abox_error_set(err, -r, "net: bring link %d up as '%s'", ifindex, name)
+			    : abox_error_set(err, -r, "net: bring link %d up", ifindex);
 	return 0;
 }
 

@@ -35,6 +35,9 @@ int nl_link_index(struct nl *nl, const char *name, abox_error *err);
  * the host forwards what the sandbox sends without turning forwarding
  * on for every interface). */
 int nl_link_up(struct nl *nl, int ifindex, bool forwarding, abox_error *err);
+/* The same, renamed to name on the way (one request: the kernel renames
+ * a link only while it is down, and does so before bringing it up). */
+int nl_link_up_as(struct nl *nl, int ifindex, const char *name, bool forwarding, abox_error *err);
 /* No IPv6 address is ever made for the link (IN6_ADDR_GEN_MODE_NONE: no
  * link-local, no autoconfiguration); set before it goes up. */
 int nl_link_no_ipv6(struct nl *nl, int ifindex, abox_error *err);

@@ -414,6 +414,8 @@ static int create_spawn(struct create *c, abox_error *err)
 		.cg_layout = &ctx->cg,
 		.net_begin = c->ln.have_slot ? local_net_begin : NULL,
 		.net_ud = &c->ln,
+		.net_premade = c->ln.netns_fd >= 0,
+		.net_premade_fd = c->ln.netns_fd,
 	};
 	for (unsigned i = 0; i < c->tmpl.ntrees; i++) {
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
@@ -568,7 +570,7 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.o = ABOX_SANDBOX_OPTS_INIT,
 		.fixed_id = fixed_id,
 		.net_json = net_json,
-		.ln = { .conn = -1 },
+		.ln = { .conn = -1, .netns_fd = -1 },
 		.stk = { .lock = -1 },
 		.tmpl = { .lock_fd = -1 },
 		.listen_fd = -1,

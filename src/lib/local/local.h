@@ -64,6 +64,9 @@ struct local_net {
 	int conn; /* to abox-netd, while the attach is under way */
 	char resolv[64]; /* the sandbox's resolv.conf */
 	bool relay; /* no veth: netd relays its egress (no CAP_NET_ADMIN) */
+	/* a namespace netd made ahead, with its veth (-1: none ready, the
+	 * sandbox gets a new one) */
+	int netns_fd;
 };
 /* The page the child and its parent stamp their steps on (NULL when the
  * context has no log), and its lines logged and the page unmapped. */

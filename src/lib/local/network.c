@@ -80,6 +80,7 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const 
 {
 	memset(ln, 0, sizeof(*ln));
 	ln->conn = -1;
+	ln->netns_fd = -1;
 	if (p->mode == NET_MODE_NONE)
 		return 0;
 	int r = net_config_load(ctx->state_dir, &ln->cfg, err);
@@ -101,12 +102,21 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const 
 	 * clone, not on the sandbox's critical path */
 	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
 		return abox_error_prefix(err, "network");
-	/* how netd gives egress here (a veth, or without CAP_NET_ADMIN the
-	 * relay): its answer, not our own capabilities, since another
-	 * process may have started it */
+	/* a namespace netd made ahead (its veth in place), and how netd
+	 * gives egress here (a veth, or without CAP_NET_ADMIN the relay):
+	 * its answer, not our own capabilities, since another process may
+	 * have started it. A netd that does not know take (older) is asked
+	 * for its status instead. */
 	json_object *o = NULL;
-	if ((r = net_client_send(ln->conn, "status", id, ln->slot, -1, err)) < 0 ||
-	    (r = net_client_wait(ln->conn, &o, err)) < 0)
+	abox_error te = ABOX_ERROR_INIT;
+	if ((r = net_client_send(ln->conn, "take", id, ln->slot, -1, err)) >= 0 &&
+	    (r = net_client_wait_fd(ln->conn, &o, &ln->netns_fd, &te)) == -EINVAL) {
+		if ((r = net_client_send(ln->conn, "status", id, ln->slot, -1, err)) >= 0)
+			r = net_client_wait(ln->conn, &o, err);
+	} else if (r < 0 && err && te.code) {
+		*err = te;
+	}
+	if (r < 0)
 		return abox_error_prefix(err, "network");
 	const char *dp = js_str(o, "datapath");
 	ln->relay = dp && !strcmp(dp, "relay");
@@ -132,6 +142,10 @@ int local_net_finish(struct local_net *ln, abox_error *err)
 	int r = net_client_wait(ln->conn, NULL, err);
 	close(ln->conn);
 	ln->conn = -1;
+	/* the sandbox holds its namespace now */
+	if (ln->netns_fd >= 0)
+		close(ln->netns_fd);
+	ln->netns_fd = -1;
 	if (r < 0)
 		return abox_error_prefix(err, "network");
 	ln->attached = true;
@@ -167,6 +181,9 @@ void local_net_undo(abox_ctx *ctx, struct local_net *ln)
 		close(ln->conn);
 		ln->conn = -1;
 	}
+	if (ln->netns_fd >= 0)
+		close(ln->netns_fd);
+	ln->netns_fd = -1;
 	if (ln->have_slot)
 		(void)teardown(ctx, ln->id, ln->slot, NULL);
 	ln->have_slot = false;

@@ -116,6 +116,13 @@ int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int
 
 int net_client_wait(int conn, json_object **out, abox_error *err)
 {
+	return net_client_wait_fd(conn, out, NULL, err);
+}
+
+int net_client_wait_fd(int conn, json_object **out, int *fd, abox_error *err)
+{
+	if (fd)
+		*fd = -1;
 	struct pollfd p = { .fd = conn, .events = POLLIN };
 	int pr;
 	while ((pr = poll(&p, 1, ANSWER_TIMEOUT_MS)) < 0 && errno == EINTR)
@@ -126,9 +133,15 @@ int net_client_wait(int conn, json_object **out, abox_error *err)
 	char *buf = malloc(ANSWER_MAX);
 	if (!buf)
 		return abox_error_set(err, ENOMEM, "net");
-	ssize_t n = recv(conn, buf, ANSWER_MAX - 1, 0);
+	int got = -1;
+	size_t nfds = 0;
+	ssize_t n = fd_recv(conn, buf, ANSWER_MAX - 1, &got, 1, &nfds, 0);
+	if (nfds && (!fd || n <= 0)) {
+		close(got);
+		nfds = 0;
+	}
 	if (n <= 0) {
-		int e = n < 0 ? errno : ECONNRESET;
+		int e = n < 0 ? (int)-n : ECONNRESET;
 		free(buf);
 		return abox_error_set(err, e, "net: abox-netd's answer");
 	}
@@ -150,6 +163,10 @@ int net_client_wait(int conn, json_object **out, abox_error *err)
 		*out = o;
 	else
 		json_object_put(o);
+	if (nfds && r >= 0)
+		*fd = got;
+	else if (nfds)
+		close(got);
 	return r;
 }
 

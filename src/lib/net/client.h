@@ -22,6 +22,8 @@ int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int
 /* Waits for the answer: 0, or the -errno and message netd gave. *out
  * (when not NULL) gets the answer object (json_object_put it). */
 int net_client_wait(int conn, struct json_object **out, abox_error *err);
+/* The same, with the fd netd sent along (-1: none; close-on-exec). */
+int net_client_wait_fd(int conn, struct json_object **out, int *fd, abox_error *err);
 /* connect + send + wait, the connection closed. */
 int net_client_call(const char *state_dir, const char *netd_path, const char *op, const char *id,
 		    uint32_t slot, int fd, struct json_object **out, abox_error *err);

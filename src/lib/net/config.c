@@ -136,8 +136,8 @@ static int name_of(json_object *o, const char *k, char *out, size_t n, const cha
 
 static int apply(struct net_config *c, json_object *o, const char *path, abox_error *err)
 {
-	static const char *const known[] = { "pool",      "uplink",    "table",     "dnsPort",
-					     "proxyPort", "relayPort", "resolvers", "allowSmtp" };
+	static const char *const known[] = { "pool",      "uplink",    "table",     "dnsPort", "proxyPort",
+					     "relayPort", "resolvers", "allowSmtp", "spares" };
 	json_object_object_foreach(o, key, val) {
 		(void)val;
 		bool ok = false;
@@ -170,6 +170,13 @@ static int apply(struct net_config *c, json_object *o, const char *path, abox_er
 			return abox_error_setx(err, EINVAL, "%s: allowSmtp must be true or false", path);
 		c->allow_smtp = json_object_get_boolean(v);
 	}
+	if (json_object_object_get_ex(o, "spares", &v)) {
+		int64_t n = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+		if (n < 0 || n > NET_SPARES_MAX)
+			return abox_error_setx(err, EINVAL, "%s: spares must be a count from 0 to %d", path,
+					       NET_SPARES_MAX);
+		c->spares = (unsigned)n;
+	}
 	if (json_object_object_get_ex(o, "resolvers", &v)) {
 		size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
 		if (!json_object_is_type(v, json_type_array) || n == 0 || n > NET_MAX_RESOLVERS)
@@ -200,6 +207,7 @@ int net_config_load(const char *state_dir, struct net_config *out, abox_error *e
 	c.dns_port = 15353;
 	c.proxy_port = 15380;
 	c.relay_port = 3128;
+	c.spares = 4;
 	const char *env = getenv("ABOX_NETWORK_CONFIG");
 	if (env && *env)
 		snprintf(c.path, sizeof(c.path), "%s", env);

@@ -16,6 +16,10 @@
 /* host ends of sandbox veths are named NET_IF_PREFIX + 12 characters of
  * the sandbox id (IFNAMSIZ allows 15) */
 #define NET_IF_PREFIX "abx"
+/* host ends of the veths of spare namespaces (not a sandbox's yet):
+ * NET_SPARE_PREFIX + 12 random hex digits, renamed when handed out */
+#define NET_SPARE_PREFIX "abp"
+#define NET_SPARES_MAX 64
 
 struct net_config {
 	uint32_t pool; /* network byte order */
@@ -31,12 +35,15 @@ struct net_config {
 	uint16_t resolver_ports[NET_MAX_RESOLVERS];
 	unsigned nresolvers;
 	bool allow_smtp; /* TCP 25 out (blocked by default: spam relays) */
+	/* network namespaces abox-netd keeps made ahead, each with its veth
+	 * and lo up, so a create only finishes one (netd/spares.h) */
+	unsigned spares;
 	char path[256]; /* the file it was read from ("" when none) */
 };
 
 /* Reads the state folder's network config over the defaults (pool
  * 10.231.0.0/16, uplink auto, table "abox", ports 15353/15380, relay port
- * 3128, resolvers from /etc/resolv.conf). A key with a bad value is an error naming it. */
+ * 3128, 4 spares, resolvers from /etc/resolv.conf). A key with a bad value is an error naming it. */
 int net_config_load(const char *state_dir, struct net_config *out, abox_error *err);
 
 /* Slots of the pool (a /30 each) and their addresses (network order). */

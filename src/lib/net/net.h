@@ -21,6 +21,10 @@ bool net_can_admin(void);
  * up, a sysfs). -errno on failure. */
 int net_namespace_new(int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err);
 
+/* The same for a namespace made ahead (abox-netd's spares): inside runs
+ * in the namespace of fd; a dup of fd (close-on-exec), or -errno. */
+int net_namespace_enter(int fd, int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err);
+
 /* A TCP listener (non-blocking, close-on-exec) on 127.0.0.1:port of the
  * network namespace netns_fd; the calling thread enters it and comes
  * back. -errno (-EADDRINUSE: something in the sandbox holds the port). */

@@ -121,6 +121,30 @@ int net_namespace_new(int (*inside)(void *ud, abox_error *err), void *ud, abox_e
 	return fd;
 }
 
+int net_namespace_enter(int fd, int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err)
+{
+	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0)
+		return abox_error_set(err, errno, "net: open own network namespace");
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (d < 0)
+		return abox_error_set(err, errno, "net: dup the sandbox's network namespace");
+	if (setns(d, CLONE_NEWNET) < 0) {
+		int e = errno;
+		close(d);
+		return abox_error_set(err, e, "net: enter the sandbox's network namespace");
+	}
+	int r = inside ? inside(ud, err) : 0;
+	/* back at once (see net_namespace_new) */
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort();
+	if (r < 0) {
+		close(d);
+		return r;
+	}
+	return d;
+}
+
 int net_listen_in(int netns_fd, uint16_t port, abox_error *err)
 {
 	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);

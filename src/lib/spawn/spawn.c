@@ -284,6 +284,7 @@ static void close_all(int *fds, size_t n)
 struct in_netns {
 	struct spawn_marks *marks;
 	int sysfs_fd;
+	bool lo_up; /* made ahead with `lo` up */
 };
 
 /* Runs inside the sandbox's new network namespace (net_namespace_new):
@@ -294,7 +295,7 @@ static int in_new_netns(void *ud, abox_error *err)
 {
 	struct in_netns *n = ud;
 	spawn_mark(n->marks, MARK_P_NETNS);
-	int r = net_loopback_up(err);
+	int r = n->lo_up ? 0 : net_loopback_up(err);
 	if (r < 0)
 		return r;
 	spawn_mark(n->marks, MARK_P_LO);
@@ -373,8 +374,9 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1 };
-	r = net_namespace_new(in_new_netns, &inn, err);
+	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1, .lo_up = cfg->net_premade };
+	r = cfg->net_premade ? net_namespace_enter(cfg->net_premade_fd, in_new_netns, &inn, err)
+			     : net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;
 	/* its interface, made by abox-netd while the child goes on */

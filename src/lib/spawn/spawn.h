@@ -40,6 +40,10 @@ struct spawn_config {
 	 * loopback only. */
 	int (*net_begin)(void *ud, int netns_fd, abox_error *err);
 	void *net_ud;
+	/* a namespace made ahead, with `lo` up (abox-netd's spares): used
+	 * instead of a new one when net_premade (the fd stays the caller's) */
+	bool net_premade;
+	int net_premade_fd;
 };
 
 struct spawn_result {

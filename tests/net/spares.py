@@ -1,0 +1,122 @@
+"""Spare namespaces (abox-netd's pool, src/netd/spares.h) in a private
+world (world.py): a create is handed one and finishes it (its host end
+renamed to the sandbox's), creates beyond the pool make their own, a
+pool of 0 is the slow path alone, and the spares go with netd whether it
+leaves or is killed: nothing of them is left behind.
+
+usage: spares.py BUILD_DIR"""
+import concurrent.futures
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import world  # noqa: E402
+from world import check, sh  # noqa: E402
+
+world.enter()
+BUILD = sys.argv[1]
+w = world.World(BUILD, "spares")
+
+
+def links(prefix):
+    out = sh("ip", "-o", "link").stdout
+    return [ln.split(":")[1].strip().split("@")[0] for ln in out.splitlines() if f": {prefix}" in ln]
+
+
+def until(cond, secs=10):
+    end = time.time() + secs
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    return cond()
+
+
+def status():
+    return w.netd_request({"op": "status"}) or {}
+
+
+def curl(sid):
+    r = w.abox("exec", sid, "--", "sh", "-c", "curl -sS -m 5 http://allowed.test/")
+    return "hello from 203.0.113.10" in r.stdout
+
+
+def config(**kv):
+    cfg = {"uplink": "up0", "resolvers": ["203.0.113.53"]}
+    cfg.update(kv)
+    with open(os.path.join(w.state, "network.json"), "w") as f:
+        json.dump(cfg, f)
+
+
+try:
+    # netd starts with the first networked sandbox and fills its pool
+    r = w.abox("run", "--net", "open", "--", "true")
+    check("a first networked run starts abox-netd", r.returncode == 0, r.stderr)
+    check("netd keeps 4 spares by default", until(lambda: status().get("spares") == 4), status())
+    check("... each a veth whose host end waits under abp*", until(lambda: len(links("abp")) == 4), links(""))
+
+    r = w.abox("create", "--net", "open", "--timeout", "300")
+    sid = r.stdout.strip()
+    check("a create with a spare", r.returncode == 0, r.stderr)
+    mine = "abx" + sid[:12]
+    check("its host end renamed to the sandbox's name", mine in links("abx"), links(""))
+    check("... and egress works through it", curl(sid))
+    r = w.abox("exec", sid, "--", "sh", "-c", "ip -o link | cut -d: -f2 | cut -d@ -f1; echo --; ip -4 -o addr; ip route")
+    names = r.stdout.split("--")[0].split()
+    check("inside: lo and eth0 only, the slot's address, the default route",
+          names == ["lo", "eth0"] and "eth0    inet 10.231." in r.stdout and "default via 10.231." in r.stdout,
+          r.stdout)
+    check("the pool is filled again", until(lambda: status().get("spares") == 4 and len(links("abp")) == 4),
+          (status(), links("")))
+    w.abox("kill", sid)
+    check("kill: its veth is gone, the spares stay", until(lambda: mine not in links("abx")) and
+          len(links("abp")) == 4, links(""))
+
+    # more creates at once than there are spares: the rest make their own
+    with concurrent.futures.ThreadPoolExecutor(10) as ex:
+        made = list(ex.map(lambda _: w.abox("create", "--net", "open", "--timeout", "300"), range(10)))
+    ids = [m.stdout.strip() for m in made if m.returncode == 0]
+    check("10 creates at once against a pool of 4: all made", len(ids) == 10, [m.stderr for m in made])
+    check("... each with egress", all(curl(i) for i in ids))
+    check("... each its own veth", len(set(links("abx"))) == 10, links(""))
+    w.abox("kill", *ids)
+    left = w.wait_clean()
+    check("all killed: nothing of theirs left", not any(left.values()), left)
+
+    # netd leaves: its spares go with it
+    w.netd_request({"op": "stop"})
+    check("netd stopped: no spare left", until(lambda: not links("abp")), links(""))
+
+    # a pool of 0: only the slow path
+    config(spares=0)
+    r = w.abox("create", "--net", "open", "--timeout", "300")
+    sid = r.stdout.strip()
+    check("spares 0: a create makes its own namespace", r.returncode == 0 and curl(sid), r.stderr)
+    check("... and netd keeps none", status().get("spares") == 0 and not links("abp"), (status(), links("")))
+    w.abox("kill", sid)
+    r = w.abox("run", "--net", "open", "--", "true")
+    w.netd_request({"op": "stop"})
+    config(spares=70)
+    r = w.abox("run", "--net", "open", "--", "true")
+    check("spares above 64: refused, naming the key", r.returncode != 0 and "spares" in r.stderr, r.stderr)
+
+    # netd killed: the spares still go (only its fds held them)
+    config(spares=3)
+    w.abox("run", "--net", "open", "--", "true")
+    check("a new netd fills a pool of 3", until(lambda: status().get("spares") == 3 and len(links("abp")) == 3),
+          (status(), links("")))
+    pid = status().get("pid")
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    check("netd killed: its spares go with it", until(lambda: not links("abp")), links(""))
+    left = w.wait_clean()
+    check("nothing left", not any(left.values()), left)
+except Exception:
+    world.broke()
+finally:
+    w.stop()
+world.finish()
