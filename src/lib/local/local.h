@@ -60,6 +60,7 @@ struct local_net {
 	char id[ABOX_ID_LEN + 1];
 	uint32_t slot;
 	bool have_slot, sent, attached;
+	bool took; /* a spare was handed out: netd finishes it on conn */
 	char *policy_json; /* as recorded */
 	int conn; /* to abox-netd, while the attach is under way */
 	char resolv[64]; /* the sandbox's resolv.conf */

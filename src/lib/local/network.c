@@ -118,6 +118,7 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const 
 	}
 	if (r < 0)
 		return abox_error_prefix(err, "network");
+	ln->took = ln->netns_fd >= 0;
 	const char *dp = js_str(o, "datapath");
 	ln->relay = dp && !strcmp(dp, "relay");
 	json_object_put(o);
@@ -174,8 +175,12 @@ static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *er
 void local_net_undo(abox_ctx *ctx, struct local_net *ln)
 {
 	if (ln->conn >= 0) {
-		/* an attach sent and not waited for: its answer first, so the
-		 * remove below comes after it */
+		/* an attach sent and not waited for, or a spare netd is
+		 * finishing: its answer first, so the remove below comes after
+		 * what netd adds (netd answers an attach on this connection
+		 * once the spare is finished) */
+		if (!ln->sent && ln->took)
+			ln->sent = net_client_send(ln->conn, "attach", ln->id, ln->slot, -1, NULL) >= 0;
 		if (ln->sent)
 			(void)net_client_wait(ln->conn, NULL, NULL);
 		close(ln->conn);
