@@ -9,6 +9,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -86,6 +87,15 @@ try:
     w.abox("kill", *ids)
     left = w.wait_clean()
     check("all killed: nothing of theirs left", not any(left.values()), left)
+
+    # a create that fails after it was handed a spare: nothing of it left
+    env = dict(w.env, ABOX_INIT="/bin/false")
+    r = subprocess.run([os.path.join(BUILD, "abox"), "run", "--net", "open", "--", "true"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    check("a create whose init fails fails, saying so", r.returncode != 0 and r.stderr.strip(), r.stderr)
+    left = w.wait_clean()
+    check("... and leaves no veth, element, flow or slot", not any(left.values()), left)
+    check("... the pool filled again", until(lambda: status().get("spares") == 4), status())
 
     # netd leaves: its spares go with it
     w.netd_request({"op": "stop"})
