@@ -97,6 +97,13 @@ try:
     check("... and leaves no veth, element, flow or slot", not any(left.values()), left)
     check("... the pool filled again", until(lambda: status().get("spares") == 4), status())
 
+    # one that fails before its clone (netd was asked at its start)
+    r = w.abox("run", "--net", "open", "--template", "no-such-template", "--", "true")
+    check("a create from a missing template fails, naming it", r.returncode != 0 and "no-such-template" in r.stderr,
+          r.stderr)
+    left = w.wait_clean()
+    check("... and leaves no veth, element, flow or slot", not any(left.values()), left)
+
     # netd leaves: its spares go with it
     w.netd_request({"op": "stop"})
     check("netd stopped: no spare left", until(lambda: not links("abp")), links(""))

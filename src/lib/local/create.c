@@ -207,6 +207,10 @@ static int create_prepare(struct create *c, abox_error *err)
 	else if ((r = random_id(sb->id, ABOX_ID_LEN)) < 0)
 		return abox_error_set(err, -r, "create: random id");
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: start", sb->id);
+	/* egress asked for now (a slot, abox-netd and a spare namespace), so
+	 * netd's part runs while the template and seccomp are readied */
+	if ((r = local_net_ask(ctx, sb->id, c->fixed_id, &c->net, &c->ln, err)) < 0)
+		return abox_error_prefix(err, "create");
 	/* from a snapshot: the very template version its layers were made on
 	 * (a re-import or rebuild since must not slide under them) */
 	const char *pinned = c->o.snapshot ? c->stk.top.template_root : NULL;
@@ -273,11 +277,12 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 	return 0;
 }
 
-/* Its egress: a slot of the pool (recorded: a crash from here on leaves
- * something gc finds), abox-netd reached, started if need be, before the clone. */
+/* Its egress, asked for at the start (a slot of the pool, recorded: a
+ * crash from then on leaves something gc finds; abox-netd reached,
+ * started if need be): netd's answer, before the clone. */
 static int create_network(struct create *c, abox_error *err)
 {
-	int r = local_net_prepare(c->ctx, c->sb->id, c->fixed_id, &c->net, &c->ln, &c->merged_env, err);
+	int r = local_net_answer(&c->ln, &c->merged_env, err);
 	if (r < 0)
 		return abox_error_prefix(err, "create");
 	if (c->ln.have_slot)

@@ -60,6 +60,7 @@ struct local_net {
 	char id[ABOX_ID_LEN + 1];
 	uint32_t slot;
 	bool have_slot, sent, attached;
+	bool asked; /* a take sent, its answer not read yet */
 	bool took; /* a spare was handed out: netd finishes it on conn */
 	char *policy_json; /* as recorded */
 	int conn; /* to abox-netd, while the attach is under way */
@@ -75,12 +76,15 @@ struct spawn_marks *local_marks_begin(abox_ctx *ctx);
 void local_marks_end(abox_ctx *ctx, const char *id, struct spawn_marks *m, uint64_t cloned);
 /* The policy of versioned options (NULL: none). */
 int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error *err);
-/* Before the clone: the slot taken (resumed: the id of a cold resume,
- * which keeps the slot its record names; NULL otherwise), netd reached
- * (started when needed); relayed egress puts the proxy variables before
- * the sandbox's environment (*env, a strv replaced). */
-int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
-		      struct local_net *ln, char ***env, abox_error *err);
+/* As soon as the sandbox has an id: the slot taken (resumed: the id of a
+ * cold resume, which keeps the slot its record names; NULL otherwise),
+ * netd reached (started when needed) and asked for a spare namespace. */
+int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
+		  struct local_net *ln, abox_error *err);
+/* Before the clone: netd's answer (the spare, how it gives egress);
+ * relayed egress puts the proxy variables before the sandbox's
+ * environment (*env, a strv replaced). */
+int local_net_answer(struct local_net *ln, char ***env, abox_error *err);
 /* spawn_config.net_begin: asks netd to attach the new namespace. */
 int local_net_begin(void *ud, int netns_fd, abox_error *err);
 /* After the clone: netd's answer. */

@@ -75,8 +75,8 @@ static int relay_env(struct local_net *ln, char ***env, abox_error *err)
 	return 0;
 }
 
-int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
-		      struct local_net *ln, char ***env, abox_error *err)
+int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const struct net_policy *p,
+		  struct local_net *ln, abox_error *err)
 {
 	memset(ln, 0, sizeof(*ln));
 	ln->conn = -1;
@@ -102,18 +102,32 @@ int local_net_prepare(abox_ctx *ctx, const char *id, const char *resumed, const 
 	 * clone, not on the sandbox's critical path */
 	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
 		return abox_error_prefix(err, "network");
-	/* a namespace netd made ahead (its veth in place), and how netd
-	 * gives egress here (a veth, or without CAP_NET_ADMIN the relay):
-	 * its answer, not our own capabilities, since another process may
-	 * have started it. A netd that does not know take (older) is asked
-	 * for its status instead. */
+	/* a namespace netd made ahead, with its veth: asked for now and
+	 * answered by local_net_answer, so netd's part runs while the
+	 * creator readies the rest */
+	if ((r = net_client_send(ln->conn, "take", id, ln->slot, -1, err)) < 0)
+		return abox_error_prefix(err, "network");
+	ln->asked = true;
+	return 0;
+}
+
+int local_net_answer(struct local_net *ln, char ***env, abox_error *err)
+{
+	if (!ln->asked)
+		return 0;
+	ln->asked = false;
+	/* the spare (none ready: the sandbox gets a new namespace), and how
+	 * netd gives egress here (a veth, or without CAP_NET_ADMIN the
+	 * relay): its answer, not our own capabilities, since another
+	 * process may have started it. A netd that does not know take
+	 * (older) is asked for its status instead. */
 	json_object *o = NULL;
 	abox_error te = ABOX_ERROR_INIT;
-	if ((r = net_client_send(ln->conn, "take", id, ln->slot, -1, err)) >= 0 &&
-	    (r = net_client_wait_fd(ln->conn, &o, &ln->netns_fd, &te)) == -EINVAL) {
-		if ((r = net_client_send(ln->conn, "status", id, ln->slot, -1, err)) >= 0)
+	int r = net_client_wait_fd(ln->conn, &o, &ln->netns_fd, &te);
+	if (r == -EINVAL) {
+		if ((r = net_client_send(ln->conn, "status", ln->id, ln->slot, -1, err)) >= 0)
 			r = net_client_wait(ln->conn, &o, err);
-	} else if (r < 0 && err && te.code) {
+	} else if (r < 0 && err) {
 		*err = te;
 	}
 	if (r < 0)
@@ -189,6 +203,7 @@ void local_net_undo(abox_ctx *ctx, struct local_net *ln)
 	if (ln->netns_fd >= 0)
 		close(ln->netns_fd);
 	ln->netns_fd = -1;
+	ln->took = false;
 	if (ln->have_slot)
 		(void)teardown(ctx, ln->id, ln->slot, NULL);
 	ln->have_slot = false;

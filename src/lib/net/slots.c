@@ -26,21 +26,16 @@ static int slots_dir(const char *state_dir, char *p, size_t n, bool make, abox_e
 	return 0;
 }
 
+/* The record: policy_json is net_policy_json's (JSON abox made, not
+ * input) and id an id (id_ok), so it is written as it is, without a
+ * parse and a print of it on every create. */
 static char *slot_text(const char *id, const char *policy_json)
 {
-	json_object *o = json_object_new_object();
-	json_object *p = json_tokener_parse(policy_json);
-	if (!o || !p) {
-		json_object_put(o);
-		json_object_put(p);
+	char *t;
+	if (!id_ok(id) || !policy_json || policy_json[0] != '{' ||
+	    asprintf(&t, "{\"id\":\"%s\",\"policy\":%s}", id, policy_json) < 0)
 		return NULL;
-	}
-	json_object_object_add(o, "id", json_object_new_string(id));
-	json_object_object_add(o, "policy", p);
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	char *d = s ? strdup(s) : NULL;
-	json_object_put(o);
-	return d;
+	return t;
 }
 
 /* A complete temporary file beside the slots, its name in tmp. */
@@ -114,9 +109,9 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 		  int64_t prefer, uint32_t *slot, abox_error *err)
 {
 	char dir[4096], p[4300];
-	int r = slots_dir(state_dir, dir, sizeof(dir), true, err);
-	if (r < 0)
-		return r;
+	/* the folders exist but for the first sandbox: made when a take
+	 * finds them missing */
+	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);
 	_cleanup_free_ char *text = slot_text(id, policy_json);
 	if (!text)
 		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
@@ -141,6 +136,11 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 		uint32_t s = (start + i) % n;
 		snprintf(p, sizeof(p), "%s/%u", dir, s);
 		r = take_file(p, text);
+		if (r == -ENOENT) {
+			if ((r = slots_dir(state_dir, dir, sizeof(dir), true, err)) < 0)
+				return r;
+			r = take_file(p, text);
+		}
 		if (r == 0) {
 			*slot = s;
 			return 0;
