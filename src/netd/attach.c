@@ -94,15 +94,17 @@ static int configure(struct nl *host, struct nl *in, int hidx, const char *host_
 	return nl_route_default(in, sidx, gw, err);
 }
 
-/* The sandbox's elements; the table made first when it is missing. */
-static int elements(const struct net_config *cfg, const char *uplink, const char *host_if, uint32_t addr,
+int attach_elements(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
 		    const struct net_policy *policy, bool *table_made, abox_error *err)
 {
+	char host_if[IFNAMSIZ];
+	net_host_ifname(id, host_if);
+	*table_made = false;
 	struct nft n;
 	int r = nft_open(&n, cfg->table, err);
 	if (r < 0)
 		return r;
-	struct nft_sandbox s = { .ifname = host_if, .addr = addr, .policy = policy };
+	struct nft_sandbox s = { .ifname = host_if, .addr = net_slot_address(cfg, slot), .policy = policy };
 	abox_error e = ABOX_ERROR_INIT;
 	r = nft_sandbox_add(&n, &s, &e);
 	if (r == -ENOENT) {
@@ -117,13 +119,11 @@ static int elements(const struct net_config *cfg, const char *uplink, const char
 	return r;
 }
 
-int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
-		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err)
+int attach_sandbox(const struct net_config *cfg, const char *id, uint32_t slot, int netns_fd, abox_error *err)
 {
 	char host_if[IFNAMSIZ];
 	net_host_ifname(id, host_if);
 	uint32_t addr = net_slot_address(cfg, slot), gw = net_slot_gateway(cfg, slot);
-	*table_made = false;
 	struct nl host = { 0 }, in = { 0 };
 	int r = nl_open(&host, err);
 	if (r < 0)
@@ -133,10 +133,9 @@ int attach_sandbox(const struct net_config *cfg, const char *uplink, const char 
 	    (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
 		goto out;
 	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 ||
-	    (sidx = r = nl_link_index(&in, "eth0", err)) < 0 ||
-	    (r = configure(&host, &in, hidx, host_if, false, sidx, false, addr, gw, err)) < 0)
+	    (sidx = r = nl_link_index(&in, "eth0", err)) < 0)
 		goto out;
-	r = elements(cfg, uplink, host_if, addr, policy, table_made, err);
+	r = configure(&host, &in, hidx, host_if, false, sidx, false, addr, gw, err);
 out:
 	if (r < 0 && hidx > 0)
 		(void)nl_link_del(&host, host_if, NULL);
@@ -145,20 +144,17 @@ out:
 	return r;
 }
 
-int attach_spare(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
-		 const struct net_policy *policy, struct spare *sp, bool *table_made, abox_error *err)
+int attach_spare(const struct net_config *cfg, const char *id, uint32_t slot, struct spare *sp,
+		 abox_error *err)
 {
 	char host_if[IFNAMSIZ];
 	net_host_ifname(id, host_if);
 	uint32_t addr = net_slot_address(cfg, slot), gw = net_slot_gateway(cfg, slot);
-	*table_made = false;
 	struct nl host = { 0 };
 	int r = nl_open(&host, err);
 	if (r < 0)
 		return r;
-	if ((r = configure(&host, &sp->in, sp->host_index, host_if, true, sp->eth0_index, true, addr, gw,
-			   err)) >= 0)
-		r = elements(cfg, uplink, host_if, addr, policy, table_made, err);
+	r = configure(&host, &sp->in, sp->host_index, host_if, true, sp->eth0_index, true, addr, gw, err);
 	if (r < 0) {
 		/* by either name: the rename may or may not have happened */
 		(void)nl_link_del(&host, host_if, NULL);
@@ -166,6 +162,17 @@ int attach_spare(const struct net_config *cfg, const char *uplink, const char *i
 	}
 	nl_close(&host);
 	return r;
+}
+
+void attach_unlink(const char *id)
+{
+	char host_if[IFNAMSIZ];
+	net_host_ifname(id, host_if);
+	struct nl host;
+	if (nl_open(&host, NULL) < 0)
+		return;
+	(void)nl_link_del(&host, host_if, NULL);
+	nl_close(&host);
 }
 
 int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,

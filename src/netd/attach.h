@@ -10,18 +10,26 @@
 #include "net/config.h"
 #include "net/policy.h"
 
-/* The veth into netns_fd, addresses, route and elements of sandbox id in
- * slot. *table_made: the table was missing and is made now (the other
- * sandboxes' elements are to be restored). On failure the veth is gone. */
-int attach_sandbox(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
-		   const struct net_policy *policy, int netns_fd, bool *table_made, abox_error *err);
+/* A sandbox's links: the veth into netns_fd with its addresses and route
+ * (slot's). On failure the veth is gone. No lock needed: this is rtnetlink
+ * work on links no other sandbox has, so netd's lock is not held for it
+ * (the resolver, the proxy and other creates go on meanwhile). */
+int attach_sandbox(const struct net_config *cfg, const char *id, uint32_t slot, int netns_fd,
+		   abox_error *err);
 /* The same on a spare namespace made ahead (spares.h): its veth exists,
- * so only the host end's name and both ends' addresses, the route and the
- * elements are left to do. On failure the veth is gone; the spare is the
- * caller's to free either way. */
+ * so only the host end's name and both ends' addresses and the route are
+ * left to do. On failure the veth is gone; the spare is the caller's to
+ * free either way. */
 struct spare;
-int attach_spare(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
-		 const struct net_policy *policy, struct spare *sp, bool *table_made, abox_error *err);
+int attach_spare(const struct net_config *cfg, const char *id, uint32_t slot, struct spare *sp,
+		 abox_error *err);
+/* Then its elements in the table (made first when missing: *table_made,
+ * the other sandboxes' elements are to be restored). With netd's lock
+ * held: two threads making the table at once would each replace it. */
+int attach_elements(const struct net_config *cfg, const char *uplink, const char *id, uint32_t slot,
+		    const struct net_policy *policy, bool *table_made, abox_error *err);
+/* The host end of a sandbox's veth deleted (the pair goes with it). */
+void attach_unlink(const char *id);
 /* The sandbox's elements, learned addresses and conntrack entries gone
  * (missing pieces are fine); policy NULL: what was added is not known,
  * whatever the table holds for the sandbox goes. The veth goes with the

@@ -106,6 +106,30 @@ static void restore_others(uint32_t slot)
 	pthread_mutex_unlock(&netd.lock);
 }
 
+/* The elements of sandbox id in slot, after its links were made without
+ * the lock: it must still hold the slot (a creator that gave up has
+ * released it meanwhile). On failure its veth is deleted. */
+static int elements_for(const char *id, uint32_t slot, abox_error *err)
+{
+	bool made = false;
+	pthread_mutex_lock(&netd.lock);
+	struct sbx *s = sbx_get(slot);
+	int r;
+	if (!s || strcmp(s->id, id)) {
+		r = abox_error_setx(err, ESTALE, "slot %u is not sandbox %s's", slot, id);
+	} else {
+		r = attach_elements(&netd.cfg, netd.uplink, id, slot, &s->policy, &made, err);
+		if (r >= 0)
+			sbx_applied(s);
+	}
+	pthread_mutex_unlock(&netd.lock);
+	if (r < 0)
+		attach_unlink(id);
+	if (made)
+		restore_others(slot);
+	return r;
+}
+
 static json_object *do_attach(json_object *req, int fd, struct conn *cn)
 {
 	abox_error e = ABOX_ERROR_INIT;
@@ -124,19 +148,20 @@ static json_object *do_attach(json_object *req, int fd, struct conn *cn)
 	pthread_mutex_lock(&netd.lock);
 	struct sbx *s = named(req, &e);
 	int r = s ? 0 : -1;
-	bool made = false;
-	uint32_t slot = s ? s->slot : 0;
-	if (s && netd.relay) {
-		r = relay_attach(s, fd, &e);
-	} else if (s) {
-		r = attach_sandbox(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, fd, &made, &e);
-		if (r >= 0) {
-			sbx_applied(s);
-		}
+	char id[ABOX_ID_LEN + 1] = "";
+	uint32_t slot = 0;
+	if (s) {
+		memcpy(id, s->id, sizeof(id));
+		slot = s->slot;
 	}
+	if (s && netd.relay)
+		r = relay_attach(s, fd, &e);
 	pthread_mutex_unlock(&netd.lock);
-	if (made)
-		restore_others(slot);
+	if (s && !netd.relay) {
+		r = attach_sandbox(&netd.cfg, id, slot, fd, &e);
+		if (r >= 0)
+			r = elements_for(id, slot, &e);
+	}
 	return r < 0 ? answer_err(&e) : answer_ok();
 }
 
@@ -169,24 +194,12 @@ static void finish_taken(struct conn *cn)
 {
 	cn->pending = false;
 	cn->e = (abox_error)ABOX_ERROR_INIT;
-	bool made = false;
-	pthread_mutex_lock(&netd.lock);
-	struct sbx *s = sbx_get(cn->slot);
-	if (!s || strcmp(s->id, cn->id)) {
-		/* the creator gave the slot up meanwhile */
-		cn->result = abox_error_setx(&cn->e, ESTALE, "slot %u is not sandbox %s's", cn->slot, cn->id);
-	} else {
-		cn->result = attach_spare(&netd.cfg, netd.uplink, s->id, s->slot, &s->policy, &cn->sp, &made,
-					  &cn->e);
-		if (cn->result >= 0)
-			sbx_applied(s);
-	}
-	pthread_mutex_unlock(&netd.lock);
+	cn->result = attach_spare(&netd.cfg, cn->id, cn->slot, &cn->sp, &cn->e);
+	if (cn->result >= 0)
+		cn->result = elements_for(cn->id, cn->slot, &cn->e);
 	/* the creator holds the namespace now: netd's hold ends here */
 	spare_free(&cn->sp);
 	cn->finished = true;
-	if (made)
-		restore_others(cn->slot);
 }
 
 static json_object *do_remove(json_object *req)

@@ -236,10 +236,19 @@ int main(int argc, char **argv)
 	}
 	const char *idle_env = getenv("ABOX_NETD_IDLE_S");
 	int64_t idle_ms = (idle_env && *idle_env ? atoll(idle_env) : 60) * 1000;
+	int64_t scanned_ms = clock_mono_ms();
 	for (;;) {
 		sleep(1);
 		pthread_mutex_lock(&netd.lock);
-		(void)sbx_load_all(NULL);
+		/* the slot files read again (under the lock, one stat each:
+		 * ≈ 1 ms with a thousand sandboxes) only when none is known,
+		 * to find one before leaving, and every 30 s to let go of
+		 * those freed without a word to netd; requests load the slot
+		 * they name themselves */
+		if (netd.nsbx == 0 || clock_mono_ms() - scanned_ms > 30000) {
+			(void)sbx_load_all(NULL);
+			scanned_ms = clock_mono_ms();
+		}
 		bool idle = netd.nsbx == 0 && netd.active_proxied == 0 &&
 			    clock_mono_ms() - netd.last_busy_ms > idle_ms;
 		pthread_mutex_unlock(&netd.lock);
