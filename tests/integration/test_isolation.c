@@ -169,6 +169,23 @@ Test(isolation, proc_masks_and_readonly)
 		ANY_STATUS, "0\n0\n0\nend\n");
 }
 
+/* Root-only views of the kernel's allocators (sandbox root is host root
+ * until user namespaces), the crash-dump symbol table and PSI triggers:
+ * each read empty or refused, each name printed only when it leaks. */
+Test(isolation, proc_allocator_views_and_psi)
+{
+	sh_prints("root",
+		  "for f in /proc/slabinfo /proc/vmallocinfo /proc/pagetypeinfo /sys/kernel/vmcoreinfo; do "
+		  "  [ -e $f ] && [ -n \"$(cat $f 2>/dev/null | head -c 1)\" ] && echo leaks $f; done; "
+		  "[ -e /proc/pressure/cpu ] && awk '$5 == \"/proc/pressure\" { print $6 }' "
+		  "/proc/self/mountinfo "
+		  "| grep -qv '^ro' && echo psi-writable; "
+		  "[ -e /proc/pressure/cpu ] && ! grep -q ' /proc/pressure ' /proc/self/mountinfo && echo "
+		  "psi-writable; "
+		  "echo end",
+		  ANY_STATUS, "end\n");
+}
+
 Test(isolation, dev_is_minimal)
 {
 	sh_prints("root", "ls /dev | tr '\\n' ' '", 0,

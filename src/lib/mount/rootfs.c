@@ -134,19 +134,28 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 }
 
 /* /proc files that leak host state or offer a lever on the host kernel:
- * kcore (kernel memory image), keys (the kernel keyring list), timer_list
- * and sched_debug (host task names and pids), sysrq-trigger (reboot the
- * host), kpage* (physical page maps for rowhammer-style attacks),
- * latency_stats, kmsg. They are covered by /dev/null. */
+ * kcore (kernel memory image), keys (the kernel keyring list), timer_list,
+ * timer_stats and sched_debug (host task names and pids), sysrq-trigger
+ * (reboot the host), kpage* (physical page maps for rowhammer-style
+ * attacks), latency_stats, kmsg; and the root-only views of the kernel's
+ * allocators, which sandbox root could read as host root: slabinfo (slab
+ * cache fill, the signal heap-grooming exploits steer by), vmallocinfo
+ * (kernel virtual addresses: a KASLR bypass), pagetypeinfo (free-page
+ * layout). They are covered by /dev/null. */
 static const char *const proc_masked_files[] = {
-	"kcore", "keys", "key-users", "timer_list", "sched_debug", "sysrq-trigger",
-	"latency_stats", "kpagecount", "kpageflags", "kpagecgroup", "kmsg", "config.gz",
+	"kcore",         "keys",       "key-users",   "timer_list",   "sched_debug", "sysrq-trigger",
+	"latency_stats", "kpagecount", "kpageflags",  "kpagecgroup",  "kmsg",        "config.gz",
+	"timer_stats",   "slabinfo",   "vmallocinfo", "pagetypeinfo",
 };
 /* Directories hidden behind an empty read-only tmpfs. */
 static const char *const proc_masked_dirs[] = { "acpi", "scsi", "asound", "driver" };
 /* Directories kept visible but read-only: writing there tunes the host
- * kernel (sysctl, irq affinity, bus devices, filesystems). */
-static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs" };
+ * kernel (sysctl, irq affinity, bus devices, filesystems) or, for
+ * pressure, arms a PSI trigger: root may ask for any window, each one a
+ * poller the kernel runs for it on the host. */
+static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs", "pressure" };
+_Static_assert(ELEMENTSOF(proc_masked_files) + ELEMENTSOF(proc_masked_dirs) <= 32,
+	       "the masks present fit rootfs_plan.proc_masks");
 
 /* The first mask is an empty read-only tmpfs; later ones are binds of it
  * (one superblock to make and tear down instead of one per mask). Its
@@ -289,6 +298,10 @@ int rootfs_sys(int sysfs_fd, abox_error *err)
 	} else if ((r = do_mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0) {
 		return r;
 	}
+	/* vmcoreinfo: the kernel's symbol addresses and structure offsets
+	 * for a crash dump, readable by anyone (a KASLR bypass) */
+	if (mount("/dev/null", "/sys/kernel/vmcoreinfo", NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+		return abox_error_set(err, errno, "mask '/sys/kernel/vmcoreinfo'");
 	/* firmware tables, and powercap energy counters (the Platypus
 	 * power side channel reads them to recover secrets) */
 	if ((r = mask_tmpfs("/sys/firmware", err)) < 0)
