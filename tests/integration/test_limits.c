@@ -31,6 +31,35 @@ Test(limits, oom_of_a_child_is_reported_and_the_command_goes_on)
 		    "python3 -c 'a = bytearray(400 << 20)'; echo \"child=$?\"");
 }
 
+/* Unread TCP buffers on the sandbox's own loopback: 128 connections
+ * written to until the kernel refuses could hold ≈ 1 GiB of host memory
+ * (478 MiB did, in a 256 MiB sandbox, before socket memory was charged to
+ * it). Now they stop inside the sandbox's limit: at most its TCP bound
+ * (64 MiB) on a v1 memory controller, its memory limit on v2. */
+Test(limits, tcp_buffers_stay_within_the_sandbox)
+{
+	struct run_result r;
+	ABOX(&r, "run", "--memory", "256M", "--", "python3", "-c",
+	     "import socket\n"
+	     "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(256)\n"
+	     "held, total = [], 0\n"
+	     "for i in range(128):\n"
+	     "    c = socket.create_connection(srv.getsockname()); a, _ = srv.accept()\n"
+	     "    c.setblocking(False); held += [c, a]\n"
+	     "    while True:\n"
+	     "        try:\n"
+	     "            n = c.send(b'x' * (1 << 20))\n"
+	     "        except OSError:\n"
+	     "            break\n"
+	     "        total += n\n"
+	     "print(total >> 20)\n");
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	int mib = atoi(r.out);
+	cr_assert_gt(mib, 0, "out: %s", r.out);
+	cr_assert_lt(mib, 256, "%d MiB of TCP buffers held by a 256 MiB sandbox", mib);
+	run_result_free(&r);
+}
+
 Test(limits, fork_bomb_is_stopped_by_pids)
 {
 	struct run_result r;

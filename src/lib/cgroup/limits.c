@@ -11,6 +11,21 @@
 #include "cgroup/cgroup_internal.h"
 
 #define CPU_PERIOD_US 100000u
+/* v1 only: the most socket buffer memory a sandbox holds (its memory
+ * limit when smaller). v1 does not count socket buffers against
+ * memory.limit_in_bytes: without this, a sandbox with a 256 MiB limit
+ * held 478 MiB of unread TCP buffers on its own loopback, memory the
+ * host's TCP stack shares with every other socket (tcp_mem), pushing
+ * all of them into memory pressure. Writing the limit also turns the
+ * accounting on, for sockets made afterwards: before init starts. v2
+ * charges socket memory to memory.max already. */
+#define CG_V1_TCP_MAX ((uint64_t)64 << 20)
+
+/* The v1 TCP buffer bound of a sandbox whose memory limit is bytes. */
+static void tcp_bound(uint64_t bytes, char out[24])
+{
+	snprintf(out, 24, "%" PRIu64, bytes < CG_V1_TCP_MAX ? bytes : CG_V1_TCP_MAX);
+}
 
 /* The user's memory limit on the commands' cgroup, without swap past it. */
 static int cmds_limit(struct cg_sandbox *cg, uint64_t bytes, abox_error *err)
@@ -23,6 +38,12 @@ static int cmds_limit(struct cg_sandbox *cg, uint64_t bytes, abox_error *err)
 	if (r >= 0)
 		r = cgroup_knob_write(d, v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", v1 ? mem : "0",
 				      true, err);
+	/* the commands' sockets are charged where they are made: the
+	 * accounting is turned on here too (see CG_V1_TCP_MAX) */
+	char tcp[24];
+	tcp_bound(bytes, tcp);
+	if (r >= 0 && v1)
+		r = cgroup_knob_write(d, "memory.kmem.tcp.limit_in_bytes", tcp, true, err);
 	return r;
 }
 
@@ -35,12 +56,13 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	const struct cg_dir *c = lim->cpu_millis ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
 	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1;
 	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
-	char mem[24], pids[24], cpu[48];
+	char mem[24], pids[24], cpu[48], tcp[24];
 
 	/* with a commands' cgroup below, the sandbox's own bound is the
 	 * commands' limit plus init's headroom (see CG_INIT_HEADROOM) */
 	uint64_t total = lim->memory_bytes + (cg->cmds >= 0 ? CG_INIT_HEADROOM : 0);
 	snprintf(mem, sizeof(mem), "%" PRIu64, total);
+	tcp_bound(lim->memory_bytes, tcp);
 	snprintf(pids, sizeof(pids), "%" PRIu64, lim->pids);
 	if (c1)
 		snprintf(cpu, sizeof(cpu), "%" PRIu64, quota);
@@ -55,6 +77,9 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		/* no swap past the limit: v1 memsw counts memory + swap, so
 		 * the same value leaves none; v2 limits swap separately */
 		{ m, m1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", m1 ? mem : "0", true },
+		/* v1: socket buffers bounded (CG_V1_TCP_MAX); a kernel without
+		 * the knob has no such accounting to turn on */
+		{ m1 ? m : NULL, "memory.kmem.tcp.limit_in_bytes", tcp, true },
 		{ p, "pids.max", pids, false },
 		/* v1 cpu.cfs_period_us is not written: a new cgroup always
 		 * starts at the kernel's default of 100 ms (not inherited) */
