@@ -136,6 +136,9 @@ size_t strv_length(char *const *v);
 /* A malloc'd copy of v; NULL when v is NULL or empty (or out of memory:
  * a copy may then end early). */
 char **strv_copy(char *const *v);
+/* Environment entries ("K=V"): base's, then over's, one per key (the
+ * later wins); never NULL unless out of memory. */
+char **strv_env_merge(char *const *base, const char *const *over);
 
 /* The part of s before the first character of stop (all of s when there
  * is none) into buf, NUL-terminated; false when it does not fit in n. */

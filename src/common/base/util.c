@@ -42,6 +42,27 @@ char **strv_copy(char *const *v)
 	return c;
 }
 
+char **strv_env_merge(char *const *base, const char *const *over)
+{
+	size_t nb = strv_length(base), no = strv_length((char *const *)over), k = 0;
+	char **v = calloc(nb + no + 1, sizeof(char *));
+	for (size_t i = 0; v && i < nb + no; i++) {
+		const char *e = i < nb ? base[i] : over[i - nb];
+		const char *eq = strchr(e, '=');
+		size_t kl = eq ? (size_t)(eq - e) + 1 : strlen(e);
+		bool later = false;
+		for (size_t j = i + 1; j < nb + no && !later; j++)
+			later = strncmp(j < nb ? base[j] : over[j - nb], e, kl) == 0;
+		if (later)
+			continue;
+		if (!(v[k++] = strdup(e))) {
+			strv_free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
 int write_full(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

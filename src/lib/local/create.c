@@ -99,29 +99,6 @@ static int detach(abox_sandbox *sb, abox_error *err)
 	return backend_call(sb, &m, "detach", NULL, NULL, err);
 }
 
-/* base's entries, then over's, one per key (the later wins); never NULL
- * unless out of memory. */
-static char **env_merge(char *const *base, const char *const *over)
-{
-	size_t nb = strv_length(base), no = strv_length((char *const *)over), k = 0;
-	char **v = calloc(nb + no + 1, sizeof(char *));
-	for (size_t i = 0; v && i < nb + no; i++) {
-		const char *e = i < nb ? base[i] : over[i - nb];
-		const char *eq = strchr(e, '=');
-		size_t kl = eq ? (size_t)(eq - e) + 1 : strlen(e);
-		bool later = false;
-		for (size_t j = i + 1; j < nb + no && !later; j++)
-			later = strncmp(j < nb ? base[j] : over[j - nb], e, kl) == 0;
-		if (later)
-			continue;
-		if (!(v[k++] = strdup(e))) {
-			strv_free(v);
-			return NULL;
-		}
-	}
-	return v;
-}
-
 int local_create(abox_ctx *ctx, const abox_sandbox_opts *opts, abox_sandbox **out, abox_error *err)
 {
 	return backend_create(ctx, opts, NULL, out, err);
@@ -220,7 +197,7 @@ static int create_prepare(struct create *c, abox_error *err)
 		return abox_error_prefix(err, "create");
 
 	/* the template's env first, the create's over it (the later wins) */
-	if (!(c->merged_env = env_merge(c->tmpl.meta.env, c->o.env)))
+	if (!(c->merged_env = strv_env_merge(c->tmpl.meta.env, c->o.env)))
 		return abox_error_set(err, ENOMEM, "create");
 	const char *policy = c->o.seccomp_policy ? c->o.seccomp_policy : ctx->default_policy;
 	if (!policy)
