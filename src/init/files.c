@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -117,7 +118,7 @@ static void fs_req_free(struct fs_req *r)
 
 static void fs_read(int ci, const struct proto_frame *f, const struct fs_req *r)
 {
-	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = files_openat(AT_FDCWD, r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd < 0) {
 		files_error(ci, f, errno, r->path);
 		return;
@@ -227,7 +228,7 @@ static void fs_list(int ci, const struct proto_frame *f, const struct fs_req *r)
 	}
 	unsigned depth = r->depth == 0 ? 1 : (unsigned)r->depth;
 	for (int pass = 0; pass < 2; pass++) {
-		int fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd = files_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 		if (fd < 0) {
 			files_error(ci, f, errno, r->path);
 			return;
@@ -281,6 +282,32 @@ void files_handle(int ci, const struct proto_frame *f)
 	as_user(&r.id);
 	struct stat st;
 	struct proto_msg m;
+	/* the name operations act in the folder their path names, opened
+	 * through files_anchor (no magic link on the way) */
+	char base[NAME_MAX + 1], tbase[NAME_MAX + 1];
+	int dfd = -1, tdfd = -1, e = 0;
+	if (f->type == MSG_REQ_FS_STAT || f->type == MSG_REQ_FS_MKDIR || f->type == MSG_REQ_FS_MOVE ||
+	    f->type == MSG_REQ_FS_REMOVE) {
+		if ((dfd = files_anchor(r.path, base, sizeof(base))) < 0)
+			e = -dfd;
+		else if (f->type == MSG_REQ_FS_MOVE && r.target &&
+			 (tdfd = files_anchor(r.target, tbase, sizeof(tbase))) < 0)
+			e = -tdfd;
+		if (e == ENOENT && f->type == MSG_REQ_FS_MKDIR) {
+			/* its parents are missing: mkdir -p */
+			e = -files_make_dirs(r.path, true);
+			if (!e) {
+				proto_msg_init(&m, MSG_EV_OK, f->id);
+				proto_put_u64(&m, F_FLAGS, 1);
+				init_queue(ci, &m);
+				goto out;
+			}
+		}
+		if (e) {
+			files_error(ci, f, e, r.path);
+			goto out;
+		}
+	}
 	switch (f->type) {
 	case MSG_REQ_FS_READ:
 		fs_read(ci, f, &r);
@@ -289,14 +316,14 @@ void files_handle(int ci, const struct proto_frame *f)
 		files_write_open(ci, f, &r);
 		break;
 	case MSG_REQ_FS_STAT:
-		if (lstat(r.path, &st) < 0) {
+		if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			files_error(ci, f, errno, r.path);
 			break;
 		}
 		proto_msg_init(&m, MSG_EV_OK, f->id);
 		{
 			const char *name = strrchr(r.path, '/');
-			put_entry(&m, r.path, name && name[1] ? name + 1 : r.path, &st, AT_FDCWD, r.path);
+			put_entry(&m, r.path, name && name[1] ? name + 1 : r.path, &st, dfd, base);
 		}
 		init_queue(ci, &m);
 		break;
@@ -304,11 +331,12 @@ void files_handle(int ci, const struct proto_frame *f)
 		fs_list(ci, f, &r);
 		break;
 	case MSG_REQ_FS_MKDIR: {
-		bool made = mkdir(r.path, 0755) == 0;
-		int e = made ? 0 : errno;
+		bool made = mkdirat(dfd, base, 0755) == 0;
+		e = made ? 0 : errno;
 		if (e == ENOENT)
 			e = -files_make_dirs(r.path, true), made = e == 0;
-		else if (e == EEXIST && (lstat(r.path, &st) < 0 || !S_ISDIR(st.st_mode)))
+		else if (e == EEXIST &&
+			 (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
 			e = EEXIST; /* a file is in the way */
 		else if (e == EEXIST)
 			e = 0;
@@ -322,7 +350,7 @@ void files_handle(int ci, const struct proto_frame *f)
 		break;
 	}
 	case MSG_REQ_FS_MOVE:
-		if (!r.target || rename(r.path, r.target) < 0) {
+		if (!r.target || renameat(dfd, base, tdfd, tbase) < 0) {
 			files_error(ci, f, r.target ? errno : EINVAL, r.path);
 			break;
 		}
@@ -336,7 +364,7 @@ void files_handle(int ci, const struct proto_frame *f)
 	case MSG_REQ_FS_REMOVE: {
 		/* a missing path is nothing to remove: envd's RemoveAll says so
 		 * too (the SDKs' remove of a missing file succeeds) */
-		int e = rm_rf_strict_at(AT_FDCWD, r.path);
+		e = rm_rf_strict_at(dfd, base);
 		if (e < 0) {
 			files_error(ci, f, -e, r.path);
 			break;
@@ -348,6 +376,11 @@ void files_handle(int ci, const struct proto_frame *f)
 	default:
 		break;
 	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (tdfd >= 0)
+		close(tdfd);
 	as_init();
 	fs_req_free(&r);
 }

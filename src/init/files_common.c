@@ -4,8 +4,12 @@
  * file for them.
  * Runs in abox-init. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "files.h"
@@ -42,7 +46,56 @@ void files_error(int ci, const struct proto_frame *f, int code, const char *path
 	init_send_error(ci, f->id, code, msg);
 }
 
-/* mkdir -p of path's parents (or of path itself when self). */
+/* openat2 and RESOLVE_NO_MAGICLINKS, for the C libraries whose headers
+ * lack them (musl's) */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define FILES_RESOLVE_NO_MAGICLINKS 0x02
+struct files_open_how {
+	uint64_t flags, mode, resolve;
+};
+
+int files_openat(int dfd, const char *path, int flags, mode_t mode)
+{
+	struct files_open_how how = {
+		.flags = (uint64_t)(unsigned)flags,
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = FILES_RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	/* kernels before 5.6: no openat2, and nothing better to ask for */
+	if (fd < 0 && errno == ENOSYS)
+		return openat(dfd, path, flags, mode);
+	return (int)fd;
+}
+
+int files_anchor(const char *path, char *base, size_t n)
+{
+	size_t len = strlen(path);
+	/* "a/b/" is "a/b" */
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	const char *slash = memrchr(path, '/', len);
+	char dir[4096];
+	const char *last = slash ? slash + 1 : path;
+	size_t dlen = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
+	size_t blen = len - (size_t)(last - path);
+	if (dlen >= sizeof(dir) || blen + 1 > n)
+		return -ENAMETOOLONG;
+	memcpy(dir, slash ? path : ".", dlen);
+	dir[dlen] = '\0';
+	memcpy(base, last, blen);
+	base[blen] = '\0';
+	if (!base[0]) /* "/" itself */
+		snprintf(base, n, ".");
+	int fd = files_openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+/* mkdir -p of path's parents (or of path itself when self), one folder
+ * at a time below the one before (files_openat), never by the whole
+ * path: a path that crosses a magic link is refused at that link. */
 int files_make_dirs(const char *path, bool self)
 {
 	char p[4096];
@@ -56,16 +109,23 @@ int files_make_dirs(const char *path, bool self)
 			return 0;
 		*slash = '\0';
 	}
-	for (char *s = p + 1;; s++) {
-		char *slash = strchr(s, '/');
-		if (slash)
-			*slash = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (!slash)
+	int cur = files_openat(AT_FDCWD, p[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (cur < 0)
+		return -errno;
+	int r = 0;
+	for (char *save = NULL, *c = strtok_r(p, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST) {
+			r = -errno;
 			break;
-		*slash = '/';
-		s = slash;
+		}
+		int next = files_openat(cur, c, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+		if (next < 0) {
+			r = -errno;
+			break;
+		}
+		close(cur);
+		cur = next;
 	}
-	return 0;
+	close(cur);
+	return r;
 }

@@ -48,7 +48,8 @@ void files_write_open(int ci, const struct proto_frame *f, const struct fs_req *
 		writes[ci].error = -e;
 		return;
 	}
-	int fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	int fd = files_openat(AT_FDCWD, r->path,
+			      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
 	if (fd < 0) {
 		writes[ci].error = errno;
 		return;

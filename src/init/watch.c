@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "base/base.h"
+#include "files.h"
 #include "init.h"
 #include "proto/messages.h"
 
@@ -33,31 +34,48 @@ struct watch {
 
 static struct watch watches[WATCHES_MAX];
 
-static void add_dir(struct watch *w, const char *path, unsigned depth)
+/* Watches the folder open at dfd (closed here), named path in events,
+ * and with recursive its subfolders. The watch is added through our own
+ * /proc/self/fd link to dfd, so the folder is the one files_openat
+ * resolved (never a path crossing a magic link, see files.h), and
+ * subfolders are opened below it without following symlinks. */
+static void add_dir(struct watch *w, int dfd, const char *path, unsigned depth)
 {
-	if (w->ndirs == DIRS_MAX || depth > 32)
+	if (w->ndirs == DIRS_MAX || depth > 32) {
+		close(dfd);
 		return;
-	int wd = inotify_add_watch(w->fd, path, MASK | IN_ONLYDIR | IN_DONT_FOLLOW);
-	if (wd < 0)
+	}
+	char self[40];
+	safe_snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+	int wd = inotify_add_watch(w->fd, self, MASK | IN_ONLYDIR);
+	bool known = wd < 0;
+	for (unsigned i = 0; i < w->ndirs && !known; i++)
+		known = w->wd[i] == wd;
+	char *copy = known ? NULL : strdup(path);
+	if (known || !copy) {
+		close(dfd);
 		return;
-	for (unsigned i = 0; i < w->ndirs; i++)
-		if (w->wd[i] == wd)
-			return; /* already known */
+	}
 	w->wd[w->ndirs] = wd;
-	w->path[w->ndirs] = strdup(path);
+	w->path[w->ndirs] = copy;
 	w->ndirs++;
-	if (!w->recursive)
+	DIR *d = w->recursive ? fdopendir(dfd) : NULL;
+	if (!d) {
+		close(dfd);
 		return;
-	DIR *d = opendir(path);
-	if (!d)
-		return;
+	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		char sub[4096];
-		safe_snprintf(sub, sizeof(sub), "%s%s%s", path, strcmp(path, "/") ? "/" : "", de->d_name);
-		add_dir(w, sub, depth + 1);
+		int sub = files_openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+				       0);
+		if (sub < 0)
+			continue;
+		char subpath[4096];
+		safe_snprintf(subpath, sizeof(subpath), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
+			      de->d_name);
+		add_dir(w, sub, subpath, depth + 1);
 	}
 	closedir(d);
 }
@@ -82,12 +100,10 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, const st
 		return;
 	}
 	users_enter(id);
-	struct stat st;
 	int e = 0;
-	if (stat(path, &st) < 0)
+	int dfd = files_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dfd < 0)
 		e = errno;
-	else if (!S_ISDIR(st.st_mode))
-		e = ENOTDIR;
 	if (!e) {
 		w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 		if (w->fd < 0) {
@@ -99,10 +115,13 @@ void watch_start(int ci, const struct proto_frame *f, const char *path, const st
 		w->client = ci;
 		w->id = f->id;
 		w->recursive = recursive;
-		add_dir(w, path, 0);
+		add_dir(w, dfd, path, 0);
+		dfd = -1;
 		if (!w->ndirs)
 			e = EACCES;
 	}
+	if (dfd >= 0)
+		close(dfd);
 	users_leave();
 	if (e) {
 		char msg[600];
@@ -178,7 +197,11 @@ void watch_ready(const struct pollfd *pfd)
 				if ((ev->mask & IN_ISDIR) && w->recursive) {
 					char sub[4096];
 					safe_snprintf(sub, sizeof(sub), "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", name);
-					add_dir(w, sub, 0);
+					int sfd = files_openat(
+						AT_FDCWD, sub,
+						O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+					if (sfd >= 0)
+						add_dir(w, sfd, sub, 0);
 				}
 			}
 			if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE))

@@ -143,8 +143,7 @@ Test(files, paths_cannot_leave_the_sandbox)
 	gethostname(host, sizeof(host));
 	ABOX_OK("exec", id, "--", "sh", "-c", "ln -s / /home/user/rootlink && ln -s /etc /home/user/etclink");
 	const char *paths[] = { "/home/user/rootlink/etc/hostname", "/../../../../etc/hostname",
-				"/home/user/../../../etc/hostname", "/proc/1/root/etc/hostname",
-				"/proc/self/root/etc/hostname" };
+				"/home/user/../../../etc/hostname" };
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		struct run_result r = FILES(NULL, "--user", "root", "cat", id, paths[i]);
 		cr_expect_eq(r.status, 0, "%s: %s", paths[i], r.err);
@@ -153,9 +152,50 @@ Test(files, paths_cannot_leave_the_sandbox)
 		cr_expect_str_eq(r.out, want, "%s leads outside the sandbox", paths[i]);
 		run_result_free(&r);
 	}
+	/* /proc's magic links are not followed at all (see the next test) */
+	const char *magic[] = { "/proc/1/root/etc/hostname", "/proc/self/root/etc/hostname" };
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		FILES_EXPECT(NULL, 125, "", "Too many levels of symbolic links", "--user", "root", "cat", id,
+			     magic[i]);
 	/* writing through a symlink as user: the user's permissions hold */
 	FILES_EXPECT("pwned\n", 125, NULL, "Permission denied", "write", id, "/home/user/etclink/passwd");
 	(void)host;
+}
+
+/* init serves the files API and holds the writable layer's folder open
+ * (fd 4, for disk use and snapshots) and the host's cgroup files: as PID
+ * 1 it may follow its own /proc/self/fd links, which would lead a
+ * request past the overlay into the layer's raw folders (upper/root,
+ * work, the l/ links to the lower layers), where a symlink planted in
+ * place of upper/root is followed in the host's root at the sandbox's
+ * next start. No operation crosses such a link, directly or through a
+ * symlink the sandbox made. */
+Test(files, init_fds_are_no_way_out)
+{
+	ABOX_OK("exec", "-u", "root", id, "--", "sh", "-c",
+		"ln -sfn /proc/self/fd/4 /tmp/layer; ln -sfn /proc/1/fd /tmp/initfds; mkdir -p /tmp/src");
+	const char *ways[] = { "/proc/self/fd/4/upper", "/proc/1/fd/4/upper", "/tmp/layer/upper",
+			       "/tmp/initfds/4/upper", "/proc/thread-self/fd/4/upper" };
+	for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+		char p[128];
+		const char *w = ways[i];
+		FILES_EXPECT(NULL, 125, "", NULL, "--user", "root", "ls", id, w);
+		FILES_EXPECT(NULL, 125, "", NULL, "--user", "root", "stat", id, w);
+		snprintf(p, sizeof(p), "%s/root/etc/hostname", w);
+		FILES_EXPECT(NULL, 125, "", NULL, "--user", "root", "cat", id, p);
+		snprintf(p, sizeof(p), "%s/planted", w);
+		FILES_EXPECT("x", 125, NULL, NULL, "--user", "root", "write", id, p);
+		FILES_EXPECT(NULL, 125, NULL, NULL, "--user", "root", "mkdir", id, p);
+		FILES_EXPECT(NULL, 125, NULL, NULL, "--user", "root", "mv", id, "/tmp/src", p);
+		snprintf(p, sizeof(p), "%s/root/etc", w);
+		FILES_EXPECT(NULL, 125, NULL, NULL, "--user", "root", "rm", id, p);
+		struct run_result r = FILES(NULL, "--user", "root", "watch", "--timeout", "1", id, w);
+		cr_expect_neq(r.status, 0, "watch %s: %s", w, r.out);
+		run_result_free(&r);
+	}
+	/* nothing of it happened: the sandbox's files are as they were */
+	FILES_EXPECT(NULL, 0, NULL, NULL, "exists", id, "/etc/hostname");
+	FILES_EXPECT(NULL, 0, NULL, NULL, "exists", id, "/tmp/src");
 }
 
 static long maxrss_kb_of(const char *const *argv)

@@ -22,10 +22,26 @@ static int do_mount(const char *src, const char *dst, const char *type, unsigned
 	return 0;
 }
 
+/* A folder at path, made when missing. One that exists must be a folder
+ * and not a symlink to one: these paths are in the writable layer and the
+ * sandbox's tree, and until pivot_root a symlink there is followed in the
+ * host's root (a sandbox that left "upper/root -> /etc" in its layer, or
+ * "/dev -> /etc" in its tree, would have the host's /etc written to or
+ * mounted over). */
 static int mkdir_p1(const char *path, mode_t mode, abox_error *err)
 {
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
+	if (mkdir(path, mode) == 0)
+		return 0;
+	if (errno != EEXIST)
 		return abox_error_set(err, errno, "mkdir '%s'", path);
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return abox_error_set(err, errno, "stat '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return abox_error_setx(err, ENOTDIR,
+				       "'%s' is %s, not a folder: refusing to mount or write there before "
+				       "pivot_root",
+				       path, S_ISLNK(st.st_mode) ? "a symlink" : "a file");
 	return 0;
 }
 
@@ -103,8 +119,11 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
-	if ((r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC),
-			  init_in_dev ? "mode=0755,size=256k,nr_inodes=64" : "mode=0755,size=64k,nr_inodes=64", err)) < 0)
+	if ((r = mkdir_p1(p, 0755, err)) < 0 ||
+	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC),
+			  init_in_dev ? "mode=0755,size=256k,nr_inodes=64"
+				      : "mode=0755,size=64k,nr_inodes=64",
+			  err)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
@@ -225,7 +244,8 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 	int r;
 
 	safe_snprintf(p, sizeof(p), "%s/proc", root);
-	if ((r = do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
+	if ((r = mkdir_p1(p, 0555, err)) < 0 ||
+	    (r = do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
 		return r;
 	safe_snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
@@ -446,6 +466,8 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 				return r;
 		} else {
 			safe_snprintf(p, sizeof(p), "%s/%s", root, t);
+			if ((r = mkdir_p1(p, 0755, err)) < 0)
+				return r;
 		}
 		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 			return r;
