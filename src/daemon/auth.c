@@ -127,7 +127,7 @@ int auth_init(const char *state)
 	}
 	char hex[2 * SECRET_LEN + 1];
 	tohex(raw, sizeof(raw), hex);
-	mkdir(state, 0711);
+	mkdir(state, 0700);
 	/* written aside and linked in: two daemons starting at once agree on
 	 * one secret, and none ever reads a half-written one */
 	snprintf(tmp, sizeof(tmp), "%s/.aboxd.secret.%d", state, (int)getpid());

@@ -153,7 +153,7 @@ int config_default_key(void)
 		strcpy(key, "e2b_");
 		for (int i = 0; i < 20; i++)
 			snprintf(key + 4 + 2 * i, 3, "%02x", raw[i]);
-		mkdir(state, 0711);
+		mkdir(state, 0700);
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0 || dprintf(fd, "%s\n", key) < 0 || fsync(fd) < 0) {
 			fprintf(stderr, "aboxd: store the API key in '%s': %s\n", path, strerror(errno));

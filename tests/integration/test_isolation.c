@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -211,4 +212,22 @@ Test(isolation, gdb_works_on_own_processes)
 	sh_prints("user",
 		  "gdb -batch -ex run -ex \"info inferiors\" --args /bin/true >/dev/null 2>&1 && echo gdb-ok",
 		  ANY_STATUS, "gdb-ok\n");
+}
+
+/* The state folder holds every sandbox's records, layers and keys: a
+ * new one is root's alone (0700), not traversable by other host users. */
+Test(isolation, new_state_folder_is_root_only)
+{
+	char dir[] = "/tmp/abox-state-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char root[256], cmd[300];
+	snprintf(root, sizeof(root), "%s/state", dir);
+	setenv("ABOX_ROOT", root, 1);
+	ABOX_OK("run", "--", "true");
+	struct stat st;
+	int r = stat(root, &st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(r, 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "state folder mode %o", st.st_mode & 07777);
 }

@@ -364,7 +364,7 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 
 	char tdir[4096], scratch[4200], root[4300], gen[9];
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST)) {
+	if ((mkdir(state_dir, 0700) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST)) {
 		template_recipe_free(&rec);
 		return abox_error_set(err, errno, "template build: create '%s'", tdir);
 	}

@@ -241,7 +241,7 @@ int template_import(const char *state_dir, const char *name, const char *src, co
 				       "template: name '%s' must be 1-63 of a-z 0-9 - _ (and not 'host')", name);
 	char tdir[4096];
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if ((mkdir(state_dir, 0711) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
+	if ((mkdir(state_dir, 0700) < 0 && errno != EEXIST) || (mkdir(tdir, 0700) < 0 && errno != EEXIST))
 		return abox_error_set(err, errno, "template: create '%s'", tdir);
 	_cleanup_close_ int lk = template_lock(tdir, err);
 	if (lk < 0)

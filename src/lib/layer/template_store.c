@@ -235,7 +235,7 @@ int template_open(const char *state_dir, const char *name, struct template_info 
 	if (strlen(state_dir) > 3500)
 		return abox_error_setx(err, ENAMETOOLONG, "state folder path is too long");
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
-	if (mkdir(state_dir, 0711) < 0 && errno != EEXIST)
+	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "template: mkdir '%s'", state_dir);
 	if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "template: mkdir '%s'", tdir);
