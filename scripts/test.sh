@@ -15,7 +15,7 @@ status=0
 # (recorded in the tests' own state folder: meson runs every test with
 # ABOX_ROOT=<build>/test-state, see meson.build)
 if [ "${ABOX_SKIP_CRIU:-0}" != 1 ]; then
-  mkdir -p "$build/test-state"
+  mkdir -p -m 0700 "$build/test-state"
   ABOX_ROOT=$(cd "$build/test-state" && pwd) bash scripts/criu-setup.sh ||
     { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
 fi
