@@ -123,9 +123,10 @@ static int check_host(const char *state)
 	char pool[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &c.pool, pool, sizeof(pool));
 	finding(true, "network-config",
-		"%s: pool %s/%u (%u sandboxes), table %s, resolver port %u, proxy port %u",
+		"%s: pool %s/%u (%u sandboxes), %u spare namespaces, table %s, resolver port %u, proxy port "
+		"%u",
 		*c.path ? c.path : "defaults (no network.json)", pool, c.pool_prefix, net_config_slots(&c),
-		c.table, c.dns_port, c.proxy_port);
+		c.spares, c.table, c.dns_port, c.proxy_port);
 	bool admin = net_can_admin();
 	if (!admin) {
 		/* nothing below is used: say what is */
