@@ -293,6 +293,13 @@ void files_handle(int ci, const struct proto_frame *f)
 		else if (f->type == MSG_REQ_FS_MOVE && r.target &&
 			 (tdfd = files_anchor(r.target, tbase, sizeof(tbase))) < 0)
 			e = -tdfd;
+		if (e == ENOENT && f->type == MSG_REQ_FS_REMOVE) {
+			/* its folder is missing, so is it: nothing to remove
+			 * (as below) */
+			proto_msg_init(&m, MSG_EV_OK, f->id);
+			init_queue(ci, &m);
+			goto out;
+		}
 		if (e == ENOENT && f->type == MSG_REQ_FS_MKDIR) {
 			/* its parents are missing: mkdir -p */
 			e = -files_make_dirs(r.path, true);

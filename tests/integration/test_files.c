@@ -87,6 +87,10 @@ Test(files, errors_are_distinct)
 	}
 	FILES_EXPECT(NULL, 1, NULL, NULL, "exists", id, "/home/user/missing");
 	FILES_EXPECT(NULL, 0, NULL, NULL, "exists", id, "/home/user");
+	/* removing what is not there succeeds, as envd's RemoveAll, also
+	 * below a folder that is not there either */
+	FILES_EXPECT(NULL, 0, NULL, NULL, "rm", id, "/home/user/missing");
+	FILES_EXPECT(NULL, 0, NULL, NULL, "rm", id, "/home/user/missing/below/it");
 }
 
 Test(files, no_space_left)
