@@ -121,23 +121,34 @@ int net_namespace_new(int (*inside)(void *ud, abox_error *err), void *ud, abox_e
 	return fd;
 }
 
-int net_namespace_enter(int fd, int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err)
+/* inside, run while this thread is in the network namespace of fd; the
+ * thread comes back at once (see net_namespace_new). */
+static int run_in(int fd, int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err)
 {
 	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (own < 0)
 		return abox_error_set(err, errno, "net: open own network namespace");
+	if (setns(fd, CLONE_NEWNET) < 0)
+		return abox_error_set(err, errno, "net: enter the sandbox's network namespace");
+	int r = inside(ud, err);
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort();
+	return r;
+}
+
+static int no_op(void *ud, abox_error *err)
+{
+	(void)ud;
+	(void)err;
+	return 0;
+}
+
+int net_namespace_enter(int fd, int (*inside)(void *ud, abox_error *err), void *ud, abox_error *err)
+{
 	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (d < 0)
 		return abox_error_set(err, errno, "net: dup the sandbox's network namespace");
-	if (setns(d, CLONE_NEWNET) < 0) {
-		int e = errno;
-		close(d);
-		return abox_error_set(err, e, "net: enter the sandbox's network namespace");
-	}
-	int r = inside ? inside(ud, err) : 0;
-	/* back at once (see net_namespace_new) */
-	if (setns(own, CLONE_NEWNET) < 0)
-		abort();
+	int r = run_in(d, inside ? inside : no_op, ud, err);
 	if (r < 0) {
 		close(d);
 		return r;
@@ -145,17 +156,18 @@ int net_namespace_enter(int fd, int (*inside)(void *ud, abox_error *err), void *
 	return d;
 }
 
-int net_listen_in(int netns_fd, uint16_t port, abox_error *err)
+struct listener {
+	uint16_t port;
+	int fd;
+};
+
+static int make_listener(void *ud, abox_error *err)
 {
-	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (own < 0)
-		return abox_error_set(err, errno, "net: open own network namespace");
-	if (setns(netns_fd, CLONE_NEWNET) < 0)
-		return abox_error_set(err, errno, "net: enter the sandbox's network namespace");
+	struct listener *l = ud;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int e = fd < 0 ? errno : 0;
 	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
+				  .sin_port = htons(l->port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	/* a restarted netd binds again while connections of the one before
 	 * linger in TIME_WAIT; a listener someone holds still refuses it */
@@ -167,10 +179,15 @@ int net_listen_in(int netns_fd, uint16_t port, abox_error *err)
 		close(fd);
 		fd = -1;
 	}
-	/* back at once (see net_namespace_new) */
-	if (setns(own, CLONE_NEWNET) < 0)
-		abort();
 	if (fd < 0)
-		return abox_error_set(err, e, "net: listen on 127.0.0.1:%u in the sandbox", port);
-	return fd;
+		return abox_error_set(err, e, "net: listen on 127.0.0.1:%u in the sandbox", l->port);
+	l->fd = fd;
+	return 0;
+}
+
+int net_listen_in(int netns_fd, uint16_t port, abox_error *err)
+{
+	struct listener l = { .port = port, .fd = -1 };
+	int r = run_in(netns_fd, make_listener, &l, err);
+	return r < 0 ? r : l.fd;
 }
