@@ -42,6 +42,12 @@ typedef struct abox_sandbox abox_sandbox;
  * only and ends the processes (E2B's autoPauseMemory: false); a resume
  * starts them afresh. */
 #define ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY (1u << 4)
+/* A user namespace of its own: the sandbox's ids 0-65535 are a range of
+ * host ids no host account and no other sandbox holds, so its root is no
+ * host root and its user no host user (docs/security.md). Without either
+ * flag: the state folder's userns.json decides ("default"). */
+#define ABOX_SANDBOX_USERNS (1u << 5)
+#define ABOX_SANDBOX_NO_USERNS (1u << 6)
 
 /* ---- networking -------------------------------------------------------- */
 

@@ -117,7 +117,8 @@ void cli_close_gc(struct cli_sandbox *s);
 	{ "seccomp", required_argument, NULL, 'S' },           \
 	{ "net", required_argument, NULL, 'N' },               \
 	{ "allow-out", required_argument, NULL, 'O' },         \
-	{ "deny-out", required_argument, NULL, 'X' }
+	{ "deny-out", required_argument, NULL, 'X' },          \
+	{ "userns", required_argument, NULL, 'Y' }
 /* clang-format on */
 
 /* What those options make: the sandbox's options, the -e K=V values and
@@ -146,7 +147,9 @@ int cli_new_finish(const char *verb, struct cli_new_sandbox *ns);
 	"      --allow-out X     filtered: an IP, CIDR or name (example.com, *.example.com) it may\n"        \
 	"                        reach (repeatable; names need --deny-out 0.0.0.0/0)\n"                      \
 	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"        \
-	"                        everything --allow-out does not name is refused)\n"
+	"                        everything --allow-out does not name is refused)\n"                        \
+	"      --userns on|off   a user namespace of its own: its root and user are host ids no\n"         \
+	"                        host account or other sandbox has (default: userns.json's)\n"
 
 /* Takes getopt_long's c and its value val into ns; the verb has looked at
  * its own options first. Returns 1 when c is one of CLI_SANDBOX_LONGOPTS,

@@ -154,6 +154,17 @@ int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_san
 	case 'S':
 		so->seccomp_policy = val;
 		break;
+	case 'Y':
+		so->flags &= ~(ABOX_SANDBOX_USERNS | ABOX_SANDBOX_NO_USERNS);
+		if (!strcmp(val, "on"))
+			so->flags |= ABOX_SANDBOX_USERNS;
+		else if (!strcmp(val, "off"))
+			so->flags |= ABOX_SANDBOX_NO_USERNS;
+		else {
+			cli_err("%s: --userns '%s': expected on or off", verb, val);
+			r = -1;
+		}
+		break;
 	case 'N':
 		if (!strcmp(val, "none"))
 			ns->net.mode = ABOX_NET_NONE;

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include "store/uidpool.h"
 
 #define XATTR_LIST_MAX_BYTES 65536
 #define XATTR_VALUE_MAX_BYTES 65536
@@ -32,6 +35,7 @@ struct copier {
 	struct link_entry *links;
 	size_t nlinks, cap; /* cap: a power of two, or 0 */
 	bool sanitize;      /* an imported tree: no devices, setuid/setgid or file capabilities */
+	uint32_t id_base;   /* a layer of a sandbox with a user namespace: its first host id, else 0 */
 	dev_t src_dev;      /* imports stay on the source's filesystem (like cp -x) */
 	dev_t dst_dev;      /* and never copy the destination into itself */
 	ino_t dst_ino;
@@ -92,6 +96,41 @@ static int fail(struct copier *c, int e, const char *what)
  * the f* calls on) and never follow a symlink in the last component. The
  * directory fds pin the parents, and the tree is frozen, so the names
  * cannot be swapped under us. */
+/* A host id of the sandbox's range as the sandbox's own id (its layers
+ * are stored with sandbox-relative owners: a snapshot made in one range
+ * starts in any other). Host root's (the overlay's whiteouts and folders)
+ * stays root's; anything else, which the sandbox could not have made, is
+ * nobody's. */
+static uint32_t rel_id(const struct copier *c, uint32_t id)
+{
+	if (!c->id_base || id == 0)
+		return id;
+	return id - c->id_base < UIDPOOL_RANGE ? id - c->id_base : 65534;
+}
+
+/* A file capability set inside a user namespace names the namespace's
+ * root as a host id (version 3, rootid): stored relative, rootid 0, which
+ * the kernel keeps as a plain version 2 set, valid again for whichever
+ * sandbox root mounts the layer; one naming another namespace's root
+ * would grant nothing and is left out. */
+static bool rel_cap(const struct copier *c, char *val, ssize_t v)
+{
+	if (v != 24)
+		return true;
+	uint32_t magic, root;
+	memcpy(&magic, val, 4);
+	memcpy(&root, val + 20, 4);
+	magic = le32toh(magic);
+	root = le32toh(root);
+	if ((magic & 0xff000000u) != 0x03000000u)
+		return true;
+	if (root - c->id_base >= UIDPOOL_RANGE)
+		return false;
+	root = htole32(root - c->id_base);
+	memcpy(val + 20, &root, 4);
+	return true;
+}
+
 static int copy_xattrs(struct copier *c, int sdir, const char *sname, int ddir, const char *dname)
 {
 	char sp[64 + 256], dp[64 + 256];
@@ -128,6 +167,8 @@ static int copy_xattrs(struct copier *c, int sdir, const char *sname, int ddir, 
 		}
 		/* file capabilities raise privileges like setuid does */
 		if (c->sanitize && strcmp(k, "security.capability") == 0)
+			continue;
+		if (c->id_base && strcmp(k, "security.capability") == 0 && !rel_cap(c, val, v))
 			continue;
 		if (set(dp, k, val, (size_t)v, 0) < 0)
 			return abox_error_set(c->err, errno, "layer copy: set xattr '%s' on '%s'", k,
@@ -196,7 +237,7 @@ static int copy_data(struct copier *c, int in, int out, off_t size)
  * clears security.capability), then times. */
 static int finish(struct copier *c, int sdir, const char *name, int ddir, const struct stat *s)
 {
-	if (fchownat(ddir, name ? name : "", s->st_uid, s->st_gid,
+	if (fchownat(ddir, name ? name : "", rel_id(c, s->st_uid), rel_id(c, s->st_gid),
 		     name ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0)
 		return fail(c, errno, "chown");
 	if (!S_ISLNK(s->st_mode)) {
@@ -419,10 +460,10 @@ static int merge_dir(struct copier *c, int sdir, int ddir, unsigned depth)
 	return walk_dir(c, sdir, ddir, depth, merge_entry);
 }
 
-static int run(int src_dir, int dst_dir, bool merge, bool sanitize, struct layer_copy_stats *stats,
+static int run(int src_dir, int dst_dir, bool merge, bool sanitize, uint32_t id_base, struct layer_copy_stats *stats,
 	       abox_error *err)
 {
-	struct copier c = { .dst_root = dst_dir, .err = err, .sanitize = sanitize };
+	struct copier c = { .dst_root = dst_dir, .err = err, .sanitize = sanitize, .id_base = id_base };
 	struct stat s, d;
 	int r;
 	if (fstat(dst_dir, &d) == 0) {
@@ -443,15 +484,26 @@ static int run(int src_dir, int dst_dir, bool merge, bool sanitize, struct layer
 
 int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
 {
-	return run(src_dir, dst_dir, false, false, stats, err);
+	return run(src_dir, dst_dir, false, false, 0, stats, err);
 }
 
 int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
 {
-	return run(upper_dir, dst_dir, true, false, stats, err);
+	return run(upper_dir, dst_dir, true, false, 0, stats, err);
+}
+
+int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats, abox_error *err)
+{
+	return run(src_dir, dst_dir, false, false, id_base, stats, err);
+}
+
+int layer_merge_tree_ids(int upper_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats,
+			 abox_error *err)
+{
+	return run(upper_dir, dst_dir, true, false, id_base, stats, err);
 }
 
 int layer_import_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err)
 {
-	return run(src_dir, dst_dir, false, true, stats, err);
+	return run(src_dir, dst_dir, false, true, 0, stats, err);
 }

@@ -46,6 +46,13 @@ int layer_copy_tree(int src_dir, int dst_dir, struct layer_copy_stats *stats, ab
  * template's file). Used to flatten snapshot chains. */
 int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats, abox_error *err);
 
+/* The two above for the writable layer of a sandbox with a user
+ * namespace (id_base: its first host id): owners and file capabilities
+ * stored relative to the sandbox (store/uidpool.h). */
+int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats, abox_error *err);
+int layer_merge_tree_ids(int upper_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats,
+			 abox_error *err);
+
 /* layer_copy_tree for a tree from outside (a template import): device
  * nodes are left out, setuid/setgid bits and security.capability dropped,
  * so nothing in a template can raise privileges or reach host devices;

@@ -145,7 +145,7 @@ fail:
 	return r;
 }
 
-int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
+int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten, struct snap_record *rec,
 		abox_error *err)
 {
 	char dir[4200], tmp[64];
@@ -198,12 +198,12 @@ int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struc
 				goto fail;
 			bytes += st.data_bytes;
 		}
-		if ((r = layer_merge_tree(upper, lfd, &st, err)) < 0)
+		if ((r = layer_merge_tree_ids(upper, lfd, id_base, &st, err)) < 0)
 			goto fail;
 		st.data_bytes += bytes;
 		rec->parent = NULL;
 		rec->depth = 1;
-	} else if ((r = layer_copy_tree(upper, lfd, &st, err)) < 0) {
+	} else if ((r = layer_copy_tree_ids(upper, lfd, id_base, &st, err)) < 0) {
 		goto fail;
 	}
 	rec->bytes = st.data_bytes;

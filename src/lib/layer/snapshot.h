@@ -47,8 +47,10 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
  * template_name and depth set by the caller; id, created_ms and bytes
  * are filled in. flatten (layer folders the sandbox stands on, newest
  * first, or NULL): merge them and the writable layer into one layer with
- * no parent, for a chain at SNAPSHOT_MAX_CHAIN. */
-int snap_create(const char *state_dir, int layer_fd, char *const *flatten, struct snap_record *rec,
+ * no parent, for a chain at SNAPSHOT_MAX_CHAIN. id_base: the sandbox's
+ * first host id when it has a user namespace (owners stored relative to
+ * it), else 0. */
+int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten, struct snap_record *rec,
 		abox_error *err);
 /* Adds a memory checkpoint (already in STATE/snapshots/ID/memory) to
  * snapshot id's record (temp file + fsync + rename). */

@@ -29,8 +29,10 @@
 #include "proto/messages.h"
 #include "seccomp/policy.h"
 #include "spawn/spawn.h"
+#include "spawn/userns.h"
 #include "store/state.h"
 #include "store/store.h"
+#include "store/uidpool.h"
 #include "versioned.h"
 
 /* What one create carries from phase to phase, and what create_undo
@@ -53,6 +55,8 @@ struct create {
 	const char *net_json; /* a record's policy (a cold resume, a fork), else opts.net's */
 	struct net_policy net; /* the policy; mode none: loopback only */
 	struct local_net ln;
+	int userns_fd;    /* its user namespace, or -1 */
+	uint32_t id_base; /* its host ids' first, taken from the pool; 0: none */
 };
 
 static unsigned kernel_version(void)
@@ -84,8 +88,10 @@ static int check_opts(const abox_sandbox_opts *o, abox_error *err)
 		return abox_error_setx(err, EINVAL, "auto-pause without memory needs auto-pause");
 	if ((o->flags & ABOX_SANDBOX_LAYER_DISK) && (o->flags & ABOX_SANDBOX_LAYER_TMPFS))
 		return abox_error_setx(err, EINVAL, "the writable layer cannot be both on disk and in memory");
+	if ((o->flags & ABOX_SANDBOX_USERNS) && (o->flags & ABOX_SANDBOX_NO_USERNS))
+		return abox_error_setx(err, EINVAL, "a sandbox cannot be both with and without a user namespace");
 	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY | ABOX_SANDBOX_LAYER_DISK |
-			 ABOX_SANDBOX_LAYER_TMPFS))
+			 ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS | ABOX_SANDBOX_NO_USERNS))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }
@@ -350,6 +356,34 @@ static int create_started(struct create *c, const struct spawn_result *res, abox
 	return 0;
 }
 
+/* Its own user namespace, when asked for or the state folder's default: a
+ * range of host ids from the pool, recorded there under its id before
+ * anything runs with them, and the namespace mapping them. */
+static int create_userns(struct create *c, abox_error *err)
+{
+	const abox_sandbox_opts *o = &c->o;
+	if (o->flags & ABOX_SANDBOX_NO_USERNS)
+		return 0;
+	struct uidpool_cfg cfg;
+	int r = uidpool_config(c->ctx->state_dir, &cfg, err);
+	if (r < 0)
+		return abox_error_prefix(err, "create");
+	if (!(o->flags & ABOX_SANDBOX_USERNS) && !cfg.default_on)
+		return 0;
+	if ((r = uidpool_take(c->ctx->state_dir, &cfg, c->sb->id, &c->id_base, err)) < 0)
+		return abox_error_prefix(err, "create");
+	if ((c->userns_fd = userns_new(c->id_base, err)) < 0) {
+		r = c->userns_fd;
+		c->userns_fd = -1;
+		return abox_error_prefix(err, "create (a host that cannot make user namespaces runs sandboxes "
+					      "with --userns off)");
+	}
+	c->sb->id_base = c->id_base;
+	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: user namespace on host ids %u-%u", c->sb->id, c->id_base,
+		    c->id_base + UIDPOOL_RANGE - 1);
+	return 0;
+}
+
 /* The sandbox child: init's image, the writable layer's disk, init's
  * arguments, then the clone (spawn/). */
 static int create_spawn(struct create *c, abox_error *err)
@@ -358,6 +392,8 @@ static int create_spawn(struct create *c, abox_error *err)
 	abox_sandbox *sb = c->sb;
 	const abox_sandbox_opts *o = &c->o;
 	int r;
+	if ((r = create_userns(c, err)) < 0)
+		return r;
 	if ((c->memfd = spawn_init_memfd(ctx->init_path, err)) < 0)
 		return abox_error_prefix(err, "create");
 	if ((r = create_disk(c, err)) < 0)
@@ -385,6 +421,8 @@ static int create_spawn(struct create *c, abox_error *err)
 			.proc_masks = ctx->proc_masks,
 			.init_in_dev = !(o->flags & ABOX_SANDBOX_EPHEMERAL),
 			.resolv = c->ln.have_slot ? c->ln.resolv : NULL,
+			.userns_fd = c->userns_fd,
+			.id_base = c->id_base,
 		},
 		.listen_fd = c->listen_fd,
 		.init_memfd = c->memfd,
@@ -410,6 +448,9 @@ static int create_spawn(struct create *c, abox_error *err)
 	uint64_t cloned = cfg.rootfs.marks ? clock_mono_ns() : 0;
 	r = spawn_sandbox(&cfg, &res, err);
 	local_marks_end(ctx, sb->id, cfg.rootfs.marks, cloned);
+	if (c->userns_fd >= 0)
+		close(c->userns_fd);
+	c->userns_fd = -1;
 	/* attached in the child's namespace, or never (then this close
 	 * releases the disk) */
 	if (c->disk_fd >= 0)
@@ -447,6 +488,7 @@ static int create_record(struct create *c, abox_error *err)
 		.auto_no_memory = (o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) != 0,
 		.net_policy = sb->net_policy,
 		.net_slot = sb->net_slot,
+		.id_base = sb->id_base,
 	};
 	/* forks of this sandbox must get the same policy, not the default:
 	 * record where it is */
@@ -525,6 +567,12 @@ static void create_undo(struct create *c, bool failed)
 	abox_sandbox *sb = c->sb;
 	if (failed && !(sb && sb->net_policy))
 		local_net_undo(c->ctx, &c->ln); /* (a sandbox's own is its kill's) */
+	if (c->userns_fd >= 0)
+		close(c->userns_fd);
+	/* a range taken for a sandbox that never ran (a recorded one gave it
+	 * back in its kill) */
+	if (failed && c->id_base && sb)
+		uidpool_give(c->ctx->state_dir, c->id_base, sb->id);
 	free(c->ln.policy_json);
 	c->ln.policy_json = NULL;
 	if (!failed || !sb)
@@ -558,6 +606,7 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.listen_fd = -1,
 		.memfd = -1,
 		.disk_fd = -1,
+		.userns_fd = -1,
 	};
 	int r = create_check(&c, opts, err);
 	if (r < 0) {

@@ -122,6 +122,7 @@ int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error 
 	sb->def_cwd = TAKE_PTR(st.workdir);
 	sb->net_policy = TAKE_PTR(st.net_policy);
 	sb->net_slot = st.net_slot;
+	sb->id_base = st.id_base;
 	sb_state_free(&st);
 	proto_reader_init(&sb->rd, -1);
 

@@ -136,7 +136,7 @@ int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay
 		if ((r = backend_freeze(sb, true, "snapshot", err)) < 0)
 			goto out;
 	}
-	r = snap_create(ctx->state_dir, layer, flatten, &rec, err);
+	r = snap_create(ctx->state_dir, layer, sb->id_base, flatten, &rec, err);
 	if (r >= 0 && named[0])
 		(void)snap_drop_name(ctx->state_dir, named, NULL);
 	if (froze && !(stay_frozen && r >= 0)) {

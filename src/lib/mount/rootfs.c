@@ -22,6 +22,52 @@ static int do_mount(const char *src, const char *dst, const char *type, unsigned
 	return 0;
 }
 
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+struct mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+#endif
+
+/* The owner a file made here gets: the sandbox's root, which is host
+ * root without a user namespace and id_base with one. */
+static uid_t owner_base;
+
+static int own(const char *path, abox_error *err)
+{
+	if (owner_base && lchown(path, owner_base, owner_base) < 0)
+		return abox_error_set(err, errno, "chown '%s'", path);
+	return 0;
+}
+
+/* src (a host folder: a template, a snapshot layer, /usr) mounted at dst
+ * through the sandbox's user namespace: host id k shows as sandbox id k,
+ * so a template's root-owned files are the sandbox root's and its
+ * uid-1000 files its user's, with no copy and no chown of the layer. */
+static int bind_idmapped(const char *src, const char *dst, int userns_fd, abox_error *err)
+{
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0)
+		return abox_error_set(err, errno, "open_tree '%s'", src);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	int r = 0;
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		r = abox_error_set(err, errno, "idmap '%s'", src);
+	else if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = abox_error_set(err, errno, "attach idmapped '%s' on '%s'", src, dst);
+	close(t);
+	return r;
+}
+
 /* A folder at path, made when missing. One that exists must be a folder
  * and not a symlink to one: these paths are in the writable layer and the
  * sandbox's tree, and until pivot_root a symlink there is followed in the
@@ -51,6 +97,8 @@ static int write_new(const char *path, const char *content, abox_error *err)
 	if (fd < 0)
 		return abox_error_set(err, errno, "create '%s'", path);
 	int r = write_full(fd, content, strlen(content));
+	if (r >= 0 && owner_base && fchown(fd, owner_base, owner_base) < 0)
+		r = -errno;
 	close(fd);
 	if (r < 0)
 		return abox_error_set(err, -r, "write '%s'", path);
@@ -112,44 +160,51 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 		{ "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" },
 		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
 	};
-	char p[PATH_BUF];
+	char p[PATH_BUF], opts[128];
 	int r;
+	/* with a user namespace: /dev, its nodes and /dev/shm the sandbox
+	 * root's, the terminals' group its tty group */
+	uid_t b = owner_base;
 
 	safe_snprintf(p, sizeof(p), "%s/dev", root);
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
+	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=64,uid=%u,gid=%u", init_in_dev ? "256k" : "64k",
+		      (unsigned)b, (unsigned)b);
 	if ((r = mkdir_p1(p, 0755, err)) < 0 ||
-	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC),
-			  init_in_dev ? "mode=0755,size=256k,nr_inodes=64"
-				      : "mode=0755,size=64k,nr_inodes=64",
-			  err)) < 0)
+	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC), opts, err)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, nodes[i].name);
 		/* the child runs with umask 0: the mode is exact */
 		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
 			return abox_error_set(err, errno, "mknod '%s'", p);
+		if ((r = own(p, err)) < 0)
+			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
 		safe_snprintf(p, sizeof(p), "%s/dev/%s", root, links[i].name);
 		if (symlink(links[i].target, p) < 0)
 			return abox_error_set(err, errno, "symlink '%s'", p);
+		if ((r = own(p, err)) < 0)
+			return r;
 	}
 	safe_snprintf(p, sizeof(p), "%s/dev/pts", root);
 	if ((r = mkdir_p1(p, 0755, err)) < 0)
 		return r;
 	/* newinstance: a private devpts, so the sandbox sees and can open only
 	 * its own terminals, never the host's /dev/pts/N */
-	if ((r = do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-			  "newinstance,ptmxmode=0666,mode=0620,gid=5", err)) < 0)
+	safe_snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,gid=%u", (unsigned)b + 5);
+	if ((r = do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, opts, err)) < 0)
 		return r;
 	if ((r = make_boot_id(root, err)) < 0)
 		return r;
 	safe_snprintf(p, sizeof(p), "%s/dev/shm", root);
 	if ((r = mkdir_p1(p, 01777, err)) < 0)
 		return r;
-	return do_mount("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
+	safe_snprintf(opts, sizeof(opts), "mode=1777,size=64m,uid=%u,gid=%u", (unsigned)b, (unsigned)b);
+	return do_mount("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);
 }
 
 /* /proc files that leak host state or offer a lever on the host kernel:
@@ -274,9 +329,6 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 	return bind_ro(id, p, 0, "bind the boot id over", "make the boot id read-only at", err);
 }
 
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
 #ifndef FSCONFIG_CMD_CREATE
 #define FSCONFIG_CMD_CREATE 6
 #endif
@@ -338,7 +390,8 @@ int rootfs_sys(int sysfs_fd, abox_error *err)
  * detached), their upper and work folders named relative to it, and each
  * lower layer named by a symlink "l/<tag>.<n>" in it. out gets the
  * relative lowerdir string. */
-static int link_lowers(const char *lower, const char *tag, char *out, size_t outlen, abox_error *err)
+static int link_lowers(const char *lower, const char *tag, int userns_fd, char *out, size_t outlen,
+		       abox_error *err)
 {
 	char target[4096], name[64];
 	size_t used = 0;
@@ -351,8 +404,13 @@ static int link_lowers(const char *lower, const char *tag, char *out, size_t out
 		memcpy(target, lower, len);
 		target[len] = '\0';
 		safe_snprintf(name, sizeof(name), "l/%s.%u", tag, n);
-		if (symlink(target, name) < 0)
+		if (userns_fd >= 0) {
+			int r;
+			if ((r = mkdir_p1(name, 0755, err)) < 0 || (r = bind_idmapped(target, name, userns_fd, err)) < 0)
+				return r;
+		} else if (symlink(target, name) < 0) {
 			return abox_error_set(err, errno, "symlink '%s'", name);
+		}
 		size_t k = strlen(name);
 		if (used + k + 2 > outlen)
 			return abox_error_setx(err, ENAMETOOLONG, "overlay lowerdir of %s", tag);
@@ -399,9 +457,13 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 
 	static const char *const dirs[] = { "upper",      "work",      "root",
 					    "upper/root", "work/root", "upper/root/etc" };
+	owner_base = plan->userns_fd >= 0 ? plan->id_base : 0;
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		safe_snprintf(p, sizeof(p), "%s/%s", s, dirs[i]);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
+			return r;
+		/* the overlay's root and /etc take their owner from these */
+		if (strncmp(dirs[i], "upper/", 6) == 0 && (r = own(p, err)) < 0)
 			return r;
 	}
 	safe_snprintf(p, sizeof(p), "%s/upper/root/etc/hostname", s);
@@ -426,7 +488,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	_cleanup_close_ int old_cwd = plan->restore ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -EBADF;
 	if (fchdir(*layer_fd) < 0)
 		return abox_error_set(err, errno, "chdir to the writable layer");
-	if ((r = mkdir_p1("l", 0755, err)) < 0 || (r = link_lowers(plan->lower, "root", lower, sizeof(lower), err)) < 0)
+	if ((r = mkdir_p1("l", 0755, err)) < 0 || (r = link_lowers(plan->lower, "root", plan->userns_fd, lower, sizeof(lower), err)) < 0)
 		return r;
 	safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/root,workdir=work/root", lower);
 	if ((r = do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
@@ -444,7 +506,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	for (unsigned i = 0; i < plan->ntrees; i++) {
 		const char *t = plan->trees[i];
 		safe_snprintf(p, sizeof(p), "%s/upper/%s", s, t);
-		if ((r = mkdir_p1(p, 0755, err)) < 0)
+		if ((r = mkdir_p1(p, 0755, err)) < 0 || (r = own(p, err)) < 0)
 			return r;
 		safe_snprintf(p, sizeof(p), "%s/work/%s", s, t);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
@@ -454,7 +516,15 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if (plan->tree_lowers[i]) {
 			char tag[16];
 			safe_snprintf(tag, sizeof(tag), "tree%u", i);
-			if ((r = link_lowers(plan->tree_lowers[i], tag, lower, sizeof(lower), err)) < 0)
+			if ((r = link_lowers(plan->tree_lowers[i], tag, plan->userns_fd, lower, sizeof(lower), err)) < 0)
+				return r;
+			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s", lower, t, t);
+		} else if (plan->userns_fd >= 0) {
+			/* the host's tree, idmapped: its root files the sandbox root's */
+			char tag[16], host[64];
+			safe_snprintf(tag, sizeof(tag), "tree%u", i);
+			safe_snprintf(host, sizeof(host), "/%s", t);
+			if ((r = link_lowers(host, tag, plan->userns_fd, lower, sizeof(lower), err)) < 0)
 				return r;
 			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s", lower, t, t);
 		} else {

@@ -51,6 +51,13 @@ struct rootfs_plan {
 	 * execs again) and no host file is reachable through /proc/1/exe. */
 	bool init_in_dev;
 	struct spawn_marks *marks; /* NULL: not timed */
+	/* A user namespace of its own (-1: none): the sandbox's ids 0-65535
+	 * are host ids id_base.. (store/uidpool.h). Lower layers and host
+	 * trees are then mounted idmapped through it, so the template's root
+	 * files are the sandbox root's; what this setup writes into the
+	 * writable layer and /dev is owned by id_base. */
+	int userns_fd;
+	uid_t id_base;
 };
 
 /* Which of the /proc entries to mask exist on this kernel (bit set). Runs

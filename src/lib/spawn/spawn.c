@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
 
 #include "base/fdpass.h"
 #include "caps/caps.h"
@@ -68,7 +70,7 @@ _Noreturn static void child_fail(int errfd, const abox_error *e)
 
 /* The sandbox's own copy of init in its /dev (see rootfs_plan.init_in_dev),
  * from the sealed memfd; closed before the exec (ETXTBSY otherwise). */
-static int copy_init(int memfd, abox_error *e)
+static int copy_init(int memfd, uid_t owner, abox_error *e)
 {
 	int fd = open(INIT_DEV_PATH, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0500);
 	if (fd < 0)
@@ -81,12 +83,31 @@ static int copy_init(int memfd, abox_error *e)
 		if (n <= 0)
 			r = -1;
 	}
+	/* init runs as the sandbox's root: with a user namespace, id_base */
+	if (r == 0 && owner && fchown(fd, owner, owner) < 0)
+		r = -1;
 	if (r < 0) {
 		abox_error_set(e, errno ? errno : EIO, "copy init into %s", INIT_DEV_PATH);
 		close(fd);
 		return -1;
 	}
 	close(fd);
+	return 0;
+}
+
+/* Into the sandbox's own user namespace, as its root (host id_base): from
+ * here on this process holds capabilities over what that namespace owns
+ * only. Every other namespace, the mounts and the cgroups were made
+ * before, as host root, and stay owned by the host's: sandbox root cannot
+ * remount, reconfigure its network or leave its cgroup, whatever it
+ * keeps of its capabilities. */
+static int enter_userns(int userns_fd, abox_error *e)
+{
+	if (setns(userns_fd, CLONE_NEWUSER) < 0)
+		return abox_error_set(e, errno, "join the sandbox's user namespace");
+	/* the host's supplementary groups (root's) mean nothing inside */
+	if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		return abox_error_set(e, errno, "become root of the sandbox's user namespace");
 	return 0;
 }
 
@@ -136,10 +157,14 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	int hi_sync = fcntl(sync_fd, F_DUPFD_CLOEXEC, 10);
 	int hi_err = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
 	int hi_leaf = leaf_fd >= 0 ? fcntl(leaf_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	struct rootfs_plan plan = cfg->rootfs;
+	if (plan.userns_fd >= 0)
+		plan.userns_fd = fcntl(plan.userns_fd, F_DUPFD_CLOEXEC, 10);
 	if (hi_err < 0)
 		_exit(125);
 	err_fd = hi_err;
-	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0 || (leaf_fd >= 0 && hi_leaf < 0)) {
+	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0 || (leaf_fd >= 0 && hi_leaf < 0) ||
+	    (cfg->rootfs.userns_fd >= 0 && plan.userns_fd < 0)) {
 		abox_error_set(&e, errno, "move fds");
 		child_fail(err_fd, &e);
 	}
@@ -147,7 +172,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 
 
 	int layer_fd = -1;
-	if ((r = rootfs_setup(&cfg->rootfs, &layer_fd, &e)) < 0)
+	if ((r = rootfs_setup(&plan, &layer_fd, &e)) < 0)
 		child_fail(err_fd, &e);
 
 	/* Meanwhile the parent made the network namespace (lo up), its sysfs
@@ -228,7 +253,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * memory hog the OOM killer never picks. */
 	(void)write_file_at(AT_FDCWD, "/proc/self/oom_adj", "-17");
 
-	if (cfg->rootfs.init_in_dev && copy_init(init_fd, &e) < 0)
+	uid_t owner = plan.userns_fd >= 0 ? plan.id_base : 0;
+	if (cfg->rootfs.init_in_dev && copy_init(init_fd, owner, &e) < 0)
 		child_fail(err_fd, &e);
 
 	/* init's stdio: the sandbox's /dev/null, never a host terminal or file
@@ -249,6 +275,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		child_fail(err_fd, &e);
 	}
 
+	if (plan.userns_fd >= 0 && enter_userns(plan.userns_fd, &e) < 0)
+		child_fail(err_fd, &e);
 	if (caps_apply(cfg->caps_keep, cfg->last_cap, &e) < 0)
 		child_fail(err_fd, &e);
 	/* no_new_privs: setuid binaries and file capabilities grant nothing
@@ -285,6 +313,7 @@ struct in_netns {
 	struct spawn_marks *marks;
 	int sysfs_fd;
 	bool lo_up; /* made ahead with `lo` up */
+	bool low_ports; /* anyone may bind ports below 1024 */
 };
 
 /* Runs inside the sandbox's new network namespace (net_namespace_new):
@@ -299,6 +328,12 @@ static int in_new_netns(void *ud, abox_error *err)
 	if (r < 0)
 		return r;
 	spawn_mark(n->marks, MARK_P_LO);
+	/* With a user namespace the sandbox's root holds
+	 * CAP_NET_BIND_SERVICE in that namespace only, and this network
+	 * namespace is the host's: without this, no web server in the
+	 * sandbox could listen on 80 (as with Docker, which sets the same). */
+	if (n->low_ports && (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
+		return abox_error_set(err, -r, "allow ports below 1024 in the sandbox's network namespace");
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {
 		if (err)
@@ -374,7 +409,10 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	struct in_netns inn = { .marks = cfg->rootfs.marks, .sysfs_fd = -1, .lo_up = cfg->net_premade };
+	struct in_netns inn = { .marks = cfg->rootfs.marks,
+				.sysfs_fd = -1,
+				.lo_up = cfg->net_premade,
+				.low_ports = cfg->rootfs.userns_fd >= 0 };
 	r = cfg->net_premade ? net_namespace_enter(cfg->net_premade_fd, in_new_netns, &inn, err)
 			     : net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);

@@ -162,6 +162,8 @@ int state_write_ex(const char *state_dir, const struct sb_state *s, bool durable
 		json_object_object_add(o, "network", np);
 		json_object_object_add(o, "netSlot", json_object_new_uint64(s->net_slot));
 	}
+	if (s->id_base)
+		json_object_object_add(o, "idBase", json_object_new_uint64(s->id_base));
 	json_object *meta = json_object_new_object();
 	for (unsigned i = 0; i < s->nmeta; i++)
 		json_object_object_add(meta, s->meta_keys[i], json_object_new_string(s->meta_values[i]));
@@ -214,6 +216,8 @@ int state_read(const char *state_dir, const char *id, struct sb_state *s, abox_e
 		json_object *slot = js_get(o, "netSlot", json_type_int);
 		t.net_slot = slot ? (uint32_t)json_object_get_uint64(slot) : 0;
 	}
+	json_object *idb = js_get(o, "idBase", json_type_int);
+	t.id_base = idb ? (uint32_t)json_object_get_uint64(idb) : 0;
 	json_object *meta;
 	if (json_object_object_get_ex(o, "metadata", &meta) && json_object_is_type(meta, json_type_object)) {
 		json_object_object_foreach(meta, k, v)

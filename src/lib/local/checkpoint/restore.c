@@ -129,6 +129,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	char hosts[256], log[4200], pidfile[4200], root[4200];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", id);
 	struct rootfs_plan plan = {
+		.userns_fd = -1,
 		.scratch = rundir,
 		.lower = st->snapshots && st->snapshots[0] ? stk.root_lower : tmpl.root,
 		.ntrees = tmpl.ntrees,

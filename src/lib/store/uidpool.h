@@ -1,0 +1,57 @@
+/* uidpool — host uid/gid ranges for sandboxes' user namespaces.
+ *
+ * Each sandbox with a user namespace gets a range of UIDPOOL_RANGE host
+ * ids of its own (its uid/gid 0-65535 map onto base..base+65535), taken
+ * from a pool that lies above every system and login id and apart from the
+ * ranges /etc/subuid and /etc/subgid hand to users: no host account and no
+ * other live sandbox ever holds one of its ids.
+ *
+ * A range taken is a file <state>/uids/<base> made with O_EXCL, holding
+ * the sandbox's id: two creators racing for one range cannot both get it,
+ * and a creator killed after taking one leaves a file gc can match with
+ * the sandbox it names. Files a sandbox writes are stored with
+ * sandbox-relative owners (its layers are mounted idmapped), so nothing on
+ * disk carries a range's host ids once its sandbox is gone: a range is
+ * free again as soon as its file is removed.
+ *
+ * Configured by <state>/userns.json: {"default": "on"|"off", "poolStart":
+ * N, "poolRanges": M}. Runs in the CLI/daemon. */
+#ifndef ABOX_STORE_UIDPOOL_H
+#define ABOX_STORE_UIDPOOL_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+#define UIDPOOL_RANGE 65536u
+#define UIDPOOL_DEFAULT_START 2147483648u /* 2^31: far above login ids (and systemd's container ids end below it) */
+#define UIDPOOL_DEFAULT_RANGES 16384u     /* up to 3 * 2^30 */
+
+struct uidpool_cfg {
+	bool default_on; /* sandboxes get a user namespace unless told otherwise */
+	uint32_t start;
+	uint32_t ranges;
+	char path[4096]; /* the file read, or "" (defaults) */
+};
+
+/* Reads <state>/userns.json (missing: the defaults). Refuses a pool that
+ * reaches below 65536, wraps past the last id, or is empty. */
+int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *err);
+
+/* Takes a free range for sandbox id: *base is its first host id. -ENOSPC
+ * (the message says how many ranges are in use) when none is free. */
+int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
+		 abox_error *err);
+
+/* Gives the range back when it is still id's (a missing file is fine). */
+void uidpool_give(const char *state_dir, uint32_t base, const char *id);
+
+/* Removes the files of ranges whose sandbox nothing speaks for any more
+ * (store_has_owner), and empty ones older than a minute (a creator killed
+ * between making the file and writing the id). *removed counts them. */
+int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *removed);
+
+/* Ranges in use now (files in <state>/uids). */
+unsigned uidpool_used(const char *state_dir);
+
+#endif
