@@ -147,8 +147,8 @@ int cli_new_finish(const char *verb, struct cli_new_sandbox *ns);
 	"      --allow-out X     filtered: an IP, CIDR or name (example.com, *.example.com) it may\n"        \
 	"                        reach (repeatable; names need --deny-out 0.0.0.0/0)\n"                      \
 	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"        \
-	"                        everything --allow-out does not name is refused)\n"                        \
-	"      --userns on|off   a user namespace of its own: its root and user are host ids no\n"         \
+	"                        everything --allow-out does not name is refused)\n"                         \
+	"      --userns on|off   a user namespace of its own: its root and user are host ids no\n"           \
 	"                        host account or other sandbox has (default: userns.json's)\n"
 
 /* Takes getopt_long's c and its value val into ns; the verb has looked at

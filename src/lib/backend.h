@@ -88,7 +88,7 @@ struct abox_sandbox {
 	int64_t created_wall_ms; /* when the sandbox was made (wall clock; 0: unknown) */
 	char *net_policy; /* its egress policy (JSON), NULL: loopback only */
 	uint32_t net_slot; /* with net_policy: its slot of the address pool */
-	uint32_t id_base;  /* with a user namespace: its first host id (store/uidpool.h), else 0 */
+	uint32_t id_base; /* with a user namespace: its first host id (store/uidpool.h), else 0 */
 	uint64_t metrics_cpu_usec;
 };
 

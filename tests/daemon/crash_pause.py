@@ -23,7 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Cli, check, finish, steps  # noqa: E402
 
 build = sys.argv[1]
-cli = Cli(build, timeout=120, ABOX_CHECKPOINTER=None)
+# memory checkpoints are refused with a user namespace
+cli = Cli(build, timeout=120, ABOX_CHECKPOINTER=None, ABOX_USERNS="off")
 abox, state, runtime, env, record = cli.path, cli.state, cli.runtime, cli.env, cli.record
 
 

@@ -568,6 +568,8 @@ void checkpoint_suite_init(void)
 {
 	sandbox_suite_init();
 	unsetenv("ABOX_CHECKPOINTER");
+	/* memory checkpoints are refused with a user namespace */
+	setenv("ABOX_USERNS", "off", 1);
 	struct run_result r;
 	ABOX(&r, "doctor");
 	const char *why = strstr(r.out, "cannot checkpoint on this kernel");

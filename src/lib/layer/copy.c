@@ -35,7 +35,7 @@ struct copier {
 	struct link_entry *links;
 	size_t nlinks, cap; /* cap: a power of two, or 0 */
 	bool sanitize;      /* an imported tree: no devices, setuid/setgid or file capabilities */
-	uint32_t id_base;   /* a layer of a sandbox with a user namespace: its first host id, else 0 */
+	uint32_t id_base; /* a layer of a sandbox with a user namespace: its first host id, else 0 */
 	dev_t src_dev;      /* imports stay on the source's filesystem (like cp -x) */
 	dev_t dst_dev;      /* and never copy the destination into itself */
 	ino_t dst_ino;
@@ -460,8 +460,8 @@ static int merge_dir(struct copier *c, int sdir, int ddir, unsigned depth)
 	return walk_dir(c, sdir, ddir, depth, merge_entry);
 }
 
-static int run(int src_dir, int dst_dir, bool merge, bool sanitize, uint32_t id_base, struct layer_copy_stats *stats,
-	       abox_error *err)
+static int run(int src_dir, int dst_dir, bool merge, bool sanitize, uint32_t id_base,
+	       struct layer_copy_stats *stats, abox_error *err)
 {
 	struct copier c = { .dst_root = dst_dir, .err = err, .sanitize = sanitize, .id_base = id_base };
 	struct stat s, d;
@@ -492,7 +492,8 @@ int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats,
 	return run(upper_dir, dst_dir, true, false, 0, stats, err);
 }
 
-int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats, abox_error *err)
+int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats,
+			abox_error *err)
 {
 	return run(src_dir, dst_dir, false, false, id_base, stats, err);
 }

@@ -49,7 +49,8 @@ int layer_merge_tree(int upper_dir, int dst_dir, struct layer_copy_stats *stats,
 /* The two above for the writable layer of a sandbox with a user
  * namespace (id_base: its first host id): owners and file capabilities
  * stored relative to the sandbox (store/uidpool.h). */
-int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats, abox_error *err);
+int layer_copy_tree_ids(int src_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats,
+			abox_error *err);
 int layer_merge_tree_ids(int upper_dir, int dst_dir, uint32_t id_base, struct layer_copy_stats *stats,
 			 abox_error *err);
 

@@ -145,8 +145,8 @@ fail:
 	return r;
 }
 
-int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten, struct snap_record *rec,
-		abox_error *err)
+int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten,
+		struct snap_record *rec, abox_error *err)
 {
 	char dir[4200], tmp[64];
 	safe_snprintf(dir, sizeof(dir), "%s/snapshots", state_dir);

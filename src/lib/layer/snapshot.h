@@ -50,8 +50,8 @@ int snap_chain(const char *state_dir, const char *ref, char ***layers, struct sn
  * no parent, for a chain at SNAPSHOT_MAX_CHAIN. id_base: the sandbox's
  * first host id when it has a user namespace (owners stored relative to
  * it), else 0. */
-int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten, struct snap_record *rec,
-		abox_error *err);
+int snap_create(const char *state_dir, int layer_fd, uint32_t id_base, char *const *flatten,
+		struct snap_record *rec, abox_error *err);
 /* Adds a memory checkpoint (already in STATE/snapshots/ID/memory) to
  * snapshot id's record (temp file + fsync + rename). */
 int snap_set_memory(const char *state_dir, const char *id, const char *token, const char *template_root,

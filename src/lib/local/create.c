@@ -18,7 +18,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 
 #include "local/local.h"
 #include "caps/caps.h"
@@ -29,7 +28,6 @@
 #include "proto/messages.h"
 #include "seccomp/policy.h"
 #include "spawn/spawn.h"
-#include "spawn/userns.h"
 #include "store/state.h"
 #include "store/store.h"
 #include "store/uidpool.h"
@@ -55,46 +53,10 @@ struct create {
 	const char *net_json; /* a record's policy (a cold resume, a fork), else opts.net's */
 	struct net_policy net; /* the policy; mode none: loopback only */
 	struct local_net ln;
-	int userns_fd;    /* its user namespace, or -1 */
+	struct userns_job uj; /* its user namespace, being made */
+	int userns_fd; /* the namespace, or -1 */
 	uint32_t id_base; /* its host ids' first, taken from the pool; 0: none */
 };
-
-static unsigned kernel_version(void)
-{
-	struct utsname u;
-	unsigned maj = 0, min = 0;
-	if (uname(&u) == 0)
-		sscanf(u.release, "%u.%u", &maj, &min);
-	return maj * 1000 + min;
-}
-
-static int check_opts(const abox_sandbox_opts *o, abox_error *err)
-{
-	if (o->memory_bytes && o->memory_bytes < (8ULL << 20))
-		return abox_error_setx(err, EINVAL, "memory limit %llu bytes is below the minimum of 8M",
-				       (unsigned long long)o->memory_bytes);
-	if (o->disk_bytes && o->disk_bytes < (1ULL << 20))
-		return abox_error_setx(err, EINVAL, "disk limit %llu bytes is below the minimum of 1M",
-				       (unsigned long long)o->disk_bytes);
-	if (o->cpu_millis && o->cpu_millis < 10)
-		return abox_error_setx(err, EINVAL, "cpu limit %.3f is below the minimum of 0.01",
-				       o->cpu_millis / 1000.0);
-	if (o->pids && o->pids < 2)
-		return abox_error_setx(err, EINVAL, "pids limit %llu is below the minimum of 2",
-				       (unsigned long long)o->pids);
-	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE) && (o->flags & ABOX_SANDBOX_EPHEMERAL))
-		return abox_error_setx(err, EINVAL, "an ephemeral sandbox cannot pause at its deadline");
-	if ((o->flags & ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY) && !(o->flags & ABOX_SANDBOX_AUTO_PAUSE))
-		return abox_error_setx(err, EINVAL, "auto-pause without memory needs auto-pause");
-	if ((o->flags & ABOX_SANDBOX_LAYER_DISK) && (o->flags & ABOX_SANDBOX_LAYER_TMPFS))
-		return abox_error_setx(err, EINVAL, "the writable layer cannot be both on disk and in memory");
-	if ((o->flags & ABOX_SANDBOX_USERNS) && (o->flags & ABOX_SANDBOX_NO_USERNS))
-		return abox_error_setx(err, EINVAL, "a sandbox cannot be both with and without a user namespace");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY | ABOX_SANDBOX_LAYER_DISK |
-			 ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS | ABOX_SANDBOX_NO_USERNS))
-		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
-	return 0;
-}
 
 /* Tells init it is recorded and must outlive us; waits for its answer, so
  * that our exit right after cannot take it along. */
@@ -117,7 +79,7 @@ static int create_check(struct create *c, const abox_sandbox_opts *opts, abox_er
 	abox_sandbox_opts *o = &c->o;
 	if (opts && versioned_copy_in(VERSIONED_SANDBOX_OPTS, o, opts) < 0)
 		return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
-	if (check_opts(o, err) < 0)
+	if (local_create_opts_check(o, err) < 0)
 		return abox_error_prefix(err, "create");
 	for (size_t i = 0; o->env && o->env[i]; i++)
 		if (!strchr(o->env[i], '=') || o->env[i][0] == '=')
@@ -194,6 +156,11 @@ static int create_prepare(struct create *c, abox_error *err)
 	 * netd's part runs while the template and seccomp are readied */
 	if ((r = local_net_ask(ctx, sb->id, c->fixed_id, &c->net, &c->ln, err)) < 0)
 		return abox_error_prefix(err, "create");
+	/* and its user namespace, made by the kernel meanwhile */
+	if ((r = local_userns_begin(ctx, sb->id, c->o.flags, &c->uj, err)) < 0)
+		return abox_error_prefix(err, "create");
+	c->id_base = c->uj.pid > 0 ? c->uj.base : 0;
+	sb->id_base = c->id_base;
 	/* from a snapshot: the very template version its layers were made on
 	 * (a re-import or rebuild since must not slide under them) */
 	const char *pinned = c->o.snapshot ? c->stk.top.template_root : NULL;
@@ -213,7 +180,7 @@ static int create_prepare(struct create *c, abox_error *err)
 	if (mkdir(cache, 0700) < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "create: mkdir '%s'", cache);
 	snprintf(cache, sizeof(cache), "%s/cache/seccomp", ctx->state_dir);
-	struct policy_env penv = { .caps = caps_default(), .kernel = kernel_version() };
+	struct policy_env penv = { .caps = caps_default(), .kernel = local_kernel_version() };
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: template ready", sb->id);
 	if ((r = policy_load(policy, cache, &penv, &c->bpf, err)) < 0)
 		return abox_error_prefix(err, "create: seccomp policy");
@@ -356,34 +323,6 @@ static int create_started(struct create *c, const struct spawn_result *res, abox
 	return 0;
 }
 
-/* Its own user namespace, when asked for or the state folder's default: a
- * range of host ids from the pool, recorded there under its id before
- * anything runs with them, and the namespace mapping them. */
-static int create_userns(struct create *c, abox_error *err)
-{
-	const abox_sandbox_opts *o = &c->o;
-	if (o->flags & ABOX_SANDBOX_NO_USERNS)
-		return 0;
-	struct uidpool_cfg cfg;
-	int r = uidpool_config(c->ctx->state_dir, &cfg, err);
-	if (r < 0)
-		return abox_error_prefix(err, "create");
-	if (!(o->flags & ABOX_SANDBOX_USERNS) && !cfg.default_on)
-		return 0;
-	if ((r = uidpool_take(c->ctx->state_dir, &cfg, c->sb->id, &c->id_base, err)) < 0)
-		return abox_error_prefix(err, "create");
-	if ((c->userns_fd = userns_new(c->id_base, err)) < 0) {
-		r = c->userns_fd;
-		c->userns_fd = -1;
-		return abox_error_prefix(err, "create (a host that cannot make user namespaces runs sandboxes "
-					      "with --userns off)");
-	}
-	c->sb->id_base = c->id_base;
-	backend_log(c->ctx, ABOX_LOG_DEBUG, "create %s: user namespace on host ids %u-%u", c->sb->id, c->id_base,
-		    c->id_base + UIDPOOL_RANGE - 1);
-	return 0;
-}
-
 /* The sandbox child: init's image, the writable layer's disk, init's
  * arguments, then the clone (spawn/). */
 static int create_spawn(struct create *c, abox_error *err)
@@ -392,8 +331,8 @@ static int create_spawn(struct create *c, abox_error *err)
 	abox_sandbox *sb = c->sb;
 	const abox_sandbox_opts *o = &c->o;
 	int r;
-	if ((r = create_userns(c, err)) < 0)
-		return r;
+	if (c->uj.pid > 0 && (c->userns_fd = local_userns_finish(ctx, &c->uj, err)) < 0)
+		return abox_error_prefix(err, "create");
 	if ((c->memfd = spawn_init_memfd(ctx->init_path, err)) < 0)
 		return abox_error_prefix(err, "create");
 	if ((r = create_disk(c, err)) < 0)
@@ -567,10 +506,10 @@ static void create_undo(struct create *c, bool failed)
 	abox_sandbox *sb = c->sb;
 	if (failed && !(sb && sb->net_policy))
 		local_net_undo(c->ctx, &c->ln); /* (a sandbox's own is its kill's) */
+	userns_abort(&c->uj);
 	if (c->userns_fd >= 0)
 		close(c->userns_fd);
-	/* a range taken for a sandbox that never ran (a recorded one gave it
-	 * back in its kill) */
+	/* its host ids, unless its kill gave them back already */
 	if (failed && c->id_base && sb)
 		uidpool_give(c->ctx->state_dir, c->id_base, sb->id);
 	free(c->ln.policy_json);
@@ -607,6 +546,7 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.memfd = -1,
 		.disk_fd = -1,
 		.userns_fd = -1,
+		.uj = { .pid = -1, .ready_fd = -1 },
 	};
 	int r = create_check(&c, opts, err);
 	if (r < 0) {

@@ -14,6 +14,8 @@
 #include "cgroup/cgroup.h"
 #include "disk/disk.h"
 #include "seccomp/policy.h"
+#include "spawn/userns.h"
+#include "store/uidpool.h"
 
 __attribute__((format(printf, 6, 7))) static void tell(abox_host_check_fn fn, void *ud, const char *name, bool ok,
 						      bool required, const char *fmt, ...)
@@ -71,9 +73,41 @@ static void net_tell(void *ud, const char *name, bool ok, const char *detail)
 	tell(t->fn, t->ud, name, ok, false, "%s", detail);
 }
 
+/* Whether sandboxes get a user namespace here, from which ids, and
+ * whether this kernel can give them one. */
+static void describe_userns(abox_ctx *ctx, abox_host_check_fn fn, void *ud)
+{
+	struct uidpool_cfg cfg;
+	abox_error e = ABOX_ERROR_INIT;
+	if (uidpool_config(ctx->state_dir, &cfg, &e) < 0) {
+		tell(fn, ud, "sandbox identities", false, true, "%s", e.msg);
+		return;
+	}
+	bool can = userns_supported();
+	const char *src = *cfg.path ? cfg.path : "the built-in default";
+	if (!cfg.default_on)
+		tell(fn, ud, "sandbox identities", true, false,
+		     "no user namespace by default (%s): sandbox root is host root with fewer capabilities, "
+		     "its user host "
+		     "uid 1000%s",
+		     src, can ? "; --userns on gives one" : "; this kernel cannot make user namespaces");
+	else
+		tell(fn, ud, "sandbox identities", can, true,
+		     can ? "a user namespace per sandbox (%s): host ids %u-%u, %u ranges of %u, %u in use"
+			 : "a user namespace per sandbox is the default (%s) but this kernel cannot make one "
+			   "(%u-%u, "
+			   "%u ranges of %u, %u in use): set \"default\": \"off\" in userns.json or create "
+			   "with "
+			   "--userns off",
+		     src, cfg.start,
+		     (unsigned)((uint64_t)cfg.start + (uint64_t)cfg.ranges * UIDPOOL_RANGE - 1), cfg.ranges,
+		     UIDPOOL_RANGE, uidpool_used(ctx->state_dir));
+}
+
 int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)
 {
 	describe_cgroups(fn, ud);
+	describe_userns(ctx, fn, ud);
 	tell(fn, ud, "abox-init", true, true, "%s", ctx->init_path);
 	/* which writable layer long-lived sandboxes get here: made for real,
 	 * as a create would */

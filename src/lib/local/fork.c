@@ -35,6 +35,9 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 	if (st->auto_pause)
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE;
 	o->flags |= st->tmpfs_layer ? ABOX_SANDBOX_LAYER_TMPFS : ABOX_SANDBOX_LAYER_DISK;
+	/* a fork or a resume is who its source was: with a user namespace (a
+	 * range of its own) or without */
+	o->flags |= st->id_base ? ABOX_SANDBOX_USERNS : ABOX_SANDBOX_NO_USERNS;
 	if (st->auto_pause && st->auto_no_memory)
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	if (st->deadline_ms) {
@@ -53,6 +56,8 @@ int local_fork(abox_sandbox *sb, unsigned count, uint32_t timeout_ms, uint32_t f
 		return abox_error_setx(err, EINVAL, "fork: unknown flags 0x%x", flags);
 	if ((flags & ABOX_FORK_MEMORY) && sb->net_policy)
 		return local_net_no_checkpoint("fork --memory", sb, err);
+	if ((flags & ABOX_FORK_MEMORY) && sb->id_base)
+		return local_userns_no_checkpoint("fork --memory", sb, err);
 	if (count < 1 || count > FORK_MAX)
 		return abox_error_setx(err, EINVAL, "fork: count %u is not between 1 and %d", count, FORK_MAX);
 	for (unsigned i = 0; i < count; i++)

@@ -14,6 +14,7 @@
 #include "proto/messages.h"
 #include "store/state.h"
 #include "store/store.h"
+#include "store/uidpool.h"
 
 static bool net_owned(abox_ctx *ctx, const char *id)
 {
@@ -37,6 +38,10 @@ static int gc_now(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	 * the address pool (and its elements, flows) then */
 	if (r >= 0)
 		(void)local_net_gc(ctx, net_owned, removed);
+	/* and the host ids they held (a creator killed mid-create, a kill
+	 * that stopped before giving them back) */
+	if (r >= 0)
+		(void)uidpool_sweep(ctx->runtime_dir, ctx->state_dir, removed);
 	return r;
 }
 

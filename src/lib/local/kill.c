@@ -125,10 +125,10 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 	}
 	if (long_lived && !keep_record)
 		(void)state_remove(sb->ctx->state_dir, sb->id);
-	/* its host ids: nothing on disk carries them (its layers keep
-	 * sandbox-relative owners), so they are free once it is gone; a cold
-	 * pause keeps them for the files of its writable layer */
-	if (sb->id_base && !keep_record)
+	/* its host ids: nothing on disk carries them (its layers, a cold
+	 * pause's too, are kept with sandbox-relative owners), so they are
+	 * free once its processes are gone; a resume takes a range anew */
+	if (sb->id_base)
 		uidpool_give(sb->ctx->state_dir, sb->id_base, sb->id);
 	backend_release(sb);
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: cleaned up", sb->id);

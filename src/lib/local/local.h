@@ -6,6 +6,7 @@
 #ifndef ABOX_LOCAL_H
 #define ABOX_LOCAL_H
 
+#include "spawn/userns.h"
 #include "backend.h"
 #include "net/config.h"
 
@@ -283,5 +284,22 @@ int local_template_import(abox_ctx *ctx, const char *name, const char *source, c
 int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err);
 int local_template_list(abox_ctx *ctx, char ***names, abox_error *err);
 int local_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
+
+/* create_opts.c: the options of a new sandbox, checked (the error names
+ * the option); the kernel's version as major * 1000 + minor. */
+int local_create_opts_check(const abox_sandbox_opts *o, abox_error *err);
+unsigned local_kernel_version(void);
+
+/* identity.c: the sandbox's own user namespace on a range of host ids
+ * from the pool (j->base), begun at the start of a create so that the
+ * kernel makes it meanwhile, unless flags or userns.json say none (then
+ * j->pid is -1). The range is recorded under id; the caller gives it back
+ * (uidpool_give) when the sandbox never runs. finish: an fd on it, or -1
+ * when none was begun, or -errno. */
+int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct userns_job *j, abox_error *err);
+int local_userns_finish(abox_ctx *ctx, struct userns_job *j, abox_error *err);
+/* The refusal of a memory checkpoint (what: "pause --to-disk", ...) of a
+ * sandbox with a user namespace. */
+int local_userns_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err);
 
 #endif

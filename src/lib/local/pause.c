@@ -275,6 +275,8 @@ int local_pause(abox_sandbox *sb, uint32_t flags, abox_error *err)
 	refresh_cold(sb);
 	if ((flags & ABOX_PAUSE_TO_DISK) && sb->net_policy)
 		return local_net_no_checkpoint("pause --to-disk", sb, err);
+	if ((flags & ABOX_PAUSE_TO_DISK) && sb->id_base)
+		return local_userns_no_checkpoint("pause --to-disk", sb, err);
 	if (flags & ABOX_PAUSE_TO_DISK)
 		return backend_pause_to_disk(sb, err);
 	if (flags & ABOX_PAUSE_NO_MEMORY) {

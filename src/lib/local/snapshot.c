@@ -169,6 +169,8 @@ int local_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snap
 	uint32_t how = flags & ABOX_SNAPSHOT_TAKE_NAME ? SNAP_TAKE_NAME : 0;
 	if ((flags & ABOX_SNAPSHOT_MEMORY) && sb->net_policy)
 		return local_net_no_checkpoint("snapshot --memory", sb, err);
+	if ((flags & ABOX_SNAPSHOT_MEMORY) && sb->id_base)
+		return local_userns_no_checkpoint("snapshot --memory", sb, err);
 	return flags & ABOX_SNAPSHOT_MEMORY ? backend_snapshot_memory(sb, name, how, out, err)
 					    : backend_snapshot(sb, name, how, false, out, err);
 }

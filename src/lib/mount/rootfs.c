@@ -170,8 +170,8 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
-	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=64,uid=%u,gid=%u", init_in_dev ? "256k" : "64k",
-		      (unsigned)b, (unsigned)b);
+	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=64,uid=%u,gid=%u",
+		      init_in_dev ? "256k" : "64k", (unsigned)b, (unsigned)b);
 	if ((r = mkdir_p1(p, 0755, err)) < 0 ||
 	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC), opts, err)) < 0)
 		return r;
@@ -406,7 +406,8 @@ static int link_lowers(const char *lower, const char *tag, int userns_fd, char *
 		safe_snprintf(name, sizeof(name), "l/%s.%u", tag, n);
 		if (userns_fd >= 0) {
 			int r;
-			if ((r = mkdir_p1(name, 0755, err)) < 0 || (r = bind_idmapped(target, name, userns_fd, err)) < 0)
+			if ((r = mkdir_p1(name, 0755, err)) < 0 ||
+			    (r = bind_idmapped(target, name, userns_fd, err)) < 0)
 				return r;
 		} else if (symlink(target, name) < 0) {
 			return abox_error_set(err, errno, "symlink '%s'", name);
@@ -488,7 +489,8 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	_cleanup_close_ int old_cwd = plan->restore ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -EBADF;
 	if (fchdir(*layer_fd) < 0)
 		return abox_error_set(err, errno, "chdir to the writable layer");
-	if ((r = mkdir_p1("l", 0755, err)) < 0 || (r = link_lowers(plan->lower, "root", plan->userns_fd, lower, sizeof(lower), err)) < 0)
+	if ((r = mkdir_p1("l", 0755, err)) < 0 ||
+	    (r = link_lowers(plan->lower, "root", plan->userns_fd, lower, sizeof(lower), err)) < 0)
 		return r;
 	safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/root,workdir=work/root", lower);
 	if ((r = do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
@@ -516,9 +518,11 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if (plan->tree_lowers[i]) {
 			char tag[16];
 			safe_snprintf(tag, sizeof(tag), "tree%u", i);
-			if ((r = link_lowers(plan->tree_lowers[i], tag, plan->userns_fd, lower, sizeof(lower), err)) < 0)
+			if ((r = link_lowers(plan->tree_lowers[i], tag, plan->userns_fd, lower, sizeof(lower),
+					     err)) < 0)
 				return r;
-			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s", lower, t, t);
+			safe_snprintf(data, sizeof(data), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s",
+				      lower, t, t);
 		} else if (plan->userns_fd >= 0) {
 			/* the host's tree, idmapped: its root files the sandbox root's */
 			char tag[16], host[64];

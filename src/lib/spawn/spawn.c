@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <grp.h>
 #include <unistd.h>
 
 #include "base/fdpass.h"
@@ -105,8 +104,12 @@ static int enter_userns(int userns_fd, abox_error *e)
 {
 	if (setns(userns_fd, CLONE_NEWUSER) < 0)
 		return abox_error_set(e, errno, "join the sandbox's user namespace");
-	/* the host's supplementary groups (root's) mean nothing inside */
-	if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+	/* the host's supplementary groups (root's) mean nothing inside. Raw
+	 * system calls: glibc's wrappers would try to change the ids of the
+	 * caller's other threads too, which do not exist in this child (a
+	 * clone of a multi-threaded daemon), and wait for them forever. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
+	    syscall(SYS_setresuid, 0, 0, 0) < 0)
 		return abox_error_set(e, errno, "become root of the sandbox's user namespace");
 	return 0;
 }
@@ -332,7 +335,8 @@ static int in_new_netns(void *ud, abox_error *err)
 	 * CAP_NET_BIND_SERVICE in that namespace only, and this network
 	 * namespace is the host's: without this, no web server in the
 	 * sandbox could listen on 80 (as with Docker, which sets the same). */
-	if (n->low_ports && (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
+	if (n->low_ports &&
+	    (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
 		return abox_error_set(err, -r, "allow ports below 1024 in the sandbox's network namespace");
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {

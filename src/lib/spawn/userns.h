@@ -10,7 +10,26 @@
 
 #include "base/base.h"
 
-/* An fd on the new namespace (close-on-exec), or -errno. */
+/* Making one, in two steps: the kernel's part (a new namespace, made by
+ * a helper task that shares our memory, as the range's first id) runs on
+ * another CPU while the caller goes on; finish writes the maps and opens
+ * it. The job must stay in place between the two (the helper reads it). */
+struct userns_job {
+	pid_t pid;
+	int ready_fd; /* ours */
+	int h_ready; /* the helper's end */
+	uint32_t base;
+	char stack[8192] __attribute__((aligned(16)));
+};
+int userns_begin(uint32_t base, struct userns_job *j, abox_error *err);
+/* An fd on the namespace (close-on-exec), or -errno; the helper is gone
+ * either way. */
+int userns_finish(struct userns_job *j, abox_error *err);
+/* Ends a begun job without a namespace (nothing to do when not begun:
+ * pid <= 0, ready_fd -1). */
+void userns_abort(struct userns_job *j);
+
+/* Both steps at once: an fd on the new namespace, or -errno. */
 int userns_new(uint32_t base, abox_error *err);
 
 /* Whether this kernel lets us make one and mount through it (cached). */

@@ -11,7 +11,7 @@
 #include "store/store.h"
 #include "store/uidpool.h"
 
-#define EMPTY_AGE_S 60
+#define STALE_AGE_S 60
 
 static int get_u32(json_object *o, const char *key, uint32_t *out, const char *path, abox_error *err)
 {
@@ -28,15 +28,17 @@ static int get_u32(json_object *o, const char *key, uint32_t *out, const char *p
 
 static int apply(struct uidpool_cfg *c, json_object *o, abox_error *err)
 {
-	json_object_object_foreach(o, key, v)
-	{
+	json_object_object_foreach(o, key, v) {
 		if (strcmp(key, "default") && strcmp(key, "poolStart") && strcmp(key, "poolRanges"))
-			return abox_error_setx(err, EINVAL, "%s: unknown key '%s' (default, poolStart, poolRanges)",
+			return abox_error_setx(err, EINVAL,
+					       "%s: unknown key '%s' (default, poolStart, poolRanges)",
 					       c->path, key);
 		if (strcmp(key, "default") == 0) {
-			const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+			const char *s =
+				json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 			if (strcmp(s, "on") && strcmp(s, "off"))
-				return abox_error_setx(err, EINVAL, "%s: default must be \"on\" or \"off\"", c->path);
+				return abox_error_setx(err, EINVAL, "%s: default must be \"on\" or \"off\"",
+						       c->path);
 			c->default_on = strcmp(s, "on") == 0;
 		}
 	}
@@ -49,7 +51,9 @@ static int apply(struct uidpool_cfg *c, json_object *o, abox_error *err)
 
 int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *err)
 {
-	struct uidpool_cfg c = { .default_on = true, .start = UIDPOOL_DEFAULT_START, .ranges = UIDPOOL_DEFAULT_RANGES };
+	struct uidpool_cfg c = { .default_on = true,
+				 .start = UIDPOOL_DEFAULT_START,
+				 .ranges = UIDPOOL_DEFAULT_RANGES };
 	safe_snprintf(c.path, sizeof(c.path), "%s/userns.json", state_dir);
 	_cleanup_free_ char *text = NULL;
 	int r = read_file_at(AT_FDCWD, c.path, 1 << 16, &text, NULL);
@@ -72,11 +76,12 @@ int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *e
 	if (c.ranges == 0)
 		return abox_error_setx(err, EINVAL, "%s: poolRanges must be at least 1", where);
 	if (c.start < UIDPOOL_RANGE)
-		return abox_error_setx(err, EINVAL, "%s: poolStart %u lies among the host's own ids (below %u)", where,
+		return abox_error_setx(err, EINVAL,
+				       "%s: poolStart %u lies among the host's own ids (below %u)", where,
 				       c.start, UIDPOOL_RANGE);
 	if ((uint64_t)c.start + (uint64_t)c.ranges * UIDPOOL_RANGE > UINT32_MAX)
-		return abox_error_setx(err, EINVAL, "%s: %u ranges from %u run past the last id %u", where, c.ranges,
-				       c.start, UINT32_MAX - 1);
+		return abox_error_setx(err, EINVAL, "%s: %u ranges from %u run past the last id %u", where,
+				       c.ranges, c.start, UINT32_MAX - 1);
 	*out = c;
 	return 0;
 }
@@ -140,10 +145,11 @@ int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const cha
 		*base = b;
 		return 0;
 	}
-	return abox_error_setx(err, ENOSPC,
-			       "user namespace: all %u uid ranges of the pool (from %u) are taken: kill sandboxes or "
-			       "raise poolRanges in userns.json",
-			       cfg->ranges, cfg->start);
+	return abox_error_setx(
+		err, ENOSPC,
+		"user namespace: all %u uid ranges of the pool (from %u) are taken: kill sandboxes or "
+		"raise poolRanges in userns.json",
+		cfg->ranges, cfg->start);
 }
 
 void uidpool_give(const char *state_dir, uint32_t base, const char *id)
@@ -174,14 +180,13 @@ int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *remo
 		size_t len = 0;
 		if (read_file_at(dirfd(d), de->d_name, 64, &who, &len) < 0)
 			continue;
-		bool stale;
-		if (len == 0) {
-			struct stat st;
-			stale = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				now - st.st_mtime > EMPTY_AGE_S;
-		} else {
-			stale = !strchr(who, '/') && !store_has_owner(runtime_dir, state_dir, who);
-		}
+		/* a create takes its range before its runtime folder exists:
+		 * only ranges a while old can be a dead creator's */
+		struct stat st;
+		bool stale =
+			fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			now - st.st_mtime > STALE_AGE_S &&
+			(len == 0 || (!strchr(who, '/') && !store_has_owner(runtime_dir, state_dir, who)));
 		if (stale && unlinkat(dirfd(d), de->d_name, 0) == 0 && removed)
 			(*removed)++;
 	}

@@ -24,8 +24,9 @@
 #include "base/base.h"
 
 #define UIDPOOL_RANGE 65536u
-#define UIDPOOL_DEFAULT_START 2147483648u /* 2^31: far above login ids (and systemd's container ids end below it) */
-#define UIDPOOL_DEFAULT_RANGES 16384u     /* up to 3 * 2^30 */
+#define UIDPOOL_DEFAULT_START                                                                                \
+	2147483648u /* 2^31: far above login ids (and systemd's container ids end below it) */
+#define UIDPOOL_DEFAULT_RANGES 16384u /* up to 3 * 2^30 */
 
 struct uidpool_cfg {
 	bool default_on; /* sandboxes get a user namespace unless told otherwise */
@@ -46,9 +47,10 @@ int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const cha
 /* Gives the range back when it is still id's (a missing file is fine). */
 void uidpool_give(const char *state_dir, uint32_t base, const char *id);
 
-/* Removes the files of ranges whose sandbox nothing speaks for any more
- * (store_has_owner), and empty ones older than a minute (a creator killed
- * between making the file and writing the id). *removed counts them. */
+/* Removes the files of ranges over a minute old whose sandbox nothing
+ * speaks for any more (store_has_owner), or that name none (a creator
+ * killed between making the file and writing the id). *removed counts
+ * them. */
 int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *removed);
 
 /* Ranges in use now (files in <state>/uids). */
