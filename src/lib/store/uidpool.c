@@ -112,7 +112,12 @@ int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const cha
 {
 	char dir[4200], name[32];
 	safe_snprintf(dir, sizeof(dir), "%s/uids", state_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	/* a create may come before anything else made the state folder
+	 * (root-only, as everywhere in the library) */
+	int m = mkdir(dir, 0700);
+	if (m < 0 && errno == ENOENT && mkdir(state_dir, 0700) == 0)
+		m = mkdir(dir, 0700);
+	if (m < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "user namespace: mkdir '%s'", dir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
