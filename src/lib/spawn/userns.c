@@ -1,110 +1,175 @@
-/* spawn/userns.c — see userns.h. */
+/* spawn/userns.c — see userns.h.
+ *
+ * Two helper tasks share our memory (no page tables copied, whatever the
+ * size of the daemon), so the whole making runs on another CPU while the
+ * create goes on, and a create waits only for its answer:
+ *
+ *  - the maker (`maker`, CLONE_VM | CLONE_FILES: the fd it opens is ours)
+ *    starts the member, writes the namespace's maps once it exists, opens
+ *    it, ends the member and reports the fd number (or -errno) on a pipe;
+ *  - the member (`member`, CLONE_VM, its own fd table holding nothing but
+ *    its pipe) makes the namespace as the range's first id, not as host
+ *    root: the kernel charges a namespace's per-user counts (inotify
+ *    instances and watches, user namespaces, message queue bytes) to its
+ *    creator as well, so one sandbox using up its share uses up its own
+ *    id's, never root's or another sandbox's.
+ *
+ * Both run on our TLS: only raw system calls (base/rawsys.h), which never
+ * write our errno or take libc's locks (glibc's setresuid would even try
+ * to change the ids of every thread of ours). */
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/syscall.h>
+#include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
+#include "base/rawsys.h"
 #include "spawn/userns.h"
 #include "store/uidpool.h"
 
-/* The namespace's first member: it shares our memory (no page tables
- * copied, whatever the size of the daemon) and the namespace outlives it
- * through the fd we open. It makes the namespace as the range's first id,
- * not as host root: the kernel charges a namespace's per-user counts
- * (inotify instances and watches, user namespaces, message queue bytes)
- * to its creator as well, so one sandbox using up its share uses up its
- * own id's, never root's or another sandbox's. Raw system calls: glibc's
- * setresuid would signal every thread of ours to change theirs too.
- * It keeps no fd but its pipe: in a daemon making sandboxes on several
- * threads at once, a helper holding copies of other fds (another
- * helper's pipe, a client's socket) would keep them open. It reports
- * with one byte, 'u' (made) or 'e', then waits to be killed. */
-static int holder(void *arg)
+static int member(void *arg)
 {
 	const struct userns_job *j = arg;
-	int fd = j->h_ready;
+	int fd = j->m_ready;
 	if (fd > 0)
-		syscall(SYS_close_range, 0, fd - 1, 0);
-	syscall(SYS_close_range, fd + 1, ~0U, 0);
+		RS3(SYS_close_range, 0, fd - 1, 0);
+	RS3(SYS_close_range, fd + 1, ~0U, 0);
 	char c = 'u';
-	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, j->base, j->base, j->base) < 0 ||
-	    syscall(SYS_setresuid, j->base, j->base, j->base) < 0 || syscall(SYS_unshare, CLONE_NEWUSER) < 0)
+	if (RS2(SYS_setgroups, 0, NULL) < 0 || RS3(SYS_setresgid, j->base, j->base, j->base) < 0 ||
+	    RS3(SYS_setresuid, j->base, j->base, j->base) < 0 || RS1(SYS_unshare, CLONE_NEWUSER) < 0)
 		c = 'e';
-	syscall(SYS_write, fd, &c, 1);
-	for (;;)
-		syscall(SYS_pause);
+	RS3(SYS_write, fd, &c, 1);
+	for (;;) /* until the maker kills it (ppoll: no pause(2) on every arch) */
+		RS4(SYS_ppoll, NULL, 0, NULL, NULL);
 	return 0;
 }
 
-static int write_map(pid_t pid, const char *file, const char *map)
+/* "/proc/<pid>/<file>" into buf, without libc's formatting. */
+static void proc_path(char *buf, pid_t pid, const char *file)
+{
+	char digits[16];
+	int n = 0;
+	for (unsigned v = (unsigned)pid; n == 0 || v; v /= 10)
+		digits[n++] = (char)('0' + v % 10);
+	char *p = buf;
+	for (const char *s = "/proc/"; *s;)
+		*p++ = *s++;
+	while (n)
+		*p++ = digits[--n];
+	*p++ = '/';
+	while (*file)
+		*p++ = *file++;
+	*p = '\0';
+}
+
+static long write_map(pid_t pid, const char *file, const char *map, size_t len)
 {
 	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
-	return write_file_at(AT_FDCWD, p, map);
+	proc_path(p, pid, file);
+	long fd = RS4(SYS_openat, AT_FDCWD, p, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	long w = RS3(SYS_write, fd, map, len);
+	RS1(SYS_close, fd);
+	return w == (long)len ? 0 : w < 0 ? w : -EIO;
+}
+
+static int maker(void *arg)
+{
+	struct userns_job *j = arg;
+	long r = 0;
+	int mp[2];
+	if ((r = RS2(SYS_pipe2, mp, O_CLOEXEC)) == 0) {
+		j->m_ready = mp[1];
+		/* glibc's clone: it only sets our errno when it fails */
+		pid_t m = clone(member, j->m_stack + sizeof(j->m_stack), CLONE_VM, j);
+		RS1(SYS_close, mp[1]);
+		char c = 0;
+		if (m < 0)
+			r = -EAGAIN;
+		else if (RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'u')
+			r = -EPERM;
+		if (r == 0 && (r = write_map(m, "uid_map", j->map, j->map_len)) == 0 &&
+		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0) {
+			char p[64];
+			proc_path(p, m, "ns/user");
+			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
+		}
+		if (m > 0) {
+			RS2(SYS_kill, m, SIGKILL);
+			while (RS4(SYS_wait4, m, NULL, __WCLONE, NULL) == -EINTR)
+				;
+		}
+		RS1(SYS_close, mp[0]);
+	}
+	int result = (int)r;
+	RS3(SYS_write, j->h_ready, &result, sizeof(result));
+	RS1(SYS_close, j->h_ready);
+	RS1(SYS_exit, 0);
+	return 0;
 }
 
 int userns_begin(uint32_t base, struct userns_job *j, abox_error *err)
 {
 	int rp[2];
 	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base };
+	j->map_len = (size_t)snprintf(j->map, sizeof(j->map), "0 %u %u\n", base, UIDPOOL_RANGE);
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return abox_error_set(err, errno, "user namespace: pipe");
 	j->ready_fd = rp[0];
-	j->h_ready = rp[1];
+	j->h_ready = rp[1]; /* the maker's to close: our fd table is its */
 	/* no exit signal: only a wait with __WCLONE (ours) reaps it, so its
-	 * pid stays ours to kill until we have */
-	pid_t pid = clone(holder, j->stack + sizeof(j->stack), CLONE_VM, j);
-	int e = errno;
-	close(rp[1]);
+	 * pid stays ours until we have */
+	pid_t pid = clone(maker, j->stack + sizeof(j->stack), CLONE_VM | CLONE_FILES, j);
 	if (pid < 0) {
-		userns_abort(j);
+		int e = errno;
+		close(rp[0]);
+		close(rp[1]);
+		j->ready_fd = -1;
 		return abox_error_set(err, e, "user namespace: clone");
 	}
 	j->pid = pid;
 	return 0;
 }
 
+/* The maker's answer, once: the fd, or -errno. */
+static int wait_maker(struct userns_job *j)
+{
+	int result = -EIO;
+	if (j->pid <= 0)
+		return -EINVAL;
+	ssize_t n;
+	while ((n = read(j->ready_fd, &result, sizeof(result))) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(result))
+		result = -EIO;
+	while (waitpid(j->pid, NULL, __WCLONE) < 0 && errno == EINTR)
+		;
+	close(j->ready_fd);
+	j->ready_fd = -1;
+	j->pid = -1;
+	return result;
+}
+
 void userns_abort(struct userns_job *j)
 {
-	if (j->ready_fd >= 0)
-		close(j->ready_fd);
-	j->ready_fd = -1;
-	if (j->pid > 0) {
-		kill(j->pid, SIGKILL);
-		while (waitpid(j->pid, NULL, __WCLONE) < 0 && errno == EINTR)
-			;
-	}
-	j->pid = -1;
+	int fd = wait_maker(j);
+	if (fd >= 0)
+		close(fd);
 }
 
 int userns_finish(struct userns_job *j, abox_error *err)
 {
-	int r = 0, fd = -1;
-	char c = 0;
 	if (j->pid <= 0)
 		return abox_error_setx(err, EINVAL, "user namespace: not begun");
-	ssize_t n;
-	while ((n = read(j->ready_fd, &c, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1 || c != 'u')
-		r = abox_error_setx(err, EPERM, "user namespace: this kernel refused to make one (unshare)");
-	char map[64];
-	snprintf(map, sizeof(map), "0 %u %u\n", j->base, UIDPOOL_RANGE);
-	if (r >= 0 && (r = write_map(j->pid, "uid_map", map)) < 0)
-		abox_error_set(err, -r, "user namespace: write uid_map");
-	else if (r >= 0 && (r = write_map(j->pid, "gid_map", map)) < 0)
-		abox_error_set(err, -r, "user namespace: write gid_map");
-	if (r >= 0) {
-		char p[64];
-		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)j->pid);
-		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-			r = abox_error_set(err, errno, "user namespace: open '%s'", p);
-	}
-	userns_abort(j);
-	return r < 0 ? r : fd;
+	int r = wait_maker(j);
+	if (r == -EPERM)
+		return abox_error_setx(err, EPERM, "user namespace: this kernel refused to make one (unshare)");
+	if (r < 0)
+		return abox_error_set(err, -r, "user namespace: map host ids %u-%u", j->base,
+				      j->base + UIDPOOL_RANGE - 1);
+	return r;
 }
 
 int userns_new(uint32_t base, abox_error *err)

@@ -10,16 +10,20 @@
 
 #include "base/base.h"
 
-/* Making one, in two steps: the kernel's part (a new namespace, made by
- * a helper task that shares our memory, as the range's first id) runs on
- * another CPU while the caller goes on; finish writes the maps and opens
- * it. The job must stay in place between the two (the helper reads it). */
+/* Making one, in two steps: begin starts helpers that share our memory
+ * and make it on another CPU while the caller goes on; finish waits for
+ * their answer. The job must stay in place between the two (they use it).
+ * A begun job ends with finish or abort, never neither. */
 struct userns_job {
-	pid_t pid;
-	int ready_fd; /* ours */
-	int h_ready; /* the helper's end */
+	pid_t pid;    /* the maker */
+	int ready_fd; /* ours: its answer */
+	int h_ready;  /* its end */
+	int m_ready;  /* the member's end of the maker's pipe */
 	uint32_t base;
+	char map[64];
+	size_t map_len;
 	char stack[8192] __attribute__((aligned(16)));
+	char m_stack[4096] __attribute__((aligned(16)));
 };
 int userns_begin(uint32_t base, struct userns_job *j, abox_error *err);
 /* An fd on the namespace (close-on-exec), or -errno; the helper is gone
