@@ -28,8 +28,6 @@ const char *child_env_get(char **env, const char *key)
 	return NULL;
 }
 
-
-
 struct child_err {
 	int code;
 	char msg[480];

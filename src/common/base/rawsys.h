@@ -26,8 +26,11 @@ static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
 static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
 {
 	register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
-			   x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+			 x3 __asm__("x3") = d, x4 __asm__("x4") = e, x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory", "cc");
 	return x0;
 }
 #else

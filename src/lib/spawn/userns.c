@@ -165,7 +165,8 @@ int userns_finish(struct userns_job *j, abox_error *err)
 		return abox_error_setx(err, EINVAL, "user namespace: not begun");
 	int r = wait_maker(j);
 	if (r == -EPERM)
-		return abox_error_setx(err, EPERM, "user namespace: this kernel refused to make one (unshare)");
+		return abox_error_setx(err, EPERM,
+				       "user namespace: this kernel refused to make one (unshare)");
 	if (r < 0)
 		return abox_error_set(err, -r, "user namespace: map host ids %u-%u", j->base,
 				      j->base + UIDPOOL_RANGE - 1);

@@ -15,10 +15,10 @@
  * their answer. The job must stay in place between the two (they use it).
  * A begun job ends with finish or abort, never neither. */
 struct userns_job {
-	pid_t pid;    /* the maker */
+	pid_t pid; /* the maker */
 	int ready_fd; /* ours: its answer */
-	int h_ready;  /* its end */
-	int m_ready;  /* the member's end of the maker's pipe */
+	int h_ready; /* its end */
+	int m_ready; /* the member's end of the maker's pipe */
 	uint32_t base;
 	char map[64];
 	size_t map_len;
