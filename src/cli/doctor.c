@@ -279,7 +279,8 @@ int cmd_doctor(int argc, char **argv)
 	line(has_fs("overlay"), true, "overlayfs", has_fs("overlay") ? "available" : "missing: no sandbox root filesystem");
 	bool userns = in_child(probe_userns) == 0;
 	line(userns, false, "user namespaces",
-	     userns ? "available" : "unavailable: sandboxes need --userns off (or \"default\": \"off\" in userns.json)");
+	     userns ? "available"
+		    : "unavailable: sandboxes need --userns off (or \"default\": \"off\" in userns.json)");
 	if (userns) {
 		bool ov = probe_overlay_userns() == 0;
 		line(ov, false, "overlay in userns", ov ? "available (userxattr)" : "unavailable: rootless sandboxes cannot use overlay");

@@ -112,13 +112,15 @@ Test(userns, sandbox_root_owns_no_namespace)
 			      "ip addr add 203.0.113.9/32 dev lo 2>/dev/null && echo addressed; "
 			      "echo 1 2>/dev/null > /proc/sys/net/ipv4/ip_forward && echo tuned; "
 			      "mkdir /sys/fs/cgroup/x 2>/dev/null && echo cgroup; "
-			      "python3 -c 'import os; os.setuid(0); os.unshare(os.CLONE_NEWUSER)' 2>/dev/null && echo nested; "
+			      "python3 -c 'import os; os.setuid(0); os.unshare(os.CLONE_NEWUSER)' "
+			      "2>/dev/null && echo nested; "
 			      "id -u");
 	cr_assert_str_eq(o, "0\n", "sandbox root did more than its own namespace allows: %s", o);
 	free(o);
 	/* what it may: its own files and users, and a server on a low port */
 	o = root_sh(id, "touch /f && chown 1000:1000 /f && stat -c '%u' /f && "
-			"python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 80)); print(\"bound\")'");
+			"python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 80)); "
+			"print(\"bound\")'");
 	cr_assert_str_eq(o, "1000\nbound\n");
 	free(o);
 	kill_and_free(id);
