@@ -58,7 +58,7 @@ if [ "$secs" != 0 ]; then
     CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Db_lundef=false -Dinit_musl=enabled >/dev/null
   fi
   if ninja -C "$fz" >/dev/null; then
-    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head fuzz_listing fuzz_accounts fuzz_dns fuzz_sni fuzz_netpolicy fuzz_relay; do
+    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head fuzz_listing fuzz_accounts fuzz_dns fuzz_sni fuzz_netpolicy fuzz_relay fuzz_sudo; do
       corpus="$fz/corpus-$t"
       mkdir -p "$corpus"
       [ "$t" = fuzz_policy ] && cp policies/*.json "$corpus/" 2>/dev/null
@@ -70,6 +70,7 @@ if [ "$secs" != 0 ]; then
       [ "$t" = fuzz_sni ] && tests/fuzz/net-seeds.sh sni "$corpus" 2>/dev/null
       [ "$t" = fuzz_netpolicy ] && tests/fuzz/net-seeds.sh policy "$corpus" 2>/dev/null
       [ "$t" = fuzz_relay ] && tests/fuzz/net-seeds.sh relay "$corpus" 2>/dev/null
+      [ "$t" = fuzz_sudo ] && printf 'ABOXSUDO1\000u=root\000c=/tmp\000f=i\000a=id\000a=-u\000e=TERM=xterm\000' >"$corpus/seed"
       [ "$t" = fuzz_accounts ] && printf '\000agent:x:1001:1001::/home/agent:/bin/sh\nsudo:x:27:agent,user\n' >"$corpus/seed"
       if "$fz/tests/fuzz/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 "$corpus" >"$fz/$t.log" 2>&1; then
         echo "fuzz $t: ok ($(grep -c . "$fz/$t.log") log lines)"

@@ -48,6 +48,12 @@ typedef struct abox_sandbox abox_sandbox;
  * flag: the state folder's userns.json decides ("default"). */
 #define ABOX_SANDBOX_USERNS (1u << 5)
 #define ABOX_SANDBOX_NO_USERNS (1u << 6)
+/* No `sudo` inside: by default the sandbox's /usr/bin/sudo asks its init
+ * to run a command as root (or -u USER), passwordless as in E2B's
+ * templates, which is what `user: root` through the API can do anyway.
+ * With this flag a process of the sandbox cannot become another user of
+ * it unless it already is root. */
+#define ABOX_SANDBOX_NO_SUDO (1u << 7)
 
 /* ---- networking -------------------------------------------------------- */
 

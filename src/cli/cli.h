@@ -118,7 +118,8 @@ void cli_close_gc(struct cli_sandbox *s);
 	{ "net", required_argument, NULL, 'N' },               \
 	{ "allow-out", required_argument, NULL, 'O' },         \
 	{ "deny-out", required_argument, NULL, 'X' },          \
-	{ "userns", required_argument, NULL, 'Y' }
+	{ "userns", required_argument, NULL, 'Y' },            \
+	{ "sudo", required_argument, NULL, 'Q' }
 /* clang-format on */
 
 /* What those options make: the sandbox's options, the -e K=V values and
@@ -149,7 +150,8 @@ int cli_new_finish(const char *verb, struct cli_new_sandbox *ns);
 	"      --deny-out X      filtered: an IP or CIDR it may not reach (repeatable; without it,\n"        \
 	"                        everything --allow-out does not name is refused)\n"                         \
 	"      --userns on|off   a user namespace of its own: its root and user are host ids no\n"           \
-	"                        host account or other sandbox has (default: userns.json's)\n"
+	"                        host account or other sandbox has (default: userns.json's)\n"               \
+	"      --sudo on|off     sudo inside for every user, passwordless (default: on)\n"
 
 /* Takes getopt_long's c and its value val into ns; the verb has looked at
  * its own options first. Returns 1 when c is one of CLI_SANDBOX_LONGOPTS,

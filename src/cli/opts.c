@@ -165,6 +165,16 @@ int cli_sandbox_opt(const char *verb, int c, const char *val, struct cli_new_san
 			r = -1;
 		}
 		break;
+	case 'Q':
+		if (!strcmp(val, "on"))
+			so->flags &= ~ABOX_SANDBOX_NO_SUDO;
+		else if (!strcmp(val, "off"))
+			so->flags |= ABOX_SANDBOX_NO_SUDO;
+		else {
+			cli_err("%s: --sudo '%s': expected on or off", verb, val);
+			r = -1;
+		}
+		break;
 	case 'N':
 		if (!strcmp(val, "none"))
 			ns->net.mode = ABOX_NET_NONE;

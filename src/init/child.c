@@ -354,3 +354,36 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 	fds->ep = io.ep[0];
 	return 0;
 }
+
+int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid, int *ep, bool *stalled)
+{
+	if (!req->argv || !req->argv[0])
+		return -EINVAL;
+	int e[2];
+	if (pipe2(e, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(e[0], F_SETFL, O_NONBLOCK);
+	struct child_env ce;
+	int r = child_env_build(req, false, &ce);
+	if (r < 0) {
+		close(e[0]);
+		close(e[1]);
+		return r;
+	}
+	struct child_args a = {
+		.req = req, .envp = ce.envp, .in = stdio[0], .out = stdio[1], .err = stdio[2], .ep = e[1]
+	};
+	struct exec_fds fds = { 0 };
+	pid_t c = child_start(&a, &fds);
+	r = c < 0 ? -errno : 0;
+	free(ce.envp);
+	close(e[1]);
+	if (c < 0) {
+		close(e[0]);
+		return r;
+	}
+	*pid = c;
+	*ep = e[0];
+	*stalled = fds.stalled;
+	return 0;
+}

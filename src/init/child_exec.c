@@ -163,13 +163,16 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
 	ep = 3;
 	(void)RS3(SYS_close_range, 4, ~0U, 0);
+	bool cwd_first = req->flags & EXEC_CWD_FIRST;
+	if (cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
+		child_fail(ep, (int)-r, "cwd", req->cwd);
 	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
 		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
 		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
 		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	if (req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
+	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
 	exec_path(req->argv[0], req->argv, a->envp, ep);
 	child_exit(127);

@@ -107,7 +107,7 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
 		case F_FLAGS:
 			r = proto_field_u64(&fl, &v);
-			req->flags = (uint32_t)v;
+			req->flags = (uint32_t)v & ~EXEC_CWD_FIRST;
 			break;
 		case F_ROWS: r = proto_field_u64(&fl, &v); req->pty_rows = v > 1000 ? 1000 : (unsigned)v; break;
 		case F_COLS: r = proto_field_u64(&fl, &v); req->pty_cols = v > 1000 ? 1000 : (unsigned)v; break;
@@ -147,6 +147,17 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 	return 0;
 }
 
+struct proc *procs_slot(void)
+{
+	struct proc *p = NULL;
+	for (unsigned i = 0; i < MAX_PROCS && !p; i++)
+		if (procs[i].state == P_FREE)
+			p = &procs[i];
+	if (p && (unsigned)(p - procs) >= procs_used)
+		procs_used = (unsigned)(p - procs) + 1;
+	return p;
+}
+
 void procs_exec(int ci, const struct proto_frame *f)
 {
 	struct exec_req req = { 0 };
@@ -169,12 +180,7 @@ void procs_exec(int ci, const struct proto_frame *f)
 		exec_req_free(&req);
 		return;
 	}
-	struct proc *p = NULL;
-	for (unsigned i = 0; i < MAX_PROCS && !p; i++)
-		if (procs[i].state == P_FREE)
-			p = &procs[i];
-	if (p && (unsigned)(p - procs) >= procs_used)
-		procs_used = (unsigned)(p - procs) + 1;
+	struct proc *p = procs_slot();
 	if (!p) {
 		init_send_error(ci, f->id, EAGAIN, "exec: too many processes tracked by init");
 		exec_req_free(&req);

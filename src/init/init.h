@@ -67,6 +67,11 @@ struct exec_req {
 	uint32_t flags;
 };
 
+/* exec_req.flags that only init sets (never taken from a request): go to
+ * the folder before becoming the user, as sudo does (a caller in a
+ * folder the target user may not enter still runs the command there) */
+#define EXEC_CWD_FIRST (1u << 30)
+
 struct exec_fds {
 	int in;  /* write end of the stdin pipe, or -1 */
 	int out; /* read end of stdout */
@@ -101,6 +106,22 @@ extern bool creator_bound;
  * already unless the child had to be forked).
  * < 0 (-errno) when no child could be made at all. */
 int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
+/* The same with the caller's stdin, stdout and stderr (sudo's: they stay
+ * the caller's); *ep as fds->ep. */
+int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid, int *ep, bool *stalled);
+/* sudo.c: the sandbox's `sudo` (see there). sudo_listen at the start (when
+ * not turned off); sudo_pollfds fills SUDO_MAX + 1 entries, sudo_ready
+ * takes them back. */
+struct proc;
+void sudo_listen(void);
+unsigned sudo_pollfds(struct pollfd *pfd);
+void sudo_ready(const struct pollfd *pfd);
+/* A process started for sudo ended (or could not start): its caller is
+ * told and let go. */
+void sudo_report(struct proc *p);
+/* exec.c: a free process slot (the highest in use raised), or NULL. */
+struct proc *procs_slot(void);
+
 /* memguard.c: whether n more bytes written by init itself to fd fit the
  * sandbox's memory limit ("memory=N") when they land in memory (a tmpfs):
  * 0 or -ENOSPC. */

@@ -35,6 +35,7 @@
 
 #include "base/base.h"
 #include "base/clock.h"
+#include "base/sudo_wire.h"
 #include "init.h"
 #include "proto/messages.h"
 #include "proto/proto.h"
@@ -51,6 +52,9 @@ static void client_gone(unsigned ci, unsigned last)
 	}
 	procs_client_gone(ci, last);
 }
+
+/* "nosudo": the create turned the sandbox's sudo off (sudo.c) */
+static bool sudo_off;
 
 int main(int argc, char **argv)
 {
@@ -73,6 +77,8 @@ int main(int argc, char **argv)
 			init_deadline_ms = clock_boot_ms() + strtoll(argv[i] + 11, NULL, 10);
 		else if (strncmp(argv[i], "memory=", 7) == 0)
 			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
+		else if (strcmp(argv[i], "nosudo") == 0)
+			sudo_off = true;
 	}
 	/* procs[] is not touched here: its fds are set when a slot is taken
 	 * (an idle sandbox keeps those pages unallocated) */
@@ -93,6 +99,8 @@ int main(int argc, char **argv)
 	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
 	fcntl(INIT_LAYER_FD, F_SETFD, FD_CLOEXEC);
 	child_cgroup_probe();
+	if (!sudo_off)
+		sudo_listen();
 	fcntl(listen_fd, F_SETFL, O_NONBLOCK);
 	/* An ephemeral sandbox's creator may hand over one end of a
 	 * connected pair instead of a listening socket: it is the only
@@ -104,7 +112,7 @@ int main(int argc, char **argv)
 		listen_fd = -1;
 	}
 
-	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS + 16];
+	static struct pollfd pfd[2 + MAX_CLIENTS + 4 * MAX_PROCS + 16 + SUDO_MAX + 1];
 	for (;;) {
 		/* a client that hung up may still have requests in flight (a
 		 * signal, a resize, then close): stop writing to it, keep
@@ -139,6 +147,8 @@ int main(int argc, char **argv)
 		}
 		nfds_t watch_at = n;
 		n += watch_pollfds(&pfd[n]);
+		nfds_t sudo_at = n;
+		n += sudo_pollfds(&pfd[n]);
 		int timeout = -1;
 		if (init_deadline_ms) {
 			int64_t left = init_deadline_ms - clock_boot_ms();
@@ -185,6 +195,7 @@ int main(int argc, char **argv)
 				proc_flush_stdin(p);
 		}
 		watch_ready(&pfd[watch_at]);
+		sudo_ready(&pfd[sudo_at]);
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
 			bool want_rearm = false;

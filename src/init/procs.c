@@ -103,6 +103,8 @@ void procs_clocks_run(bool run)
  * oldest ended process goes). */
 static void proc_ended(struct proc *p)
 {
+	if (p->sudo_fd)
+		sudo_report(p);
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_EV_END, 0);
 	proc_put_end(&m, p);

@@ -76,6 +76,7 @@ struct proc {
 	int64_t kill_at;   /* CLOCK_BOOTTIME ms: its own timeout, 0 = none */
 	int64_t kill_left; /* while the clocks stand (paused, checkpointed): ms left */
 	bool timed_out;    /* killed at kill_at */
+	int sudo_fd; /* started for sudo: the connection its end goes to, else 0 (fd 0 is never one) */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to

@@ -28,6 +28,8 @@ struct abox_ctx {
 	char *init_path;
 	char *unpack_path;     /* abox-unpack, or NULL when not found */
 	char *netd_path; /* abox-netd, or NULL when not found */
+	char *sudo_path; /* abox-sudo (sandboxes' sudo), or NULL when not found */
+	char *extras_dir; /* the layer of abox's own files every sandbox gets (local/extras.c), once made */
 	char *default_policy;
 	abox_log_fn log;
 	void *log_userdata;

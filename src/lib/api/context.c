@@ -92,6 +92,13 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 				     ABOX_BUILD_DIR "/abox-netd" };
 	ctx->netd_path = pick(netd_cands, ELEMENTSOF(netd_cands));
 
+	/* abox-sudo (installed in sandboxes as sudo), found as the others */
+	char near_sudo[PATH_MAX + 16];
+	snprintf(near_sudo, sizeof(near_sudo), "%s/abox-sudo", dir);
+	const char *sudo_cands[] = { getenv("ABOX_SUDO"), near_sudo, ABOX_LIBEXECDIR "/abox-sudo",
+				     ABOX_BUILD_DIR "/abox-sudo" };
+	ctx->sudo_path = pick(sudo_cands, ELEMENTSOF(sudo_cands));
+
 	const char *pol_cands[] = { getenv("ABOX_DEFAULT_POLICY"), ABOX_DATADIR "/policies/default.json",
 				    ABOX_SOURCE_DIR "/policies/default.json" };
 	ctx->default_policy = pick(pol_cands, ELEMENTSOF(pol_cands));
@@ -143,6 +150,8 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->state_dir);
 	free(ctx->runtime_dir);
 	free(ctx->netd_path);
+	free(ctx->sudo_path);
+	free(ctx->extras_dir);
 	free(ctx->init_path);
 	free(ctx->unpack_path);
 	free(ctx->default_policy);

@@ -268,7 +268,7 @@ static int create_disk(struct create *c, abox_error *err)
 
 /* init's command line (its strings in a). */
 struct init_args {
-	char *argv[6];
+	char *argv[8];
 	char memory[48], timeout[64];
 };
 
@@ -282,6 +282,8 @@ static void create_init_args(struct create *c, struct init_args *a)
 	a->argv[ai++] = a->memory;
 	if (o->flags & ABOX_SANDBOX_EPHEMERAL)
 		a->argv[ai++] = (char *)"ephemeral";
+	if (o->flags & ABOX_SANDBOX_NO_SUDO)
+		a->argv[ai++] = (char *)"nosudo";
 	/* commands forked, never started in init's memory (see
 	 * src/init/child.c): for hosts and debugging that want the plain way */
 	const char *how = getenv("ABOX_INIT_SPAWN");
@@ -380,6 +382,10 @@ static int create_spawn(struct create *c, abox_error *err)
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
 		cfg.rootfs.tree_lowers[i] = c->stk.tree_lowers[i];
 	}
+	_cleanup_free_ char *with_extras = NULL;
+	if (!(o->flags & ABOX_SANDBOX_NO_SUDO) &&
+	    (r = local_extras_apply(ctx, &cfg.rootfs, &with_extras, err)) < 0)
+		return abox_error_prefix(err, "create");
 	struct spawn_result res;
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cloning", sb->id);
 	/* the child's own steps, timed on a page it shares with us */
@@ -428,6 +434,7 @@ static int create_record(struct create *c, abox_error *err)
 		.net_policy = sb->net_policy,
 		.net_slot = sb->net_slot,
 		.id_base = sb->id_base,
+		.no_sudo = (o->flags & ABOX_SANDBOX_NO_SUDO) != 0,
 	};
 	/* forks of this sandbox must get the same policy, not the default:
 	 * record where it is */

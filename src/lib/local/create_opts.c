@@ -40,9 +40,10 @@ int local_create_opts_check(const abox_sandbox_opts *o, abox_error *err)
 	if ((o->flags & ABOX_SANDBOX_USERNS) && (o->flags & ABOX_SANDBOX_NO_USERNS))
 		return abox_error_setx(err, EINVAL,
 				       "a sandbox cannot be both with and without a user namespace");
-	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE |
-			 ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY | ABOX_SANDBOX_LAYER_DISK |
-			 ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS | ABOX_SANDBOX_NO_USERNS))
+	if (o->flags &
+	    ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY |
+	      ABOX_SANDBOX_LAYER_DISK | ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS |
+	      ABOX_SANDBOX_NO_USERNS | ABOX_SANDBOX_NO_SUDO))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	return 0;
 }

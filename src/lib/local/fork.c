@@ -38,6 +38,8 @@ int backend_opts_from_record(const struct sb_state *st, abox_sandbox_opts *o, ch
 	/* a fork or a resume is who its source was: with a user namespace (a
 	 * range of its own) or without */
 	o->flags |= st->id_base ? ABOX_SANDBOX_USERNS : ABOX_SANDBOX_NO_USERNS;
+	if (st->no_sudo)
+		o->flags |= ABOX_SANDBOX_NO_SUDO;
 	if (st->auto_pause && st->auto_no_memory)
 		o->flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
 	if (st->deadline_ms) {

@@ -285,6 +285,17 @@ int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *
 int local_template_list(abox_ctx *ctx, char ***names, abox_error *err);
 int local_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
 
+/* extras.c: the folder of abox's own files every sandbox gets as a lower
+ * layer (its usr/bin/sudo), made on first use; NULL when abox-sudo is not
+ * installed (sandboxes then have no sudo). local_lower_with: a lowerdir
+ * list with extra put just above its last (bottom) layer, malloc'd. */
+const char *local_extras(abox_ctx *ctx);
+char *local_lower_with(const char *lowers, const char *extra);
+/* Puts the extras into plan's lowers (the host's /usr tree, or the root);
+ * *owned: the new string the plan now points at (caller frees). */
+struct rootfs_plan;
+int local_extras_apply(abox_ctx *ctx, struct rootfs_plan *plan, char **owned, abox_error *err);
+
 /* create_opts.c: the options of a new sandbox, checked (the error names
  * the option); the kernel's version as major * 1000 + minor. */
 int local_create_opts_check(const abox_sandbox_opts *o, abox_error *err);

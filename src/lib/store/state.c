@@ -136,6 +136,7 @@ static const struct js_field fields[] = {
 	F("cpuMillis", cpu_millis, JS_U32),
 	F("env", env, JS_STRV),
 	F("snapshots", snapshots, JS_STRV | JS_OMIT0),
+	F("noSudo", no_sudo, JS_FLAG),
 };
 #undef F
 

@@ -43,6 +43,7 @@ struct sb_state {
 	char *net_policy; /* its egress policy (net/policy.h JSON), NULL: loopback only */
 	uint32_t net_slot; /* with net_policy: its slot of the address pool (net/slots.h) */
 	uint32_t id_base; /* with a user namespace: its first host id (store/uidpool.h), else 0 */
+	bool no_sudo; /* made without sudo inside (ABOX_SANDBOX_NO_SUDO) */
 	char *meta_keys[STATE_MAX_META];
 	char *meta_values[STATE_MAX_META];
 	unsigned nmeta;

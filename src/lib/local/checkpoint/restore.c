@@ -146,6 +146,10 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		plan.trees[i] = tmpl.trees[i];
 		plan.tree_lowers[i] = stk.tree_lowers[i];
 	}
+	/* the same layers as when it was dumped: abox's own files too */
+	_cleanup_free_ char *with_extras = NULL;
+	if (!st->no_sudo && (r = local_extras_apply(ctx, &plan, &with_extras, err)) < 0)
+		goto out;
 	safe_snprintf(log, sizeof(log), "%s/restore.log", workdir);
 	/* not in the runtime folder: the restorer has the new tmpfs mounted there */
 	safe_snprintf(pidfile, sizeof(pidfile), "%s/restored.pid", workdir);
