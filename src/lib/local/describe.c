@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 
 #include "local/local.h"
@@ -85,6 +86,22 @@ static void describe_userns(abox_ctx *ctx, abox_host_check_fn fn, void *ud)
 	}
 	bool can = userns_supported();
 	const char *src = *cfg.path ? cfg.path : "the built-in default";
+	/* its layers are idmapped mounts of the state folder (or where it
+	 * will be made) and of /usr */
+	abox_error ie = ABOX_ERROR_INIT;
+	char where[4096];
+	safe_snprintf(where, sizeof(where), "%s", ctx->state_dir);
+	for (char *slash; access(where, F_OK) < 0 && (slash = strrchr(where, '/')) && slash != where;)
+		*slash = '\0';
+	if (can && cfg.default_on &&
+	    (userns_idmap_probe(where, &ie) < 0 || userns_idmap_probe("/usr", &ie) < 0)) {
+		tell(fn, ud, "sandbox identities", false, true,
+		     "a user namespace per sandbox is the default (%s), but %s: set \"default\": \"off\" in "
+		     "userns.json (sandbox root is then host root with fewer capabilities) or move the state folder "
+		     "to a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs)",
+		     src, ie.msg);
+		return;
+	}
 	if (!cfg.default_on)
 		tell(fn, ud, "sandbox identities", true, false,
 		     "no user namespace by default (%s): sandbox root is host root with fewer capabilities, "

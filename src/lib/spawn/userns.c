@@ -191,3 +191,30 @@ bool userns_supported(void)
 	}
 	return known == 1;
 }
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+struct mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+#endif
+
+int userns_idmap_probe(const char *path, abox_error *err)
+{
+	int us = userns_new(UIDPOOL_DEFAULT_START, err);
+	if (us < 0)
+		return us;
+	/* a detached copy of the mount: idmapped, then dropped with its fd */
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | O_CLOEXEC);
+	int r = t < 0 ? abox_error_set(err, errno, "open_tree '%s'", path) : 0;
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)us };
+	if (r == 0 && syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		r = abox_error_set(err, errno, "an idmapped mount of '%s'", path);
+	if (t >= 0)
+		close(t);
+	close(us);
+	return r;
+}

@@ -36,7 +36,11 @@ void userns_abort(struct userns_job *j);
 /* Both steps at once: an fd on the new namespace, or -errno. */
 int userns_new(uint32_t base, abox_error *err);
 
-/* Whether this kernel lets us make one and mount through it (cached). */
+/* Whether this kernel lets us make one (cached). */
 bool userns_supported(void);
+/* Whether the filesystem at path can be mounted idmapped (what a sandbox
+ * with a user namespace needs of its template, snapshots and host trees):
+ * 0 or -errno with err saying why. Leaves nothing mounted. */
+int userns_idmap_probe(const char *path, abox_error *err);
 
 #endif
