@@ -97,7 +97,8 @@ static void describe_userns(abox_ctx *ctx, abox_host_check_fn fn, void *ud)
 	    (userns_idmap_probe(where, &ie) < 0 || userns_idmap_probe("/usr", &ie) < 0)) {
 		tell(fn, ud, "sandbox identities", false, true,
 		     "a user namespace per sandbox is the default (%s), but %s: set \"default\": \"off\" in "
-		     "userns.json (sandbox root is then host root with fewer capabilities) or move the state folder "
+		     "userns.json (sandbox root is then host root with fewer capabilities) or move the state "
+		     "folder "
 		     "to a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs)",
 		     src, ie.msg);
 		return;
