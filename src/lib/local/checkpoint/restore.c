@@ -87,6 +87,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	int rundir_fd = -1, listen_fd = -1, conn = -1, layer = -1, pidfd = -1, disk_fd = -1;
 	int sp[2] = { -1, -1 };
 	char planned[8192];
+	_cleanup_free_ char *with_extras = NULL; /* the lowers with abox's own files */
 
 	if (!st->template_root || !st->template_name)
 		return abox_error_setx(err, EBADMSG, "restore: the record of %s names no template", id);
@@ -147,7 +148,6 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		plan.tree_lowers[i] = stk.tree_lowers[i];
 	}
 	/* the same layers as when it was dumped: abox's own files too */
-	_cleanup_free_ char *with_extras = NULL;
 	if (!st->no_sudo && (r = local_extras_apply(ctx, &plan, &with_extras, err)) < 0)
 		goto out;
 	safe_snprintf(log, sizeof(log), "%s/restore.log", workdir);
