@@ -71,10 +71,17 @@ static long host_uid(pid_t pid)
 	return uid;
 }
 
+static const char *runtime_dir(void)
+{
+	const char *s = getenv("ABOX_RUNTIME_DIR");
+	cr_assert(s && *s, "the tests run with their own ABOX_RUNTIME_DIR");
+	return s;
+}
+
 static bool range_file(unsigned long base)
 {
 	char p[4200];
-	snprintf(p, sizeof(p), "%s/uids/%lu", state_dir(), base);
+	snprintf(p, sizeof(p), "%s/uids/%lu", runtime_dir(), base);
 	return access(p, F_OK) == 0;
 }
 
@@ -332,9 +339,9 @@ Test(userns, pool_exhaustion_and_crashed_creators, .fini = no_config)
 	kill_and_free(a);
 	/* a creator killed after taking its range: gc gives it back */
 	char p[4200];
-	snprintf(p, sizeof(p), "%s/uids", state_dir());
+	snprintf(p, sizeof(p), "%s/uids", runtime_dir());
 	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/uids/3000000000", state_dir());
+	snprintf(p, sizeof(p), "%s/uids/3000000000", runtime_dir());
 	FILE *f = fopen(p, "w");
 	cr_assert(f);
 	fputs("deadcreator000000000", f);

@@ -518,7 +518,7 @@ static void create_undo(struct create *c, bool failed)
 		close(c->userns_fd);
 	/* its host ids, unless its kill gave them back already */
 	if (failed && c->id_base && sb)
-		uidpool_give(c->ctx->state_dir, c->id_base, sb->id);
+		uidpool_give(c->ctx->runtime_dir, c->id_base, sb->id);
 	free(c->ln.policy_json);
 	c->ln.policy_json = NULL;
 	if (!failed || !sb)

@@ -119,7 +119,7 @@ static void describe_userns(abox_ctx *ctx, abox_host_check_fn fn, void *ud)
 			   "--userns off",
 		     src, cfg.start,
 		     (unsigned)((uint64_t)cfg.start + (uint64_t)cfg.ranges * UIDPOOL_RANGE - 1), cfg.ranges,
-		     UIDPOOL_RANGE, uidpool_used(ctx->state_dir));
+		     UIDPOOL_RANGE, uidpool_used(ctx->runtime_dir));
 }
 
 int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)

@@ -1,7 +1,7 @@
 /* local/identity.c — who a sandbox is on the host: its own user
  * namespace, when asked for or the state folder's default (userns.json),
  * on a range of host ids taken from the pool (store/uidpool.h) and
- * recorded there under its id before anything runs with them.
+ * recorded (in the runtime folder) under its id before anything runs with them.
  * Runs in the CLI/daemon. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +25,10 @@ int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct use
 	if (!(flags & ABOX_SANDBOX_USERNS) && !on)
 		return 0;
 	uint32_t b;
-	if ((r = uidpool_take(ctx->state_dir, &cfg, id, &b, err)) < 0)
+	if ((r = uidpool_take(ctx->runtime_dir, &cfg, id, &b, err)) < 0)
 		return r;
 	if ((r = userns_begin(b, j, err)) < 0) {
-		uidpool_give(ctx->state_dir, b, id);
+		uidpool_give(ctx->runtime_dir, b, id);
 		return r;
 	}
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: user namespace on host ids %u-%u", id, b,

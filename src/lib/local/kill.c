@@ -129,7 +129,7 @@ int backend_kill(abox_sandbox *sb, bool keep_record, abox_error *err)
 	 * pause's too, are kept with sandbox-relative owners), so they are
 	 * free once its processes are gone; a resume takes a range anew */
 	if (sb->id_base)
-		uidpool_give(sb->ctx->state_dir, sb->id_base, sb->id);
+		uidpool_give(sb->ctx->runtime_dir, sb->id_base, sb->id);
 	backend_release(sb);
 	backend_log(sb->ctx, ABOX_LOG_DEBUG, "kill %s: cleaned up", sb->id);
 	return r;

@@ -107,15 +107,15 @@ static bool in_subids(const char *text, uint32_t base)
 	return false;
 }
 
-int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
+int uidpool_take(const char *runtime_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
 		 abox_error *err)
 {
 	char dir[4200], name[32];
-	safe_snprintf(dir, sizeof(dir), "%s/uids", state_dir);
-	/* a create may come before anything else made the state folder
+	safe_snprintf(dir, sizeof(dir), "%s/uids", runtime_dir);
+	/* a create may come before anything else made the runtime folder
 	 * (root-only, as everywhere in the library) */
 	int m = mkdir(dir, 0700);
-	if (m < 0 && errno == ENOENT && mkdir(state_dir, 0700) == 0)
+	if (m < 0 && errno == ENOENT && mkdir(runtime_dir, 0700) == 0)
 		m = mkdir(dir, 0700);
 	if (m < 0 && errno != EEXIST)
 		return abox_error_set(err, errno, "user namespace: mkdir '%s'", dir);
@@ -157,10 +157,10 @@ int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const cha
 		cfg->ranges, cfg->start);
 }
 
-void uidpool_give(const char *state_dir, uint32_t base, const char *id)
+void uidpool_give(const char *runtime_dir, uint32_t base, const char *id)
 {
 	char p[4200];
-	safe_snprintf(p, sizeof(p), "%s/uids/%u", state_dir, base);
+	safe_snprintf(p, sizeof(p), "%s/uids/%u", runtime_dir, base);
 	_cleanup_free_ char *who = NULL;
 	if (read_file_at(AT_FDCWD, p, 64, &who, NULL) < 0)
 		return;
@@ -172,7 +172,7 @@ void uidpool_give(const char *state_dir, uint32_t base, const char *id)
 int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *removed)
 {
 	char dir[4200];
-	safe_snprintf(dir, sizeof(dir), "%s/uids", state_dir);
+	safe_snprintf(dir, sizeof(dir), "%s/uids", runtime_dir);
 	DIR *d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
@@ -199,10 +199,10 @@ int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *remo
 	return 0;
 }
 
-unsigned uidpool_used(const char *state_dir)
+unsigned uidpool_used(const char *runtime_dir)
 {
 	char dir[4200];
-	safe_snprintf(dir, sizeof(dir), "%s/uids", state_dir);
+	safe_snprintf(dir, sizeof(dir), "%s/uids", runtime_dir);
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;

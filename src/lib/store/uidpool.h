@@ -6,13 +6,16 @@
  * ranges /etc/subuid and /etc/subgid hand to users: no host account and no
  * other live sandbox ever holds one of its ids.
  *
- * A range taken is a file <state>/uids/<base> made with O_EXCL, holding
+ * A range taken is a file <runtime>/uids/<base> made with O_EXCL, holding
  * the sandbox's id: two creators racing for one range cannot both get it,
  * and a creator killed after taking one leaves a file gc can match with
  * the sandbox it names. Files a sandbox writes are stored with
  * sandbox-relative owners (its layers are mounted idmapped), so nothing on
  * disk carries a range's host ids once its sandbox is gone: a range is
- * free again as soon as its file is removed.
+ * free again as soon as its file is removed. Hence the runtime folder
+ * (a tmpfs, emptied by a reboot, which ends every sandbox) rather than
+ * the state folder: no disk inode made and freed per sandbox, and one
+ * pool for every state folder that shares the runtime folder.
  *
  * Configured by <state>/userns.json: {"default": "on"|"off", "poolStart":
  * N, "poolRanges": M}. Runs in the CLI/daemon. */
@@ -41,11 +44,11 @@ int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *e
 
 /* Takes a free range for sandbox id: *base is its first host id. -ENOSPC
  * (the message says how many ranges are in use) when none is free. */
-int uidpool_take(const char *state_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
+int uidpool_take(const char *runtime_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
 		 abox_error *err);
 
 /* Gives the range back when it is still id's (a missing file is fine). */
-void uidpool_give(const char *state_dir, uint32_t base, const char *id);
+void uidpool_give(const char *runtime_dir, uint32_t base, const char *id);
 
 /* Removes the files of ranges over a minute old whose sandbox nothing
  * speaks for any more (store_has_owner), or that name none (a creator
@@ -53,7 +56,7 @@ void uidpool_give(const char *state_dir, uint32_t base, const char *id);
  * them. */
 int uidpool_sweep(const char *runtime_dir, const char *state_dir, unsigned *removed);
 
-/* Ranges in use now (files in <state>/uids). */
-unsigned uidpool_used(const char *state_dir);
+/* Ranges in use now (files in <runtime>/uids). */
+unsigned uidpool_used(const char *runtime_dir);
 
 #endif
