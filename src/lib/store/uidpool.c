@@ -53,7 +53,9 @@ int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *e
 {
 	struct uidpool_cfg c = { .default_on = true,
 				 .start = UIDPOOL_DEFAULT_START,
-				 .ranges = UIDPOOL_DEFAULT_RANGES };
+				 .ranges = UIDPOOL_DEFAULT_RANGES,
+				 .subuid = "/etc/subuid",
+				 .subgid = "/etc/subgid" };
 	safe_snprintf(c.path, sizeof(c.path), "%s/userns.json", state_dir);
 	_cleanup_free_ char *text = NULL;
 	int r = read_file_at(AT_FDCWD, c.path, 1 << 16, &text, NULL);
@@ -123,8 +125,8 @@ int uidpool_take(const char *runtime_dir, const struct uidpool_cfg *cfg, const c
 	if (dfd < 0)
 		return abox_error_set(err, errno, "user namespace: open '%s'", dir);
 	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
-	(void)read_file_at(AT_FDCWD, "/etc/subuid", 1 << 20, &subuid, NULL);
-	(void)read_file_at(AT_FDCWD, "/etc/subgid", 1 << 20, &subgid, NULL);
+	(void)read_file_at(AT_FDCWD, cfg->subuid, 1 << 20, &subuid, NULL);
+	(void)read_file_at(AT_FDCWD, cfg->subgid, 1 << 20, &subgid, NULL);
 	/* start where the sandbox's id points: creators racing each other
 	 * mostly try different ranges first */
 	uint32_t h = 2166136261u;

@@ -36,6 +36,8 @@ struct uidpool_cfg {
 	uint32_t start;
 	uint32_t ranges;
 	char path[4096]; /* the file read, or "" (defaults) */
+	/* the users' own ranges, skipped (tests point these elsewhere) */
+	const char *subuid, *subgid;
 };
 
 /* Reads <state>/userns.json (missing: the defaults). Refuses a pool that
