@@ -83,7 +83,7 @@ static int maker(void *arg)
 	if ((r = RS2(SYS_pipe2, mp, O_CLOEXEC)) == 0) {
 		j->m_ready = mp[1];
 		/* glibc's clone: it only sets our errno when it fails */
-		pid_t m = clone(member, j->m_stack + sizeof(j->m_stack), CLONE_VM, j);
+		pid_t m = clone(member, j->m_stack_top, CLONE_VM, j);
 		RS1(SYS_close, mp[1]);
 		char c = 0;
 		if (m < 0)
@@ -110,10 +110,19 @@ static int maker(void *arg)
 	return 0;
 }
 
+/* The helpers' stacks: the thread's own, never zeroed or copied (a page
+ * first touched costs a fault; the helpers touch only their tops, on the
+ * other CPU) */
+static _Thread_local struct {
+	char maker[8192] __attribute__((aligned(16)));
+	char member[4096] __attribute__((aligned(16)));
+} stacks;
+
 int userns_begin(uint32_t base, struct userns_job *j, abox_error *err)
 {
 	int rp[2];
 	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base };
+	j->m_stack_top = stacks.member + sizeof(stacks.member);
 	j->map_len = (size_t)snprintf(j->map, sizeof(j->map), "0 %u %u\n", base, UIDPOOL_RANGE);
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return abox_error_set(err, errno, "user namespace: pipe");
@@ -121,7 +130,7 @@ int userns_begin(uint32_t base, struct userns_job *j, abox_error *err)
 	j->h_ready = rp[1]; /* the maker's to close: our fd table is its */
 	/* no exit signal: only a wait with __WCLONE (ours) reaps it, so its
 	 * pid stays ours until we have */
-	pid_t pid = clone(maker, j->stack + sizeof(j->stack), CLONE_VM | CLONE_FILES, j);
+	pid_t pid = clone(maker, stacks.maker + sizeof(stacks.maker), CLONE_VM | CLONE_FILES, j);
 	if (pid < 0) {
 		int e = errno;
 		close(rp[0]);

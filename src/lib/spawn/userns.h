@@ -13,7 +13,8 @@
 /* Making one, in two steps: begin starts helpers that share our memory
  * and make it on another CPU while the caller goes on; finish waits for
  * their answer. The job must stay in place between the two (they use it).
- * A begun job ends with finish or abort, never neither. */
+ * A begun job ends with finish or abort, never neither, and a thread has
+ * one begun job at a time (the helpers' stacks are the thread's). */
 struct userns_job {
 	pid_t pid; /* the maker */
 	int ready_fd; /* ours: its answer */
@@ -22,8 +23,7 @@ struct userns_job {
 	uint32_t base;
 	char map[64];
 	size_t map_len;
-	char stack[8192] __attribute__((aligned(16)));
-	char m_stack[4096] __attribute__((aligned(16)));
+	char *m_stack_top; /* the member's stack */
 };
 int userns_begin(uint32_t base, struct userns_job *j, abox_error *err);
 /* An fd on the namespace (close-on-exec), or -errno; the helper is gone
