@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/mountapi.h"
 #include "mount/rootfs.h"
 
 #define PATH_BUF 512
@@ -21,22 +22,6 @@ static int do_mount(const char *src, const char *dst, const char *type, unsigned
 		return abox_error_set(err, errno, "mount %s on '%s'", type ? type : "bind", dst);
 	return 0;
 }
-
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-struct mount_attr {
-	uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-#endif
 
 /* The owner a file made here gets: the sandbox's root, which is host
  * root without a user namespace and id_base with one. */

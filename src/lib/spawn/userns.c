@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "base/mountapi.h"
 #include "base/rawsys.h"
 #include "spawn/userns.h"
 #include "store/uidpool.h"
@@ -200,16 +201,6 @@ bool userns_supported(void)
 	}
 	return known == 1;
 }
-
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-struct mount_attr {
-	uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-#endif
 
 int userns_idmap_probe(const char *path, abox_error *err)
 {
