@@ -44,7 +44,7 @@ try:
         ids.append(sb["sandboxID"])
         tokens[sb["sandboxID"]] = sb["envdAccessToken"]
     for sid in ids:
-        run(sid, "nohup bash -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done' >/dev/null 2>&1 &")
+        run(sid, "nohup bash -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.1; done' >/dev/null 2>&1 &")
     # a command streaming when the daemon dies
     inflight = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
     inflight.request("POST", "/process.Process/Start",

@@ -140,7 +140,7 @@ test('watchDir sees files made, written and removed (recursive too)', async () =
 test('pause, then connect: files and processes are still there', async () => {
   const s = await create()
   await s.files.write('/tmp/kept', 'kept')
-  await s.commands.run('i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done', { background: true })
+  await s.commands.run('i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.1; done', { background: true })
   await sleep(400)
   await s.betaPause?.() ?? await s.pause()
   eq((await Sandbox.getInfo(s.sandboxId)).state, 'paused', 'paused')

@@ -31,7 +31,8 @@ static char *create(void)
 static void start_counter(const char *id)
 {
 	ABOX_OK("exec", "-d", id, "--", "sh", "-c",
-		"echo $$ > /tmp/pid; i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done");
+		"echo $$ > /tmp/pid; i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; "
+		"sleep 0.1; done");
 }
 
 static long wait_counter(const char *id, long at_least)

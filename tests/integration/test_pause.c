@@ -14,8 +14,10 @@ TestSuite(pause, .init = sandbox_suite_init, .fini = sandbox_suite_fini, .timeou
 Test(pause, counter_stops_while_paused_and_goes_on_after_resume)
 {
 	char *id = CREATE("--timeout", "120");
+	/* the counter file is replaced whole: a read between a truncate and
+	 * its write would see 0 */
 	ABOX_OK("exec", "-d", id, "--", "sh", "-c",
-		"i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.02; done");
+		"i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.02; done");
 	usleep(300 * 1000);
 	long before = read_counter(id);
 	ABOX_OK("pause", id);
@@ -171,7 +173,7 @@ Test(pause, auto_pause_at_the_deadline_keeps_the_sandbox)
 {
 	char *id = CREATE("--timeout", "2", "--auto-pause");
 	ABOX_OK("exec", "-d", id, "--", "sh", "-c",
-		"i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done");
+		"i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.1; done");
 	sleep(3);
 	/* past the deadline: nothing killed it, and gc (or aboxd) pauses it */
 	char *s = sandbox_state(id);

@@ -131,7 +131,7 @@ async def _():
 async def _():
     s = await create()
     await s.files.write("/tmp/kept", "kept")
-    await s.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done", background=True)
+    await s.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.1; done", background=True)
     await asyncio.sleep(0.4)
     await s.pause()
     eq(state(await AsyncSandbox.get_info(s.sandbox_id)), "paused", "paused")

@@ -150,7 +150,7 @@ def _():
 def _():
     s = create()
     s.files.write("/tmp/kept", "kept")
-    s.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done", background=True)
+    s.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.1; done", background=True)
     time.sleep(0.4)
     s.pause()
     eq(state(Sandbox.get_info(s.sandbox_id)), "paused", "paused")
