@@ -12,6 +12,9 @@ packages=(
   musl-tools clang clang-format cmake gperf
   python3 strace gdb debootstrap
   iproute2 nftables conntrack openssl
+  # a filesystem that cannot be mounted idmapped, for the tests of
+  # sandboxes without a user namespace where that is so
+  bindfs
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

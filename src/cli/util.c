@@ -28,8 +28,21 @@ int cli_fail(const abox_error *err)
 	return EXIT_ABOX;
 }
 
+/* Warnings and errors always (a sandbox made with less than asked for
+ * says so); everything, timed, with ABOX_DEBUG set. */
 void cli_log_stderr(abox_log_level level, const char *msg, void *userdata)
 {
+	static int debug = -1;
+	if (debug < 0) {
+		const char *d = getenv("ABOX_DEBUG");
+		debug = d && *d;
+	}
+	if (!debug) {
+		if (level <= ABOX_LOG_WARNING)
+			fprintf(stderr, "%s: %s: %s\n", cli_prog,
+				level == ABOX_LOG_ERROR ? "error" : "warning", msg);
+		return;
+	}
 	static struct timespec t0;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -43,9 +56,7 @@ int cli_ctx(abox_ctx **ctx)
 {
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
-	const char *dbg = getenv("ABOX_DEBUG");
-	if (dbg && *dbg)
-		co.log = cli_log_stderr;
+	co.log = cli_log_stderr;
 	if (abox_ctx_new(&co, ctx, &err) < 0)
 		return cli_fail(&err);
 	return 0;

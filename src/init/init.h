@@ -97,6 +97,9 @@ int watchdog_signal(void);
  * file operations as a user). The kernel then resets the dumpable flag to
  * fs.suid_dumpable and drops the parent-death signal; both are put back. */
 void init_creds_changed(void);
+/* With a user namespace: joins it and takes on the sandbox's
+ * capabilities and seccomp program (confine.c); exits on failure. */
+void init_confine(void);
 /* creds.c: the creator's death ends the sandbox (PR_SET_PDEATHSIG, set
  * before our exec) until it detaches us */
 extern bool creator_bound;

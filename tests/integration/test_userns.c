@@ -133,6 +133,42 @@ Test(userns, sandbox_root_owns_no_namespace)
 	kill_and_free(id);
 }
 
+/* init (PID 1) serves the sandbox but is not at its mercy: sandbox root
+ * can neither raise its oom_score_adj (the OOM killer would then pick
+ * init, and the sandbox would be lost) nor see or follow its fds (the
+ * host's sockets and the writable layer's folder), and cannot ptrace it.
+ * Commands still start at oom_score_adj 0 and may raise their own. */
+Test(userns, init_is_beyond_sandbox_root)
+{
+	char *id = CREATE("--layer", "tmpfs");
+	char *o = root_sh(id, "echo 900 2>/dev/null > /proc/1/oom_score_adj && echo raised; "
+			      "echo 15 2>/dev/null > /proc/1/oom_adj && echo raised_adj; "
+			      "ls /proc/1/fd >/dev/null 2>&1 && echo listed; "
+			      "readlink /proc/1/fd/3 >/dev/null 2>&1 && echo followed; "
+			      "readlink /proc/1/cwd >/dev/null 2>&1 && echo cwd; "
+			      "cat /proc/1/environ >/dev/null 2>&1 && echo environ; "
+			      "python3 -c 'import ctypes; l = ctypes.CDLL(None); "
+			      "print(\"traced\") if l.ptrace(16, 1, 0, 0) == 0 else None' 2>/dev/null; "
+			      "cat /proc/1/oom_score_adj; cat /proc/self/oom_score_adj; "
+			      "echo 300 > /proc/self/oom_score_adj && cat /proc/self/oom_score_adj; "
+			      "grep -c . /proc/1/status >/dev/null && echo status_readable");
+	cr_assert_str_eq(o, "0\n0\n300\nstatus_readable\n", "sandbox root reached init: %s", o);
+	free(o);
+	/* on the host, init's score is what abox set, and it still answers */
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", (int)init_pid(id));
+	FILE *f = fopen(p, "r");
+	cr_assert(f);
+	int adj = 1;
+	cr_assert_eq(fscanf(f, "%d", &adj), 1);
+	fclose(f);
+	cr_assert_eq(adj, 0);
+	o = root_sh(id, "echo alive");
+	cr_assert_str_eq(o, "alive\n");
+	free(o);
+	kill_and_free(id);
+}
+
 Test(userns, off_keeps_host_ids)
 {
 	char *id = CREATE("--layer", "tmpfs", "--userns", "off");
@@ -364,4 +400,83 @@ Test(userns, pool_exhaustion_and_crashed_creators, .fini = no_config)
 	ABOX_EXPECT(0, "0 0 4294967295\n", NULL, "run", "--user", "root", "--", "sh", "-c",
 		    "tr -s ' ' < /proc/self/uid_map | sed 's/^ //'");
 	write_config(NULL);
+}
+
+/* The namespace's own kernel limits (userns.json "limits"), written into
+ * it as it is made: by default no user namespace can be made inside
+ * (whatever a seccomp policy lets through), and sandbox root cannot lift
+ * that; configured values hold for each of the sandbox's users. */
+Test(userns, kernel_limits_inside, .fini = no_config)
+{
+	ABOX_EXPECT(0, "0\n2147483647\nrefused\n", NULL, "run", "--user", "root", "--", "sh", "-c",
+		    "cat /proc/sys/user/max_user_namespaces /proc/sys/user/max_inotify_instances; "
+		    "echo 9 2>/dev/null > /proc/sys/user/max_user_namespaces || echo refused");
+	write_config("{\"limits\": {\"inotify_instances\": 3, \"user_namespaces\": null}}");
+	const char *count = "python3 -c 'import ctypes; l = ctypes.CDLL(None); "
+			    "print(sum(l.inotify_init() >= 0 for _ in range(6)))'; "
+			    "cat /proc/sys/user/max_user_namespaces";
+	ABOX_EXPECT(0, "3\n2147483647\n", NULL, "run", "--", "sh", "-c", count);
+	ABOX_EXPECT(0, "3\n2147483647\n", NULL, "run", "--user", "root", "--", "sh", "-c", count);
+	/* the two users' counts are their own */
+	ABOX_EXPECT(0, "3\n3\n", NULL, "run", "--user", "root", "--", "sh", "-c",
+		    "python3 -c 'import ctypes, subprocess; l = ctypes.CDLL(None); "
+		    "k = [l.inotify_init() for _ in range(3)]; "
+		    "subprocess.run([\"sudo\", \"-u\", \"user\", \"python3\", \"-c\", \"import ctypes; "
+		    "l = ctypes.CDLL(None); print(sum(l.inotify_init() >= 0 for _ in range(6)))\"]); "
+		    "print(sum(x >= 0 for x in k))'");
+	write_config("{\"limits\": {\"inotify_watchers\": 3}}");
+	ABOX_EXPECT(NONZERO, NULL, "unknown limit 'inotify_watchers'", "run", "--", "true");
+	write_config("{\"limits\": {\"inotify_watches\": -1}}");
+	ABOX_EXPECT(NONZERO, NULL, "must be a whole number from 0", "run", "--", "true");
+	write_config("{\"limits\": 5}");
+	ABOX_EXPECT(NONZERO, NULL, "limits must be an object", "run", "--", "true");
+	write_config(NULL);
+}
+
+/* Where the state folder's filesystem cannot be mounted idmapped (here
+ * bindfs, a FUSE filesystem that does not opt in), sandboxes run without
+ * a user namespace rather than not at all, and say so; --userns on fails
+ * naming the cause; doctor says what happens and what to do; "default":
+ * "off" makes it the rule and ends the warning. */
+Test(userns, falls_back_where_idmapped_mounts_cannot_be)
+{
+	char base[] = "/tmp/abox-idmapless-XXXXXX", src[64], mnt[64], state[80], run[64], cmd[256];
+	cr_assert(mkdtemp(base));
+	snprintf(src, sizeof(src), "%s/src", base);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", base);
+	snprintf(state, sizeof(state), "%s/state", mnt);
+	snprintf(run, sizeof(run), "%s/run", base);
+	cr_assert(mkdir(src, 0700) == 0 && mkdir(mnt, 0700) == 0);
+	snprintf(cmd, sizeof(cmd), "bindfs %s %s", src, mnt);
+	cr_assert_eq(system(cmd), 0, "bindfs is needed (scripts/bootstrap.sh installs it)");
+	char *old_root = strdup(getenv("ABOX_ROOT")), *old_run = strdup(getenv("ABOX_RUNTIME_DIR"));
+	setenv("ABOX_ROOT", state, 1);
+	setenv("ABOX_RUNTIME_DIR", run, 1);
+
+	ABOX_EXPECT(0, "0 0 4294967295\n1000\n", "has no user namespace", "run", "--user", "root", "--", "sh",
+		    "-c", "tr -s ' ' < /proc/self/uid_map | sed 's/^ //'; stat -c %u /home/user");
+	ABOX_EXPECT(NONZERO, NULL, "cannot be mounted through the sandbox's user namespace", "run",
+		    "--userns", "on", "--", "true");
+	struct run_result r;
+	ABOX(&r, "doctor");
+	cr_assert(strstr(r.out, "sandboxes run without one"), "doctor: %s", r.out);
+	run_result_free(&r);
+	char p[128];
+	snprintf(p, sizeof(p), "%s/userns.json", state);
+	FILE *f = fopen(p, "w");
+	cr_assert(f);
+	fputs("{\"default\": \"off\"}", f);
+	fclose(f);
+	ABOX(&r, "run", "--", "id", "-u");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "1000\n");
+	cr_assert(!strstr(r.err, "warning"), "\"default\": \"off\" ends the warning: %s", r.err);
+	run_result_free(&r);
+
+	setenv("ABOX_ROOT", old_root, 1);
+	setenv("ABOX_RUNTIME_DIR", old_run, 1);
+	free(old_root);
+	free(old_run);
+	snprintf(cmd, sizeof(cmd), "umount %s && rm -rf %s", mnt, base);
+	cr_assert_eq(system(cmd), 0, "clean up %s", base);
 }

@@ -2,8 +2,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 
 #include "caps/caps.h"
 
@@ -43,29 +41,4 @@ int caps_last_cap(void)
 		return CAP_LAST_CAP;
 	int v = atoi(s);
 	return v > 0 && v < 64 ? v : CAP_LAST_CAP;
-}
-
-int caps_apply(uint64_t keep, int last_cap, abox_error *err)
-{
-	for (int c = 0; c <= last_cap; c++) {
-		if (keep & (1ULL << c))
-			continue;
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return abox_error_set(err, errno, "drop capability %d from the bounding set", c);
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return abox_error_set(err, errno, "clear ambient capabilities");
-
-	/* Inheritable must be empty: for root, exec adds the inheritable set
-	 * to the new permitted set regardless of the bounding set. Permitted
-	 * and effective are trimmed to keep as well. */
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
-	data[0].permitted = data[0].effective = (uint32_t)keep;
-	data[1].permitted = data[1].effective = (uint32_t)(keep >> 32);
-	/* keep CAP_SETPCAP... not needed past this point; the bounding set is
-	 * already final */
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return abox_error_set(err, errno, "capset");
-	return 0;
 }

@@ -3,8 +3,11 @@
  * What it does: names the default set, drops everything else from the
  * bounding set and clears the inheritable and ambient sets, so that after
  * exec sandbox root holds exactly the kept set and any other uid holds none.
- * Runs in the sandbox child between clone and exec (caps_apply is
- * async-signal-safe); caps_last_cap runs in the parent before clone. */
+ *
+ * Runs in the sandbox child between clone and exec, or in init before
+ * anything else when the sandbox has a user namespace (init/confine.c);
+ * caps_apply is async-signal-safe. caps_last_cap runs in the parent
+ * before clone. */
 #ifndef ABOX_CAPS_H
 #define ABOX_CAPS_H
 

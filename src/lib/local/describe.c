@@ -84,42 +84,27 @@ static void describe_userns(abox_ctx *ctx, abox_host_check_fn fn, void *ud)
 		tell(fn, ud, "sandbox identities", false, true, "%s", e.msg);
 		return;
 	}
-	bool can = userns_supported();
 	const char *src = *cfg.path ? cfg.path : "the built-in default";
-	/* its layers are idmapped mounts of the state folder (or where it
-	 * will be made) and of /usr */
 	abox_error ie = ABOX_ERROR_INIT;
-	char where[4096];
-	safe_snprintf(where, sizeof(where), "%s", ctx->state_dir);
-	for (char *slash; access(where, F_OK) < 0 && (slash = strrchr(where, '/')) && slash != where;)
-		*slash = '\0';
-	if (can && cfg.default_on &&
-	    (userns_idmap_probe(where, &ie) < 0 || userns_idmap_probe("/usr", &ie) < 0)) {
-		tell(fn, ud, "sandbox identities", false, true,
-		     "a user namespace per sandbox is the default (%s), but %s: set \"default\": \"off\" in "
-		     "userns.json (sandbox root is then host root with fewer capabilities) or move the state "
-		     "folder "
-		     "to a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs)",
-		     src, ie.msg);
-		return;
-	}
+	bool can = local_userns_probe(ctx, true, &ie) == 0;
 	if (!cfg.default_on)
 		tell(fn, ud, "sandbox identities", true, false,
 		     "no user namespace by default (%s): sandbox root is host root with fewer capabilities, "
-		     "its user host "
-		     "uid 1000%s",
-		     src, can ? "; --userns on gives one" : "; this kernel cannot make user namespaces");
+		     "its user host uid 1000%s%s",
+		     src, can ? "; --userns on gives one" : "; --userns on fails here: ", can ? "" : ie.msg);
+	else if (!can)
+		tell(fn, ud, "sandbox identities", false, false,
+		     "a user namespace per sandbox is the default (%s), but %s: sandboxes run without one "
+		     "(sandbox root is host root with fewer capabilities, its user host uid 1000) and each "
+		     "create warns; move the state folder to a filesystem that supports idmapped mounts "
+		     "(ext4, xfs, btrfs, tmpfs) or set \"default\": \"off\" in userns.json to make that the "
+		     "rule",
+		     src, ie.msg);
 	else
-		tell(fn, ud, "sandbox identities", can, true,
-		     can ? "a user namespace per sandbox (%s): host ids %u-%u, %u ranges of %u, %u in use"
-			 : "a user namespace per sandbox is the default (%s) but this kernel cannot make one "
-			   "(%u-%u, "
-			   "%u ranges of %u, %u in use): set \"default\": \"off\" in userns.json or create "
-			   "with "
-			   "--userns off",
-		     src, cfg.start,
-		     (unsigned)((uint64_t)cfg.start + (uint64_t)cfg.ranges * UIDPOOL_RANGE - 1), cfg.ranges,
-		     UIDPOOL_RANGE, uidpool_used(ctx->runtime_dir));
+		tell(fn, ud, "sandbox identities", true, true,
+		     "a user namespace per sandbox (%s): host ids %u-%u, %u ranges of %u, %u in use", src,
+		     cfg.start, (unsigned)((uint64_t)cfg.start + (uint64_t)cfg.ranges * UIDPOOL_RANGE - 1),
+		     cfg.ranges, UIDPOOL_RANGE, uidpool_used(ctx->runtime_dir));
 }
 
 int local_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)

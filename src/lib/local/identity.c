@@ -3,12 +3,65 @@
  * on a range of host ids taken from the pool (store/uidpool.h) and
  * recorded (in the runtime folder) under its id before anything runs with them.
  * Runs in the CLI/daemon. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "local/local.h"
 #include "store/uidpool.h"
+
+static int probe(const char *state, abox_error *why)
+{
+	if (!userns_supported())
+		return abox_error_setx(why, EOPNOTSUPP, "this kernel cannot make user namespaces");
+	int r = userns_idmap_probe(state, why);
+	return r < 0 ? r : userns_idmap_probe("/usr", why);
+}
+
+int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why)
+{
+	/* the state folder may not exist yet: its nearest existing parent
+	 * is the filesystem it will be made on */
+	char where[4096];
+	safe_snprintf(where, sizeof(where), "%s", ctx->state_dir);
+	struct stat sd, su;
+	for (char *slash; stat(where, &sd) < 0 && (slash = strrchr(where, '/')) && slash != where;)
+		*slash = '\0';
+	if (stat(where, &sd) < 0 || stat("/usr", &su) < 0)
+		return probe(where, why);
+	/* A mount's abilities do not change while it is mounted, and the
+	 * runtime folder is emptied by a reboot (a new kernel): one probe
+	 * per boot and pair of filesystems, a stat after that. */
+	char memo[4200];
+	safe_snprintf(memo, sizeof(memo), "%s/userns-probe-%llx-%llx", ctx->runtime_dir,
+		      (unsigned long long)sd.st_dev, (unsigned long long)su.st_dev);
+	_cleanup_free_ char *known = NULL;
+	if (!fresh && read_file_at(AT_FDCWD, memo, sizeof(why->msg), &known, NULL) >= 0) {
+		if (strcmp(known, "ok") == 0)
+			return 0;
+		return abox_error_setx(why, EOPNOTSUPP, "%s", known);
+	}
+	abox_error e = ABOX_ERROR_INIT;
+	int r = probe(where, &e);
+	char tmp[4300];
+	safe_snprintf(tmp, sizeof(tmp), "%s.%d", memo, (int)getpid());
+	/* best effort: without a runtime folder yet, the next create probes
+	 * again */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd >= 0) {
+		const char *text = r < 0 ? e.msg : "ok";
+		bool done = write_full(fd, text, strlen(text)) == 0;
+		close(fd);
+		if (!done || rename(tmp, memo) < 0)
+			unlink(tmp);
+	}
+	if (r < 0 && why)
+		*why = e;
+	return r;
+}
 
 int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct userns_job *j, abox_error *err)
 {
@@ -24,10 +77,22 @@ int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct use
 	bool on = env && !strcmp(env, "on") ? true : env && !strcmp(env, "off") ? false : cfg.default_on;
 	if (!(flags & ABOX_SANDBOX_USERNS) && !on)
 		return 0;
+	/* On by default but impossible here: the sandbox runs without one
+	 * (what --userns off gives) rather than not at all, and says so.
+	 * Asked for by name (--userns on), it fails instead, naming why. */
+	abox_error why = ABOX_ERROR_INIT;
+	if (!(flags & ABOX_SANDBOX_USERNS) && local_userns_probe(ctx, false, &why) < 0) {
+		backend_log(ctx, ABOX_LOG_WARNING,
+			    "sandbox %s has no user namespace: %s; its root is host root with fewer "
+			    "capabilities and its user host uid 1000 (see abox doctor; \"default\": \"off\" "
+			    "in %s/userns.json makes that the rule and ends this warning)",
+			    id, why.msg, ctx->state_dir);
+		return 0;
+	}
 	uint32_t b;
 	if ((r = uidpool_take(ctx->runtime_dir, &cfg, id, &b, err)) < 0)
 		return r;
-	if ((r = userns_begin(b, j, err)) < 0) {
+	if ((r = userns_begin(b, cfg.limits, j, err)) < 0) {
 		uidpool_give(ctx->runtime_dir, b, id);
 		return r;
 	}

@@ -309,6 +309,12 @@ unsigned local_kernel_version(void);
  * when none was begun, or -errno. */
 int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct userns_job *j, abox_error *err);
 int local_userns_finish(abox_ctx *ctx, struct userns_job *j, abox_error *err);
+/* Whether sandboxes here can have a user namespace at all: the kernel
+ * makes one, and the state folder (or where it will be) and /usr, where
+ * their layers come from, can be mounted idmapped. 0, or -errno with why
+ * saying what fails. Unless fresh, the answer of the first probe since
+ * boot for the same two filesystems (kept in the runtime folder). */
+int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why);
 /* The refusal of a memory checkpoint (what: "pause --to-disk", ...) of a
  * sandbox with a user namespace. */
 int local_userns_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err);

@@ -38,16 +38,31 @@ static int own(const char *path, abox_error *err)
  * through the sandbox's user namespace: host id k shows as sandbox id k,
  * so a template's root-owned files are the sandbox root's and its
  * uid-1000 files its user's, with no copy and no chown of the layer. */
-static int bind_idmapped(const char *src, const char *dst, int userns_fd, abox_error *err)
+int rootfs_idmapped_tree(const char *src, int userns_fd, abox_error *err)
 {
 	int t = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (t < 0)
 		return abox_error_set(err, errno, "open_tree '%s'", src);
 	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+		int e = errno;
+		close(t);
+		return abox_error_set(
+			err, e,
+			"an idmapped mount of '%s' (its filesystem cannot be mounted through the "
+			"sandbox's user namespace: --userns off; see abox doctor)",
+			src);
+	}
+	return t;
+}
+
+static int bind_idmapped(const char *src, const char *dst, int userns_fd, abox_error *err)
+{
+	int t = rootfs_idmapped_tree(src, userns_fd, err);
+	if (t < 0)
+		return t;
 	int r = 0;
-	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-		r = abox_error_set(err, errno, "idmap '%s'", src);
-	else if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = abox_error_set(err, errno, "attach idmapped '%s' on '%s'", src, dst);
 	close(t);
 	return r;

@@ -60,6 +60,13 @@ struct rootfs_plan {
 	uid_t id_base;
 };
 
+/* A detached copy of the mount at src (fd, close-on-exec) seen through
+ * userns_fd's id map: what a sandbox with a user namespace mounts its
+ * lower layers and host trees as, and what `abox doctor` and the create
+ * probe ask of a filesystem. -errno when src's filesystem cannot (err
+ * names src and what to do). Async-signal-safe. */
+int rootfs_idmapped_tree(const char *src, int userns_fd, abox_error *err);
+
 /* Which of the /proc entries to mask exist on this kernel (bit set). Runs
  * in the parent, before clone. */
 uint32_t rootfs_proc_masks_present(void);

@@ -8,6 +8,8 @@
 #ifndef ABOX_PROTO_MESSAGES_H
 #define ABOX_PROTO_MESSAGES_H
 
+#include <stdint.h>
+
 #define ABOX_PROTO_VERSION 1
 
 enum proto_type {
@@ -153,6 +155,25 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
  * has a commands' cgroup: the v1 "tasks" file or the v2 directory. Absent
  * (closed) otherwise. */
 #define INIT_CMDS_FD 5
+/* With a user namespace (spawn.c hand_over_confinement): init starts as
+ * the host's first id of the sandbox's range, outside the namespace, and
+ * confines itself before anything else (init/confine.c): it joins the
+ * namespace (INIT_USERNS_FD), takes on the capabilities and the seccomp
+ * program read from INIT_CONFINE_FD (a struct init_confine, then bpf_len
+ * struct sock_filter), and closes INIT_ERR_FD, the sandbox child's error
+ * pipe, after writing an abox_error to it when it could not. Absent
+ * (closed) without a user namespace: the child confined init itself. */
+#define INIT_USERNS_FD 6
+#define INIT_CONFINE_FD 7
+#define INIT_ERR_FD 8
+#define INIT_CONFINE_MAGIC 0x61626f78u /* "abox" */
+struct init_confine {
+	uint32_t magic;
+	uint32_t last_cap;
+	uint64_t caps_keep;
+	uint32_t bpf_len;
+	uint32_t reserved;
+};
 
 /* Re-arming init after a checkpoint (restored, or the dump failed): the
  * host listens on the abstract unix socket "\0" INIT_REARM_NAME TOKEN in

@@ -94,23 +94,52 @@ static int copy_init(int memfd, uid_t owner, abox_error *e)
 	return 0;
 }
 
-/* Into the sandbox's own user namespace, as its root (host id_base): from
- * here on this process holds capabilities over what that namespace owns
- * only. Every other namespace, the mounts and the cgroups were made
- * before, as host root, and stay owned by the host's: sandbox root cannot
- * remount, reconfigure its network or leave its cgroup, whatever it
- * keeps of its capabilities. */
-static int enter_userns(int userns_fd, abox_error *e)
+/* With a user namespace, init is exec'd by the host's id_base (outside
+ * the namespace, no capabilities, no_new_privs) and joins the namespace
+ * itself (init/confine.c): its memory then belongs to the host's user
+ * namespace, so its /proc files are host root's and sandbox root can
+ * neither raise its oom_score_adj (and have the OOM killer end the
+ * sandbox's init first) nor list its fds. Hands over what init needs for
+ * that: the namespace, the capabilities and seccomp program to take on
+ * (a memfd: INIT_CONFINE_FD) and this child's error pipe, which init
+ * closes once confined. */
+static int hand_over_confinement(const struct spawn_config *cfg, int userns_fd, uid_t base, int err_fd,
+				 abox_error *e)
 {
-	if (setns(userns_fd, CLONE_NEWUSER) < 0)
-		return abox_error_set(e, errno, "join the sandbox's user namespace");
-	/* the host's supplementary groups (root's) mean nothing inside. Raw
-	 * system calls: glibc's wrappers would try to change the ids of the
-	 * caller's other threads too, which do not exist in this child (a
-	 * clone of a multi-threaded daemon), and wait for them forever. */
-	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 ||
-	    syscall(SYS_setresuid, 0, 0, 0) < 0)
-		return abox_error_set(e, errno, "become root of the sandbox's user namespace");
+	int mfd = memfd_create("abox-confine", MFD_CLOEXEC);
+	if (mfd < 0)
+		return abox_error_set(e, errno, "memfd_create");
+	/* above the fixed numbers, so that the dup2 below cannot be a
+	 * no-op that keeps close-on-exec set */
+	int hi = fcntl(mfd, F_DUPFD_CLOEXEC, 10);
+	close(mfd);
+	if (hi < 0)
+		return abox_error_set(e, errno, "move fds");
+	struct init_confine hdr = {
+		.magic = INIT_CONFINE_MAGIC,
+		.last_cap = (uint32_t)cfg->last_cap,
+		.caps_keep = cfg->caps_keep,
+		.bpf_len = cfg->bpf && cfg->bpf->insns ? cfg->bpf->len : 0,
+	};
+	size_t insns = (size_t)hdr.bpf_len * sizeof(struct sock_filter);
+	if (write_full(hi, &hdr, sizeof(hdr)) < 0 || (insns && write_full(hi, cfg->bpf->insns, insns) < 0))
+		return abox_error_set(e, errno, "write init's confinement");
+	if (dup2(userns_fd, INIT_USERNS_FD) < 0 || dup2(hi, INIT_CONFINE_FD) < 0 ||
+	    dup2(err_fd, INIT_ERR_FD) < 0)
+		return abox_error_set(e, errno, "dup2 init's confinement");
+	close(hi);
+	/* Host ids, not the namespace's. Raw system calls: glibc's wrappers
+	 * would try to change the ids of the caller's other threads too,
+	 * which do not exist in this child (a clone of a multi-threaded
+	 * daemon), and wait for them forever. The change from uid 0 clears
+	 * every capability; init takes its own within the namespace. Every
+	 * other namespace, the mounts and the cgroups were made before, as
+	 * host root, and stay owned by the host's: sandbox root cannot
+	 * remount, reconfigure its network or leave its cgroup, whatever it
+	 * keeps of its capabilities. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, base, base, base) < 0 ||
+	    syscall(SYS_setresuid, base, base, base) < 0)
+		return abox_error_set(e, errno, "become host id %u", (unsigned)base);
 	return 0;
 }
 
@@ -254,7 +283,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * also lowers oom_score_adj_min, which every command would inherit,
 	 * and a command of any user could then write -1000 back and make a
 	 * memory hog the OOM killer never picks. */
-	(void)write_file_at(AT_FDCWD, "/proc/self/oom_adj", "-17");
+	if (plan.userns_fd < 0)
+		(void)write_file_at(AT_FDCWD, "/proc/self/oom_adj", "-17");
 
 	uid_t owner = plan.userns_fd >= 0 ? plan.id_base : 0;
 	if (cfg->rootfs.init_in_dev && copy_init(init_fd, owner, &e) < 0)
@@ -278,9 +308,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		child_fail(err_fd, &e);
 	}
 
-	if (plan.userns_fd >= 0 && enter_userns(plan.userns_fd, &e) < 0)
+	bool init_confines = plan.userns_fd >= 0;
+	if (init_confines && hand_over_confinement(cfg, plan.userns_fd, plan.id_base, err_fd, &e) < 0)
 		child_fail(err_fd, &e);
-	if (caps_apply(cfg->caps_keep, cfg->last_cap, &e) < 0)
+	if (!init_confines && caps_apply(cfg->caps_keep, cfg->last_cap, &e) < 0)
 		child_fail(err_fd, &e);
 	/* no_new_privs: setuid binaries and file capabilities grant nothing
 	 * inside, so the dropped capabilities cannot come back. */
@@ -288,7 +319,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "set no_new_privs");
 		child_fail(err_fd, &e);
 	}
-	if (cfg->bpf && (r = policy_bpf_install(cfg->bpf)) < 0) {
+	if (!init_confines && cfg->bpf && (r = policy_bpf_install(cfg->bpf)) < 0) {
 		abox_error_set(&e, -r, "install seccomp filter");
 		child_fail(err_fd, &e);
 	}

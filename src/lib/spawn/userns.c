@@ -22,16 +22,38 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "base/mountapi.h"
 #include "base/rawsys.h"
+#include "mount/rootfs.h"
 #include "spawn/userns.h"
 #include "store/uidpool.h"
 
+/* After the maps (the kernel refuses a namespace's own limits to an id it
+ * does not map): one write per limit, as the namespace's root. */
+static char write_limits(struct userns_job *j)
+{
+	for (unsigned i = 0; i < j->nlimits; i++) {
+		long fd = RS4(SYS_openat, AT_FDCWD, j->limit_path[i], O_WRONLY | O_CLOEXEC, 0);
+		size_t len = 0;
+		while (j->limit_value[i][len])
+			len++;
+		long w = fd < 0 ? fd : RS3(SYS_write, fd, j->limit_value[i], len);
+		if (fd >= 0)
+			RS1(SYS_close, fd);
+		if (w != (long)len) {
+			j->limit_failed = (int)i;
+			j->limit_errno = w < 0 ? -w : EIO;
+			return 'e';
+		}
+	}
+	return 'l';
+}
+
 static int member(void *arg)
 {
-	const struct userns_job *j = arg;
+	struct userns_job *j = arg;
 	int fd = j->m_ready;
 	if (fd > 0)
 		RS3(SYS_close_range, 0, fd - 1, 0);
@@ -41,6 +63,11 @@ static int member(void *arg)
 	    RS3(SYS_setresuid, j->base, j->base, j->base) < 0 || RS1(SYS_unshare, CLONE_NEWUSER) < 0)
 		c = 'e';
 	RS3(SYS_write, fd, &c, 1);
+	/* the maker says when the maps are written */
+	if (c == 'u' && RS3(SYS_read, fd, &c, 1) == 1 && c == 'g') {
+		c = write_limits(j);
+		RS3(SYS_write, fd, &c, 1);
+	}
 	for (;;) /* until the maker kills it (ppoll: no pause(2) on every arch) */
 		RS4(SYS_ppoll, NULL, 0, NULL, NULL);
 	return 0;
@@ -81,7 +108,7 @@ static int maker(void *arg)
 	struct userns_job *j = arg;
 	long r = 0;
 	int mp[2];
-	if ((r = RS2(SYS_pipe2, mp, O_CLOEXEC)) == 0) {
+	if ((r = RS4(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, mp)) == 0) {
 		j->m_ready = mp[1];
 		/* glibc's clone: it only sets our errno when it fails */
 		pid_t m = clone(member, j->m_stack_top, CLONE_VM, j);
@@ -92,7 +119,12 @@ static int maker(void *arg)
 		else if (RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'u')
 			r = -EPERM;
 		if (r == 0 && (r = write_map(m, "uid_map", j->map, j->map_len)) == 0 &&
-		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0) {
+		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0 && j->nlimits) {
+			c = 'g';
+			if (RS3(SYS_write, mp[0], &c, 1) != 1 || RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'l')
+				r = j->limit_failed >= 0 ? -j->limit_errno : -EIO;
+		}
+		if (r == 0) {
 			char p[64];
 			proc_path(p, m, "ns/user");
 			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
@@ -119,10 +151,18 @@ static _Thread_local struct {
 	char member[4096] __attribute__((aligned(16)));
 } stacks;
 
-int userns_begin(uint32_t base, struct userns_job *j, abox_error *err)
+int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err)
 {
 	int rp[2];
-	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base };
+	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base, .limit_failed = -1 };
+	for (int i = 0; limits && i < UIDPOOL_LIMITS; i++) {
+		if (limits[i] < 0)
+			continue;
+		snprintf(j->limit_path[j->nlimits], sizeof(j->limit_path[0]), "/proc/sys/user/max_%s",
+			 uidpool_limit_names[i]);
+		snprintf(j->limit_value[j->nlimits], sizeof(j->limit_value[0]), "%lld", (long long)limits[i]);
+		j->nlimits++;
+	}
 	j->m_stack_top = stacks.member + sizeof(stacks.member);
 	j->map_len = (size_t)snprintf(j->map, sizeof(j->map), "0 %u %u\n", base, UIDPOOL_RANGE);
 	if (pipe2(rp, O_CLOEXEC) < 0)
@@ -177,6 +217,9 @@ int userns_finish(struct userns_job *j, abox_error *err)
 	if (r == -EPERM)
 		return abox_error_setx(err, EPERM,
 				       "user namespace: this kernel refused to make one (unshare)");
+	if (r < 0 && j->limit_failed >= 0)
+		return abox_error_set(err, -r, "user namespace: set %s to %s (limits in userns.json)",
+				      j->limit_path[j->limit_failed], j->limit_value[j->limit_failed]);
 	if (r < 0)
 		return abox_error_set(err, -r, "user namespace: map host ids %u-%u", j->base,
 				      j->base + UIDPOOL_RANGE - 1);
@@ -186,7 +229,7 @@ int userns_finish(struct userns_job *j, abox_error *err)
 int userns_new(uint32_t base, abox_error *err)
 {
 	struct userns_job j;
-	int r = userns_begin(base, &j, err);
+	int r = userns_begin(base, NULL, &j, err);
 	return r < 0 ? r : userns_finish(&j, err);
 }
 
@@ -208,13 +251,9 @@ int userns_idmap_probe(const char *path, abox_error *err)
 	if (us < 0)
 		return us;
 	/* a detached copy of the mount: idmapped, then dropped with its fd */
-	int t = (int)syscall(SYS_open_tree, AT_FDCWD, path, OPEN_TREE_CLONE | O_CLOEXEC);
-	int r = t < 0 ? abox_error_set(err, errno, "open_tree '%s'", path) : 0;
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)us };
-	if (r == 0 && syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-		r = abox_error_set(err, errno, "an idmapped mount of '%s'", path);
+	int t = rootfs_idmapped_tree(path, us, err);
 	if (t >= 0)
 		close(t);
 	close(us);
-	return r;
+	return t < 0 ? t : 0;
 }

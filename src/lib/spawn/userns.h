@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "store/uidpool.h"
 
 /* Making one, in two steps: begin starts helpers that share our memory
  * and make it on another CPU while the caller goes on; finish waits for
@@ -24,8 +25,15 @@ struct userns_job {
 	char map[64];
 	size_t map_len;
 	char *m_stack_top; /* the member's stack */
+	/* limits the member writes into the namespace (uidpool.h) */
+	unsigned nlimits;
+	char limit_path[UIDPOOL_LIMITS][48];
+	char limit_value[UIDPOOL_LIMITS][12];
+	int limit_failed; /* the one the kernel refused, or -1 */
+	long limit_errno;
 };
-int userns_begin(uint32_t base, struct userns_job *j, abox_error *err);
+/* limits: UIDPOOL_LIMITS values (-1: the kernel's), or NULL for none */
+int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err);
 /* An fd on the namespace (close-on-exec), or -errno; the helper is gone
  * either way. */
 int userns_finish(struct userns_job *j, abox_error *err);

@@ -13,6 +13,41 @@
 
 #define STALE_AGE_S 60
 
+const char *const uidpool_limit_names[UIDPOOL_LIMITS] = {
+	"user_namespaces",   "mnt_namespaces",  "pid_namespaces",    "net_namespaces",
+	"ipc_namespaces",    "uts_namespaces",  "cgroup_namespaces", "time_namespaces",
+	"inotify_instances", "inotify_watches", "fanotify_groups",   "fanotify_marks",
+};
+
+/* "limits": {NAME: a whole number up to INT_MAX, or null for the
+ * kernel's} */
+static int apply_limits(struct uidpool_cfg *c, json_object *o, abox_error *err)
+{
+	if (!json_object_is_type(o, json_type_object))
+		return abox_error_setx(err, EINVAL, "%s: limits must be an object", c->path);
+	json_object_object_foreach(o, key, v) {
+		int i = 0;
+		while (i < UIDPOOL_LIMITS && strcmp(key, uidpool_limit_names[i]))
+			i++;
+		if (i == UIDPOOL_LIMITS)
+			return abox_error_setx(
+				err, EINVAL,
+				"%s: unknown limit '%s' (user_namespaces, mnt_namespaces, "
+				"pid_namespaces, net_namespaces, ipc_namespaces, uts_namespaces, "
+				"cgroup_namespaces, time_namespaces, inotify_instances, "
+				"inotify_watches, fanotify_groups, fanotify_marks)",
+				c->path, key);
+		int64_t n = v ? json_object_get_int64(v) : -1;
+		if (v && (!json_object_is_type(v, json_type_int) || n < 0 || n > INT32_MAX))
+			return abox_error_setx(err, EINVAL,
+					       "%s: limit %s must be a whole number from 0 to %d, or null "
+					       "for the kernel's",
+					       c->path, key, INT32_MAX);
+		c->limits[i] = n;
+	}
+	return 0;
+}
+
 static int get_u32(json_object *o, const char *key, uint32_t *out, const char *path, abox_error *err)
 {
 	json_object *v;
@@ -29,10 +64,14 @@ static int get_u32(json_object *o, const char *key, uint32_t *out, const char *p
 static int apply(struct uidpool_cfg *c, json_object *o, abox_error *err)
 {
 	json_object_object_foreach(o, key, v) {
-		if (strcmp(key, "default") && strcmp(key, "poolStart") && strcmp(key, "poolRanges"))
-			return abox_error_setx(err, EINVAL,
-					       "%s: unknown key '%s' (default, poolStart, poolRanges)",
-					       c->path, key);
+		if (strcmp(key, "default") && strcmp(key, "poolStart") && strcmp(key, "poolRanges") &&
+		    strcmp(key, "limits"))
+			return abox_error_setx(
+				err, EINVAL, "%s: unknown key '%s' (default, poolStart, poolRanges, limits)",
+				c->path, key);
+		int r;
+		if (strcmp(key, "limits") == 0 && (r = apply_limits(c, v, err)) < 0)
+			return r;
 		if (strcmp(key, "default") == 0) {
 			const char *s =
 				json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
@@ -56,6 +95,8 @@ int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *e
 				 .ranges = UIDPOOL_DEFAULT_RANGES,
 				 .subuid = "/etc/subuid",
 				 .subgid = "/etc/subgid" };
+	for (int i = 0; i < UIDPOOL_LIMITS; i++)
+		c.limits[i] = i == 0 ? 0 : -1; /* user_namespaces: none */
 	safe_snprintf(c.path, sizeof(c.path), "%s/userns.json", state_dir);
 	_cleanup_free_ char *text = NULL;
 	int r = read_file_at(AT_FDCWD, c.path, 1 << 16, &text, NULL);

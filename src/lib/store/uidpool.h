@@ -18,7 +18,8 @@
  * pool for every state folder that shares the runtime folder.
  *
  * Configured by <state>/userns.json: {"default": "on"|"off", "poolStart":
- * N, "poolRanges": M}. Runs in the CLI/daemon. */
+ * N, "poolRanges": M, "limits": {NAME: N or null, ...}}. Runs in the
+ * CLI/daemon. */
 #ifndef ABOX_STORE_UIDPOOL_H
 #define ABOX_STORE_UIDPOOL_H
 
@@ -31,10 +32,23 @@
 	2147483648u /* 2^31: far above login ids (and systemd's container ids end below it) */
 #define UIDPOOL_DEFAULT_RANGES 16384u /* up to 3 * 2^30 */
 
+/* Kernel limits within a sandbox's user namespace, written into it as it
+ * is made (/proc/sys/user/max_NAME): each of the sandbox's users may hold
+ * at most that many; the sandbox as a whole is held to the host's per-user
+ * value as well (its range's first id is charged for all it makes). -1
+ * leaves the kernel's (no limit of the namespace's own). Default: no
+ * user namespaces inside (without one, sandbox root can make no other
+ * namespace either), whatever the seccomp policy lets through. */
+enum {
+	UIDPOOL_LIMITS = 12
+};
+extern const char *const uidpool_limit_names[UIDPOOL_LIMITS];
+
 struct uidpool_cfg {
 	bool default_on; /* sandboxes get a user namespace unless told otherwise */
 	uint32_t start;
 	uint32_t ranges;
+	int64_t limits[UIDPOOL_LIMITS];
 	char path[4096]; /* the file read, or "" (defaults) */
 	/* the users' own ranges, skipped (tests point these elsewhere) */
 	const char *subuid, *subgid;
