@@ -71,6 +71,11 @@ Test(uidpool, defaults_and_refusals)
 		{ "{\"default\": true}", "\"on\" or \"off\"" },
 		{ "{\"defualt\": \"on\"}", "unknown key 'defualt'" },
 		{ "[1]", "not a JSON object" },
+		{ "{\"limits\": 3}", "limits must be an object" },
+		{ "{\"limits\": {\"inotify\": 3}}", "unknown limit 'inotify'" },
+		{ "{\"limits\": {\"inotify_watches\": -1}}", "whole number from 0 to 2147483647" },
+		{ "{\"limits\": {\"inotify_watches\": 2147483648}}", "whole number from 0 to 2147483647" },
+		{ "{\"limits\": {\"user_namespaces\": \"0\"}}", "whole number" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		config(bad[i].json);
@@ -83,6 +88,26 @@ Test(uidpool, defaults_and_refusals)
 	cr_assert_eq(uidpool_config(state, &c, &e), 0, "%s", e.msg);
 	cr_assert(!c.default_on);
 	cr_assert_eq(c.start, 65536u);
+}
+
+/* The namespace's own limits: no user namespaces inside unless told,
+ * every other the kernel's; null gives one back to the kernel. */
+Test(uidpool, limits)
+{
+	struct uidpool_cfg c;
+	abox_error e = ABOX_ERROR_INIT;
+	cr_assert_eq(uidpool_config(state, &c, &e), 0, "%s", e.msg);
+	for (int i = 0; i < UIDPOOL_LIMITS; i++)
+		cr_assert_eq(c.limits[i], strcmp(uidpool_limit_names[i], "user_namespaces") ? -1 : 0,
+			     "default of %s", uidpool_limit_names[i]);
+	config("{\"limits\": {\"user_namespaces\": null, \"inotify_instances\": 256, "
+	       "\"fanotify_marks\": 0}}");
+	cr_assert_eq(uidpool_config(state, &c, &e), 0, "%s", e.msg);
+	for (int i = 0; i < UIDPOOL_LIMITS; i++) {
+		const char *n = uidpool_limit_names[i];
+		int64_t want = !strcmp(n, "inotify_instances") ? 256 : !strcmp(n, "fanotify_marks") ? 0 : -1;
+		cr_assert_eq(c.limits[i], want, "%s: %lld", n, (long long)c.limits[i]);
+	}
 }
 
 Test(uidpool, each_range_once_subids_skipped_exhaustion)
