@@ -366,6 +366,24 @@ static void reply(const struct sockaddr_in *to, const uint8_t *m, size_t n)
 		(void)sendto(udp_fd, m, n, MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to));
 }
 
+/* A reply that comes after the query was handled (the upstream's answer,
+ * or SERVFAIL at the deadline): only while the sandbox that asked still
+ * holds its slot (sbx_known: no reload of a slot file its creator has not
+ * released yet), checked and sent under netd's lock so that its removal
+ * (control.c do_remove, which flushes its flows under the same lock)
+ * comes wholly before or after. After the flush, a reply would make a new
+ * conntrack entry toward an address that is gone, left until the kernel
+ * times it out, or, the slot given again, hand another sandbox's answer
+ * to the next sandbox at that address. */
+static void reply_late(const struct pending *p, const uint8_t *m, size_t n)
+{
+	pthread_mutex_lock(&netd.lock);
+	const struct sbx *s = sbx_known(p->slot);
+	if (s && s->attached && strcmp(s->ifname, p->ifname) == 0)
+		reply(&p->client, m, n);
+	pthread_mutex_unlock(&netd.lock);
+}
+
 /* Sends p's query to its next resolver; false when none is left. */
 static bool pending_send(struct pending *p)
 {
@@ -459,7 +477,7 @@ static void udp_answer(struct pending *p)
 	memcpy(out, p->query, 2);
 	size_t len = resolver_finish(p->slot, p->ifname, p->listed, p->query, p->q.qend, out, (size_t)n,
 				     sizeof(out), udp_nft_ok ? &udp_nft : NULL);
-	reply(&p->client, out, len);
+	reply_late(p, out, len);
 	pending_close(p);
 }
 
@@ -473,8 +491,9 @@ static void udp_timeouts(void)
 		pending_close(p);
 		if (!pending_send(p)) {
 			uint8_t out[1024];
-			reply(&p->client, out,
-			      dns_answer_empty(p->query, p->q.qend, DNS_RCODE_SERVFAIL, out, sizeof(out)));
+			reply_late(
+				p, out,
+				dns_answer_empty(p->query, p->q.qend, DNS_RCODE_SERVFAIL, out, sizeof(out)));
 		}
 	}
 }

@@ -43,6 +43,9 @@ try:
     check("open: UDP out and back", "b'ping'" in out, out)
     rc, out = run(["--net", "open"], "curl -sS -m 3 telnet://203.0.113.10:25 </dev/null; echo rc=$?")
     check("open: SMTP (TCP 25) refused by default", "rc=7" in out and "Connection refused" in out or "Couldn't connect" in out, out)
+    rc, out = run(["--net", "open"], "python3 -c 'import socket; s = socket.socket(); s.bind((\"0.0.0.0\", 80)); "
+                  "print(\"bound\")'")
+    check("open: sandbox root binds port 80 (its network namespace lets anyone below 1024)", "bound" in out, out)
     rc, out = run(["--net", "open"], "cat /proc/net/if_inet6; curl -sS -m 3 -6 'http://[2001:db8::1]/'; echo rc=$?")
     check("open: no IPv6 address but ::1, and no IPv6 out", "eth0" not in out.split("rc=")[0] and "rc=7" in out, out)
 
@@ -165,6 +168,24 @@ try:
     check("a sandbox made without networking cannot get it later (said so)",
           r.returncode != 0 and "without networking" in r.stderr, r.stderr)
     w.abox("kill", sid)
+
+    # ---- a query still open upstream when its sandbox ends: the
+    # resolver's late answer (SERVFAIL at the upstream's 2.5 s deadline)
+    # is not sent, so no flow toward the dead sandbox's address is left
+    # behind (nor would it reach the next sandbox given that address)
+    left = w.wait_clean()
+    check("clean before the open query", not any(left.values()), left)
+    r = w.abox("create", "--net", "open", "--timeout", "120")
+    sid = r.stdout.strip()
+    w.abox("exec", "-d", sid, "--", "getent", "hosts", "q.silent.test")
+    end = time.time() + 10
+    while "q.silent.test" not in w.queries() and time.time() < end:
+        time.sleep(0.05)
+    check("the query reached the world's DNS server and waits there", "q.silent.test" in w.queries())
+    w.abox("kill", sid)
+    time.sleep(4)
+    left = w.leftovers()
+    check("a late DNS answer leaves no flow after kill", not left["flows"], left)
 
     left = w.wait_clean()
     check("nothing left: no veth, element, flow or slot", not any(left.values()), left)

@@ -78,7 +78,10 @@ class DNSUDP(socketserver.BaseRequestHandler):
     def handle(self):
         data, sock = self.request
         try:
-            sock.sendto(dns_answer(data, "udp"), self.client_address)
+            a = dns_answer(data, "udp")
+            # *.silent.test: logged, never answered (a query left open)
+            if b"\x06silent\x04test\x00" not in data:
+                sock.sendto(a, self.client_address)
         except (ValueError, IndexError, struct.error):
             pass
 

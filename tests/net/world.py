@@ -186,8 +186,11 @@ class World:
                 for item in json.loads(r.stdout)["nftables"]:
                     els += [(s, json.dumps(e)) for e in item.get("set", {}).get("elem", [])]
         out["elements"] = els
+        # from the pool, and to it (a packet toward a sandbox that is
+        # gone makes an entry the other way round)
         ct = sh("conntrack", "-L", "-s", "10.231.0.0/16", check=False).stdout
-        out["flows"] = [ln for ln in ct.splitlines() if ln.strip()]
+        ct += sh("conntrack", "-L", "-d", "10.231.0.0/16", check=False).stdout
+        out["flows"] = sorted({ln for ln in ct.splitlines() if ln.strip()})
         sd = os.path.join(self.state, "net", "slots")
         out["slots"] = sorted(os.listdir(sd)) if os.path.isdir(sd) else []
         return out

@@ -140,6 +140,9 @@ static int hand_over_confinement(const struct spawn_config *cfg, int userns_fd, 
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, base, base, base) < 0 ||
 	    syscall(SYS_setresuid, base, base, base) < 0)
 		return abox_error_set(e, errno, "become host id %u", (unsigned)base);
+	/* the change of ids cleared the parent-death signal (child_main);
+	 * the exec and init's setns keep it */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	return 0;
 }
 
@@ -444,11 +447,15 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
+	bool own = !cfg->net_premade && cfg->net_own_fd >= 0;
 	struct in_netns inn = { .marks = cfg->rootfs.marks,
 				.sysfs_fd = -1,
-				.lo_up = cfg->net_premade,
-				.low_ports = cfg->rootfs.userns_fd >= 0 };
+				.lo_up = cfg->net_premade || own,
+				/* abox-netd's spares come with it set, and in the
+				 * user namespace's own the capability does */
+				.low_ports = cfg->rootfs.userns_fd >= 0 && !cfg->net_premade && !own };
 	r = cfg->net_premade ? net_namespace_enter(cfg->net_premade_fd, in_new_netns, &inn, err)
+	    : own            ? net_namespace_enter(cfg->net_own_fd, in_new_netns, &inn, err)
 			     : net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;
