@@ -108,10 +108,8 @@ Test(userns, identities_are_distinct_and_unprivileged)
 }
 
 /* Sandbox root holds capabilities in its own user namespace only, and
- * every other namespace is the host's but the loopback-only network one
- * (its user namespace's, so that root may bind low ports there): it
- * cannot mount, rename the host, change its network, tune the kernel or
- * make cgroups, even as root. */
+ * every other namespace is the host's: it cannot mount, rename the host,
+ * change its network, tune the kernel or make cgroups, even as root. */
 Test(userns, sandbox_root_owns_no_namespace)
 {
 	char *id = CREATE("--layer", "tmpfs");

@@ -55,7 +55,6 @@ struct create {
 	struct local_net ln;
 	struct userns_job uj; /* its user namespace, being made */
 	int userns_fd; /* the namespace, or -1 */
-	int own_net_fd; /* its loopback-only network namespace, or -1 */
 	uint32_t id_base; /* its host ids' first, taken from the pool; 0: none */
 };
 
@@ -158,7 +157,7 @@ static int create_prepare(struct create *c, abox_error *err)
 	if ((r = local_net_ask(ctx, sb->id, c->fixed_id, &c->net, &c->ln, err)) < 0)
 		return abox_error_prefix(err, "create");
 	/* and its user namespace, made by the kernel meanwhile */
-	if ((r = local_userns_begin(ctx, sb->id, c->o.flags, !c->ln.have_slot, &c->uj, err)) < 0)
+	if ((r = local_userns_begin(ctx, sb->id, c->o.flags, &c->uj, err)) < 0)
 		return abox_error_prefix(err, "create");
 	c->id_base = c->uj.pid > 0 ? c->uj.base : 0;
 	sb->id_base = c->id_base;
@@ -336,8 +335,6 @@ static int create_spawn(struct create *c, abox_error *err)
 	int r;
 	if (c->uj.pid > 0 && (c->userns_fd = local_userns_finish(ctx, &c->uj, err)) < 0)
 		return abox_error_prefix(err, "create");
-	c->own_net_fd = c->uj.net_fd;
-	c->uj.net_fd = -1;
 	if ((c->memfd = spawn_init_memfd(ctx->init_path, err)) < 0)
 		return abox_error_prefix(err, "create");
 	if ((r = create_disk(c, err)) < 0)
@@ -380,7 +377,6 @@ static int create_spawn(struct create *c, abox_error *err)
 		.net_ud = &c->ln,
 		.net_premade = c->ln.netns_fd >= 0,
 		.net_premade_fd = c->ln.netns_fd,
-		.net_own_fd = c->own_net_fd,
 	};
 	for (unsigned i = 0; i < c->tmpl.ntrees; i++) {
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
@@ -400,9 +396,6 @@ static int create_spawn(struct create *c, abox_error *err)
 	if (c->userns_fd >= 0)
 		close(c->userns_fd);
 	c->userns_fd = -1;
-	if (c->own_net_fd >= 0)
-		close(c->own_net_fd);
-	c->own_net_fd = -1;
 	/* attached in the child's namespace, or never (then this close
 	 * releases the disk) */
 	if (c->disk_fd >= 0)
@@ -523,8 +516,6 @@ static void create_undo(struct create *c, bool failed)
 	userns_abort(&c->uj);
 	if (c->userns_fd >= 0)
 		close(c->userns_fd);
-	if (c->own_net_fd >= 0)
-		close(c->own_net_fd);
 	/* its host ids, unless its kill gave them back already */
 	if (failed && c->id_base && sb)
 		uidpool_give(c->ctx->runtime_dir, c->id_base, sb->id);
@@ -562,8 +553,7 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.memfd = -1,
 		.disk_fd = -1,
 		.userns_fd = -1,
-		.own_net_fd = -1,
-		.uj = { .pid = -1, .ready_fd = -1, .net_fd = -1 },
+		.uj = { .pid = -1, .ready_fd = -1 },
 	};
 	int r = create_check(&c, opts, err);
 	if (r < 0) {

@@ -63,10 +63,9 @@ int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why)
 	return r;
 }
 
-int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, bool want_net, struct userns_job *j,
-		       abox_error *err)
+int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct userns_job *j, abox_error *err)
 {
-	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .net_fd = -1 };
+	*j = (struct userns_job){ .pid = -1, .ready_fd = -1 };
 	if (flags & ABOX_SANDBOX_NO_USERNS)
 		return 0;
 	struct uidpool_cfg cfg;
@@ -93,7 +92,7 @@ int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, bool want_
 	uint32_t b;
 	if ((r = uidpool_take(ctx->runtime_dir, &cfg, id, &b, err)) < 0)
 		return r;
-	if ((r = userns_begin(b, cfg.limits, want_net, j, err)) < 0) {
+	if ((r = userns_begin(b, cfg.limits, j, err)) < 0) {
 		uidpool_give(ctx->runtime_dir, b, id);
 		return r;
 	}

@@ -305,12 +305,9 @@ unsigned local_kernel_version(void);
  * from the pool (j->base), begun at the start of a create so that the
  * kernel makes it meanwhile, unless flags or userns.json say none (then
  * j->pid is -1). The range is recorded under id; the caller gives it back
- * (uidpool_give) when the sandbox never runs. want_net: a sandbox without
- * egress, whose loopback-only network namespace the helpers make too
- * (j->net_fd after finish). finish: an fd on it, or -1 when none was
- * begun, or -errno. */
-int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, bool want_net, struct userns_job *j,
-		       abox_error *err);
+ * (uidpool_give) when the sandbox never runs. finish: an fd on it, or -1
+ * when none was begun, or -errno. */
+int local_userns_begin(abox_ctx *ctx, const char *id, uint32_t flags, struct userns_job *j, abox_error *err);
 int local_userns_finish(abox_ctx *ctx, struct userns_job *j, abox_error *err);
 /* Whether sandboxes here can have a user namespace at all: the kernel
  * makes one, and the state folder (or where it will be) and /usr, where

@@ -447,15 +447,12 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 	 * and the rest of the cgroups, in the order the child takes them. */
 	int give[CG_CONTROLLER_MAX + 4];
 	size_t ngive = 0;
-	bool own = !cfg->net_premade && cfg->net_own_fd >= 0;
 	struct in_netns inn = { .marks = cfg->rootfs.marks,
 				.sysfs_fd = -1,
-				.lo_up = cfg->net_premade || own,
-				/* abox-netd's spares come with it set, and in the
-				 * user namespace's own the capability does */
-				.low_ports = cfg->rootfs.userns_fd >= 0 && !cfg->net_premade && !own };
+				.lo_up = cfg->net_premade,
+				/* abox-netd's spares come with it set */
+				.low_ports = cfg->rootfs.userns_fd >= 0 && !cfg->net_premade };
 	r = cfg->net_premade ? net_namespace_enter(cfg->net_premade_fd, in_new_netns, &inn, err)
-	    : own            ? net_namespace_enter(cfg->net_own_fd, in_new_netns, &inn, err)
 			     : net_namespace_new(in_new_netns, &inn, err);
 	spawn_mark(cfg->rootfs.marks, MARK_P_NET);
 	int sysfs_fd = inn.sysfs_fd;

@@ -44,9 +44,6 @@ struct spawn_config {
 	 * instead of a new one when net_premade (the fd stays the caller's) */
 	bool net_premade;
 	int net_premade_fd;
-	/* else, >= 0: the loopback-only namespace the sandbox's user
-	 * namespace owns, `lo` up (spawn/userns.h want_net; the caller's) */
-	int net_own_fd;
 };
 
 struct spawn_result {

@@ -18,9 +18,6 @@
  * write our errno or take libc's locks (glibc's setresuid would even try
  * to change the ids of every thread of ours). */
 #include <fcntl.h>
-#include <net/if.h>
-#include <netinet/in.h>
-#include <sys/ioctl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,31 +51,6 @@ static char write_limits(struct userns_job *j)
 	return 'l';
 }
 
-/* A network namespace of the new user namespace's own, `lo` up (an
- * ioctl: no netlink to speak with raw calls): enough for a sandbox
- * without egress, and its root's CAP_NET_BIND_SERVICE counts there, so
- * ports below 1024 need no sysctl written into it. */
-static char own_net(struct userns_job *j)
-{
-	long r = RS1(SYS_unshare, CLONE_NEWNET);
-	long s = r < 0 ? r : RS3(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s >= 0) {
-		struct ifreq ifr = { .ifr_name = "lo" };
-		r = RS3(SYS_ioctl, s, SIOCGIFFLAGS, &ifr);
-		if (r >= 0) {
-			ifr.ifr_flags |= IFF_UP;
-			r = RS3(SYS_ioctl, s, SIOCSIFFLAGS, &ifr);
-		}
-		RS1(SYS_close, s);
-	} else {
-		r = s;
-	}
-	if (r >= 0)
-		return 'l';
-	j->net_errno = -r;
-	return 'e';
-}
-
 static int member(void *arg)
 {
 	struct userns_job *j = arg;
@@ -92,10 +64,8 @@ static int member(void *arg)
 		c = 'e';
 	RS3(SYS_write, fd, &c, 1);
 	/* the maker says when the maps are written */
-	if (c == 'u' && (j->nlimits || j->want_net) && RS3(SYS_read, fd, &c, 1) == 1 && c == 'g') {
+	if (c == 'u' && RS3(SYS_read, fd, &c, 1) == 1 && c == 'g') {
 		c = write_limits(j);
-		if (c == 'l' && j->want_net)
-			c = own_net(j);
 		RS3(SYS_write, fd, &c, 1);
 	}
 	for (;;) /* until the maker kills it (ppoll: no pause(2) on every arch) */
@@ -149,29 +119,15 @@ static int maker(void *arg)
 		else if (RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'u')
 			r = -EPERM;
 		if (r == 0 && (r = write_map(m, "uid_map", j->map, j->map_len)) == 0 &&
-		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0 && (j->nlimits || j->want_net)) {
+		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0 && j->nlimits) {
 			c = 'g';
 			if (RS3(SYS_write, mp[0], &c, 1) != 1 || RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'l')
-				r = j->limit_failed >= 0 ? -j->limit_errno
-				    : j->net_errno       ? -j->net_errno
-							 : -EIO;
+				r = j->limit_failed >= 0 ? -j->limit_errno : -EIO;
 		}
 		if (r == 0) {
 			char p[64];
 			proc_path(p, m, "ns/user");
 			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
-		}
-		if (r >= 0 && j->want_net) {
-			char p[64];
-			proc_path(p, m, "ns/net");
-			long nf = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
-			if (nf < 0) {
-				RS1(SYS_close, r);
-				r = nf;
-				j->net_errno = -nf;
-			} else {
-				j->net_fd = (int)nf;
-			}
 		}
 		if (m > 0) {
 			RS2(SYS_kill, m, SIGKILL);
@@ -195,15 +151,10 @@ static _Thread_local struct {
 	char member[4096] __attribute__((aligned(16)));
 } stacks;
 
-int userns_begin(uint32_t base, const int64_t *limits, bool want_net, struct userns_job *j, abox_error *err)
+int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err)
 {
 	int rp[2];
-	*j = (struct userns_job){ .pid = -1,
-				  .ready_fd = -1,
-				  .base = base,
-				  .limit_failed = -1,
-				  .want_net = want_net,
-				  .net_fd = -1 };
+	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base, .limit_failed = -1 };
 	for (int i = 0; limits && i < UIDPOOL_LIMITS; i++) {
 		if (limits[i] < 0)
 			continue;
@@ -256,9 +207,6 @@ void userns_abort(struct userns_job *j)
 	int fd = wait_maker(j);
 	if (fd >= 0)
 		close(fd);
-	if (j->net_fd >= 0)
-		close(j->net_fd);
-	j->net_fd = -1;
 }
 
 int userns_finish(struct userns_job *j, abox_error *err)
@@ -266,16 +214,9 @@ int userns_finish(struct userns_job *j, abox_error *err)
 	if (j->pid <= 0)
 		return abox_error_setx(err, EINVAL, "user namespace: not begun");
 	int r = wait_maker(j);
-	if (r < 0 && j->net_fd >= 0) {
-		close(j->net_fd);
-		j->net_fd = -1;
-	}
 	if (r == -EPERM)
 		return abox_error_setx(err, EPERM,
 				       "user namespace: this kernel refused to make one (unshare)");
-	if (r < 0 && j->net_errno)
-		return abox_error_set(err, (int)j->net_errno,
-				      "user namespace: its own network namespace with lo up");
 	if (r < 0 && j->limit_failed >= 0)
 		return abox_error_set(err, -r, "user namespace: set %s to %s (limits in userns.json)",
 				      j->limit_path[j->limit_failed], j->limit_value[j->limit_failed]);
@@ -288,7 +229,7 @@ int userns_finish(struct userns_job *j, abox_error *err)
 int userns_new(uint32_t base, abox_error *err)
 {
 	struct userns_job j;
-	int r = userns_begin(base, NULL, false, &j, err);
+	int r = userns_begin(base, NULL, &j, err);
 	return r < 0 ? r : userns_finish(&j, err);
 }
 

@@ -31,17 +31,11 @@ struct userns_job {
 	char limit_value[UIDPOOL_LIMITS][12];
 	int limit_failed; /* the one the kernel refused, or -1 */
 	long limit_errno;
-	/* with want_net, a network namespace the user namespace owns, `lo`
-	 * up, made by the member too: net_fd once finished (the caller's to
-	 * close), or -1 */
-	bool want_net;
-	int net_fd;
-	long net_errno;
 };
 /* limits: UIDPOOL_LIMITS values (-1: the kernel's), or NULL for none */
-int userns_begin(uint32_t base, const int64_t *limits, bool want_net, struct userns_job *j, abox_error *err);
-/* An fd on the namespace (close-on-exec), or -errno (then no net_fd
- * either); the helper is gone either way. */
+int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err);
+/* An fd on the namespace (close-on-exec), or -errno; the helper is gone
+ * either way. */
 int userns_finish(struct userns_job *j, abox_error *err);
 /* Ends a begun job without a namespace (nothing to do when not begun:
  * pid <= 0, ready_fd -1). */
