@@ -105,6 +105,22 @@ static int hook_timeout_ms(void)
 	return s > 0 && s < 86400 ? (int)(s * 1000) : 600000;
 }
 
+char **checkpointer_environ(void)
+{
+	size_t n = 0;
+	bool set = false;
+	for (; environ && environ[n]; n++)
+		set = set || strncmp(environ[n], "CRIU_FAULT=", 11) == 0;
+	char **e = calloc(n + 2, sizeof(*e));
+	if (!e)
+		return NULL;
+	if (n)
+		memcpy(e, environ, n * sizeof(*e));
+	if (!set)
+		e[n] = (char *)"CRIU_FAULT=130";
+	return e;
+}
+
 static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what,
 			    int timeout_ms, abox_error *err)
 {
@@ -113,7 +129,10 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
 	bool timed_out;
-	int r = run_quiet_within(hook, argv, environ, timeout_ms, &st, &timed_out, what, name, err);
+	_cleanup_free_ char **env = checkpointer_environ();
+	if (!env)
+		return abox_error_set(err, ENOMEM, "%s", what);
+	int r = run_quiet_within(hook, argv, env, timeout_ms, &st, &timed_out, what, name, err);
 	if (r < 0)
 		return r;
 	if (timed_out) {
@@ -281,7 +300,8 @@ int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abo
 			posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 			vargv[0] = hook;
 			pid_t pid;
-			if (posix_spawn(&pid, hook, &fa, NULL, (char *const *)vargv, environ) == 0) {
+			_cleanup_free_ char **cenv = checkpointer_environ();
+			if (cenv && posix_spawn(&pid, hook, &fa, NULL, (char *const *)vargv, cenv) == 0) {
 				close(p[1]);
 				p[1] = -1;
 				char buf[256] = "";
