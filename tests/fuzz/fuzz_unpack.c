@@ -22,11 +22,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char top[64];
 static int dest = -1, beside = -1;
 
+/* the run's folder goes when the fuzzer ends (it exits normally at its
+ * time limit; a crash keeps it, with what it held, for a look) */
+static void teardown(void)
+{
+	if (dest >= 0)
+		close(dest);
+	if (beside >= 0)
+		close(beside);
+	(void)rm_rf_at(AT_FDCWD, top, 0);
+}
+
 static void setup(void)
 {
 	snprintf(top, sizeof(top), "/tmp/abox-fuzz-unpack.XXXXXX");
 	if (!mkdtemp(top))
 		abort();
+	atexit(teardown);
 	char p[128];
 	snprintf(p, sizeof(p), "%s/dest", top);
 	mkdir(p, 0755);

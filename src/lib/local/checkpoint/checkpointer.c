@@ -284,11 +284,16 @@ int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abo
 		return abox_error_setx(err, ENOENT, "no checkpointer (set $ABOX_CHECKPOINTER)");
 	if (hook_out && !(*hook_out = strdup(hook)))
 		return abox_error_set(err, ENOMEM, "checkpointer");
-	char log[] = "/tmp/abox-criu-check.XXXXXX";
-	int fd = mkstemp(log);
+	/* the log: a file unlinked at once, named to the checkpointer by our
+	 * fd, so that no kill of this process (a test's, a user's ^C) leaves
+	 * one behind in /tmp */
+	char tmp[] = "/tmp/abox-criu-check.XXXXXX";
+	_cleanup_close_ int fd = mkstemp(tmp);
 	if (fd < 0)
 		return abox_error_set(err, errno, "checkpointer: temp file");
-	close(fd);
+	unlink(tmp);
+	char log[64];
+	safe_snprintf(log, sizeof(log), "/proc/%d/fd/%d", (int)getpid(), fd);
 	if (version) {
 		/* `criu --version` prints "Version: X.Y" first */
 		const char *vargv[] = { NULL, "--version", NULL };
@@ -321,7 +326,6 @@ int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abo
 	}
 	const char *argv[] = { NULL, "check", "-o", log, NULL };
 	int r = run_hook_bounded(hook, argv, log, "checkpointer check", trial_ms(), err);
-	unlink(log);
 	/* a check that passes says little: a real dump must finish too */
 	if (r >= 0)
 		r = checkpointer_trial(ctx, hook, err);
