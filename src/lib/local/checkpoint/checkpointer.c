@@ -243,7 +243,13 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 	char dir[] = "/tmp/abox-criu-trial.XXXXXX", log[4300];
 	if (!mkdtemp(dir))
 		return abox_error_set(err, errno, "checkpointer trial: temp folder");
-	safe_snprintf(log, sizeof(log), "%s.log", path);
+	/* a state folder not made yet (`abox doctor` on a fresh host): the
+	 * log in the trial's folder, and no verdict kept */
+	bool keep = access(ctx->state_dir, W_OK) == 0;
+	if (keep)
+		safe_snprintf(log, sizeof(log), "%s.log", path);
+	else
+		safe_snprintf(log, sizeof(log), "%s/trial.log", dir);
 	abox_error e = ABOX_ERROR_INIT;
 	int r = trial_dump(hook, dir, log, &e);
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
@@ -260,7 +266,7 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 		      e.msg);
 	safe_snprintf(text, sizeof(text), "%s\n%s\n", key, r < 0 ? verdict : "ok");
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = keep ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
 	if (fd >= 0) {
 		bool ok = write_full(fd, text, strlen(text)) >= 0;
 		close(fd);
