@@ -29,7 +29,7 @@ typedef enum abox_log_level {
 
 typedef void (*abox_log_fn)(abox_log_level level, const char *msg, void *userdata);
 
-#define ABOX_CTX_OPTS_VERSION 2
+#define ABOX_CTX_OPTS_VERSION 3
 typedef struct abox_ctx_opts {
 	uint32_t version;
 	const char *state_dir;   /* NULL: $ABOX_ROOT or /var/lib/abox */
@@ -44,8 +44,15 @@ typedef struct abox_ctx_opts {
 	 * not cover fail with -EOPNOTSUPP naming the call. */
 	const char *remote_url;
 	const char *api_key;
+	/* version 3: the most detailed level given to log (ABOX_LOG_WARNING:
+	 * warnings and errors only; the library then also skips the timing
+	 * it does for debug messages); 0: every level */
+	abox_log_level log_max;
 } abox_ctx_opts;
-#define ABOX_CTX_OPTS_INIT { ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+#define ABOX_CTX_OPTS_INIT                                                                                   \
+	{                                                                                                    \
+		ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (abox_log_level)0           \
+	}
 
 /* opts may be NULL for defaults. *out is owned by the caller. */
 ABOX_EXPORT int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err);

@@ -57,6 +57,8 @@ int cli_ctx(abox_ctx **ctx)
 	abox_error err = ABOX_ERROR_INIT;
 	abox_ctx_opts co = ABOX_CTX_OPTS_INIT;
 	co.log = cli_log_stderr;
+	const char *dbg = getenv("ABOX_DEBUG");
+	co.log_max = dbg && *dbg ? (abox_log_level)0 : ABOX_LOG_WARNING;
 	if (abox_ctx_new(&co, ctx, &err) < 0)
 		return cli_fail(&err);
 	return 0;

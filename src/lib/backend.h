@@ -32,6 +32,7 @@ struct abox_ctx {
 	char *extras_dir; /* the layer of abox's own files every sandbox gets (local/extras.c), once made */
 	char *default_policy;
 	abox_log_fn log;
+	abox_log_level log_max; /* 0: every level */
 	void *log_userdata;
 	struct cg_layout cg;
 	bool cg_ready;
@@ -251,6 +252,12 @@ int events_poll_mask(const abox_proc *p);
 
 /* A debug line to the context's log callback (handle/handle.c). */
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...) _printf_(3, 4);
+/* Whether debug messages reach the caller's log (the timings made only
+ * for them are skipped otherwise). */
+static inline bool backend_debug(const abox_ctx *ctx)
+{
+	return ctx->log && (!ctx->log_max || ctx->log_max >= ABOX_LOG_DEBUG);
+}
 
 /* Output truncation of a process handle, whichever backend (handle/output.c). */
 int truncate_setup(abox_proc *p, uint32_t threshold, uint32_t head, uint32_t tail);

@@ -27,7 +27,9 @@ struct versioned {
 #define VERSIONED(type, ...)                                                                                    \
 	((struct versioned){ #type, (const size_t[]){ __VA_ARGS__ }, sizeof((size_t[]){ __VA_ARGS__ }) / sizeof(size_t) })
 
-#define VERSIONED_CTX_OPTS VERSIONED(abox_ctx_opts, offsetof(abox_ctx_opts, remote_url), sizeof(abox_ctx_opts))
+#define VERSIONED_CTX_OPTS                                                                                   \
+	VERSIONED(abox_ctx_opts, offsetof(abox_ctx_opts, remote_url), offsetof(abox_ctx_opts, log_max),      \
+		  sizeof(abox_ctx_opts))
 #define VERSIONED_SANDBOX_OPTS                                                                               \
 	VERSIONED(abox_sandbox_opts, offsetof(abox_sandbox_opts, snapshot),                                  \
 		  offsetof(abox_sandbox_opts, net), sizeof(abox_sandbox_opts))

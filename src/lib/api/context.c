@@ -105,6 +105,7 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	ctx->be = &local_backend_ops;
 	ctx->log = o.log;
 	ctx->log_userdata = o.log_userdata;
+	ctx->log_max = o.version >= 3 ? o.log_max : 0;
 	ctx->last_cap = caps_last_cap();
 
 	const char *env_remote = getenv("ABOX_REMOTE"), *env_key = getenv("ABOX_API_KEY");

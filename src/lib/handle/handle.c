@@ -9,7 +9,7 @@
 
 void backend_log(abox_ctx *ctx, abox_log_level lvl, const char *fmt, ...)
 {
-	if (!ctx || !ctx->log)
+	if (!ctx || !ctx->log || (ctx->log_max && lvl > ctx->log_max))
 		return;
 	char buf[1024];
 	va_list ap;

@@ -17,11 +17,11 @@ bool backend_layer_on_disk(uint32_t flags)
 
 int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 {
-	uint64_t t0 = ctx->log ? clock_mono_ns() : 0;
+	uint64_t t0 = backend_debug(ctx) ? clock_mono_ns() : 0;
 	int fd = disk_spare_take(ctx->state_dir, bytes);
 	if (fd >= 0) {
 		backend_log(ctx, ABOX_LOG_DEBUG, "disk: a spare taken (%.1f us)",
-			    ctx->log ? (double)(clock_mono_ns() - t0) / 1e3 : 0.0);
+			    backend_debug(ctx) ? (double)(clock_mono_ns() - t0) / 1e3 : 0.0);
 		return fd;
 	}
 	if (fd != -ENOENT)
@@ -29,7 +29,7 @@ int backend_disk_new(abox_ctx *ctx, uint64_t bytes, abox_error *err)
 	fd = disk_new(ctx->state_dir, bytes, err);
 	if (fd >= 0)
 		backend_log(ctx, ABOX_LOG_DEBUG, "disk: made (%.1f us)",
-			    ctx->log ? (double)(clock_mono_ns() - t0) / 1e3 : 0.0);
+			    backend_debug(ctx) ? (double)(clock_mono_ns() - t0) / 1e3 : 0.0);
 	return fd;
 }
 

@@ -34,26 +34,23 @@ int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why)
 		return probe(where, why);
 	/* A mount's abilities do not change while it is mounted, and the
 	 * runtime folder is emptied by a reboot (a new kernel): one probe
-	 * per boot and pair of filesystems, a stat after that. */
+	 * per boot and pair of filesystems that can, a stat after that. */
 	char memo[4200];
 	safe_snprintf(memo, sizeof(memo), "%s/userns-probe-%llx-%llx", ctx->runtime_dir,
 		      (unsigned long long)sd.st_dev, (unsigned long long)su.st_dev);
-	_cleanup_free_ char *known = NULL;
-	if (!fresh && read_file_at(AT_FDCWD, memo, sizeof(why->msg), &known, NULL) >= 0) {
-		if (strcmp(known, "ok") == 0)
-			return 0;
-		return abox_error_setx(why, EOPNOTSUPP, "%s", known);
-	}
+	/* only a success is kept: a failure may pass (a clone refused for
+	 * want of memory, a sysctl changed), and is probed again */
+	if (!fresh && access(memo, F_OK) == 0)
+		return 0;
 	abox_error e = ABOX_ERROR_INIT;
 	int r = probe(where, &e);
 	char tmp[4300];
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d", memo, (int)getpid());
 	/* best effort: without a runtime folder yet, the next create probes
 	 * again */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = r < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd >= 0) {
-		const char *text = r < 0 ? e.msg : "ok";
-		bool done = write_full(fd, text, strlen(text)) == 0;
+		bool done = write_full(fd, "ok", 2) == 0;
 		close(fd);
 		if (!done || rename(tmp, memo) < 0)
 			unlink(tmp);
@@ -106,7 +103,7 @@ int local_userns_finish(abox_ctx *ctx, struct userns_job *j, abox_error *err)
 	if (j->pid <= 0)
 		return -1;
 	int fd = userns_finish(j, err);
-	if (fd < 0)
+	if (fd < 0 && j->limit_failed < 0)
 		return abox_error_prefix(err,
 					 "a host that cannot make user namespaces needs --userns off or "
 					 "\"default\": \"off\" in %s/userns.json",

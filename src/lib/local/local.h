@@ -312,8 +312,9 @@ int local_userns_finish(abox_ctx *ctx, struct userns_job *j, abox_error *err);
 /* Whether sandboxes here can have a user namespace at all: the kernel
  * makes one, and the state folder (or where it will be) and /usr, where
  * their layers come from, can be mounted idmapped. 0, or -errno with why
- * saying what fails. Unless fresh, the answer of the first probe since
- * boot for the same two filesystems (kept in the runtime folder). */
+ * saying what fails. Unless fresh, a success is the one of an earlier
+ * probe since boot for the same two filesystems (kept in the runtime
+ * folder); a failure is never kept. */
 int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why);
 /* The refusal of a memory checkpoint (what: "pause --to-disk", ...) of a
  * sandbox with a user namespace. */

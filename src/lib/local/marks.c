@@ -8,7 +8,7 @@
 
 struct spawn_marks *local_marks_begin(abox_ctx *ctx)
 {
-	if (!ctx->log)
+	if (!backend_debug(ctx))
 		return NULL;
 	struct spawn_marks *m =
 		mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -1,6 +1,7 @@
 /* spawn/spawn.c — see spawn.h. */
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -115,6 +116,9 @@ static int hand_over_confinement(const struct spawn_config *cfg, int userns_fd, 
 	close(mfd);
 	if (hi < 0)
 		return abox_error_set(e, errno, "move fds");
+	/* a policy with no program would leave the sandbox without one */
+	if (cfg->bpf && (!cfg->bpf->insns || !cfg->bpf->len))
+		return abox_error_setx(e, EINVAL, "an empty seccomp program");
 	struct init_confine hdr = {
 		.magic = INIT_CONFINE_MAGIC,
 		.last_cap = (uint32_t)cfg->last_cap,
@@ -141,8 +145,12 @@ static int hand_over_confinement(const struct spawn_config *cfg, int userns_fd, 
 	    syscall(SYS_setresuid, base, base, base) < 0)
 		return abox_error_set(e, errno, "become host id %u", (unsigned)base);
 	/* the change of ids cleared the parent-death signal (child_main);
-	 * the exec and init's setns keep it */
+	 * the exec and init's setns keep it. A creator that died just
+	 * before it is re-armed has closed the error pipe's reading end. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct pollfd pf = { .fd = err_fd, .events = POLLOUT };
+	if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLERR))
+		_exit(125);
 	return 0;
 }
 
@@ -288,6 +296,14 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * memory hog the OOM killer never picks. */
 	if (plan.userns_fd < 0)
 		(void)write_file_at(AT_FDCWD, "/proc/self/oom_adj", "-17");
+	else
+		/* With a user namespace init's /proc files stay host root's
+		 * (init/confine.c), so no command could reset a score it
+		 * inherits: start from 0, not from whatever the creator (a
+		 * daemon with a negative OOMScoreAdjust) had. Lowering a
+		 * positive one needs CAP_SYS_RESOURCE and may be refused:
+		 * harmless, commands then start above 0. */
+		(void)write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "0");
 
 	uid_t owner = plan.userns_fd >= 0 ? plan.id_base : 0;
 	if (cfg->rootfs.init_in_dev && copy_init(init_fd, owner, &e) < 0)

@@ -31,8 +31,13 @@
 #include "store/uidpool.h"
 
 /* After the maps (the kernel refuses a namespace's own limits to an id it
- * does not map): one write per limit, as the namespace's root. */
-static char write_limits(struct userns_job *j)
+ * does not map): one write per limit, as the namespace's root. The maker
+ * does it, joining the namespace as its owner (the range's first id):
+ * not the member that made it, which hosts that confine the makers of
+ * unprivileged user namespaces (AppArmor's
+ * apparmor_restrict_unprivileged_userns) leave without capabilities in
+ * it. */
+static bool write_limits(struct userns_job *j)
 {
 	for (unsigned i = 0; i < j->nlimits; i++) {
 		long fd = RS4(SYS_openat, AT_FDCWD, j->limit_path[i], O_WRONLY | O_CLOEXEC, 0);
@@ -45,10 +50,10 @@ static char write_limits(struct userns_job *j)
 		if (w != (long)len) {
 			j->limit_failed = (int)i;
 			j->limit_errno = w < 0 ? -w : EIO;
-			return 'e';
+			return false;
 		}
 	}
-	return 'l';
+	return true;
 }
 
 static int member(void *arg)
@@ -63,11 +68,6 @@ static int member(void *arg)
 	    RS3(SYS_setresuid, j->base, j->base, j->base) < 0 || RS1(SYS_unshare, CLONE_NEWUSER) < 0)
 		c = 'e';
 	RS3(SYS_write, fd, &c, 1);
-	/* the maker says when the maps are written */
-	if (c == 'u' && RS3(SYS_read, fd, &c, 1) == 1 && c == 'g') {
-		c = write_limits(j);
-		RS3(SYS_write, fd, &c, 1);
-	}
 	for (;;) /* until the maker kills it (ppoll: no pause(2) on every arch) */
 		RS4(SYS_ppoll, NULL, 0, NULL, NULL);
 	return 0;
@@ -119,15 +119,24 @@ static int maker(void *arg)
 		else if (RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'u')
 			r = -EPERM;
 		if (r == 0 && (r = write_map(m, "uid_map", j->map, j->map_len)) == 0 &&
-		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0 && j->nlimits) {
-			c = 'g';
-			if (RS3(SYS_write, mp[0], &c, 1) != 1 || RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'l')
-				r = j->limit_failed >= 0 ? -j->limit_errno : -EIO;
-		}
-		if (r == 0) {
+		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0) {
 			char p[64];
 			proc_path(p, m, "ns/user");
 			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
+		}
+		/* the last thing this task does: it leaves host root for
+		 * good (the change of ids and the namespace are its own, not
+		 * the caller's) */
+		if (r >= 0 && j->nlimits &&
+		    (RS2(SYS_setgroups, 0, NULL) < 0 || RS3(SYS_setresgid, j->base, j->base, j->base) < 0 ||
+		     RS3(SYS_setresuid, j->base, j->base, j->base) < 0 ||
+		     RS2(SYS_setns, r, CLONE_NEWUSER) < 0 || !write_limits(j))) {
+			RS1(SYS_close, r);
+			if (j->limit_failed < 0) { /* joining failed: named by the first */
+				j->limit_failed = 0;
+				j->limit_errno = EPERM;
+			}
+			r = -j->limit_errno;
 		}
 		if (m > 0) {
 			RS2(SYS_kill, m, SIGKILL);
@@ -214,12 +223,13 @@ int userns_finish(struct userns_job *j, abox_error *err)
 	if (j->pid <= 0)
 		return abox_error_setx(err, EINVAL, "user namespace: not begun");
 	int r = wait_maker(j);
-	if (r == -EPERM)
-		return abox_error_setx(err, EPERM,
-				       "user namespace: this kernel refused to make one (unshare)");
 	if (r < 0 && j->limit_failed >= 0)
 		return abox_error_set(err, -r, "user namespace: set %s to %s (limits in userns.json)",
 				      j->limit_path[j->limit_failed], j->limit_value[j->limit_failed]);
+	if (r == -EPERM)
+		return abox_error_setx(err, EPERM,
+				       "user namespace: this kernel refused to make one (unshare)");
+
 	if (r < 0)
 		return abox_error_set(err, -r, "user namespace: map host ids %u-%u", j->base,
 				      j->base + UIDPOOL_RANGE - 1);
@@ -235,14 +245,16 @@ int userns_new(uint32_t base, abox_error *err)
 
 bool userns_supported(void)
 {
-	static int known = -1;
-	if (known < 0) {
+	/* a yes is kept for the process's life (a daemon's); a no may pass
+	 * (a clone refused for want of memory) and is asked again */
+	static bool known;
+	if (!known) {
 		int fd = userns_new(UIDPOOL_DEFAULT_START, NULL);
 		known = fd >= 0;
 		if (fd >= 0)
 			close(fd);
 	}
-	return known == 1;
+	return known;
 }
 
 int userns_idmap_probe(const char *path, abox_error *err)
