@@ -33,6 +33,11 @@
 #include "splice.h"
 
 #define UPSTREAM_TIMEOUT_MS 2500
+/* A UDP query unanswered this long is sent again, once, to the same
+ * resolver (same socket and id: either answer does), before the rest of
+ * UPSTREAM_TIMEOUT_MS: a lost packet then costs under a second, not a
+ * SERVFAIL and the client's own retry seconds later. */
+#define UPSTREAM_RESEND_MS 800
 #define PENDING_MAX 2048
 #define PENDING_PER_SANDBOX 128
 #define TCP_CLIENTS_MAX 64
@@ -343,6 +348,7 @@ struct pending {
 	uint8_t query[512 + 12];
 	size_t qlen;
 	unsigned resolver;
+	bool resent; /* to the current resolver */
 	int64_t deadline_ms;
 };
 
@@ -402,7 +408,8 @@ static bool pending_send(struct pending *p)
 			continue;
 		}
 		p->fd = fd;
-		p->deadline_ms = clock_mono_ms() + UPSTREAM_TIMEOUT_MS;
+		p->resent = false;
+		p->deadline_ms = clock_mono_ms() + UPSTREAM_RESEND_MS;
 		return true;
 	}
 	return false;
@@ -488,6 +495,16 @@ static void udp_timeouts(void)
 		struct pending *p = &pend[i];
 		if (p->fd < 0 || p->deadline_ms > now)
 			continue;
+		if (!p->resent) {
+			uint8_t m[sizeof(p->query)];
+			memcpy(m, p->query, p->qlen);
+			m[0] = (uint8_t)(p->id >> 8);
+			m[1] = (uint8_t)p->id;
+			(void)send(p->fd, m, p->qlen, MSG_DONTWAIT);
+			p->resent = true;
+			p->deadline_ms = now + UPSTREAM_TIMEOUT_MS - UPSTREAM_RESEND_MS;
+			continue;
+		}
 		pending_close(p);
 		if (!pending_send(p)) {
 			uint8_t out[1024];

@@ -169,6 +169,18 @@ try:
           r.returncode != 0 and "without networking" in r.stderr, r.stderr)
     w.abox("kill", sid)
 
+    # ---- a query lost on its way to the upstream resolver: abox-netd
+    # sends it again itself, so the one query a client sends (no retry of
+    # its own here) gets its answer rather than SERVFAIL
+    rc, out = run(["--net", "open"], "python3 -c \"import socket, struct\n"
+                  "ns = [l.split()[1] for l in open('/etc/resolv.conf') if l.startswith('nameserver')][0]\n"
+                  "q = struct.pack('!HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0) + b'\\x02a1\\x04once\\x04test\\x00' + "
+                  "struct.pack('!HH', 1, 1)\n"
+                  "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(6); s.sendto(q, (ns, 53))\n"
+                  "r = s.recv(512); print('rcode', r[3] & 15, 'answers', struct.unpack('!H', r[6:8])[0])\"")
+    check("a lost upstream query is sent again: the answer, not SERVFAIL", "rcode 0 answers 1" in out, out)
+    check("... and the world's DNS server saw it twice", w.queries().count("udp 1 a1.once.test") == 2, w.queries())
+
     # ---- a query still open upstream when its sandbox ends: the
     # resolver's late answer (SERVFAIL at the upstream's 2.5 s deadline)
     # is not sent, so no flow toward the dead sandbox's address is left

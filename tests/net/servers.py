@@ -34,6 +34,7 @@ ZONE = {
 
 DIR = sys.argv[1]
 log_lock = threading.Lock()
+once_seen = set()
 
 
 def log_query(name, qtype, how):
@@ -65,6 +66,8 @@ def dns_answer(m, how):
     if key in ZONE:
         if qtype == 1:
             ans = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(ZONE[key])
+    elif key.endswith(".once.test") and qtype == 1:
+        ans = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("203.0.113.10")
     elif key.endswith("txt.test") and qtype == 16:
         txt = b"hello"
         ans = b"\xc0\x0c" + struct.pack("!HHIH", 16, 1, 60, len(txt) + 1) + bytes([len(txt)]) + txt
@@ -79,9 +82,17 @@ class DNSUDP(socketserver.BaseRequestHandler):
         data, sock = self.request
         try:
             a = dns_answer(data, "udp")
-            # *.silent.test: logged, never answered (a query left open)
-            if b"\x06silent\x04test\x00" not in data:
-                sock.sendto(a, self.client_address)
+            # *.silent.test: logged, never answered (a query left open);
+            # *.once.test: the first query of each name is lost
+            if b"\x06silent\x04test\x00" in data:
+                return
+            if b"\x04once\x04test\x00" in data:
+                with log_lock:
+                    first = data[12:] not in once_seen
+                    once_seen.add(data[12:])
+                if first:
+                    return
+            sock.sendto(a, self.client_address)
         except (ValueError, IndexError, struct.error):
             pass
 
