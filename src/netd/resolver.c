@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,10 +31,9 @@
 #include "resolver.h"
 #include "splice.h"
 
-#define UPSTREAM_TIMEOUT_MS 2500
 /* A UDP query unanswered this long is sent again, once, to the same
  * resolver (same socket and id: either answer does), before the rest of
- * UPSTREAM_TIMEOUT_MS: a lost packet then costs under a second, not a
+ * RESOLVER_UPSTREAM_TIMEOUT_MS: a lost packet then costs under a second, not a
  * SERVFAIL and the client's own retry seconds later. */
 #define UPSTREAM_RESEND_MS 800
 #define PENDING_MAX 2048
@@ -149,79 +147,6 @@ size_t resolver_finish(uint32_t slot, const char *ifname, bool listed, const uin
 		pthread_mutex_unlock(&netd.lock);
 	}
 	return n;
-}
-
-/* ---- upstream, synchronously (TCP clients, the proxy) ---------------------- */
-
-static int upstream_socket(unsigned i, int type)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(netd.cfg.resolver_ports[i]),
-				  .sin_addr.s_addr = netd.cfg.resolvers[i] };
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC | (type == SOCK_DGRAM ? SOCK_NONBLOCK : 0), 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
-static uint16_t dns_id(void)
-{
-	uint16_t id = 0;
-	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-		id = (uint16_t)clock_mono_ns();
-	return id;
-}
-
-/* Sends q (n bytes, id already ours) to resolver i over UDP and waits for
- * an answer to it. Its length, or -errno. */
-static ssize_t ask_udp(unsigned i, const struct dns_query *q, uint16_t id, const uint8_t *m, size_t n,
-		       uint8_t *out, size_t cap)
-{
-	int fd = upstream_socket(i, SOCK_DGRAM);
-	if (fd < 0)
-		return fd;
-	ssize_t r = send(fd, m, n, 0) < 0 ? -errno : -ETIMEDOUT;
-	int64_t end = clock_mono_ms() + UPSTREAM_TIMEOUT_MS;
-	while (r == -ETIMEDOUT) {
-		int64_t left = end - clock_mono_ms();
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			break;
-		ssize_t got = recv(fd, out, cap, 0);
-		if (got < 0 && errno != EAGAIN && errno != EINTR)
-			r = -errno;
-		else if (got > 0 && dns_answers(out, (size_t)got, q, id))
-			r = got;
-	}
-	close(fd);
-	return r;
-}
-
-ssize_t resolver_ask(const struct dns_query *q, const uint8_t *query, size_t n, uint8_t *out, size_t cap)
-{
-	if (netd.cfg.nresolvers == 0 || n > DNS_MSG_MAX || n < 12)
-		return -ENETUNREACH;
-	uint8_t *m = malloc(n);
-	if (!m)
-		return -ENOMEM;
-	memcpy(m, query, n);
-	ssize_t r = -ENETUNREACH;
-	for (unsigned i = 0; i < netd.cfg.nresolvers && r < 0; i++) {
-		uint16_t id = dns_id();
-		m[0] = (uint8_t)(id >> 8);
-		m[1] = (uint8_t)id;
-		r = ask_udp(i, q, id, m, n, out, cap);
-		/* the id the asker chose, back */
-		if (r >= 2)
-			memcpy(out, query, 2);
-	}
-	free(m);
-	return r;
 }
 
 int resolver_lookup_a(const char *name, uint32_t *addrs, size_t max, size_t *n)
@@ -394,10 +319,10 @@ static void reply_late(const struct pending *p, const uint8_t *m, size_t n)
 static bool pending_send(struct pending *p)
 {
 	while (p->resolver < netd.cfg.nresolvers) {
-		int fd = upstream_socket(p->resolver++, SOCK_DGRAM);
+		int fd = resolver_upstream_socket(p->resolver++, SOCK_DGRAM);
 		if (fd < 0)
 			continue;
-		p->id = dns_id();
+		p->id = resolver_query_id();
 		uint8_t m[sizeof(p->query)];
 		memcpy(m, p->query, p->qlen);
 		m[0] = (uint8_t)(p->id >> 8);
@@ -502,7 +427,7 @@ static void udp_timeouts(void)
 			m[1] = (uint8_t)p->id;
 			(void)send(p->fd, m, p->qlen, MSG_DONTWAIT);
 			p->resent = true;
-			p->deadline_ms = now + UPSTREAM_TIMEOUT_MS - UPSTREAM_RESEND_MS;
+			p->deadline_ms = now + RESOLVER_UPSTREAM_TIMEOUT_MS - UPSTREAM_RESEND_MS;
 			continue;
 		}
 		pending_close(p);

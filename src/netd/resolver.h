@@ -23,6 +23,12 @@ ssize_t resolver_ask(const struct dns_query *q, const uint8_t *query, size_t n, 
  * (no such name or no address), -EACCES (only denied addresses), or
  * another -errno. */
 int resolver_lookup_a(const char *name, uint32_t *addrs, size_t max, size_t *n);
+/* How long an upstream resolver has to answer before the next is asked. */
+#define RESOLVER_UPSTREAM_TIMEOUT_MS 2500
+/* A socket connected to the host's resolver i (SOCK_DGRAM: non-blocking),
+ * or -errno; and a random query id (upstream.c). */
+int resolver_upstream_socket(unsigned i, int type);
+uint16_t resolver_query_id(void);
 /* A socket on port of every address (type SOCK_DGRAM or SOCK_STREAM). */
 int resolver_listen(int type, uint16_t port, abox_error *err);
 
