@@ -108,16 +108,11 @@ static int hook_timeout_ms(void)
 char **checkpointer_environ(void)
 {
 	size_t n = 0;
-	bool set = false;
-	for (; environ && environ[n]; n++)
-		set = set || strncmp(environ[n], "CRIU_FAULT=", 11) == 0;
-	char **e = calloc(n + 2, sizeof(*e));
-	if (!e)
-		return NULL;
-	if (n)
+	while (environ && environ[n])
+		n++;
+	char **e = calloc(n + 1, sizeof(*e));
+	if (e && n)
 		memcpy(e, environ, n * sizeof(*e));
-	if (!set)
-		e[n] = (char *)"CRIU_FAULT=130";
 	return e;
 }
 
