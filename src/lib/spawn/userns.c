@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "base/rawsys.h"
@@ -108,7 +107,7 @@ static int maker(void *arg)
 	struct userns_job *j = arg;
 	long r = 0;
 	int mp[2];
-	if ((r = RS4(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, mp)) == 0) {
+	if ((r = RS2(SYS_pipe2, mp, O_CLOEXEC)) == 0) {
 		j->m_ready = mp[1];
 		/* glibc's clone: it only sets our errno when it fails */
 		pid_t m = clone(member, j->m_stack_top, CLONE_VM, j);

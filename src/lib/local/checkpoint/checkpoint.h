@@ -16,16 +16,6 @@ char *checkpointer_find(abox_ctx *ctx);
  * own, under a time limit, the verdict kept in <state>/checkpointer-trial
  * for that checkpointer and kernel. -EOPNOTSUPP with the cause when not. */
 int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err);
-/* The environment the checkpointer runs with: ours, as a malloc'd array
- * of our strings (free() it, not them), or NULL without memory; made
- * before a fork whose child execs. CRIU_FAULT=130 (CRIU's "no
- * breakpoints") is passed on when set: virtual machines that keep debug
- * registers from their guests (Firecracker among them) never deliver the
- * hardware breakpoint CRIU sets, and every dump waits for ever without
- * it. Not set by default yet: with it, a pause to disk killed at some
- * points (tests/daemon/crash_pause.py, random points) left a sandbox
- * running with its init unreachable. */
-char **checkpointer_environ(void);
 
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes

@@ -105,17 +105,6 @@ static int hook_timeout_ms(void)
 	return s > 0 && s < 86400 ? (int)(s * 1000) : 600000;
 }
 
-char **checkpointer_environ(void)
-{
-	size_t n = 0;
-	while (environ && environ[n])
-		n++;
-	char **e = calloc(n + 1, sizeof(*e));
-	if (e && n)
-		memcpy(e, environ, n * sizeof(*e));
-	return e;
-}
-
 static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what,
 			    int timeout_ms, abox_error *err)
 {
@@ -124,10 +113,7 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
 	bool timed_out;
-	_cleanup_free_ char **env = checkpointer_environ();
-	if (!env)
-		return abox_error_set(err, ENOMEM, "%s", what);
-	int r = run_quiet_within(hook, argv, env, timeout_ms, &st, &timed_out, what, name, err);
+	int r = run_quiet_within(hook, argv, environ, timeout_ms, &st, &timed_out, what, name, err);
 	if (r < 0)
 		return r;
 	if (timed_out) {
@@ -306,8 +292,7 @@ int local_checkpointer_check(abox_ctx *ctx, char **hook_out, char **version, abo
 			posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 			vargv[0] = hook;
 			pid_t pid;
-			_cleanup_free_ char **cenv = checkpointer_environ();
-			if (cenv && posix_spawn(&pid, hook, &fa, NULL, (char *const *)vargv, cenv) == 0) {
+			if (posix_spawn(&pid, hook, &fa, NULL, (char *const *)vargv, environ) == 0) {
 				close(p[1]);
 				p[1] = -1;
 				char buf[256] = "";
