@@ -132,21 +132,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the request line as sent: a raw NUL in its method or target, or a
 	 * %00 in its target, that reached the handler must have been refused
 	 * (the C strings would cut there) */
-	/* a line ends at CR, LF or CR LF (as libmicrohttpd reads them), and
-	 * lines before the request line that are empty as C strings are
-	 * skipped, as libmicrohttpd skips empty lines there */
+	/* a line ends at CR LF or at a bare LF (libmicrohttpd 0.9.75's
+	 * get_next_header_line: a bare CR stays in the line), and lines
+	 * before the request line that are empty as C strings are skipped,
+	 * as libmicrohttpd skips empty lines there */
 	size_t line;
 	for (;;) {
-		line = 0;
-		while (line < size && data[line] != '\r' && data[line] != '\n')
-			line++;
-		if (line == size)
+		size_t lf = 0;
+		while (lf < size && data[lf] != '\n')
+			lf++;
+		if (lf == size)
 			return 0; /* no whole request line: the handler was not reached */
+		line = lf > 0 && data[lf - 1] == '\r' ? lf - 1 : lf;
 		if (line > 0 && data[0] != '\0')
 			break;
-		size_t skip = line + 1 + (data[line] == '\r' && line + 1 < size && data[line + 1] == '\n');
-		data += skip;
-		size -= skip;
+		data += lf + 1;
+		size -= lf + 1;
 	}
 	const uint8_t *sp = memchr(data, ' ', line);
 	size_t head = sp ? (size_t)(sp - data) : line, last = head;
