@@ -297,6 +297,28 @@ Test(checkpoint, a_checkpointer_whose_dump_hangs_is_never_used)
 	cr_expect(r.status == 125 && r.seconds < 1.5, "pause --to-disk: status %d after %.1f s: %s", r.status,
 		  r.seconds, r.err);
 	run_result_free(&r);
+	/* a verdict of "too slow" is kept for a while only (a busy machine
+	 * must not end checkpoints for good): once that while is over, the
+	 * next caller tries again */
+	char trial[4300], *kept = NULL;
+	snprintf(trial, sizeof(trial), "%s/checkpointer-trial", state_root());
+	size_t klen = 0;
+	f = fopen(trial, "r");
+	cr_assert(f, "no verdict kept in %s", trial);
+	cr_assert(getdelim(&kept, &klen, '\0', f) > 0);
+	fclose(f);
+	char *until = strstr(kept, "\nuntil ");
+	cr_assert(until, "a timed-out trial is kept for a while, not for good: %s", kept);
+	strcpy(until, "\nuntil 1\n");
+	f = fopen(trial, "w");
+	fputs(kept, f);
+	fclose(f);
+	free(kept);
+	ABOX(&r, "pause", "--to-disk", id);
+	cr_expect(r.status == 125 && r.seconds >= 1.9,
+		  "pause --to-disk after the verdict expired: status %d after %.1f s: %s", r.status,
+		  r.seconds, r.err);
+	run_result_free(&r);
 	unsetenv("ABOX_CHECKPOINT_TRIAL_S");
 	unlink(rec);
 	(void)rename(keep, rec);

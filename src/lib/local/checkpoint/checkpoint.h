@@ -16,6 +16,15 @@ char *checkpointer_find(abox_ctx *ctx);
  * own, under a time limit, the verdict kept in <state>/checkpointer-trial
  * for that checkpointer and kernel. -EOPNOTSUPP with the cause when not. */
 int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err);
+/* The environment a dump or a restore runs with: ours, plus CRIU_FAULT=130
+ * (CRIU's "no breakpoints") unless set already. Virtual machines that keep
+ * debug registers from their guests (Firecracker among them) never deliver
+ * the hardware breakpoint CRIU sets to catch the end of its parasite code,
+ * and every dump waits for ever; with 130 it steps there with
+ * PTRACE_SYSCALL instead, which works everywhere for a few system-call
+ * stops more. A malloc'd array of our strings (free() it, not them), or
+ * NULL without memory; made before a fork whose child execs. */
+char **checkpointer_environ(void);
 
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes

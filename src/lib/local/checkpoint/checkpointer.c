@@ -105,6 +105,22 @@ static int hook_timeout_ms(void)
 	return s > 0 && s < 86400 ? (int)(s * 1000) : 600000;
 }
 
+char **checkpointer_environ(void)
+{
+	size_t n = 0;
+	bool set = false;
+	for (; environ && environ[n]; n++)
+		set = set || strncmp(environ[n], "CRIU_FAULT=", 11) == 0;
+	char **e = calloc(n + 2, sizeof(*e));
+	if (!e)
+		return NULL;
+	if (n)
+		memcpy(e, environ, n * sizeof(*e));
+	if (!set)
+		e[n] = (char *)"CRIU_FAULT=130";
+	return e;
+}
+
 static int run_hook_bounded(const char *hook, const char **argv, const char *log, const char *what,
 			    int timeout_ms, abox_error *err)
 {
@@ -113,7 +129,11 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
 	bool timed_out;
-	int r = run_quiet_within(hook, argv, environ, timeout_ms, &st, &timed_out, what, name, err);
+	char **env = checkpointer_environ();
+	if (!env)
+		return abox_error_set(err, ENOMEM, "%s", what);
+	int r = run_quiet_within(hook, argv, env, timeout_ms, &st, &timed_out, what, name, err);
+	free(env);
 	if (r < 0)
 		return r;
 	if (timed_out) {
@@ -143,6 +163,8 @@ int checkpoint_run_hook(const char *hook, const char **argv, const char *log, co
 
 /* How long the trial dump may take: a sleeping process dumps in well
  * under a second; ABOX_CHECKPOINT_TRIAL_S (tests) sets another bound. */
+#define TRIAL_AGAIN_MS (10 * 60 * 1000)
+
 static int trial_ms(void)
 {
 	const char *e = getenv("ABOX_CHECKPOINT_TRIAL_S");
@@ -159,8 +181,10 @@ static void trial_key(const char *hook, char *key, size_t n)
 	struct utsname u;
 	if (uname(&u) < 0)
 		memset(&u, 0, sizeof(u));
-	safe_snprintf(key, n, "%s %lld %lld %s %s", hook, (long long)st.st_size, (long long)st.st_mtime,
-		      u.release, u.version);
+	/* a verdict reached with another CRIU_FAULT is not this one's */
+	const char *fault = getenv("CRIU_FAULT");
+	safe_snprintf(key, n, "%s %lld %lld %s %s fault=%s", hook, (long long)st.st_size,
+		      (long long)st.st_mtime, u.release, u.version, fault ? fault : "130");
 }
 
 /* Dumps a process of our own (a child sleeping in its own session) with
@@ -215,11 +239,15 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 	size_t kl = strlen(key);
 	if (read_file_at(AT_FDCWD, path, 65536, &kept, NULL) >= 0 && !strncmp(kept, key, kl) &&
 	    kept[kl] == '\n') {
-		char *verdict = kept + kl + 1;
-		verdict[strcspn(verdict, "\n")] = '\0';
+		char *verdict = kept + kl + 1, *nl = verdict + strcspn(verdict, "\n");
+		long long until = 0;
+		if (*nl)
+			(void)sscanf(nl + 1, "until %lld", &until);
+		*nl = '\0';
 		if (!strcmp(verdict, "ok"))
 			return 0;
-		return abox_error_setx(err, EOPNOTSUPP, "%s", verdict);
+		if (!until || clock_wall_ms() < until)
+			return abox_error_setx(err, EOPNOTSUPP, "%s", verdict);
 	}
 	char dir[] = "/tmp/abox-criu-trial.XXXXXX", log[4300];
 	if (!mkdtemp(dir))
@@ -245,7 +273,16 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 	char verdict[1024];
 	safe_snprintf(verdict, sizeof(verdict), "cannot checkpoint on this kernel (%s): %s", u.release,
 		      e.msg);
-	safe_snprintf(text, sizeof(text), "%s\n%s\n", key, r < 0 ? verdict : "ok");
+	/* a dump that failed says so for good (until the checkpointer or the
+	 * kernel changes); one that only took too long may have met a busy
+	 * machine: kept for TRIAL_AGAIN_MS, so that no caller waits for a
+	 * hang again and again, and a passing load does not end checkpoints
+	 * here for ever */
+	char until[48] = "";
+	if (r == -ETIMEDOUT)
+		safe_snprintf(until, sizeof(until), "until %lld\n",
+			      (long long)(clock_wall_ms() + TRIAL_AGAIN_MS));
+	safe_snprintf(text, sizeof(text), "%s\n%s\n%s", key, r < 0 ? verdict : "ok", until);
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	int fd = keep ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
 	if (fd >= 0) {

@@ -159,17 +159,38 @@ void checkpoint_hook_args(struct checkpoint_argv *a, const char *hook, bool rest
 	}
 }
 
-/* Whether init listens on its socket: one that let go of it for a
- * checkpoint leaves the file with nobody behind it. */
-static bool init_listens(const char *rundir)
+/* Whether init serves requests, asked once the checkpoint's asker is gone
+ * for good: 1 when it answered one (a request of the dead asker that it
+ * reads from now on is refused: see init's ckpt_handle), 0 when it let go
+ * (the connection refused, or dropped unanswered), -1 when it did not
+ * answer in time (frozen again by someone, or slow: ask again). A look at
+ * whether it merely listens was not enough: an init that had read the
+ * request just before its asker died, and was then kept off the CPU for a
+ * while, still listened when the keeper looked and let go after the
+ * keeper had left, which lost the sandbox. */
+static int init_serves(const char *rundir)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	safe_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", rundir);
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (s >= 0)
-		close(s);
-	return ok;
+	_cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return -1;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return errno == ECONNREFUSED || errno == ENOENT ? 0 : -1;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_LIST, 1);
+	int r = proto_send(s, &m);
+	proto_msg_free(&m);
+	if (r < 0)
+		return r == -EPIPE || r == -ECONNRESET ? 0 : -1;
+	struct proto_reader rd;
+	proto_reader_init(&rd, s);
+	struct proto_frame f;
+	r = proto_recv_timeout(&rd, &f, 2000);
+	proto_reader_free(&rd);
+	if (r > 0)
+		return 1;
+	return r == 0 || r == -ECONNRESET || r == -EPIPE ? 0 : -1;
 }
 
 /* Whether a checkpointer still has init under ptrace (mid-dump). */
@@ -232,7 +253,8 @@ static bool keeper_finish_pause(abox_sandbox *sb)
  * finish (it leaves the tree frozen, as it found it), thaws the tree,
  * gives init a new socket and the fd, and has the clocks put back as the
  * record says. Bounded: a minute at most. */
-_Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const char *freezer, int rfd)
+_Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const char *freezer, int rfd,
+				  int parent)
 {
 	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
@@ -241,34 +263,34 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 	ssize_t n = read(rfd, &c, 1);
 	if (n == 1)
 		_exit(0); /* the parent finished the checkpoint itself */
+	/* the pipe's end of file may come before the parent's other fds are
+	 * closed, its connection to init among them (init would still take a
+	 * request on it for one that came from a live asker): the parent is
+	 * gone for good once its pidfd says so */
+	struct pollfd pp = { .fd = parent, .events = POLLIN };
+	while (poll(&pp, 1, 10000) < 0 && errno == EINTR)
+		;
 	state_lock_hold(-1, NULL, NULL); /* the parent's, closed in this process */
 	char rd[4200];
 	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
 	if (keeper_finish_pause(sb))
 		_exit(0);
-	for (int tries = 0; tries < 600; tries++, nap_ms(100)) {
+	for (int64_t end = clock_mono_ms() + 60000; clock_mono_ms() < end; nap_ms(100)) {
 		/* gone: ended by someone else (a kill), nothing to do */
 		if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
 			_exit(0);
 		if (init_traced(sb->pid))
 			continue;
-		/* armed, and still so a moment later: init may have been
-		 * reading our parent's checkpoint request when we looked (it
-		 * refuses one whose sender is gone, but one read just before
-		 * the death is carried out) */
-		bool armed = init_listens(rd);
-		for (int k = 0; armed && k < 3; k++) {
-			nap_ms(50);
-			armed = init_listens(rd);
-		}
-		if (armed) {
-			/* a checkpointer that ended after someone else thawed
-			 * it left it frozen again */
-			thaw_at(freezer);
+		/* a checkpointer that ended after someone else thawed it left
+		 * it frozen again; and a frozen init answers nobody */
+		thaw_at(freezer);
+		int serves = init_serves(rd);
+		if (serves < 0)
+			continue;
+		if (serves) {
 			(void)backend_freeze_recover_now(sb->ctx, sb->id);
 			_exit(0);
 		}
-		thaw_at(freezer);
 		abox_error e = ABOX_ERROR_INIT;
 		int l = -1, conn = -1;
 		int cmds = cgroup_cmds_fd(sb->cg, NULL);
@@ -287,6 +309,7 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 		}
 		close_if_open(l);
 		close_if_open(conn);
+		close_if_open(cmds);
 	}
 	_exit(1);
 }
@@ -296,28 +319,40 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
  * kept would outlive the parent it is meant to survive). */
 static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
 {
+	int r;
 	const char *freezer = cgroup_freezer_dir(sb->cg);
 	int pfd[2];
 	if (!freezer || pipe2(pfd, O_CLOEXEC) < 0)
 		return abox_error_set(err, freezer ? errno : EOPNOTSUPP, "checkpoint: keeper");
+	/* ours, for the keeper to see us gone for good */
+	int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (self < 0) {
+		r = abox_error_set(err, errno, "checkpoint: keeper: pidfd_open");
+		close(pfd[0]);
+		close(pfd[1]);
+		return r;
+	}
 	pid_t k = fork_with(pfd, err, "checkpoint: keeper: fork");
-	if (k < 0)
+	if (k < 0) {
+		close(self);
 		return k;
+	}
 	if (k == 0) {
 		/* its own session: a ^C to the caller's group must not take it */
 		(void)setsid();
-		int keep[3] = { pfd[0], sb->layer_fd, sb->pidfd };
-		for (int i = 0; i < 3; i++)
+		int keep[4] = { pfd[0], sb->layer_fd, sb->pidfd, self };
+		for (int i = 0; i < 4; i++)
 			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 100);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (keep[i] < 0 || dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
 				_exit(2);
-		(void)syscall(SYS_close_range, 6, ~0U, 0);
+		(void)syscall(SYS_close_range, 7, ~0U, 0);
 		sb->layer_fd = 4;
 		sb->pidfd = 5;
 		sb->conn = sb->rd.sock = -1;
-		keeper_main(sb, token, freezer, 3);
+		keeper_main(sb, token, freezer, 3, 6);
 	}
+	close(self);
 	close(pfd[0]);
 	sb->keeper_fd = pfd[1];
 	sb->keeper_pid = k;

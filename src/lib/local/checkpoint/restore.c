@@ -45,6 +45,7 @@ static int recv_fd_or_msg(int sock, char *msg, size_t n)
 struct restorer {
 	const char *hook;
 	const char **argv;
+	char **envp; /* checkpointer_environ() */
 	struct cg_sandbox *cg;
 	const struct rootfs_plan *plan;
 	int sock;
@@ -71,8 +72,7 @@ static _Noreturn void restorer_child(const struct restorer *r)
 		dup2(null, 1);
 		dup2(null, 2);
 	}
-	extern char **environ;
-	execve(r->hook, (char *const *)r->argv, environ);
+	execve(r->hook, (char *const *)r->argv, r->envp);
 	_exit(127);
 }
 
@@ -167,14 +167,25 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		r = abox_error_set(err, errno, "restore: socketpair");
 		goto out;
 	}
-	struct restorer rs = { .hook = hook, .argv = a.v, .cg = cg, .plan = &plan, .sock = sp[1] };
+	struct restorer rs = { .hook = hook,
+			       .argv = a.v,
+			       .envp = checkpointer_environ(),
+			       .cg = cg,
+			       .plan = &plan,
+			       .sock = sp[1] };
+	if (!rs.envp) {
+		r = abox_error_set(err, ENOMEM, "restore");
+		goto out;
+	}
 	pid_t c = fork();
 	if (c < 0) {
+		free(rs.envp);
 		r = abox_error_set(err, errno, "restore: fork");
 		goto out;
 	}
 	if (c == 0)
 		restorer_child(&rs);
+	free(rs.envp);
 	close(sp[1]);
 	sp[1] = -1;
 	if (disk_fd >= 0)
