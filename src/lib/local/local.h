@@ -319,5 +319,10 @@ int local_userns_probe(abox_ctx *ctx, bool fresh, abox_error *why);
 /* The refusal of a memory checkpoint (what: "pause --to-disk", ...) of a
  * sandbox with a user namespace. */
 int local_userns_no_checkpoint(const char *what, const abox_sandbox *sb, abox_error *err);
+/* checkpoint/hook.c: when a checkpoint's keeper runs for sandbox id (its
+ * init let go of its socket for a checkpoint), waits until it ends, at
+ * most lock_timeout_ms(): true when it ended (init re-armed, or the tree
+ * paused to disk), false when there was none to wait for. */
+bool local_keeper_wait(abox_ctx *ctx, const char *id);
 
 #endif

@@ -137,6 +137,12 @@ int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error 
 		sb->conn_errno = errno;
 		close(sb->conn);
 		sb->conn = -1;
+		/* init let go of its socket for a checkpoint: once its keeper
+		 * is done (init re-armed, or the tree on disk), as found then */
+		if (sb->conn_errno == ECONNREFUSED && local_keeper_wait(ctx, id)) {
+			local_free(sb);
+			return local_connect(ctx, id, out, err);
+		}
 	}
 	if (sb->conn >= 0)
 		fcntl(sb->conn, F_SETFL, O_NONBLOCK);

@@ -313,6 +313,13 @@ void state_lock_hold(int fd, const char *state_dir, const char *id)
 		safe_snprintf(held_path, sizeof(held_path), "%s/sandboxes/%s/lock", state_dir, id);
 }
 
+bool state_lock_is_held(const char *state_dir, const char *id)
+{
+	char path[4200];
+	safe_snprintf(path, sizeof(path), "%s/sandboxes/%s/lock", state_dir, id);
+	return held_fd >= 0 && strcmp(path, held_path) == 0;
+}
+
 int state_lock(const char *state_dir, const char *id, abox_error *err)
 {
 	char dir[4096], path[4200];

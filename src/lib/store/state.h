@@ -74,5 +74,7 @@ int state_trylock(const char *state_dir, const char *id);
 /* Marks fd (from state_lock) as held by this thread until called with -1:
  * state_lock of the same sandbox then re-enters instead of waiting. */
 void state_lock_hold(int fd, const char *state_dir, const char *id);
+/* Whether this thread holds the lock of sandbox id (state_lock_hold). */
+bool state_lock_is_held(const char *state_dir, const char *id);
 
 #endif

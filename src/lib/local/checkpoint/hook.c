@@ -314,6 +314,61 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 	_exit(1);
 }
 
+static void keeper_path(const abox_ctx *ctx, const char *id, char *buf, size_t n)
+{
+	/* beside the record, not in the runtime folder: a pause to disk
+	 * removes that folder while its keeper still runs */
+	safe_snprintf(buf, n, "%s/sandboxes/%s/keeper", ctx->state_dir, id);
+}
+
+/* "PID START" of a running keeper, for a caller
+ * that finds init deaf meanwhile (local_keeper_wait). Best effort. */
+static void keeper_note(abox_sandbox *sb, pid_t k)
+{
+	uint64_t start;
+	if (proc_start_time(k, &start) < 0)
+		return;
+	char p[4200], tmp[4300], text[64];
+	keeper_path(sb->ctx, sb->id, p, sizeof(p));
+	safe_snprintf(tmp, sizeof(tmp), "%s.%d", p, (int)getpid());
+	int len = safe_snprintf(text, sizeof(text), "%d %llu\n", (int)k, (unsigned long long)start);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	bool ok = write_full(fd, text, (size_t)len) == 0;
+	close(fd);
+	if (!ok || rename(tmp, p) < 0)
+		unlink(tmp);
+}
+
+bool local_keeper_wait(abox_ctx *ctx, const char *id)
+{
+	/* a keeper that ends a paused tree takes the sandbox's lock: not
+	 * waited for by the holder of that lock (a resume from disk) */
+	if (state_lock_is_held(ctx->state_dir, id))
+		return false;
+	char p[4200];
+	keeper_path(ctx, id, p, sizeof(p));
+	_cleanup_free_ char *s = NULL;
+	long pid = 0;
+	unsigned long long start = 0;
+	if (read_file_at(AT_FDCWD, p, 128, &s, NULL) < 0 || sscanf(s, "%ld %llu", &pid, &start) != 2 ||
+	    pid <= 0)
+		return false;
+	/* pidfd first, then the start time: a reused pid is not waited for */
+	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	uint64_t now;
+	if (fd < 0 || proc_start_time((pid_t)pid, &now) < 0 || now != start)
+		return false;
+	backend_log(ctx, ABOX_LOG_DEBUG,
+		    "sandbox %s: init is away for a checkpoint, waiting for its keeper (pid %ld)", id, pid);
+	struct pollfd w = { .fd = fd, .events = POLLIN };
+	int r;
+	while ((r = poll(&w, 1, (int)lock_timeout_ms())) < 0 && errno == EINTR)
+		;
+	return r > 0;
+}
+
 /* Starts the keeper of a checkpoint about to begin. It holds nothing of
  * ours but the layer fd and init's pidfd: no lock, no socket (a lock it
  * kept would outlive the parent it is meant to survive). */
@@ -356,6 +411,7 @@ static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
 	close(pfd[0]);
 	sb->keeper_fd = pfd[1];
 	sb->keeper_pid = k;
+	keeper_note(sb, k);
 	return 0;
 }
 
@@ -368,6 +424,9 @@ void checkpoint_end(abox_sandbox *sb)
 	close(sb->keeper_fd);
 	while (waitpid(sb->keeper_pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	char p[4200];
+	keeper_path(sb->ctx, sb->id, p, sizeof(p));
+	(void)unlink(p);
 	sb->keeper_fd = -1;
 	sb->keeper_pid = 0;
 }
