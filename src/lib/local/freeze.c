@@ -138,7 +138,9 @@ static void finish_cold(abox_ctx *ctx, const struct sb_state *st, struct cg_sand
 static int restart_clocks(abox_ctx *ctx, const struct sb_state *st, abox_error *err)
 {
 	abox_sandbox *sb = NULL;
-	int r = local_connect(ctx, st->id, &sb, err);
+	/* under the sandbox's lock: a checkpoint's keeper that needs it is
+	 * not waited for */
+	int r = local_connect_now(ctx, st->id, &sb, err);
 	if (r < 0)
 		return r;
 	uint64_t left = st->auto_pause ? 0 : backend_left_ms(st, clock_wall_ms());

@@ -262,6 +262,10 @@ int local_proc_list(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_erro
 int local_list(abox_ctx *ctx, char ***ids, abox_error *err);
 int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err);
 int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+/* local_connect that never waits for a checkpoint's keeper (for callers
+ * that hold the sandbox's lock, which the keeper may need, and for the
+ * keeper itself). */
+int local_connect_now(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
 int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err);
 /* network.c */

@@ -76,7 +76,7 @@ int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error
 	return 0;
 }
 
-int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sandbox **out, abox_error *err)
 {
 	struct sb_state st = { 0 };
 	int r = read_recovered(ctx, id, &st, err);
@@ -139,9 +139,9 @@ int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error 
 		sb->conn = -1;
 		/* init let go of its socket for a checkpoint: once its keeper
 		 * is done (init re-armed, or the tree on disk), as found then */
-		if (sb->conn_errno == ECONNREFUSED && local_keeper_wait(ctx, id)) {
+		if (wait_keeper && sb->conn_errno == ECONNREFUSED && local_keeper_wait(ctx, id)) {
 			local_free(sb);
-			return local_connect(ctx, id, out, err);
+			return connect_impl(ctx, id, false, out, err); /* once */
 		}
 	}
 	if (sb->conn >= 0)
@@ -149,6 +149,16 @@ int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error 
 	sb->rd.sock = sb->conn;
 	*out = sb;
 	return 0;
+}
+
+int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+{
+	return connect_impl(ctx, id, true, out, err);
+}
+
+int local_connect_now(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+{
+	return connect_impl(ctx, id, false, out, err);
 }
 
 static int cmp_str(const void *a, const void *b)

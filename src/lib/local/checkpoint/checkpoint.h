@@ -25,6 +25,9 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err);
  * stops more. A malloc'd array of our strings (free() it, not them), or
  * NULL without memory; made before a fork whose child execs. */
 char **checkpointer_environ(void);
+/* How long one run of the checkpointer may take ($ABOX_CHECKPOINT_TIMEOUT_S,
+ * default 600 s). */
+int checkpointer_timeout_ms(void);
 
 /* A checkpoint in steps: checkpoint_begin asks init to let go of its host
  * fds (sb->layer_fd keeps the writable layer for the caller) and freezes

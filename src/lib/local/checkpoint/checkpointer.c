@@ -99,7 +99,7 @@ void checkpoint_log_tail(const char *log, char *out, size_t n)
 /* How long one run of the checkpointer may take: a dump of gigabytes
  * takes seconds, one that takes this long is stuck, and a caller that
  * waits for ever holds the sandbox's lock for ever. */
-static int hook_timeout_ms(void)
+int checkpointer_timeout_ms(void)
 {
 	const char *e = getenv("ABOX_CHECKPOINT_TIMEOUT_S");
 	long s = e && *e ? strtol(e, NULL, 10) : 600;
@@ -159,7 +159,7 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 int checkpoint_run_hook(const char *hook, const char **argv, const char *log, const char *what,
 			abox_error *err)
 {
-	return run_hook_bounded(hook, argv, log, what, hook_timeout_ms(), err);
+	return run_hook_bounded(hook, argv, log, what, checkpointer_timeout_ms(), err);
 }
 
 /* How long the trial dump may take: a sleeping process dumps in well

@@ -52,6 +52,21 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 	if (c < 0)
 		return abox_error_set(err, errno, "re-arm init: fork");
 	if (c == 0) {
+		/* nothing of ours but what init gets: a copy of another
+		 * sandbox's connection kept here (aboxd holds many) would hide
+		 * its hang-up from that sandbox's init */
+		int keep[4] = { pidfd, listen_fd, layer_fd, cmds_fd };
+		for (int i = 0; i < 4; i++)
+			if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 100)) < 0)
+				_exit(9);
+		for (int i = 0; i < 4; i++)
+			if (keep[i] >= 0 && dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
+				_exit(9);
+		(void)syscall(SYS_close_range, 7, ~0U, 0);
+		pidfd = 3;
+		listen_fd = 4;
+		layer_fd = 5;
+		cmds_fd = cmds_fd >= 0 ? 6 : -1;
 		if (setns(pidfd, CLONE_NEWNET) < 0)
 			_exit(10);
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -193,6 +208,17 @@ static int init_serves(const char *rundir)
 	return r == 0 || r == -ECONNRESET || r == -EPIPE ? 0 : -1;
 }
 
+/* Whether pid has ended (a zombie): its state in /proc/PID/stat, after
+ * the name's closing parenthesis. */
+static bool proc_ended(pid_t pid)
+{
+	_cleanup_free_ char *s = NULL;
+	if (read_proc_file(pid, "stat", &s) < 0)
+		return true;
+	const char *p = strrchr(s, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
 /* Whether a checkpointer still has init under ptrace (mid-dump). */
 static bool init_traced(pid_t pid)
 {
@@ -275,12 +301,19 @@ _Noreturn static void keeper_main(abox_sandbox *sb, const char *token, const cha
 	safe_snprintf(rd, sizeof(rd), "%s/%s", sb->ctx->runtime_dir, sb->id);
 	if (keeper_finish_pause(sb))
 		_exit(0);
+	/* a minute of tries after the last sight of an orphaned checkpointer
+	 * at work (its own time limit died with our parent): at most the
+	 * checkpointer's limit and that minute */
+	int64_t cap = clock_mono_ms() + checkpointer_timeout_ms() + 60000;
 	for (int64_t end = clock_mono_ms() + 60000; clock_mono_ms() < end; nap_ms(100)) {
 		/* gone: ended by someone else (a kill), nothing to do */
 		if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
 			_exit(0);
-		if (init_traced(sb->pid))
+		if (init_traced(sb->pid)) {
+			int64_t later = clock_mono_ms() + 60000;
+			end = later < cap ? later : cap;
 			continue;
+		}
 		/* a checkpointer that ended after someone else thawed it left
 		 * it frozen again; and a frozen init answers nobody */
 		thaw_at(freezer);
@@ -355,16 +388,20 @@ bool local_keeper_wait(abox_ctx *ctx, const char *id)
 	if (read_file_at(AT_FDCWD, p, 128, &s, NULL) < 0 || sscanf(s, "%ld %llu", &pid, &start) != 2 ||
 	    pid <= 0)
 		return false;
-	/* pidfd first, then the start time: a reused pid is not waited for */
+	/* pidfd first, then the start time: a reused pid is not waited for;
+	 * nor ourselves, nor a keeper that ended (a zombie nobody reaps) */
+	if ((pid_t)pid == getpid())
+		return false;
 	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 	uint64_t now;
-	if (fd < 0 || proc_start_time((pid_t)pid, &now) < 0 || now != start)
+	if (fd < 0 || proc_start_time((pid_t)pid, &now) < 0 || now != start || proc_ended((pid_t)pid))
 		return false;
 	backend_log(ctx, ABOX_LOG_DEBUG,
 		    "sandbox %s: init is away for a checkpoint, waiting for its keeper (pid %ld)", id, pid);
 	struct pollfd w = { .fd = fd, .events = POLLIN };
+	int64_t t = lock_timeout_ms();
 	int r;
-	while ((r = poll(&w, 1, (int)lock_timeout_ms())) < 0 && errno == EINTR)
+	while ((r = poll(&w, 1, t > INT32_MAX ? INT32_MAX : (int)t)) < 0 && errno == EINTR)
 		;
 	return r > 0;
 }
