@@ -15,6 +15,8 @@
  * frozen when the record says paused, or ended when it says paused
  * without memory.
  *
+ * The same kind of note (backend_pid_note) names a checkpoint's keeper.
+ *
  * Not here: the freezer itself (cgroup/), the lock file (store/state.c).
  * Runs in the CLI/daemon. */
 #include <fcntl.h>
@@ -48,10 +50,7 @@ static uint64_t self_start(void)
 	return start;
 }
 
-/* 1 when the marker names a live process, 0 when its maker is gone (or
- * the marker is unreadable: written by a maker killed mid-write, before
- * its freeze), -ENOENT when there is none. */
-static int marker_live(const char *path, char *what, size_t n, pid_t *pid_out)
+int backend_pid_note_live(const char *path, char *what, size_t n, pid_t *pid_out)
 {
 	_cleanup_free_ char *s = NULL;
 	int r = read_file_at(AT_FDCWD, path, 512, &s, NULL);
@@ -72,6 +71,29 @@ static int marker_live(const char *path, char *what, size_t n, pid_t *pid_out)
 	return proc_start_time((pid_t)pid, &now) == 0 && now == start;
 }
 
+int backend_pid_note(const char *path, pid_t pid, const char *what)
+{
+	uint64_t start = 0;
+	if (pid == getpid())
+		start = self_start();
+	else if (proc_start_time(pid, &start) < 0)
+		return -ESRCH;
+	char text[128], tmp[4300];
+	int len =
+		safe_snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, (unsigned long long)start, what);
+	safe_snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = write_full(fd, text, (size_t)len);
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
 /* Written before the freeze, and kept by a nested one (a checkpoint's
  * snapshot): the first maker's words stay. No fsync: after a power loss
  * nothing is frozen any more. */
@@ -79,27 +101,13 @@ int backend_freeze_mark(abox_sandbox *sb, const char *what, abox_error *err)
 {
 	if (sb->flags & ABOX_SANDBOX_EPHEMERAL)
 		return 0;
-	char p[4200], text[128];
+	char p[4200];
 	marker_path(sb->ctx, sb->id, p, sizeof(p));
 	pid_t holder = 0;
-	if (marker_live(p, NULL, 0, &holder) == 1 && holder == getpid())
+	if (backend_pid_note_live(p, NULL, 0, &holder) == 1 && holder == getpid())
 		return 0;
-	int len = safe_snprintf(text, sizeof(text), "%d %llu %s\n", (int)getpid(),
-				(unsigned long long)self_start(), what);
-	char tmp[4300];
-	safe_snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return abox_error_set(err, errno, "%s: record the freeze of %s", what, sb->id);
-	int r = write_full(fd, text, (size_t)len);
-	close(fd);
-	if (r == 0 && rename(tmp, p) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return abox_error_set(err, -r, "%s: record the freeze of %s", what, sb->id);
-	}
-	return 0;
+	int r = backend_pid_note(p, getpid(), what);
+	return r < 0 ? abox_error_set(err, -r, "%s: record the freeze of %s", what, sb->id) : 0;
 }
 
 int backend_freeze(abox_sandbox *sb, bool frozen, const char *what, abox_error *err)
@@ -116,7 +124,7 @@ void backend_freeze_settled(abox_sandbox *sb)
 	marker_path(sb->ctx, sb->id, p, sizeof(p));
 	pid_t holder = 0;
 	/* only our own: another process's marker is its business */
-	if (marker_live(p, NULL, 0, &holder) == 1 && holder == getpid())
+	if (backend_pid_note_live(p, NULL, 0, &holder) == 1 && holder == getpid())
 		(void)unlink(p);
 }
 
@@ -158,7 +166,7 @@ static int recover_locked(abox_ctx *ctx, const char *id, bool force)
 	char p[4200], what[64] = "checkpoint";
 	marker_path(ctx, id, p, sizeof(p));
 	pid_t holder = 0;
-	int live = marker_live(p, what, sizeof(what), &holder);
+	int live = backend_pid_note_live(p, what, sizeof(what), &holder);
 	if (live == 1 || (live < 0 && !force))
 		return 0; /* its maker is at work, or there is none */
 	struct sb_state st = { 0 };
@@ -230,7 +238,7 @@ int backend_freeze_recover(abox_ctx *ctx, const char *id)
 {
 	char p[4200];
 	marker_path(ctx, id, p, sizeof(p));
-	if (marker_live(p, NULL, 0, NULL) != 0)
+	if (backend_pid_note_live(p, NULL, 0, NULL) != 0)
 		return 0; /* the common case: one failed stat-like read */
 	abox_error e = ABOX_ERROR_INIT;
 	_cleanup_close_ int fd = state_lock(ctx->state_dir, id, &e);

@@ -136,6 +136,14 @@ int backend_snapshot(abox_sandbox *sb, const char *name, uint32_t how, bool stay
  * bounded), backend_freeze_recover (connect, abox_reap) and so gc and a
  * restarted aboxd: the tree is put back as the record says. */
 int backend_freeze_mark(abox_sandbox *sb, const char *what, abox_error *err);
+/* A note "PID START WHAT" naming a process (its start time: a reused pid
+ * is not taken for it), written whole (temp file and rename): the freeze
+ * marker's, the checkpoint keeper's. 0 or -errno. */
+int backend_pid_note(const char *path, pid_t pid, const char *what);
+/* 1 when the note at path names a live process (*pid_out: it, what: its
+ * word), 0 when that process is gone (or the note is unreadable: written
+ * by a maker killed mid-write), -ENOENT when there is none. */
+int backend_pid_note_live(const char *path, char *what, size_t n, pid_t *pid_out);
 int backend_freeze(abox_sandbox *sb, bool frozen, const char *what, abox_error *err);
 void backend_freeze_settled(abox_sandbox *sb);
 int backend_lock(abox_ctx *ctx, const char *id, abox_error *err);

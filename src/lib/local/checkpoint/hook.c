@@ -41,6 +41,21 @@
 #include "store/state.h"
 #include "store/store.h"
 
+/* In a child about to serve: fds[i] (those >= 0) become 3 + i, every
+ * other fd above 2 is closed, fds[] says the new numbers. False when an
+ * fd could not be placed. */
+static bool keep_only_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0 && (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 100)) < 0)
+			return false;
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0 && (fds[i] = dup3(fds[i], 3 + i, O_CLOEXEC)) < 0)
+			return false;
+	(void)syscall(SYS_close_range, 3 + n, ~0U, 0);
+	return true;
+}
+
 /* Gives init (restored, or after a failed dump) a listening socket and
  * the writable layer's fd: from a child in the sandbox's network
  * namespace only, through an abstract socket named with the checkpoint's
@@ -56,17 +71,12 @@ int checkpoint_rearm(pid_t init_pid, int pidfd, const char *token, int listen_fd
 		 * sandbox's connection kept here (aboxd holds many) would hide
 		 * its hang-up from that sandbox's init */
 		int keep[4] = { pidfd, listen_fd, layer_fd, cmds_fd };
-		for (int i = 0; i < 4; i++)
-			if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 100)) < 0)
-				_exit(9);
-		for (int i = 0; i < 4; i++)
-			if (keep[i] >= 0 && dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
-				_exit(9);
-		(void)syscall(SYS_close_range, 7, ~0U, 0);
-		pidfd = 3;
-		listen_fd = 4;
-		layer_fd = 5;
-		cmds_fd = cmds_fd >= 0 ? 6 : -1;
+		if (!keep_only_fds(keep, 4))
+			_exit(9);
+		pidfd = keep[0];
+		listen_fd = keep[1];
+		layer_fd = keep[2];
+		cmds_fd = keep[3];
 		if (setns(pidfd, CLONE_NEWNET) < 0)
 			_exit(10);
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -354,26 +364,6 @@ static void keeper_path(const abox_ctx *ctx, const char *id, char *buf, size_t n
 	safe_snprintf(buf, n, "%s/sandboxes/%s/keeper", ctx->state_dir, id);
 }
 
-/* "PID START" of a running keeper, for a caller
- * that finds init deaf meanwhile (local_keeper_wait). Best effort. */
-static void keeper_note(abox_sandbox *sb, pid_t k)
-{
-	uint64_t start;
-	if (proc_start_time(k, &start) < 0)
-		return;
-	char p[4200], tmp[4300], text[64];
-	keeper_path(sb->ctx, sb->id, p, sizeof(p));
-	safe_snprintf(tmp, sizeof(tmp), "%s.%d", p, (int)getpid());
-	int len = safe_snprintf(text, sizeof(text), "%d %llu\n", (int)k, (unsigned long long)start);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	bool ok = write_full(fd, text, (size_t)len) == 0;
-	close(fd);
-	if (!ok || rename(tmp, p) < 0)
-		unlink(tmp);
-}
-
 bool local_keeper_wait(abox_ctx *ctx, const char *id)
 {
 	/* a keeper that ends a paused tree takes the sandbox's lock: not
@@ -382,22 +372,18 @@ bool local_keeper_wait(abox_ctx *ctx, const char *id)
 		return false;
 	char p[4200];
 	keeper_path(ctx, id, p, sizeof(p));
-	_cleanup_free_ char *s = NULL;
-	long pid = 0;
-	unsigned long long start = 0;
-	if (read_file_at(AT_FDCWD, p, 128, &s, NULL) < 0 || sscanf(s, "%ld %llu", &pid, &start) != 2 ||
-	    pid <= 0)
-		return false;
-	/* pidfd first, then the start time: a reused pid is not waited for;
-	 * nor ourselves, nor a keeper that ended (a zombie nobody reaps) */
-	if ((pid_t)pid == getpid())
-		return false;
-	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-	uint64_t now;
-	if (fd < 0 || proc_start_time((pid_t)pid, &now) < 0 || now != start || proc_ended((pid_t)pid))
+	pid_t pid = 0;
+	/* the pidfd, then the note's start time again: a reused pid is not
+	 * waited for; nor ourselves, nor a keeper that ended (a zombie
+	 * nobody reaps) */
+	_cleanup_close_ int fd = -EBADF;
+	if (backend_pid_note_live(p, NULL, 0, &pid) != 1 || pid == getpid() ||
+	    (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0 || backend_pid_note_live(p, NULL, 0, NULL) != 1 ||
+	    proc_ended(pid))
 		return false;
 	backend_log(ctx, ABOX_LOG_DEBUG,
-		    "sandbox %s: init is away for a checkpoint, waiting for its keeper (pid %ld)", id, pid);
+		    "sandbox %s: init is away for a checkpoint, waiting for its keeper (pid %d)", id,
+		    (int)pid);
 	struct pollfd w = { .fd = fd, .events = POLLIN };
 	int64_t t = lock_timeout_ms();
 	int r;
@@ -433,22 +419,22 @@ static int keeper_start(abox_sandbox *sb, const char *token, abox_error *err)
 		/* its own session: a ^C to the caller's group must not take it */
 		(void)setsid();
 		int keep[4] = { pfd[0], sb->layer_fd, sb->pidfd, self };
-		for (int i = 0; i < 4; i++)
-			keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 100);
-		for (int i = 0; i < 4; i++)
-			if (keep[i] < 0 || dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
-				_exit(2);
-		(void)syscall(SYS_close_range, 7, ~0U, 0);
-		sb->layer_fd = 4;
-		sb->pidfd = 5;
+		if (!keep_only_fds(keep, 4))
+			_exit(2);
+		sb->layer_fd = keep[1];
+		sb->pidfd = keep[2];
 		sb->conn = sb->rd.sock = -1;
-		keeper_main(sb, token, freezer, 3, 6);
+		keeper_main(sb, token, freezer, keep[0], keep[3]);
 	}
 	close(self);
 	close(pfd[0]);
 	sb->keeper_fd = pfd[1];
 	sb->keeper_pid = k;
-	keeper_note(sb, k);
+	/* for a caller that finds init deaf meanwhile (local_keeper_wait);
+	 * best effort */
+	char note[4200];
+	keeper_path(sb->ctx, sb->id, note, sizeof(note));
+	(void)backend_pid_note(note, k, "keeper");
 	return 0;
 }
 
