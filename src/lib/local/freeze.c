@@ -82,16 +82,8 @@ int backend_pid_note(const char *path, pid_t pid, const char *what)
 	int len =
 		safe_snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, (unsigned long long)start, what);
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	int r = write_full(fd, text, (size_t)len);
-	close(fd);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	/* no fsync: after a power loss no process it names runs */
+	return write_file_replace(path, tmp, text, (size_t)len, 0600, false);
 }
 
 /* Written before the freeze, and kept by a nested one (a checkpoint's
