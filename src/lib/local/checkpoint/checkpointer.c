@@ -130,11 +130,10 @@ static int run_hook_bounded(const char *hook, const char **argv, const char *log
 	safe_snprintf(name, sizeof(name), "the checkpointer '%s'", hook);
 	int st;
 	bool timed_out;
-	char **env = checkpointer_environ();
+	_cleanup_free_ char **env = checkpointer_environ();
 	if (!env)
 		return abox_error_set(err, ENOMEM, "%s", what);
 	int r = run_quiet_within(hook, argv, env, timeout_ms, &st, &timed_out, what, name, err);
-	free(env);
 	if (r < 0)
 		return r;
 	if (timed_out) {
@@ -290,13 +289,8 @@ int checkpointer_trial(abox_ctx *ctx, const char *hook, abox_error *err)
 			      (long long)(clock_wall_ms() + TRIAL_AGAIN_MS));
 	safe_snprintf(text, sizeof(text), "%s\n%s\n%s", key, r < 0 ? verdict : "ok", until);
 	safe_snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	int fd = keep ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-	if (fd >= 0) {
-		bool ok = write_full(fd, text, strlen(text)) >= 0;
-		close(fd);
-		if (!ok || rename(tmp, path) < 0)
-			unlink(tmp);
-	}
+	if (keep)
+		(void)write_file_replace(path, tmp, text, strlen(text), 0644, false);
 	if (r < 0)
 		return abox_error_setx(err, EOPNOTSUPP, "%s", verdict);
 	return 0;

@@ -45,10 +45,10 @@ static int recv_fd_or_msg(int sock, char *msg, size_t n)
 struct restorer {
 	const char *hook;
 	const char **argv;
-	char **envp; /* checkpointer_environ() */
 	struct cg_sandbox *cg;
 	const struct rootfs_plan *plan;
 	int sock;
+	char **env; /* checkpointer_environ */
 };
 
 /* The child: into the cgroups, a mount namespace of its own with the new
@@ -72,7 +72,7 @@ static _Noreturn void restorer_child(const struct restorer *r)
 		dup2(null, 1);
 		dup2(null, 2);
 	}
-	execve(r->hook, (char *const *)r->argv, r->envp);
+	execve(r->hook, (char *const *)r->argv, r->env);
 	_exit(127);
 }
 
@@ -88,6 +88,7 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 	int sp[2] = { -1, -1 };
 	char planned[8192];
 	_cleanup_free_ char *with_extras = NULL; /* the lowers with abox's own files */
+	_cleanup_free_ char **env = checkpointer_environ();
 
 	if (!st->template_root || !st->template_name)
 		return abox_error_setx(err, EBADMSG, "restore: the record of %s names no template", id);
@@ -167,25 +168,20 @@ int checkpoint_restore(abox_ctx *ctx, const struct sb_state *st, const char *hoo
 		r = abox_error_set(err, errno, "restore: socketpair");
 		goto out;
 	}
-	struct restorer rs = { .hook = hook,
-			       .argv = a.v,
-			       .envp = checkpointer_environ(),
-			       .cg = cg,
-			       .plan = &plan,
-			       .sock = sp[1] };
-	if (!rs.envp) {
+	if (!env) {
 		r = abox_error_set(err, ENOMEM, "restore");
 		goto out;
 	}
+	struct restorer rs = {
+		.hook = hook, .argv = a.v, .cg = cg, .plan = &plan, .sock = sp[1], .env = env
+	};
 	pid_t c = fork();
 	if (c < 0) {
-		free(rs.envp);
 		r = abox_error_set(err, errno, "restore: fork");
 		goto out;
 	}
 	if (c == 0)
 		restorer_child(&rs);
-	free(rs.envp);
 	close(sp[1]);
 	sp[1] = -1;
 	if (disk_fd >= 0)
