@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attach.h"
+#include "base/procsys.h"
 #include "net/slots.h"
 #include "nft.h"
 #include "nl.h"
@@ -53,6 +54,16 @@ int attach_table(const struct net_config *cfg, const char *uplink, abox_error *e
 	r = nft_table_ensure(&n, &tc, err);
 	nft_close(&n);
 	return r;
+}
+
+int attach_host_no_ipv6(const char *ifname, abox_error *err)
+{
+	char rel[64];
+	snprintf(rel, sizeof(rel), "sys/net/ipv6/conf/%s/disable_ipv6", ifname);
+	long r = procsys_write_once(rel, "1");
+	if (r < 0 && r != -ENOENT)
+		return abox_error_set(err, (int)-r, "net: turn IPv6 off on '%s'", ifname);
+	return 0;
 }
 
 /* A route socket of the namespace of netns_fd: this thread goes there
@@ -133,7 +144,7 @@ int attach_sandbox(const struct net_config *cfg, const char *id, uint32_t slot, 
 	    (r = nl_veth_new(&host, host_if, "eth0", netns_fd, err)) < 0)
 		goto out;
 	if ((hidx = r = nl_link_index(&host, host_if, err)) < 0 ||
-	    (sidx = r = nl_link_index(&in, "eth0", err)) < 0)
+	    (sidx = r = nl_link_index(&in, "eth0", err)) < 0 || (r = attach_host_no_ipv6(host_if, err)) < 0)
 		goto out;
 	r = configure(&host, &in, hidx, host_if, false, sidx, false, addr, gw, err);
 out:

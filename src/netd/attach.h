@@ -41,6 +41,14 @@ int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
  * forgotten: names still allowed are learned again at their next lookup. */
 int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *old,
 		    const struct net_policy *cur, abox_error *err);
+/* IPv6 off on a host end before it goes up: no link-local address, no
+ * route. Every host end's fe80::/64, local and multicast routes sat in
+ * the host's one IPv6 table, which the kernel walks whole at each link's
+ * change (rt6_sync_down_dev, and at each sandbox's end): with 1,000
+ * sandboxes every create and kill paid walks over 3,000 routes. Sandboxes
+ * have no IPv6 way out, and no service of the host listens for them on a
+ * link-local address now. A kernel without IPv6: nothing to do. */
+int attach_host_no_ipv6(const char *ifname, abox_error *err);
 /* The table made for cfg when missing, the uplink forwarding: 1 when made. */
 int attach_table(const struct net_config *cfg, const char *uplink, abox_error *err);
 /* The uplink cfg names, or the default route's. */

@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "attach.h"
+#include "base/procsys.h"
 #include "net/config.h"
 #include "netd.h"
 #include "spares.h"
@@ -48,8 +50,9 @@ static int namespace_new(struct spare *sp, abox_error *err)
 	/* Ports below 1024 for anyone in the namespace, as Docker sets: a
 	 * sandbox's root with a user namespace holds CAP_NET_BIND_SERVICE in
 	 * that namespace only, which this (host-owned) one does not heed.
-	 * Set here, ahead, the create does not pay the write (spawn.c). */
-	if (r >= 0 && (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
+	 * Set here, ahead, the create does not pay the write (spawn.c);
+	 * through a procfs of its own (base/procsys.h). */
+	if (r >= 0 && (r = (int)procsys_write_once("sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
 		r = abox_error_set(err, -r, "spare: allow ports below 1024");
 	if (setns(own, CLONE_NEWNET) < 0)
 		abort();
@@ -79,6 +82,7 @@ static int spare_make(struct spare *sp, abox_error *err)
 	}
 	if ((r = nl_veth_new(&host, sp->host_if, "eth0", sp->netns_fd, err)) >= 0 &&
 	    (r = sp->host_index = nl_link_index(&host, sp->host_if, err)) >= 0 &&
+	    (r = attach_host_no_ipv6(sp->host_if, err)) >= 0 &&
 	    (r = sp->eth0_index = nl_link_index(&sp->in, "eth0", err)) >= 0 &&
 	    (r = nl_link_no_ipv6(&sp->in, sp->eth0_index, err)) >= 0)
 		r = nl_link_up(&sp->in, sp->eth0_index, false, err);

@@ -46,6 +46,18 @@ def curl(sid):
     return "hello from 203.0.113.10" in r.stdout
 
 
+def v6_off(link):
+    try:
+        with open(f"/proc/sys/net/ipv6/conf/{link}/disable_ipv6") as f:
+            return f.read().strip() == "1"
+    except FileNotFoundError:
+        return False
+
+
+def v6_routes():
+    return len(sh("ip", "-6", "route", "show", "table", "all").stdout.splitlines())
+
+
 def config(**kv):
     cfg = {"uplink": "up0", "resolvers": ["203.0.113.53"]}
     cfg.update(kv)
@@ -60,11 +72,18 @@ try:
     check("netd keeps 4 spares by default", until(lambda: status().get("spares") == 4), status())
     check("... each a veth whose host end waits under abp*", until(lambda: len(links("abp")) == 4), links(""))
 
+    check("... with IPv6 off before they are up", all(v6_off(ln) for ln in links("abp")),
+          {ln: v6_off(ln) for ln in links("abp")})
+    routes = v6_routes()
     r = w.abox("create", "--net", "open", "--timeout", "300")
     sid = r.stdout.strip()
     check("a create with a spare", r.returncode == 0, r.stderr)
     mine = "abx" + sid[:12]
     check("its host end renamed to the sandbox's name", mine in links("abx"), links(""))
+    # every host end's link-local routes in the host's one IPv6 table
+    # made each link change walk them all (attach.h)
+    check("... IPv6 off on it: the host's IPv6 routes did not grow", v6_off(mine) and v6_routes() == routes,
+          (v6_off(mine), routes, v6_routes()))
     check("... and egress works through it", curl(sid))
     r = w.abox("exec", sid, "--", "sh", "-c", "ip -o link | cut -d: -f2 | cut -d@ -f1; echo --; ip -4 -o addr; ip route")
     names = r.stdout.split("--")[0].split()
@@ -113,6 +132,7 @@ try:
     r = w.abox("create", "--net", "open", "--timeout", "300")
     sid = r.stdout.strip()
     check("spares 0: a create makes its own namespace", r.returncode == 0 and curl(sid), r.stderr)
+    check("... its host end with IPv6 off", v6_off("abx" + sid[:12]), links("abx"))
     check("... and netd keeps none", status().get("spares") == 0 and not links("abp"), (status(), links("")))
     w.abox("kill", sid)
     r = w.abox("run", "--net", "open", "--", "true")

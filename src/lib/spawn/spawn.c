@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fdpass.h"
+#include "base/procsys.h"
 #include "caps/caps.h"
 #include "cgroup/cgroup.h"
 #include "net/net.h"
@@ -384,9 +385,9 @@ static int in_new_netns(void *ud, abox_error *err)
 	/* With a user namespace the sandbox's root holds
 	 * CAP_NET_BIND_SERVICE in that namespace only, and this network
 	 * namespace is the host's: without this, no web server in the
-	 * sandbox could listen on 80 (as with Docker, which sets the same). */
-	if (n->low_ports &&
-	    (r = write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
+	 * sandbox could listen on 80 (as with Docker, which sets the same).
+	 * Through a procfs of its own (base/procsys.h). */
+	if (n->low_ports && (r = (int)procsys_write_once("sys/net/ipv4/ip_unprivileged_port_start", "0")) < 0)
 		return abox_error_set(err, -r, "allow ports below 1024 in the sandbox's network namespace");
 	int fd = rootfs_sysfs_new(err);
 	if (fd == -ENOSYS) {

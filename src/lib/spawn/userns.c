@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "base/procsys.h"
 #include "base/rawsys.h"
 #include "mount/rootfs.h"
 #include "spawn/userns.h"
@@ -36,19 +37,13 @@
  * unprivileged user namespaces (AppArmor's
  * apparmor_restrict_unprivileged_userns) leave without capabilities in
  * it. */
-static bool write_limits(struct userns_job *j)
+static bool write_limits(struct userns_job *j, long proc)
 {
 	for (unsigned i = 0; i < j->nlimits; i++) {
-		long fd = RS4(SYS_openat, AT_FDCWD, j->limit_path[i], O_WRONLY | O_CLOEXEC, 0);
-		size_t len = 0;
-		while (j->limit_value[i][len])
-			len++;
-		long w = fd < 0 ? fd : RS3(SYS_write, fd, j->limit_value[i], len);
-		if (fd >= 0)
-			RS1(SYS_close, fd);
-		if (w != (long)len) {
+		long w = proc < 0 ? proc : procsys_write(proc, j->limit_path[i], j->limit_value[i]);
+		if (w < 0) {
 			j->limit_failed = (int)i;
-			j->limit_errno = w < 0 ? -w : EIO;
+			j->limit_errno = (int)-w;
 			return false;
 		}
 	}
@@ -123,13 +118,17 @@ static int maker(void *arg)
 			proc_path(p, m, "ns/user");
 			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
 		}
+		/* the limits go through a procfs of this write's own
+		 * (base/procsys.h: the host's grows slower with every
+		 * sandbox), made while this task is still host root */
+		long proc = r >= 0 && j->nlimits ? procsys_open() : -1;
 		/* the last thing this task does: it leaves host root for
 		 * good (the change of ids and the namespace are its own, not
 		 * the caller's) */
 		if (r >= 0 && j->nlimits &&
 		    (RS2(SYS_setgroups, 0, NULL) < 0 || RS3(SYS_setresgid, j->base, j->base, j->base) < 0 ||
 		     RS3(SYS_setresuid, j->base, j->base, j->base) < 0 ||
-		     RS2(SYS_setns, r, CLONE_NEWUSER) < 0 || !write_limits(j))) {
+		     RS2(SYS_setns, r, CLONE_NEWUSER) < 0 || !write_limits(j, proc))) {
 			RS1(SYS_close, r);
 			if (j->limit_failed < 0) { /* joining failed: named by the first */
 				j->limit_failed = 0;
@@ -137,6 +136,8 @@ static int maker(void *arg)
 			}
 			r = -j->limit_errno;
 		}
+		if (proc >= 0)
+			RS1(SYS_close, proc);
 		if (m > 0) {
 			RS2(SYS_kill, m, SIGKILL);
 			while (RS4(SYS_wait4, m, NULL, __WCLONE, NULL) == -EINTR)
@@ -166,7 +167,7 @@ int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abo
 	for (int i = 0; limits && i < UIDPOOL_LIMITS; i++) {
 		if (limits[i] < 0)
 			continue;
-		snprintf(j->limit_path[j->nlimits], sizeof(j->limit_path[0]), "/proc/sys/user/max_%s",
+		snprintf(j->limit_path[j->nlimits], sizeof(j->limit_path[0]), "sys/user/max_%s",
 			 uidpool_limit_names[i]);
 		snprintf(j->limit_value[j->nlimits], sizeof(j->limit_value[0]), "%lld", (long long)limits[i]);
 		j->nlimits++;
@@ -223,7 +224,7 @@ int userns_finish(struct userns_job *j, abox_error *err)
 		return abox_error_setx(err, EINVAL, "user namespace: not begun");
 	int r = wait_maker(j);
 	if (r < 0 && j->limit_failed >= 0)
-		return abox_error_set(err, -r, "user namespace: set %s to %s (limits in userns.json)",
+		return abox_error_set(err, -r, "user namespace: set /proc/%s to %s (limits in userns.json)",
 				      j->limit_path[j->limit_failed], j->limit_value[j->limit_failed]);
 	if (r == -EPERM)
 		return abox_error_setx(err, EPERM,
