@@ -7,6 +7,7 @@
  * names start with "_abox" are abox's own: never shown, never accepted.
  * The route table is router.c's. Runs in aboxd. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,8 @@
 #include <unistd.h>
 #include <time.h>
 
-#include "base/json.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "auth.h"
 #include "admission.h"
 #include "daemon.h"
@@ -73,9 +74,26 @@ static json_object *detail_json(const abox_sandbox_info *in)
 	return o;
 }
 
+/* The answer kept a minute: asking runs `criu check` (≈ 70 ms here),
+ * which every E2B pause, snapshot and fork would otherwise wait for, even
+ * for sandboxes whose memory then cannot go to disk. Concurrent callers
+ * wait for the one answer. */
+#define CHECKPOINTER_RECHECK_MS 60000
+
 bool control_checkpointer_works(abox_ctx *ctx)
 {
-	return abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static int64_t checked_ms = -1;
+	static bool works;
+	pthread_mutex_lock(&lock);
+	int64_t now = clock_mono_ms();
+	if (checked_ms < 0 || now - checked_ms >= CHECKPOINTER_RECHECK_MS) {
+		works = abox_checkpointer_check(ctx, NULL, NULL, NULL) == 0;
+		checked_ms = clock_mono_ms();
+	}
+	bool w = works;
+	pthread_mutex_unlock(&lock);
+	return w;
 }
 
 enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2)
