@@ -203,7 +203,8 @@ int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
 }
 
 int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *old,
-		    const struct net_policy *cur, abox_error *err)
+		    const struct net_policy *cur, bool learned_known, const uint32_t *learned,
+		    size_t nlearned, abox_error *err)
 {
 	struct nft n;
 	int r = nft_open(&n, cfg->table, err);
@@ -214,6 +215,12 @@ int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot,
 	uint32_t addr = net_slot_address(cfg, slot);
 	struct nft_sandbox o = { .ifname = ifname, .addr = addr, .policy = old };
 	struct nft_sandbox c = { .ifname = ifname, .addr = addr, .policy = cur };
+	/* the short way when netd knows what it learned; any refusal
+	 * (an element already gone, a kernel before 6.3) changed nothing */
+	if (old && learned_known && nft_sandbox_replace_forget(&n, &o, &c, learned, nlearned) >= 0) {
+		nft_close(&n);
+		return 0;
+	}
 	r = nft_sandbox_replace(&n, old ? &o : NULL, &c, err);
 	if (r >= 0)
 		r = nft_learned_flush(&n, ifname, err);

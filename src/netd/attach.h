@@ -38,9 +38,12 @@ int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
 		  const struct net_policy *policy, abox_error *err);
 /* Its elements replaced by cur's (old's taken away in the same batch;
  * old NULL: whatever is there for the sandbox). Learned addresses are
- * forgotten: names still allowed are learned again at their next lookup. */
+ * forgotten: names still allowed are learned again at their next lookup.
+ * learned_known: learned holds every address its learned set may hold
+ * (then one transaction does it all); else the set is read back. */
 int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot, const struct net_policy *old,
-		    const struct net_policy *cur, abox_error *err);
+		    const struct net_policy *cur, bool learned_known, const uint32_t *learned,
+		    size_t nlearned, abox_error *err);
 /* IPv6 off on a host end before it goes up: no link-local address, no
  * route. Every host end's fe80::/64, local and multicast routes sat in
  * the host's one IPv6 table, which the kernel walks whole at each link's

@@ -101,7 +101,8 @@ static void restore_others(uint32_t slot)
 	for (size_t i = 0; i < netd.nsbx; i++) {
 		struct sbx *o = netd.sbx[i];
 		if (o->slot != slot && o->attached)
-			(void)attach_repolicy(&netd.cfg, o->id, o->slot, NULL, &o->policy, NULL);
+			(void)attach_repolicy(&netd.cfg, o->id, o->slot, NULL, &o->policy, false, NULL, 0,
+					      NULL);
 	}
 	pthread_mutex_unlock(&netd.lock);
 }
@@ -119,8 +120,13 @@ static int elements_for(const char *id, uint32_t slot, abox_error *err)
 		r = abox_error_setx(err, ESTALE, "slot %u is not sandbox %s's", slot, id);
 	} else {
 		r = attach_elements(&netd.cfg, netd.uplink, id, slot, &s->policy, &made, err);
-		if (r >= 0)
+		if (r >= 0) {
 			sbx_applied(s);
+			/* its interface's own name: whatever an earlier
+			 * incarnation learned went with its elements' removal
+			 * (nft_sandbox_del, nft_sandbox_purge) */
+			sbx_learned_none(s);
+		}
 	}
 	pthread_mutex_unlock(&netd.lock);
 	if (r < 0)
@@ -245,9 +251,12 @@ static json_object *do_policy(json_object *req)
 		/* the relay reads the policy at each request: nothing to apply */
 		r = netd.relay ? 0
 			       : attach_repolicy(&netd.cfg, s->id, s->slot, known ? &s->applied : NULL,
-						 &s->policy, &e);
+						 &s->policy, s->learned_known, s->learned_all,
+						 s->nlearned_all, &e);
 		if (r >= 0) {
 			sbx_applied(s);
+			/* every learned address went with the change */
+			sbx_learned_none(s);
 		}
 	}
 	pthread_mutex_unlock(&netd.lock);

@@ -70,11 +70,12 @@ static void reconcile(void)
 	for (size_t i = 0; i < netd.nsbx; i++) {
 		struct sbx *s = netd.sbx[i];
 		e = (abox_error)ABOX_ERROR_INIT;
-		if (attach_repolicy(&netd.cfg, s->id, s->slot, NULL, &s->policy, &e) < 0) {
+		if (attach_repolicy(&netd.cfg, s->id, s->slot, NULL, &s->policy, false, NULL, 0, &e) < 0) {
 			netd_log("%s: reconcile: %s", s->id, e.msg);
 			continue;
 		}
 		sbx_applied(s);
+		sbx_learned_none(s); /* the purge took its learned addresses too */
 	}
 	struct nft n;
 	char **ifaces = NULL;

@@ -48,6 +48,13 @@ struct sbx {
 	uint32_t learned[64];
 	int64_t learned_until_ms[64];
 	unsigned learned_next;
+	/* every address put in the kernel's learned set for it since its
+	 * elements were made or last replaced, when this netd saw them all
+	 * (learned_known): a policy change then forgets exactly these in its
+	 * own batch, without reading the whole set back */
+	uint32_t *learned_all;
+	size_t nlearned_all, learned_all_cap;
+	bool learned_known;
 };
 
 struct netd {
@@ -76,6 +83,9 @@ struct sbx *sbx_by_addr(uint32_t addr);
  * address is one of them now. Lock held. */
 void sbx_learn(struct sbx *s, const uint32_t *addrs, size_t n, uint64_t ttl_ms);
 bool sbx_learned(const struct sbx *s, uint32_t addr);
+/* Its learned set is known to be empty (its elements were just made, or
+ * a policy change forgot every learned address). Lock held. */
+void sbx_learned_none(struct sbx *s);
 /* The entry of slot as netd last knew it, whether or not its file is
  * still there (a remove comes after the library freed the slot). */
 struct sbx *sbx_known(uint32_t slot);

@@ -88,6 +88,14 @@ int nft_sandbox_purge(struct nft *n, const char *ifname, abox_error *err);
  * (refreshed while traffic uses them). */
 int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, size_t naddrs,
 		    uint64_t timeout_ms, abox_error *err);
+/* A replace that also forgets the learned addresses given (every one the
+ * sandbox's learned set may hold), all in one batch: one transaction for
+ * a policy change instead of a replace, a read of the whole learned set
+ * and a delete. Addresses no longer there are fine (NFT_MSG_DESTROYSETELEM,
+ * kernels from 6.3). Any error leaves the table as it was (the batch is
+ * one transaction): the caller then takes the long way. -errno. */
+int nft_sandbox_replace_forget(struct nft *n, const struct nft_sandbox *old, const struct nft_sandbox *cur,
+			       const uint32_t *learned, size_t nlearned);
 /* Every learned address of ifname, gone (a policy change re-learns). */
 int nft_learned_flush(struct nft *n, const char *ifname, abox_error *err);
 /* The interfaces the table holds elements for (a NULL-terminated strv). */

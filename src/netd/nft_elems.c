@@ -285,6 +285,23 @@ int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, si
 	return r < 0 ? abox_error_set(err, -r, "nftables: learn addresses for '%s'", ifname) : 0;
 }
 
+#ifndef NFT_MSG_DESTROYSETELEM
+#define NFT_MSG_DESTROYSETELEM 30 /* Linux 6.3's uapi; older headers lack it */
+#endif
+
+int nft_sandbox_replace_forget(struct nft *n, const struct nft_sandbox *old, const struct nft_sandbox *cur,
+			       const uint32_t *learned, size_t nlearned)
+{
+	struct learned l = { cur->ifname, learned, nlearned, 0 };
+	nft_batch_begin(n);
+	int r = sandbox_msgs(n, NFT_MSG_DELSETELEM, old, false);
+	if (r >= 0)
+		r = sandbox_msgs(n, NFT_MSG_NEWSETELEM, cur, false);
+	if (r >= 0 && nlearned)
+		r = nft_elems_msg(n, NFT_MSG_DESTROYSETELEM, "learned4", fill_learned, &l);
+	return r < 0 ? r : nft_batch_commit(n);
+}
+
 /* ---- reading sets back ----------------------------------------------------- */
 
 struct elems_q {

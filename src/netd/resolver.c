@@ -138,13 +138,17 @@ size_t resolver_finish(uint32_t slot, const char *ifname, bool listed, const uin
 	if (listed && sc.n && learn) {
 		uint64_t ttl = sc.min_ttl < LEARN_MIN_S ? LEARN_MIN_S : sc.min_ttl;
 		abox_error e = ABOX_ERROR_INIT;
-		if (nft_learned_add(learn, ifname, sc.addrs, sc.n, ttl * 1000, &e) < 0)
-			netd_log("slot %u: %s", slot, e.msg);
+		/* under the lock a policy change holds: what it forgets
+		 * (netd's list of what was learned) and the kernel's set
+		 * stay in step */
 		pthread_mutex_lock(&netd.lock);
+		int r = nft_learned_add(learn, ifname, sc.addrs, sc.n, ttl * 1000, &e);
 		struct sbx *s = sbx_get(slot);
 		if (s)
 			sbx_learn(s, sc.addrs, sc.n, ttl * 1000);
 		pthread_mutex_unlock(&netd.lock);
+		if (r < 0)
+			netd_log("slot %u: %s", slot, e.msg);
 	}
 	return n;
 }

@@ -65,6 +65,7 @@ static void sbx_free(struct sbx *s)
 		return;
 	net_policy_free(&s->policy);
 	net_policy_free(&s->applied);
+	free(s->learned_all);
 	free(s);
 }
 
@@ -152,6 +153,15 @@ static struct sbx *load(uint32_t slot, const struct stat *st, struct sbx *old)
 		s->attached = old->attached;
 		s->c = old->c;
 		s->generation = old->generation + 1;
+		/* the kernel's learned set is the same until the policy
+		 * change forgets it */
+		s->learned_all = old->learned_all;
+		s->nlearned_all = old->nlearned_all;
+		s->learned_all_cap = old->learned_all_cap;
+		s->learned_known = old->learned_known;
+		old->learned_all = NULL;
+		old->nlearned_all = old->learned_all_cap = 0;
+		old->learned_known = false;
 		/* learned addresses are not carried: the new policy may not
 		 * allow the names they were learned for */
 	}
@@ -203,10 +213,44 @@ int sbx_load_all(abox_error *err)
 	return 0;
 }
 
+/* Beyond this many, a policy change reads the set back instead. */
+#define LEARNED_ALL_MAX 4096
+
+static void learned_all_add(struct sbx *s, uint32_t addr)
+{
+	if (!s->learned_known)
+		return;
+	for (size_t k = 0; k < s->nlearned_all; k++)
+		if (s->learned_all[k] == addr)
+			return;
+	if (s->nlearned_all == s->learned_all_cap) {
+		size_t cap = s->learned_all_cap ? s->learned_all_cap * 2 : 16;
+		uint32_t *v = cap <= LEARNED_ALL_MAX ? realloc(s->learned_all, cap * sizeof(*v)) : NULL;
+		if (!v) {
+			/* not known any more: the long way next time */
+			sbx_learned_none(s);
+			s->learned_known = false;
+			return;
+		}
+		s->learned_all = v;
+		s->learned_all_cap = cap;
+	}
+	s->learned_all[s->nlearned_all++] = addr;
+}
+
+void sbx_learned_none(struct sbx *s)
+{
+	free(s->learned_all);
+	s->learned_all = NULL;
+	s->nlearned_all = s->learned_all_cap = 0;
+	s->learned_known = true;
+}
+
 void sbx_learn(struct sbx *s, const uint32_t *addrs, size_t n, uint64_t ttl_ms)
 {
 	int64_t until = clock_mono_ms() + (int64_t)ttl_ms;
 	for (size_t i = 0; i < n; i++) {
+		learned_all_add(s, addrs[i]);
 		size_t at = ELEMENTSOF(s->learned);
 		for (size_t k = 0; k < ELEMENTSOF(s->learned); k++)
 			if (s->learned[k] == addrs[i] && s->learned_until_ms[k])

@@ -121,6 +121,34 @@ for ip, port in (('203.0.113.11', 443), ('203.0.113.11', 7), ('203.0.113.10', 7)
     check("UDP (QUIC 443, or any port) to an address of no allowed name is dropped",
           "203.0.113.11 443 silent" in out and "203.0.113.11 7 silent" in out, out)
     check("UDP to an allowed name's learned address goes through", "203.0.113.10 7 echo" in out, out)
+    # a policy change forgets what the old one let the sandbox learn
+    udp7 = py("""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+try:
+    s.sendto(b'x', ('203.0.113.10', 7))
+    s.recvfrom(100)
+    print('udp echo')
+except OSError:
+    print('udp silent')
+""")
+    sid = create(*NAMES)
+    r = w.abox("exec", sid, "--", "sh", "-c", "getent hosts allowed.test >/dev/null; " + udp7)
+    check("a long-lived sandbox learns an allowed name's address (UDP goes through)", "udp echo" in r.stdout,
+          r.stdout + r.stderr)
+    r = w.abox("network", sid, "--allow-out", "banner.test", "--deny-out", "0.0.0.0/0")
+    r2 = w.abox("exec", sid, "--", "sh", "-c", udp7)
+    check("after a policy change without that name, its learned address is refused",
+          r.returncode == 0 and "udp silent" in r2.stdout, r.stderr + r2.stdout + r2.stderr)
+    w.abox("network", sid, *NAMES)
+    r = w.abox("exec", sid, "--", "sh", "-c", udp7 + "; getent hosts allowed.test >/dev/null; " + udp7)
+    check("... and with the name allowed again: refused until it is looked up again, then through",
+          r.stdout.split() == ["udp", "silent", "udp", "echo"], r.stdout + r.stderr)
+    w.abox("network", sid, "--allow-out", "banner.test", "--deny-out", "0.0.0.0/0")
+    r = w.abox("exec", sid, "--", "sh", "-c", udp7)
+    check("... and forgotten again at the next change", "udp silent" in r.stdout, r.stdout + r.stderr)
+    w.abox("kill", sid)
     rc, out = run(NAMES, "getent hosts banner.test >/dev/null; " + py("""
 import socket
 s = socket.create_connection(('banner.test', 80), 5)
