@@ -179,7 +179,12 @@ int mp_disposition(const char *headers, const char *param, char *out, size_t n)
 					out[vl] = '\0';
 					return 0;
 				}
-				s = v + vl + (quoted && v[vl] == '"');
+				const char *next = v + vl + (quoted && v[vl] == '"');
+				/* a bare CR inside the line stops every span
+				 * above where it stands: step over it, or a
+				 * hostile part header loops here for ever (it
+				 * hung a daemon thread) */
+				s = next > s ? next : s + 1;
 			}
 		}
 		h = eol ? eol + 2 : NULL;

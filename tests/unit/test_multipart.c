@@ -126,3 +126,19 @@ Test(multipart, headers_are_capped)
 	bool complete;
 	cr_assert_eq(run(CT, big, sizeof(big) - 1, 1000, &s, &complete), -EINVAL);
 }
+
+/* A bare CR inside a Content-Disposition line stopped every span of the
+ * parameter scan where it stood: the loop never ended (found by
+ * fuzz_multipart; a part header from any client holding an upload URL
+ * hung a daemon thread). */
+Test(multipart, a_bare_cr_in_the_disposition_ends, .timeout = 10)
+{
+	char fn[64];
+	cr_assert_eq(mp_disposition("content-disposition: [Youndary\r\001x\r\n", "filename", fn, sizeof(fn)),
+		     -ENOENT);
+	cr_assert_eq(mp_disposition("Content-Disposition: form-data;\r name=\"f\"; filename=\"a\r\n",
+				    "filename", fn, sizeof(fn)),
+		     0);
+	cr_assert_str_eq(fn, "a");
+	cr_assert_eq(mp_disposition("Content-Disposition: \r\r\r", "name", fn, sizeof(fn)), -ENOENT);
+}
