@@ -228,6 +228,33 @@ int nft_sandbox_del(struct nft *n, const struct nft_sandbox *s, abox_error *err)
 	return r < 0 ? abox_error_set(err, -r, "nftables: remove sandbox '%s'", s->ifname) : 0;
 }
 
+struct learned {
+	const char *ifname;
+	const uint32_t *addrs;
+	size_t n;
+	uint64_t timeout;
+};
+
+static int fill_learned(struct nftnl_set *s, const void *ud);
+
+#ifndef NFT_MSG_DESTROYSETELEM
+#define NFT_MSG_DESTROYSETELEM 30 /* Linux 6.3's uapi; older headers lack it */
+#endif
+
+/* old's elements out and cur's in, and forget's learned addresses out
+ * when given, committed as one transaction. */
+static int replace_batch(struct nft *n, const struct nft_sandbox *old, const struct nft_sandbox *cur,
+			 const struct learned *forget)
+{
+	nft_batch_begin(n);
+	int r = sandbox_msgs(n, NFT_MSG_DELSETELEM, old, false);
+	if (r >= 0)
+		r = sandbox_msgs(n, NFT_MSG_NEWSETELEM, cur, false);
+	if (r >= 0 && forget && forget->n)
+		r = nft_elems_msg(n, NFT_MSG_DESTROYSETELEM, "learned4", fill_learned, forget);
+	return r < 0 ? r : nft_batch_commit(n);
+}
+
 int nft_sandbox_replace(struct nft *n, const struct nft_sandbox *old, const struct nft_sandbox *cur,
 			abox_error *err)
 {
@@ -237,11 +264,7 @@ int nft_sandbox_replace(struct nft *n, const struct nft_sandbox *old, const stru
 		int r = nft_sandbox_purge(n, cur->ifname, err);
 		return r < 0 ? r : nft_sandbox_add(n, cur, err);
 	}
-	nft_batch_begin(n);
-	int r = sandbox_msgs(n, NFT_MSG_DELSETELEM, old, false);
-	if (r >= 0)
-		r = sandbox_msgs(n, NFT_MSG_NEWSETELEM, cur, false);
-	r = r < 0 ? r : nft_batch_commit(n);
+	int r = replace_batch(n, old, cur, NULL);
 	if (r == -ENOENT) {
 		/* the old elements were not all there (a crash between two
 		 * changes): clear what is, then add */
@@ -255,13 +278,6 @@ int nft_sandbox_replace(struct nft *n, const struct nft_sandbox *old, const stru
 		return abox_error_set(err, -r, "nftables: change the policy of '%s'", cur->ifname);
 	return 0;
 }
-
-struct learned {
-	const char *ifname;
-	const uint32_t *addrs;
-	size_t n;
-	uint64_t timeout;
-};
 
 static int fill_learned(struct nftnl_set *s, const void *ud)
 {
@@ -285,21 +301,11 @@ int nft_learned_add(struct nft *n, const char *ifname, const uint32_t *addrs, si
 	return r < 0 ? abox_error_set(err, -r, "nftables: learn addresses for '%s'", ifname) : 0;
 }
 
-#ifndef NFT_MSG_DESTROYSETELEM
-#define NFT_MSG_DESTROYSETELEM 30 /* Linux 6.3's uapi; older headers lack it */
-#endif
-
 int nft_sandbox_replace_forget(struct nft *n, const struct nft_sandbox *old, const struct nft_sandbox *cur,
 			       const uint32_t *learned, size_t nlearned)
 {
 	struct learned l = { cur->ifname, learned, nlearned, 0 };
-	nft_batch_begin(n);
-	int r = sandbox_msgs(n, NFT_MSG_DELSETELEM, old, false);
-	if (r >= 0)
-		r = sandbox_msgs(n, NFT_MSG_NEWSETELEM, cur, false);
-	if (r >= 0 && nlearned)
-		r = nft_elems_msg(n, NFT_MSG_DESTROYSETELEM, "learned4", fill_learned, &l);
-	return r < 0 ? r : nft_batch_commit(n);
+	return replace_batch(n, old, cur, &l);
 }
 
 /* ---- reading sets back ----------------------------------------------------- */

@@ -216,6 +216,14 @@ int sbx_load_all(abox_error *err)
 /* Beyond this many, a policy change reads the set back instead. */
 #define LEARNED_ALL_MAX 4096
 
+static void learned_all_reset(struct sbx *s, bool known)
+{
+	free(s->learned_all);
+	s->learned_all = NULL;
+	s->nlearned_all = s->learned_all_cap = 0;
+	s->learned_known = known;
+}
+
 static void learned_all_add(struct sbx *s, uint32_t addr)
 {
 	if (!s->learned_known)
@@ -228,8 +236,7 @@ static void learned_all_add(struct sbx *s, uint32_t addr)
 		uint32_t *v = cap <= LEARNED_ALL_MAX ? realloc(s->learned_all, cap * sizeof(*v)) : NULL;
 		if (!v) {
 			/* not known any more: the long way next time */
-			sbx_learned_none(s);
-			s->learned_known = false;
+			learned_all_reset(s, false);
 			return;
 		}
 		s->learned_all = v;
@@ -240,10 +247,7 @@ static void learned_all_add(struct sbx *s, uint32_t addr)
 
 void sbx_learned_none(struct sbx *s)
 {
-	free(s->learned_all);
-	s->learned_all = NULL;
-	s->nlearned_all = s->learned_all_cap = 0;
-	s->learned_known = true;
+	learned_all_reset(s, true);
 }
 
 void sbx_learn(struct sbx *s, const uint32_t *addrs, size_t n, uint64_t ttl_ms)
