@@ -13,6 +13,29 @@
 #include "nl.h"
 #include "spares.h"
 
+/* One netlink socket for the table's elements, kept from change to
+ * change (every user holds netd's lock): opening, binding and closing one
+ * per change, with its 512 KiB batch buffer, was a third of a policy
+ * change's time. Dropped after any failure, so that an answer left
+ * unread by a failed exchange never meets the next change. */
+static struct nft kept;
+
+static int elements_open(const struct net_config *cfg, struct nft **n, abox_error *err)
+{
+	if (kept.sock && strcmp(kept.table, cfg->table))
+		nft_close(&kept);
+	int r = kept.sock ? 0 : nft_open(&kept, cfg->table, err);
+	*n = &kept;
+	return r;
+}
+
+static int elements_done(int r)
+{
+	if (r < 0)
+		nft_close(&kept);
+	return r;
+}
+
 int attach_uplink(const struct net_config *cfg, char name[IFNAMSIZ], abox_error *err)
 {
 	if (cfg->uplink[0]) {
@@ -111,23 +134,22 @@ int attach_elements(const struct net_config *cfg, const char *uplink, const char
 	char host_if[IFNAMSIZ];
 	net_host_ifname(id, host_if);
 	*table_made = false;
-	struct nft n;
-	int r = nft_open(&n, cfg->table, err);
+	struct nft *n;
+	int r = elements_open(cfg, &n, err);
 	if (r < 0)
 		return r;
 	struct nft_sandbox s = { .ifname = host_if, .addr = net_slot_address(cfg, slot), .policy = policy };
 	abox_error e = ABOX_ERROR_INIT;
-	r = nft_sandbox_add(&n, &s, &e);
+	r = nft_sandbox_add(n, &s, &e);
 	if (r == -ENOENT) {
 		/* no table (the first sandbox, or one removed by hand) */
 		int m = attach_table(cfg, uplink, err);
 		*table_made = m > 0;
-		r = m < 0 ? m : nft_sandbox_add(&n, &s, err);
+		r = m < 0 ? m : nft_sandbox_add(n, &s, err);
 	} else if (r < 0 && err) {
 		*err = e;
 	}
-	nft_close(&n);
-	return r;
+	return elements_done(r);
 }
 
 int attach_sandbox(const struct net_config *cfg, const char *id, uint32_t slot, int netns_fd, abox_error *err)
@@ -189,15 +211,14 @@ void attach_unlink(const char *id)
 int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
 		  const struct net_policy *policy, abox_error *err)
 {
-	struct nft n;
-	int r = nft_open(&n, cfg->table, err);
+	struct nft *n;
+	int r = elements_open(cfg, &n, err);
 	if (r < 0)
 		return r;
 	char ifname[IFNAMSIZ];
 	net_host_ifname(id, ifname);
 	struct nft_sandbox s = { .ifname = ifname, .addr = net_slot_address(cfg, slot), .policy = policy };
-	r = policy ? nft_sandbox_del(&n, &s, err) : nft_sandbox_purge(&n, ifname, err);
-	nft_close(&n);
+	r = elements_done(policy ? nft_sandbox_del(n, &s, err) : nft_sandbox_purge(n, ifname, err));
 	int c = nft_ct_flush(s.addr, r < 0 ? NULL : err);
 	return r < 0 ? r : c;
 }
@@ -206,8 +227,8 @@ int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot,
 		    const struct net_policy *cur, bool learned_known, const uint32_t *learned,
 		    size_t nlearned, abox_error *err)
 {
-	struct nft n;
-	int r = nft_open(&n, cfg->table, err);
+	struct nft *n;
+	int r = elements_open(cfg, &n, err);
 	if (r < 0)
 		return r;
 	char ifname[IFNAMSIZ];
@@ -217,13 +238,10 @@ int attach_repolicy(const struct net_config *cfg, const char *id, uint32_t slot,
 	struct nft_sandbox c = { .ifname = ifname, .addr = addr, .policy = cur };
 	/* the short way when netd knows what it learned; any refusal
 	 * (an element already gone, a kernel before 6.3) changed nothing */
-	if (old && learned_known && nft_sandbox_replace_forget(&n, &o, &c, learned, nlearned) >= 0) {
-		nft_close(&n);
+	if (old && learned_known && nft_sandbox_replace_forget(n, &o, &c, learned, nlearned) >= 0)
 		return 0;
-	}
-	r = nft_sandbox_replace(&n, old ? &o : NULL, &c, err);
+	r = nft_sandbox_replace(n, old ? &o : NULL, &c, err);
 	if (r >= 0)
-		r = nft_learned_flush(&n, ifname, err);
-	nft_close(&n);
-	return r;
+		r = nft_learned_flush(n, ifname, err);
+	return elements_done(r);
 }

@@ -41,6 +41,7 @@
 #include "relay.h"
 #include "spares.h"
 #include "splice.h"
+#include "workers.h"
 
 #define MSG_MAX 65536
 

@@ -33,6 +33,7 @@
 #include "resolver.h"
 #include "sni.h"
 #include "splice.h"
+#include "workers.h"
 
 #define PER_SANDBOX_MAX 256
 #define TOTAL_MAX 4096

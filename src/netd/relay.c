@@ -34,6 +34,7 @@
 #include "relay_parse.h"
 #include "resolver.h"
 #include "splice.h"
+#include "workers.h"
 #include "store/state.h"
 
 #define PER_SANDBOX_MAX 256

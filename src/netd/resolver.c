@@ -29,6 +29,7 @@
 #include "netd.h"
 #include "nft.h"
 #include "resolver.h"
+#include "workers.h"
 #include "splice.h"
 
 /* A UDP query unanswered this long is sent again, once, to the same

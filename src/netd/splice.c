@@ -1,9 +1,8 @@
-/* netd/splice.c — dialling, splicing and connection threads (splice.h).
+/* netd/splice.c — dialling and splicing (splice.h).
  * Runs in abox-netd. */
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -99,16 +98,4 @@ void splice_both(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 	close(pa[1]);
 	close(pb[0]);
 	close(pb[1]);
-}
-
-int netd_thread(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setstacksize(&at, 128 * 1024);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &at, fn, arg);
-	pthread_attr_destroy(&at);
-	return r;
 }

@@ -159,13 +159,16 @@ class World:
         except FileNotFoundError:
             return ""
 
+    def netd_name(self):
+        """This world's abox-netd's abstract socket name (no leading NUL)."""
+        import hashlib
+        return "abox-netd-" + hashlib.sha256(self.state.encode()).hexdigest()[:32]
+
     def netd_request(self, req):
         """A request straight to this world's abox-netd (None: not running)."""
-        import hashlib
-        h = hashlib.sha256(self.state.encode()).hexdigest()[:32]
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            s.connect("\0abox-netd-" + h)
+            s.connect("\0" + self.netd_name())
             s.send(json.dumps(req).encode())
             return json.loads(s.recv(65536))
         except OSError:
