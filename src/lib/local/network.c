@@ -189,6 +189,21 @@ static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *er
 void local_net_undo(abox_ctx *ctx, struct local_net *ln)
 {
 	if (ln->conn >= 0) {
+		/* a take asked for and not answered yet (the create failed
+		 * before it read the answer): the answer first. netd finishes
+		 * a spare it handed out after it answered, whether or not the
+		 * creator is still there, and a remove that overtook that
+		 * finish would leave its elements in the table for good. */
+		if (ln->asked) {
+			ln->asked = false;
+			json_object *o = NULL;
+			int fd = -1;
+			if (net_client_wait_fd(ln->conn, &o, &fd, NULL) >= 0 && fd >= 0) {
+				ln->took = true;
+				close(fd);
+			}
+			json_object_put(o);
+		}
 		/* an attach sent and not waited for, or a spare netd is
 		 * finishing: its answer first, so the remove below comes after
 		 * what netd adds (netd answers an attach on this connection
