@@ -209,6 +209,13 @@ class World:
             time.sleep(0.1)
 
     def stop(self):
+        # every sandbox still there (a test or bench that failed half-way)
+        # is killed before its state folder goes: removing the folder
+        # alone would leave their processes, cgroups and mounts behind
+        rows = self.abox("ls").stdout.splitlines()[1:]  # a header, then one sandbox a line
+        ids = [r.split()[0] for r in rows if r.strip()]
+        for i in range(0, len(ids), 50):
+            self.abox("kill", *ids[i:i + 50], timeout=600)
         self.abox("gc")
         self.netd_request({"op": "stop"})
         for h in self.host_services:
