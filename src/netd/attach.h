@@ -33,7 +33,8 @@ void attach_unlink(const char *id);
 /* The sandbox's elements, learned addresses and conntrack entries gone
  * (missing pieces are fine); policy NULL: what was added is not known,
  * whatever the table holds for the sandbox goes. The veth goes with the
- * namespace. */
+ * namespace. With netd's lock held, as attach_repolicy: the three share
+ * one kept netlink socket for the table. */
 int attach_remove(const struct net_config *cfg, const char *id, uint32_t slot,
 		  const struct net_policy *policy, abox_error *err);
 /* Its elements replaced by cur's (old's taken away in the same batch;
