@@ -4,7 +4,8 @@
  * change is one netlink batch (≈ 10 µs) — never an exec of nft(8).
  *
  * What the table does, for traffic from a sandbox's veth (iifname in
- * @ifaces):
+ * @ifaces; a veth of abox's names that is not in it — its elements
+ * missing — has every packet dropped: the table fails closed):
  *   prerouting (-150): IPv6 dropped (sandboxes have none); a source that
  *     is not the veth's own address dropped (@sbx: no spoofing another
  *     sandbox's policy or DNS answers); the flow's conntrack mark set to

@@ -13,7 +13,7 @@
 /* The table's version: a table without this marker set was made by
  * another abox and is made anew (the sandboxes' elements are restored by
  * the caller from their records). */
-#define MARKER "abox_ruleset_v2"
+#define MARKER "abox_ruleset_v3"
 #define KEY_IF 16 /* IFNAMSIZ: meta iifname loads 16 bytes, zero-padded */
 #define KEY_IF_ADDR (KEY_IF + 4)
 /* nftables' datatype numbers, for how `nft list` prints the sets */

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "net/config.h"
 #include "nft_internal.h"
 
 /* ---- rules ------------------------------------------------------------- */
@@ -278,6 +279,19 @@ void nft_rules(struct nft *n, const struct nft_table_cfg *c, int *err)
 	m_if_in(&b, true, "ifaces", false);
 	e_verdict(&b, NFT_JUMP, "sb_pre");
 	rule_emit(&x, &b);
+	/* Fail closed: a sandbox's veth (or a spare's) that is no member of
+	 * @ifaces — its elements missing, whatever the reason — would pass
+	 * every chain below unjudged, to the internet and to the host alike.
+	 * Its packets go nowhere. */
+	static const char *const ours[] = { NET_IF_PREFIX, NET_SPARE_PREFIX };
+	for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
+		b = rule_new();
+		e_meta(&b, NFT_META_IIFNAME, R1);
+		e_cmp(&b, R1, NFT_CMP_EQ, ours[i], (uint32_t)strlen(ours[i]));
+		e_lookup(&b, R1, "ifaces", true);
+		e_verdict(&b, NF_DROP, NULL);
+		rule_emit(&x, &b);
+	}
 	x.chain = "sb_pre";
 	b = rule_new(); /* no IPv6 (see nft.h) */
 	uint8_t v6 = NFPROTO_IPV6;

@@ -62,6 +62,34 @@ try:
           "rc=7" in out and "none" in got, out + got)
     w.abox("kill", a, b)
 
+    # ---- fail closed: a sandbox's veth that is no member of the table's
+    # sandboxes (its elements gone under it, whatever took them) reaches
+    # nothing; it had passed every chain unjudged, open to the internet
+    f = create("--net", "open")
+    before = exe(f, "curl -sS -m 20 http://203.0.113.10/")
+    world.sh("nft", "delete", "element", "inet", "abox", "ifaces", '{ "abx' + f[:12] + '" }')
+    out = exe(f, "curl -sS -m 3 http://203.0.113.10/; echo rc=$?")
+    check("a sandbox whose elements are gone reaches nothing (the table fails closed)",
+          "hello" in before and "hello" not in out and "rc=0" not in out, before + out)
+    w.abox("kill", f)
+
+    # ---- gc and a create in flight: a create takes its slot before its
+    # runtime folder or record exist; a gc that freed such a slot then
+    # had the create fail ("slot N is not sandbox X's") or took its
+    # elements from under the running sandbox
+    live = create("--net", "open")
+    slots = os.path.join(w.state, "net", "slots")
+    text = next(t for t in (open(os.path.join(slots, n)).read() for n in os.listdir(slots)) if live in t)
+    ghost = os.path.join(slots, "16000")
+    with open(ghost, "w") as fh:
+        fh.write(text.replace(live, "ghost" + "0" * 15))
+    w.abox("gc")
+    check("gc leaves a fresh slot of nobody's alone (a create in flight)", os.path.exists(ghost))
+    os.utime(ghost, (time.time() - 120, time.time() - 120))
+    w.abox("gc")
+    check("... and frees it once it is a while old (its creator died)", not os.path.exists(ghost))
+    w.abox("kill", live)
+
     # ---- DNS exfiltration: nothing reaches a resolver outside
     secret = "s3cr3t" + os.urandom(4).hex()
     exfil = (f"getent hosts {secret}-{'a' * 50}.allowed.test; "

@@ -362,6 +362,10 @@ int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error 
 	return 0;
 }
 
+/* As old as a slot of nobody's must be before gc frees it (the host ids'
+ * pool waits as long). */
+#define SLOT_STALE_S 60
+
 int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), unsigned *removed)
 {
 	uint32_t *slots = NULL;
@@ -379,6 +383,13 @@ int local_net_gc(abox_ctx *ctx, bool (*alive)(abox_ctx *ctx, const char *id), un
 	for (size_t i = 0; i < n; i++) {
 		char id[ABOX_ID_LEN + 1];
 		if (net_slot_read(ctx->state_dir, slots[i], id, NULL, NULL) < 0 || alive(ctx, id))
+			continue;
+		/* A create takes its slot at its start, before its runtime
+		 * folder or record says it exists: only a slot a while old can
+		 * be a dead creator's. (Torn down under a create in flight, its
+		 * attach failed, or its elements went after it: a sandbox
+		 * running without them.) */
+		if (net_slot_age_s(ctx->state_dir, slots[i]) < SLOT_STALE_S)
 			continue;
 		abox_error e = ABOX_ERROR_INIT;
 		if (teardown(ctx, id, slots[i], &e) < 0)

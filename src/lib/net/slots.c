@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -60,6 +61,17 @@ static int temp_file(const char *dir, const char *id, const char *policy_json, c
 		return abox_error_set(err, -r, "net: write '%s'", tmp);
 	}
 	return 0;
+}
+
+int64_t net_slot_age_s(const char *state_dir, uint32_t slot)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/net/slots/%u", state_dir, slot);
+	struct stat st;
+	if (stat(p, &st) < 0)
+		return -1;
+	int64_t age = (int64_t)time(NULL) - (int64_t)st.st_mtime;
+	return age < 0 ? 0 : age;
 }
 
 int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1], char **policy_json,

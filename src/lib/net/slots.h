@@ -31,6 +31,8 @@ int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1]
 		  abox_error *err);
 /* Frees id's slot (a slot someone else holds now is left alone). */
 void net_slot_release(const char *state_dir, uint32_t slot, const char *id);
+/* Seconds since a slot's record was written (-1: free or unreadable). */
+int64_t net_slot_age_s(const char *state_dir, uint32_t slot);
 /* Every taken slot, ascending (malloc'd array). */
 int net_slots_list(const char *state_dir, uint32_t **slots, size_t *n, abox_error *err);
 /* The host end of id's veth: NET_IF_PREFIX and 12 characters of the id. */
