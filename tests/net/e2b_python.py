@@ -4,13 +4,10 @@ holds afterwards: nothing of the sandboxes. e2b_python.sh finds the SDK
 and sets ABOX_E2B_PYTHONPATH.
 
 usage: e2b_python.py BUILD_DIR"""
-import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import world  # noqa: E402
@@ -21,22 +18,9 @@ world.enter()
 w = world.World(BUILD, "e2b-python")
 daemon = None
 try:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = world.free_port()
     key = "e2b_" + os.urandom(20).hex()
-    conf = os.path.join(w.dir, "aboxd.json")
-    with open(conf, "w") as f:
-        json.dump({"port": port, "apiKeys": [key]}, f)
-    daemon = subprocess.Popen([os.path.join(BUILD, "aboxd"), "--config", conf], env=w.env,
-                              stderr=open(os.path.join(w.dir, "aboxd.log"), "w"))
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    daemon = w.aboxd({"port": port, "apiKeys": [key]})
     env = dict(w.env, E2B_API_KEY=key, E2B_API_URL=f"http://127.0.0.1:{port}",
                E2B_SANDBOX_URL=f"http://127.0.0.1:{port}", PYTHONPATH=os.environ.get("ABOX_E2B_PYTHONPATH", ""))
     flows = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2b_python_flows.py")

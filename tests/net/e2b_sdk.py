@@ -6,7 +6,6 @@ the npm registry into the build folder before the test enters its world
 usage: e2b_sdk.py BUILD_DIR SDK_VERSION"""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,26 +26,9 @@ world.enter()
 w = world.World(BUILD, f"e2b-{VER}")
 daemon = None
 try:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port, admin = world.free_port(), world.free_port()
     key, other = "e2b_" + os.urandom(20).hex(), "e2b_" + os.urandom(20).hex()
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    admin = s.getsockname()[1]
-    s.close()
-    conf = os.path.join(w.dir, "aboxd.json")
-    with open(conf, "w") as f:
-        json.dump({"port": port, "adminPort": admin, "apiKeys": [key, other]}, f)
-    daemon = subprocess.Popen([os.path.join(BUILD, "aboxd"), "--config", conf], env=w.env,
-                              stderr=open(os.path.join(w.dir, "aboxd.log"), "w"))
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    daemon = w.aboxd({"port": port, "adminPort": admin, "apiKeys": [key, other]})
     flow = os.path.join(SDK, "e2b_network.mjs")
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2b_network.mjs")) as src, \
             open(flow, "w") as dst:

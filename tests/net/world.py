@@ -51,6 +51,15 @@ def enter():
         sys.exit(f"world: this namespace is not a fresh one (links: {names}); refusing to run")
 
 
+def free_port():
+    """A TCP port of loopback nobody listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def sh(*cmd, ns=None, check=True):
     if ns is not None:
         cmd = ("nsenter", "-t", str(ns), "-n", "--") + cmd
@@ -147,6 +156,22 @@ class World:
             sh(*c)
         os.chmod(d, 0o755)
         os.chmod(f"{d}/ca.pem", 0o644)
+
+    def aboxd(self, config):
+        """aboxd with config (a dict), its log beside the world's state,
+        once it listens on config["port"]: the process (the caller ends it)."""
+        conf = os.path.join(self.dir, "aboxd.json")
+        with open(conf, "w") as f:
+            json.dump(config, f)
+        p = subprocess.Popen([os.path.join(self.build, "aboxd"), "--config", conf], env=self.env,
+                             stderr=open(os.path.join(self.dir, "aboxd.log"), "w"))
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", config["port"]), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        return p
 
     def abox(self, *args, timeout=120, stdin=None):
         return subprocess.run([os.path.join(self.build, "abox"), *args], capture_output=True, text=True,
