@@ -245,6 +245,21 @@ print('alpn', t.selected_alpn_protocol())
     check("netd killed -9: names and the proxy's connections fail (closed, never open)",
           any(f"http={c}" in out for c in (6, 7, 28)) and "hello" not in out, out)
     check("netd killed -9: what the policy denies stays denied", "raw=7" in out, out)
+    # while no netd runs, another user listens under its name: a creator
+    # that talked to it would join whatever namespace it hands out
+    fake = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                             "import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\n"
+                             f"s.bind('\\0{w.netd_name()}')\ns.listen(8)\nprint('ready',flush=True)\n"
+                             "while True:\n  c,_=s.accept()\n  c.settimeout(2)\n  try: d=c.recv(65536)\n"
+                             "  except OSError: d=b''\n  print('got',d,flush=True)\n  c.close()\n"],
+                            stdout=subprocess.PIPE, text=True)
+    fake.stdout.readline()
+    code, out = run(["--net", "open"], "echo ran")
+    fake.kill()
+    heard, _ = fake.communicate(timeout=10)
+    check("an impostor on netd's socket name (another user) is refused, the create fails and says why",
+          code != 0 and "neither root nor this user" in out and not out.startswith("ran\n"), out)
+    check("... and it never hears a request", "'op'" not in heard and '"op"' not in heard, heard)
     w.abox("gc")  # any abox command's gc brings netd back
     st = w.netd_request({"op": "status"}) or {}
     check("netd back after a gc, the sandbox reconciled", st.get("pid") and st.get("pid") != pid and st.get("sandboxes") == 1, st)

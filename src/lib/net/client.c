@@ -25,7 +25,15 @@
 
 extern char **environ;
 
-static int try_connect(const char *state_dir)
+/* Connected to abox-netd's name, and the listener is netd: root or this
+ * user. The name is abstract (no file mode guards it) and known to
+ * anyone who knows the state folder, so while no netd runs any local
+ * user could listen under it; a creator that talked to that process
+ * would join the network namespace it hands out (its traffic seen and
+ * steered by that user) or be told its policy is applied when nothing
+ * is. -EPERM, with the listener's credentials in *who, when it is
+ * someone else's. */
+static int try_connect(const char *state_dir, struct ucred *who)
 {
 	struct sockaddr_un sa;
 	unsigned len;
@@ -38,7 +46,25 @@ static int try_connect(const char *state_dir)
 		close(fd);
 		return -e;
 	}
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || (cr.uid != 0 && cr.uid != geteuid())) {
+		if (who)
+			*who = cl == sizeof(cr) ? cr : (struct ucred){ .pid = 0, .uid = (uid_t)-1 };
+		close(fd);
+		return -EPERM;
+	}
 	return fd;
+}
+
+static int impostor(const struct ucred *who, abox_error *err)
+{
+	return abox_error_setx(
+		err, EPERM,
+		"net: abox-netd's socket is held by pid %d of uid %d, neither root nor this user: "
+		"refusing to talk to it (stop that process; abox-netd starts again on the next "
+		"request)",
+		(int)who->pid, (int)who->uid);
 }
 
 /* abox-netd, detached: its own session, its output in its log, no fd of
@@ -83,17 +109,22 @@ static int start_netd(const char *state_dir, const char *netd_path, abox_error *
 
 int net_client_connect(const char *state_dir, const char *netd_path, abox_error *err)
 {
-	int fd = try_connect(state_dir);
+	struct ucred who;
+	int fd = try_connect(state_dir, &who);
 	if (fd >= 0)
 		return fd;
+	if (fd == -EPERM)
+		return impostor(&who, err);
 	int r = start_netd(state_dir, netd_path, err);
 	if (r < 0)
 		return r;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned wait_us = 200;; wait_us = wait_us < 20000 ? wait_us * 2 : wait_us) {
-		if ((fd = try_connect(state_dir)) >= 0)
+		if ((fd = try_connect(state_dir, &who)) >= 0)
 			return fd;
+		if (fd == -EPERM)
+			return impostor(&who, err);
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > START_TIMEOUT_MS)
@@ -185,7 +216,10 @@ int net_client_call(const char *state_dir, const char *netd_path, const char *op
 
 int net_client_status(const char *state_dir, json_object **out, abox_error *err)
 {
-	int conn = try_connect(state_dir);
+	struct ucred who;
+	int conn = try_connect(state_dir, &who);
+	if (conn == -EPERM)
+		return impostor(&who, err);
 	if (conn < 0)
 		return abox_error_setx(err, ESRCH, "abox-netd is not running");
 	int r = net_client_send(conn, "status", NULL, 0, -1, err);
