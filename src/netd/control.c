@@ -3,13 +3,22 @@
  *   {"op":"attach","id":…,"slot":N} with the sandbox's network namespace
  *       as an fd: the veth, addresses, route and elements (without
  *       CAP_NET_ADMIN: the relay's listener in that namespace);
- *   {"op":"take","id":…,"slot":N}, before the clone: a spare namespace
- *       (spares.h) answered with its fd ("spare":true; none ready: false,
- *       and the creator makes its own), finished for the sandbox right
- *       after the answer is sent, while the creator goes on; the attach
- *       that follows on the same connection answers how that went. Also
- *       says how netd gives egress ("datapath", as status);
- *   {"op":"remove","id":…,"slot":N}: its elements and flows gone;
+ *   {"op":"take","id":…,"policy":{…}[,"prefer":N]}, before the clone
+ *       (the policy as a file's fd instead when it is too big for one
+ *       message): a slot of the pool taken and recorded for the sandbox
+ *       (net/slots.h; prefer: the one a cold resume held), answered with
+ *       it ("slot", "gateway": the sandbox's resolver address,
+ *       "relayPort") and a spare namespace (spares.h) as an fd
+ *       ("spare":true; none ready: false, and the creator makes its
+ *       own), finished for the sandbox right after the answer is sent,
+ *       while the creator goes on; the attach that follows on the same
+ *       connection answers how that went. Also says how netd gives
+ *       egress ("datapath", as status). Taking the slot here spares the
+ *       creator the network config and the slot file on its critical
+ *       path. ({"op":"take","id":…,"slot":N}, from a library that made
+ *       the slot itself, is served too);
+ *   {"op":"remove","id":…,"slot":N[,"release":true]}: its elements and
+ *       flows gone, then (release) its slot freed;
  *   {"op":"policy","id":…,"slot":N}: the slot file holds a new policy:
  *       the elements replaced in one batch, learned addresses forgotten,
  *       proxied connections to names no longer allowed cut;
@@ -23,6 +32,7 @@
  * checked on every connection, since an abstract socket has no file
  * mode to do it.
  * Runs in abox-netd's control threads (one per connection). */
+#include <arpa/inet.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <stdio.h>
@@ -40,6 +50,7 @@
 #include "nl.h"
 #include "relay.h"
 #include "spares.h"
+#include "take.h"
 #include "splice.h"
 #include "workers.h"
 
@@ -56,6 +67,8 @@ struct conn {
 	char id[ABOX_ID_LEN + 1];
 	uint32_t slot;
 	int send_fd; /* sent along with the answer (-1: none) */
+	struct take tk; /* a take's slot, recorded once the answer is sent */
+	bool creating; /* a create under way on this connection (spares.h) */
 };
 
 static json_object *answer_err(const abox_error *e)
@@ -172,24 +185,53 @@ static json_object *do_attach(json_object *req, int fd, struct conn *cn)
 	return r < 0 ? answer_err(&e) : answer_ok();
 }
 
-/* A spare for the sandbox a take names: answered with its namespace,
- * finished by finish_taken once the answer is on its way. */
-static json_object *do_take(json_object *req, struct conn *cn)
+/* A take of a library older than slots taken by netd: the slot is made
+ * already, and named by the request. */
+static bool take_named(json_object *req, struct conn *cn, abox_error *err)
 {
-	abox_error e = ABOX_ERROR_INIT;
 	pthread_mutex_lock(&netd.lock);
-	struct sbx *s = named(req, &e);
+	struct sbx *s = named(req, err);
 	if (s) {
 		memcpy(cn->id, s->id, sizeof(cn->id));
 		cn->slot = s->slot;
 	}
 	pthread_mutex_unlock(&netd.lock);
-	if (!s)
+	return s != NULL;
+}
+
+/* A sandbox's slot and, when one is ready, a spare for it: answered with
+ * the slot, the resolver's address and the spare's namespace, finished
+ * by finish_taken once the answer is on its way. */
+static json_object *do_take(json_object *req, int fd, struct conn *cn)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	bool named_slot =
+		js_get(req, "slot", json_type_int) && !js_get(req, "policy", json_type_object) && fd < 0;
+	if (cn->pending || cn->finished) {
+		abox_error_setx(&e, EBUSY, "take: this connection took already");
 		return answer_err(&e);
-	bool got = !netd.relay && !cn->pending && !cn->finished && spares_take(&cn->sp);
+	}
+	if (named_slot && !take_named(req, cn, &e))
+		return answer_err(&e);
+	if (!named_slot) {
+		if (take_slot(req, fd, &cn->tk, &e) < 0)
+			return answer_err(&e);
+		memcpy(cn->id, cn->tk.id, sizeof(cn->id));
+		cn->slot = cn->tk.slot;
+	}
+	if (!cn->creating)
+		spares_create_begin();
+	cn->creating = true;
+	bool got = !netd.relay && spares_take(&cn->sp);
 	json_object *o = answer_ok();
 	json_object_object_add(o, "datapath", json_object_new_string(netd.relay ? "relay" : "veth"));
 	json_object_object_add(o, "spare", json_object_new_boolean(got));
+	json_object_object_add(o, "slot", json_object_new_int64(cn->slot));
+	uint32_t gw = net_slot_gateway(&netd.cfg, cn->slot);
+	char a[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &gw, a, sizeof(a));
+	json_object_object_add(o, "gateway", json_object_new_string(a));
+	json_object_object_add(o, "relayPort", json_object_new_int(netd.cfg.relay_port));
 	if (got) {
 		cn->pending = true;
 		cn->send_fd = cn->sp.netns_fd;
@@ -207,6 +249,24 @@ static void finish_taken(struct conn *cn)
 	/* the creator holds the namespace now: netd's hold ends here */
 	spare_free(&cn->sp);
 	cn->finished = true;
+}
+
+/* A take's slot recorded, its answer sent (answered false: the creator
+ * is gone, and nothing is recorded or made). A failure is what the
+ * attach that follows answers, and the spare is not finished. */
+static void take_recorded(struct conn *cn, bool answered)
+{
+	abox_error e = ABOX_ERROR_INIT;
+	int r = take_record(&cn->tk, answered, &e);
+	if (r >= 0 && answered)
+		return;
+	if (cn->pending) {
+		spare_free(&cn->sp);
+		cn->pending = false;
+	}
+	cn->finished = answered;
+	cn->result = r < 0 ? r : -ECONNRESET;
+	cn->e = e;
 }
 
 static json_object *do_remove(json_object *req)
@@ -235,6 +295,13 @@ static json_object *do_remove(json_object *req)
 		s->attached = false;
 		sbx_drop((uint32_t)slot);
 	}
+	/* the slot freed once nothing of the sandbox is left in the table
+	 * (a slot freed first could be given to a new sandbox while the
+	 * old one's elements still name its address); when the removal
+	 * failed it stays, and gc asks again */
+	json_object *rel = js_get(req, "release", json_type_boolean);
+	if (r >= 0 && rel && json_object_get_boolean(rel))
+		net_slot_release(netd.state_dir, (uint32_t)slot, id);
 	pthread_mutex_unlock(&netd.lock);
 	return r < 0 ? answer_err(&e) : answer_ok();
 }
@@ -398,7 +465,7 @@ static json_object *handle(const char *buf, size_t n, int fd, struct conn *cn, b
 	else if (!strcmp(op, "attach"))
 		ans = do_attach(req, fd, cn);
 	else if (!strcmp(op, "take"))
-		ans = do_take(req, cn);
+		ans = do_take(req, fd, cn);
 	else if (!strcmp(op, "remove"))
 		ans = do_remove(req);
 	else if (!strcmp(op, "policy"))
@@ -444,17 +511,24 @@ static void serve(int c)
 		netd.last_busy_ms = clock_mono_ms();
 		pthread_mutex_unlock(&netd.lock);
 		const char *s = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
-		(void)fd_send(c, s, strlen(s), cn.send_fd >= 0 ? &cn.send_fd : NULL, cn.send_fd >= 0, 0);
+		ssize_t sent =
+			fd_send(c, s, strlen(s), cn.send_fd >= 0 ? &cn.send_fd : NULL, cn.send_fd >= 0, 0);
 		cn.send_fd = -1;
 		json_object_put(ans);
+		if (cn.tk.record)
+			take_recorded(&cn, sent >= 0);
 		if (cn.pending)
 			finish_taken(&cn);
 	}
+	take_done(&cn.tk);
 	if (cn.pending)
 		spare_free(&cn.sp);
+	if (cn.creating)
+		spares_create_end();
 	free(buf);
 	if (stop) {
 		netd_log("asked to stop");
+		net_slot_premade_clear(netd.state_dir);
 		exit(0);
 	}
 }

@@ -23,6 +23,7 @@
 #include "attach.h"
 #include "base/clock.h"
 #include "net/net.h"
+#include "net/slots.h"
 #include "netd.h"
 #include "nft.h"
 #include "relay.h"
@@ -229,6 +230,8 @@ int main(int argc, char **argv)
 			 netd.uplink[0] ? netd.uplink : "(none)", netd.cfg.table, netd.cfg.dns_port,
 			 netd.cfg.proxy_port);
 	}
+	/* files made ahead by a netd before (killed): this one's own */
+	net_slot_premade_clear(state);
 	reconcile();
 	if ((!netd.relay &&
 	     (resolver_start(&e) < 0 || proxy_start(&e) < 0 || spares_start(netd.cfg.spares, &e) < 0)) ||
@@ -256,6 +259,7 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&netd.lock);
 		if (idle) {
 			netd_log("no sandbox to serve: leaving");
+			net_slot_premade_clear(state);
 			return 0;
 		}
 	}

@@ -6,19 +6,24 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
+#include "base/clock.h"
 #include "base/procsys.h"
 #include "net/config.h"
 #include "netd.h"
 #include "spares.h"
+#include "take.h"
 
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* a spare was taken */
 	struct spare v[NET_SPARES_MAX];
 	unsigned n, want;
+	unsigned creating; /* creates between their take and their end */
+	int64_t last_end_ms; /* when the last of them ended */
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 void spare_free(struct spare *sp)
@@ -93,6 +98,42 @@ static int spare_make(struct spare *sp, abox_error *err)
 	return r;
 }
 
+/* Spares are made a while after the last create ended, unless fewer
+ * than half are left: making one (a namespace, a veth) is ≈ 1.5 ms of
+ * kernel work which, even at a low priority, took the CPU from the very
+ * create whose take woke this thread, and then from its first commands
+ * and its kill (`abox run` with a spare remade at once: ≈ 0.6 ms
+ * slower on two cores). Between creates it costs no one; under a steady
+ * stream of them the pool runs down to half and is kept there. */
+#define QUIET_MS 20
+
+/* pool.lock held: true when a spare is to be made now; otherwise it
+ * waited for a change (or the quiet to be over) and is to be asked
+ * again. */
+static bool time_to_make(void)
+{
+	if (pool.n >= pool.want) {
+		pthread_cond_wait(&pool.wake, &pool.lock);
+		return false;
+	}
+	if (pool.n * 2 < pool.want)
+		return true;
+	if (pool.creating) {
+		pthread_cond_wait(&pool.wake, &pool.lock);
+		return false;
+	}
+	int64_t left = pool.last_end_ms + QUIET_MS - clock_mono_ms();
+	if (left <= 0)
+		return true;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += left * 1000000;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&pool.wake, &pool.lock, &until);
+	return false;
+}
+
 static void *spares_main(void *arg)
 {
 	(void)arg;
@@ -101,9 +142,11 @@ static void *spares_main(void *arg)
 	unsigned failures = 0;
 	for (;;) {
 		pthread_mutex_lock(&pool.lock);
-		while (pool.n >= pool.want)
-			pthread_cond_wait(&pool.wake, &pool.lock);
+		while (!time_to_make())
+			;
 		pthread_mutex_unlock(&pool.lock);
+		/* the files the next takes record their slots in, first */
+		take_premake();
 		struct spare sp;
 		abox_error e = ABOX_ERROR_INIT;
 		if (spare_make(&sp, &e) < 0) {
@@ -148,6 +191,23 @@ bool spares_take(struct spare *out)
 	}
 	pthread_mutex_unlock(&pool.lock);
 	return ok;
+}
+
+void spares_create_begin(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.creating++;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void spares_create_end(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (pool.creating && --pool.creating == 0) {
+		pool.last_end_ms = clock_mono_ms();
+		pthread_cond_signal(&pool.wake);
+	}
+	pthread_mutex_unlock(&pool.lock);
 }
 
 unsigned spares_ready(void)

@@ -10,7 +10,7 @@
  * A spare is held by netd's fds only, so a netd that leaves or dies
  * takes its spares with it (the kernel removes a namespace nobody holds,
  * and its veth with it): nothing is left to clean up. One thread keeps
- * the pool full at a low priority, behind the creates it serves.
+ * the pool full at a low priority, between the creates it serves.
  * Runs in abox-netd. */
 #ifndef ABOX_NETD_SPARES_H
 #define ABOX_NETD_SPARES_H
@@ -33,6 +33,10 @@ int spares_start(unsigned want, abox_error *err);
 /* A spare, when one is ready: true and *out is the caller's (spare_free
  * it); false: make the namespace the slow way. */
 bool spares_take(struct spare *out);
+/* A create under way (from its take to the end of its connection) and
+ * its end: the pool is refilled between creates, unless it runs low. */
+void spares_create_begin(void);
+void spares_create_end(void);
 /* How many are ready now. */
 unsigned spares_ready(void);
 /* Closes what netd holds of a spare: once the sandbox's processes are

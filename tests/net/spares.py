@@ -9,6 +9,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -95,6 +96,71 @@ try:
     w.abox("kill", sid)
     check("kill: its veth is gone, the spares stay", until(lambda: mine not in links("abx")) and
           len(links("abp")) == 4, links(""))
+
+    # the library's take, by hand on connections of our own held open:
+    # netd takes and records the slot, and remakes the pool between
+    # creates, not under them, unless it runs below half
+    def take(req):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.connect("\0" + w.netd_name())
+        c.send(json.dumps(req).encode())
+        return c, json.loads(c.recv(65536))  # the spare's fd, not taken, is closed by the kernel
+
+    def slot_record(n):
+        try:
+            with open(os.path.join(w.state, "net", "slots", str(n))) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    OPEN = {"mode": "open", "allowOut": [], "denyOut": []}
+    fakes = [f"takenbyhand{i:09d}" for i in range(4)]
+    c1, a1 = take({"op": "take", "id": fakes[0], "policy": OPEN})
+    check("take: a slot, its resolver's address and a spare in one answer",
+          a1.get("ok") and a1.get("spare") is True and isinstance(a1.get("slot"), int) and
+          a1.get("gateway", "").startswith("10.231."), a1)
+    check("... the slot recorded for that id and policy",
+          until(lambda: slot_record(a1.get("slot")).get("id") == fakes[0]) and
+          slot_record(a1.get("slot")).get("policy", {}).get("mode") == "open", slot_record(a1.get("slot")))
+    time.sleep(0.5)
+    check("while that create is under way the pool is not remade (3 of 4)", status().get("spares") == 3, status())
+    c2, a2 = take({"op": "take", "id": fakes[1], "policy": OPEN})
+    c3, a3 = take({"op": "take", "id": fakes[2], "policy": OPEN})
+    check("below half (1 of 4) it is remade at once, up to half", until(lambda: status().get("spares") == 2), status())
+    time.sleep(0.5)
+    check("... and no further while creates are under way", status().get("spares") == 2, status())
+    for c in (c1, c2, c3):
+        c.close()
+    check("creates over: the pool is whole again", until(lambda: status().get("spares") == 4), status())
+    # a library that made its slot itself (older than netd's takes)
+    n = 16001
+    os.makedirs(os.path.join(w.state, "net", "slots"), exist_ok=True)
+    with open(os.path.join(w.state, "net", "slots", str(n)), "w") as f:
+        json.dump({"id": fakes[3], "policy": OPEN}, f)
+    c4, a4 = take({"op": "take", "id": fakes[3], "slot": n})
+    c4.close()
+    check("a take naming a slot made by its library is served: that slot, a spare",
+          a4.get("ok") and a4.get("slot") == n and a4.get("spare") is True, a4)
+    bad = take({"op": "take", "id": fakes[3], "policy": {"mode": "filtered", "allowOut": ["example.com"],
+                                                         "denyOut": []}})
+    bad[0].close()
+    check("a take whose policy E2B would refuse is refused, naming why",
+          not bad[1].get("ok") and "deny out" in bad[1].get("error", ""), bad[1])
+    for f, a in zip(fakes, (a1, a2, a3, a4)):
+        w.netd_request({"op": "remove", "id": f, "slot": a.get("slot", 0), "release": True})
+    left = w.wait_clean()
+    check("removes with release: nothing of them left, slots included", not any(left.values()), left)
+
+    # a policy too big for one message goes as a file
+    names = [f"name{i:04d}-" + "x" * 50 + ".test" for i in range(1000)] + ["allowed.test"]
+    args = [a for nm in names for a in ("--allow-out", nm)] + ["--deny-out", "0.0.0.0/0"]
+    r = w.abox("create", "--timeout", "300", *args)
+    sid = r.stdout.strip()
+    info = json.loads(w.abox("network", "--json", sid).stdout or "{}") if r.returncode == 0 else {}
+    check("a policy of 1001 names (≈ 64 KB) is taken whole", r.returncode == 0 and
+          len(info.get("allowOut", [])) == 1001, (r.stderr, str(info)[:300]))
+    check("... and in force", curl(sid))
+    w.abox("kill", sid)
 
     # more creates at once than there are spares: the rest make their own
     with concurrent.futures.ThreadPoolExecutor(10) as ex:

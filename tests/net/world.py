@@ -220,7 +220,8 @@ class World:
         ct += sh("conntrack", "-L", "-d", "10.231.0.0/16", check=False).stdout
         out["flows"] = sorted({ln for ln in ct.splitlines() if ln.strip()})
         sd = os.path.join(self.state, "net", "slots")
-        out["slots"] = sorted(os.listdir(sd)) if os.path.isdir(sd) else []
+        # slot files are numbers (netd keeps a few files made ahead beside them)
+        out["slots"] = sorted(n for n in os.listdir(sd) if n.isdigit()) if os.path.isdir(sd) else []
         return out
 
     def wait_clean(self, secs=10):

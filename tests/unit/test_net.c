@@ -6,10 +6,12 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dns.h"
 #include "net/config.h"
 #include "net/policy.h"
+#include "net/slots.h"
 #include "relay_parse.h"
 #include "sni.h"
 
@@ -156,6 +158,84 @@ Test(config, pool_and_slots)
 	cr_expect(strstr(e.msg, "uplnk"), "%s", e.msg);
 	unlink(p);
 	rmdir(dir);
+}
+
+static bool busy_7(uint32_t slot)
+{
+	return slot == 7;
+}
+
+/* The slots abox-netd takes for creators: picked (never one that has a
+ * file or that netd picked already), recorded whole where none was, or
+ * through a file made ahead; files made ahead are cleared, slots not. */
+Test(slots, pick_record_premade)
+{
+	char dir[] = "/tmp/abox-netslots.XXXXXX";
+	cr_assert(mkdtemp(dir));
+	struct net_config c = { 0 };
+	c.pool = ip("10.200.0.0");
+	c.pool_prefix = 29; /* two slots: 0 and 1 */
+	cr_assert_eq(net_config_slots(&c), 2);
+	abox_error e = ABOX_ERROR_INIT;
+	const char *pol = "{\"mode\":\"open\",\"allowOut\":[],\"denyOut\":[]}";
+	const char *a = "aaaaaaaaaaaaaaaaaaaa", *b = "bbbbbbbbbbbbbbbbbbbb";
+	uint32_t s0, s1;
+	cr_assert_eq(net_slot_pick(dir, &c, NULL, &s0, &e), 0, "%s", e.msg);
+	cr_assert_eq(net_slot_record(dir, s0, a, pol, &e), 0, "%s", e.msg);
+	cr_expect_eq(net_slot_record(dir, s0, b, pol, &e), -EEXIST,
+		     "a slot recorded already is not taken again");
+	cr_assert_eq(net_slot_pick(dir, &c, NULL, &s1, &e), 0, "%s", e.msg);
+	cr_expect_neq(s1, s0, "a recorded slot is never picked");
+	char id[ABOX_ID_LEN + 1];
+	char *got = NULL;
+	cr_assert_eq(net_slot_read(dir, s0, id, &got, &e), 0, "%s", e.msg);
+	cr_expect_str_eq(id, a);
+	cr_expect(strstr(got, "\"open\""), "%s", got);
+	free(got);
+	/* a file made ahead becomes the slot, whole; used up either way */
+	char pre[NET_SLOT_PREMADE_NAME], pre2[NET_SLOT_PREMADE_NAME];
+	cr_assert_eq(net_slot_premake(dir, pre, &e), 0, "%s", e.msg);
+	cr_assert_eq(net_slot_premake(dir, pre2, &e), 0, "%s", e.msg);
+	cr_expect_str_neq(pre, pre2);
+	cr_assert_eq(net_slot_record_premade(dir, pre, s1, b, pol, &e), 0, "%s", e.msg);
+	cr_assert_eq(net_slot_read(dir, s1, id, NULL, &e), 0, "%s", e.msg);
+	cr_expect_str_eq(id, b);
+	cr_expect_eq(net_slot_record_premade(dir, pre2, s0, b, pol, &e), -EEXIST, "never over a slot");
+	cr_assert_eq(net_slot_read(dir, s0, id, NULL, &e), 0, "%s", e.msg);
+	cr_expect_str_eq(id, a, "the slot there kept its holder");
+	char p[400];
+	snprintf(p, sizeof(p), "%s/net/slots/%s", dir, pre2);
+	cr_expect_eq(access(p, F_OK), -1, "the file made ahead went with the refusal");
+	cr_expect_eq(net_slot_pick(dir, &c, NULL, &s1, &e), -ENOSPC, "a full pool says so");
+	cr_expect(strstr(e.msg, "every address"), "%s", e.msg);
+	/* busy: netd's own picks not recorded yet */
+	net_slot_release(dir, s0, a);
+	net_slot_release(dir, s1, b);
+	c.pool_prefix = 28; /* four slots */
+	for (int i = 0; i < 50; i++) {
+		uint32_t s;
+		cr_assert_eq(net_slot_pick(dir, &c, busy_7, &s, &e), 0, "%s", e.msg);
+		cr_expect_neq(s, 7);
+	}
+	uint32_t *list = NULL;
+	size_t n = 9;
+	cr_assert_eq(net_slots_list(dir, &list, &n, &e), 0);
+	cr_expect_eq(n, 0, "released slots are gone");
+	free(list);
+	cr_assert_eq(net_slot_premake(dir, pre, &e), 0, "%s", e.msg);
+	cr_assert_eq(net_slot_record(dir, 2, a, pol, &e), 0, "%s", e.msg);
+	net_slot_premade_clear(dir);
+	snprintf(p, sizeof(p), "%s/net/slots/%s", dir, pre);
+	cr_expect_eq(access(p, F_OK), -1, "files made ahead are cleared");
+	cr_assert_eq(net_slots_list(dir, &list, &n, &e), 0);
+	cr_expect(n == 1 && list[0] == 2, "a slot is not");
+	free(list);
+	net_slot_release(dir, 2, a);
+	snprintf(p, sizeof(p), "%s/net/slots", dir);
+	cr_expect_eq(rmdir(p), 0);
+	snprintf(p, sizeof(p), "%s/net", dir);
+	cr_expect_eq(rmdir(p), 0);
+	cr_expect_eq(rmdir(dir), 0, "nothing else was left");
 }
 
 Test(dns, query_names_are_bounded_text)

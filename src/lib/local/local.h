@@ -57,7 +57,6 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 /* A sandbox's egress as create makes it (network.c). */
 struct net_policy;
 struct local_net {
-	struct net_config cfg;
 	char id[ABOX_ID_LEN + 1];
 	uint32_t slot;
 	bool have_slot, sent, attached;

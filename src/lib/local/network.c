@@ -34,25 +34,22 @@ int local_net_policy(const abox_net_opts *in, struct net_policy *out, abox_error
 	return r < 0 ? abox_error_prefix(err, "network") : 0;
 }
 
-static void resolv_conf(const struct net_config *cfg, uint32_t slot, char *buf, size_t n)
+static void resolv_conf(const char *gateway, char *buf, size_t n)
 {
-	uint32_t gw = net_slot_gateway(cfg, slot);
-	char a[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, &gw, a, sizeof(a));
 	/* every port-53 packet ends at abox's resolver whatever this says;
 	 * naming the gateway keeps tools that read it honest */
-	snprintf(buf, n, "nameserver %s\n", a);
+	snprintf(buf, n, "nameserver %s\n", gateway);
 }
 
 /* Relayed egress: the sandbox's processes are told where the relay is
  * (before the sandbox's own entries, which win), and its resolv.conf
  * names its loopback, where nothing answers, so a lookup fails at once
  * instead of waiting: names are resolved by the relay. */
-static int relay_env(struct local_net *ln, char ***env, abox_error *err)
+static int relay_env(struct local_net *ln, unsigned port, char ***env, abox_error *err)
 {
 	char http[64], socks[64];
-	snprintf(http, sizeof(http), "http://127.0.0.1:%u", ln->cfg.relay_port);
-	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", ln->cfg.relay_port);
+	snprintf(http, sizeof(http), "http://127.0.0.1:%u", port);
+	snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", port);
 	static const char *const keys[] = { "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
 					    "ALL_PROXY",  "all_proxy",  "NO_PROXY",    "no_proxy" };
 	size_t n = strv_length(*env), k = ELEMENTSOF(keys);
@@ -83,9 +80,6 @@ int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const stru
 	ln->netns_fd = -1;
 	if (p->mode == NET_MODE_NONE)
 		return 0;
-	int r = net_config_load(ctx->state_dir, &ln->cfg, err);
-	if (r < 0)
-		return abox_error_prefix(err, "network");
 	if (!(ln->policy_json = net_policy_json(p)))
 		return abox_error_set(err, ENOMEM, "network");
 	/* a cold resume keeps its address: the slot its record names */
@@ -94,20 +88,39 @@ int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const stru
 	if (resumed && state_read(ctx->state_dir, resumed, &st, NULL) == 0 && st.net_policy)
 		prefer = st.net_slot;
 	sb_state_free(&st);
-	if ((r = net_slot_take(ctx->state_dir, &ln->cfg, id, ln->policy_json, prefer, &ln->slot, err)) < 0)
-		return abox_error_prefix(err, "network");
-	ln->have_slot = true;
 	memcpy(ln->id, id, sizeof(ln->id));
 	/* connected now, so a netd that must be started starts before the
 	 * clone, not on the sandbox's critical path */
 	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
 		return abox_error_prefix(err, "network");
-	/* a namespace netd made ahead, with its veth: asked for now and
-	 * answered by local_net_answer, so netd's part runs while the
-	 * creator readies the rest */
-	if ((r = net_client_send(ln->conn, "take", id, ln->slot, -1, err)) < 0)
+	/* a slot of the pool, taken and recorded by netd (a crash from then
+	 * on leaves something gc finds), and a namespace it made ahead,
+	 * with its veth: asked for now and answered by local_net_answer,
+	 * so netd's part runs while the creator readies the rest */
+	int r = net_client_take(ln->conn, id, ln->policy_json, prefer, err);
+	if (r < 0)
 		return abox_error_prefix(err, "network");
 	ln->asked = true;
+	return 0;
+}
+
+/* netd's answer to the take: the slot (recorded: have_slot from here
+ * on) and the spare's namespace. */
+static int take_answer(struct local_net *ln, json_object **o, abox_error *err)
+{
+	ln->asked = false;
+	int r = net_client_wait_fd(ln->conn, o, &ln->netns_fd, err);
+	if (r < 0)
+		return r;
+	json_object *sv = js_get(*o, "slot", json_type_int);
+	if (!sv || json_object_get_int64(sv) < 0 || json_object_get_int64(sv) > UINT32_MAX)
+		return abox_error_setx(
+			err, EPROTO,
+			"abox-netd is older than this abox (it does not take slots): it leaves a minute "
+			"after its last sandbox, or stop it");
+	ln->slot = (uint32_t)json_object_get_int64(sv);
+	ln->have_slot = true;
+	ln->took = ln->netns_fd >= 0;
 	return 0;
 }
 
@@ -115,31 +128,28 @@ int local_net_answer(struct local_net *ln, char ***env, abox_error *err)
 {
 	if (!ln->asked)
 		return 0;
-	ln->asked = false;
-	/* the spare (none ready: the sandbox gets a new namespace), and how
-	 * netd gives egress here (a veth, or without CAP_NET_ADMIN the
-	 * relay): its answer, not our own capabilities, since another
-	 * process may have started it. A netd that does not know take
-	 * (older) is asked for its status instead. */
+	/* the slot and the spare (none ready: the sandbox gets a new
+	 * namespace), and how netd gives egress here (a veth, or without
+	 * CAP_NET_ADMIN the relay): its answer, not our own capabilities,
+	 * since another process may have started it */
 	json_object *o = NULL;
-	abox_error te = ABOX_ERROR_INIT;
-	int r = net_client_wait_fd(ln->conn, &o, &ln->netns_fd, &te);
-	if (r == -EINVAL) {
-		if ((r = net_client_send(ln->conn, "status", ln->id, ln->slot, -1, err)) >= 0)
-			r = net_client_wait(ln->conn, &o, err);
-	} else if (r < 0 && err) {
-		*err = te;
-	}
-	if (r < 0)
+	int r = take_answer(ln, &o, err);
+	if (r < 0) {
+		json_object_put(o);
 		return abox_error_prefix(err, "network");
-	ln->took = ln->netns_fd >= 0;
+	}
 	const char *dp = js_str(o, "datapath");
+	const char *gw = js_str(o, "gateway");
+	unsigned port = (unsigned)js_int(o, "relayPort", 0);
 	ln->relay = dp && !strcmp(dp, "relay");
-	json_object_put(o);
 	if (ln->relay)
-		return relay_env(ln, env, err);
-	resolv_conf(&ln->cfg, ln->slot, ln->resolv, sizeof(ln->resolv));
-	return 0;
+		r = relay_env(ln, port, env, err);
+	else if (!gw || strlen(gw) >= sizeof(ln->resolv) - 16)
+		r = abox_error_setx(err, EPROTO, "network: abox-netd named no resolver address");
+	else
+		resolv_conf(gw, ln->resolv, sizeof(ln->resolv));
+	json_object_put(o);
+	return r;
 }
 
 int local_net_begin(void *ud, int netns_fd, abox_error *err)
@@ -167,23 +177,15 @@ int local_net_finish(struct local_net *ln, abox_error *err)
 	return 0;
 }
 
-/* A sandbox's elements and flows gone, then its slot. netd is asked and
- * not waited for: it removes what it applied (it keeps that, the slot
- * file is not needed) while the caller goes on, so a kill costs no round
- * trip; what it cannot remove it logs, and its reconcile at the next
- * start removes anything of a sandbox no slot names. The request is
- * sent before the slot goes, so a crash in between leaves a slot gc
- * finds. */
+/* A sandbox's elements and flows gone, then its slot: netd is asked and
+ * not waited for. It removes what it applied (it keeps that) and then
+ * frees the slot, while the caller goes on, so a kill costs no round
+ * trip; what it cannot remove it logs and the slot stays, for gc to ask
+ * again (a crash before the request is sent leaves the slot too). */
 static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *err)
 {
-	int conn = net_client_connect(ctx->state_dir, ctx->netd_path, err);
-	int r = conn < 0 ? conn : net_client_send(conn, "remove", id, slot, -1, err);
-	if (conn >= 0)
-		close(conn);
-	if (r < 0)
-		return abox_error_prefix(err, "network");
-	net_slot_release(ctx->state_dir, slot, id);
-	return 0;
+	int r = net_client_remove(ctx->state_dir, ctx->netd_path, id, slot, err);
+	return r < 0 ? abox_error_prefix(err, "network") : 0;
 }
 
 void local_net_undo(abox_ctx *ctx, struct local_net *ln)
@@ -195,13 +197,8 @@ void local_net_undo(abox_ctx *ctx, struct local_net *ln)
 		 * creator is still there, and a remove that overtook that
 		 * finish would leave its elements in the table for good. */
 		if (ln->asked) {
-			ln->asked = false;
 			json_object *o = NULL;
-			int fd = -1;
-			if (net_client_wait_fd(ln->conn, &o, &fd, NULL) >= 0 && fd >= 0) {
-				ln->took = true;
-				close(fd);
-			}
+			(void)take_answer(ln, &o, NULL);
 			json_object_put(o);
 		}
 		/* an attach sent and not waited for, or a spare netd is

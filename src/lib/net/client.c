@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +19,8 @@
 #include "net/config.h"
 
 #define ANSWER_MAX 65536
+/* the largest policy sent inside a take (netd reads 64 KiB a message) */
+#define TAKE_INLINE_MAX 60000
 /* attach makes a veth and table elements: well under a second, even on
  * a loaded host; a netd that takes longer is stuck */
 #define ANSWER_TIMEOUT_MS 15000
@@ -142,6 +145,48 @@ int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int
 	ssize_t r = fd_send(conn, msg, (size_t)n, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, 0);
 	if (r < 0)
 		return abox_error_set(err, (int)-r, "net: ask abox-netd to %s", op);
+	return 0;
+}
+
+int net_client_take(int conn, const char *id, const char *policy_json, int64_t prefer, abox_error *err)
+{
+	char pf[40] = "";
+	if (prefer >= 0)
+		snprintf(pf, sizeof(pf), ",\"prefer\":%lld", (long long)prefer);
+	size_t pl = strlen(policy_json);
+	/* beyond what netd reads in one message: the policy in a file */
+	bool inline_pol = pl <= TAKE_INLINE_MAX;
+	_cleanup_close_ int mfd = -1;
+	if (!inline_pol) {
+		if ((mfd = memfd_create("abox-net-policy", MFD_CLOEXEC)) < 0)
+			return abox_error_set(err, errno, "net: a file for the policy");
+		int w = write_full(mfd, policy_json, pl);
+		if (w < 0)
+			return abox_error_set(err, -w, "net: write the policy");
+	}
+	_cleanup_free_ char *msg = NULL;
+	int n = asprintf(&msg, "{\"op\":\"take\",\"id\":\"%s\"%s%s%s}", id, pf,
+			 inline_pol ? ",\"policy\":" : "", inline_pol ? policy_json : "");
+	if (n < 0)
+		return abox_error_set(err, ENOMEM, "net: ask abox-netd to take");
+	ssize_t r = fd_send(conn, msg, (size_t)n, mfd >= 0 ? &mfd : NULL, mfd >= 0 ? 1 : 0, 0);
+	if (r < 0)
+		return abox_error_set(err, (int)-r, "net: ask abox-netd to take");
+	return 0;
+}
+
+int net_client_remove(const char *state_dir, const char *netd_path, const char *id, uint32_t slot,
+		      abox_error *err)
+{
+	_cleanup_close_ int conn = net_client_connect(state_dir, netd_path, err);
+	if (conn < 0)
+		return conn;
+	char msg[160];
+	int n = snprintf(msg, sizeof(msg), "{\"op\":\"remove\",\"id\":\"%s\",\"slot\":%u,\"release\":true}",
+			 id, slot);
+	ssize_t r = fd_send(conn, msg, (size_t)n, NULL, 0, 0);
+	if (r < 0)
+		return abox_error_set(err, (int)-r, "net: ask abox-netd to remove");
 	return 0;
 }
 

@@ -19,6 +19,14 @@ struct json_object;
 int net_client_connect(const char *state_dir, const char *netd_path, abox_error *err);
 /* Sends a request for sandbox id in slot (fd: sent along, -1 none). */
 int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int fd, abox_error *err);
+/* Asks for a slot of the pool and a spare namespace for sandbox id with
+ * its policy (JSON; prefer: the slot a cold resume held, -1 none).
+ * netd records the slot and answers it (see src/netd/control.c). */
+int net_client_take(int conn, const char *id, const char *policy_json, int64_t prefer, abox_error *err);
+/* Asks netd to remove sandbox id's elements and flows and then free its
+ * slot, without waiting: 0 once the request is sent. */
+int net_client_remove(const char *state_dir, const char *netd_path, const char *id, uint32_t slot,
+		      abox_error *err);
 /* Waits for the answer: 0, or the -errno and message netd gave. *out
  * (when not NULL) gets the answer object (json_object_put it). */
 int net_client_wait(int conn, struct json_object **out, abox_error *err);

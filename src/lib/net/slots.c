@@ -3,13 +3,20 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/json.h"
 #include "net/slots.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 void net_host_ifname(const char *id, char name[IFNAMSIZ])
 {
@@ -117,6 +124,123 @@ static int take_file(const char *path, const char *text)
 	return r;
 }
 
+/* Where a search of the pool starts: a random place, so a slot freed a
+ * moment ago (whose veth the kernel may still be taking down) is not the
+ * next one given, and concurrent creators rarely meet. */
+static uint32_t random_start(uint32_t n)
+{
+	uint32_t start = 0;
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != (ssize_t)sizeof(start))
+		start = (uint32_t)getpid() * 2654435761u;
+	return start % n;
+}
+
+int net_slot_pick(const char *state_dir, const struct net_config *c, bool (*busy)(uint32_t slot),
+		  uint32_t *slot, abox_error *err)
+{
+	char dir[4096], p[4300];
+	slots_dir(state_dir, dir, sizeof(dir), false, NULL);
+	uint32_t n = net_config_slots(c), start = random_start(n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = (start + i) % n;
+		if (busy && busy(s))
+			continue;
+		snprintf(p, sizeof(p), "%s/%u", dir, s);
+		if (faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+			*slot = s;
+			return 0;
+		}
+	}
+	return abox_error_setx(err, ENOSPC,
+			       "net: every address of the pool is taken (%u sandboxes with networking)", n);
+}
+
+int net_slot_record(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
+		    abox_error *err)
+{
+	char dir[4096], p[4300];
+	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);
+	_cleanup_free_ char *text = slot_text(id, policy_json);
+	if (!text)
+		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
+	snprintf(p, sizeof(p), "%s/%u", dir, slot);
+	r = take_file(p, text);
+	if (r == -ENOENT) {
+		if ((r = slots_dir(state_dir, dir, sizeof(dir), true, err)) < 0)
+			return r;
+		r = take_file(p, text);
+	}
+	if (r == -EEXIST)
+		return abox_error_setx(err, EEXIST, "net: slot %u was taken meanwhile by another creator",
+				       slot);
+	return r < 0 ? abox_error_set(err, -r, "net: take slot %u", slot) : 0;
+}
+
+int net_slot_premake(const char *state_dir, char name[NET_SLOT_PREMADE_NAME], abox_error *err)
+{
+	char dir[4096], p[4300];
+	int r = slots_dir(state_dir, dir, sizeof(dir), true, err);
+	if (r < 0)
+		return r;
+	uint8_t rnd[8];
+	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		return abox_error_set(err, errno, "net: getrandom");
+	snprintf(name, NET_SLOT_PREMADE_NAME, "%s%02x%02x%02x%02x%02x%02x%02x%02x", NET_SLOT_PREMADE_PREFIX,
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return abox_error_set(err, errno, "net: create '%s'", p);
+	close(fd);
+	return 0;
+}
+
+int net_slot_record_premade(const char *state_dir, const char *premade, uint32_t slot, const char *id,
+			    const char *policy_json, abox_error *err)
+{
+	char dir[4096], from[4300], to[4300];
+	slots_dir(state_dir, dir, sizeof(dir), false, NULL);
+	_cleanup_free_ char *text = slot_text(id, policy_json);
+	if (!text)
+		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
+	snprintf(from, sizeof(from), "%s/%s", dir, premade);
+	snprintf(to, sizeof(to), "%s/%u", dir, slot);
+	int fd = open(from, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return abox_error_set(err, errno, "net: open '%s'", from);
+	int r = write_full(fd, text, strlen(text));
+	close(fd);
+	if (r < 0) {
+		unlink(from);
+		return abox_error_set(err, -r, "net: write '%s'", from);
+	}
+	/* whole, in one step, where no slot file was: as O_EXCL, without
+	 * a reader ever meeting it empty */
+	if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0) {
+		r = errno;
+		unlink(from);
+		return r == EEXIST
+			       ? abox_error_setx(err, EEXIST,
+						 "net: slot %u was taken meanwhile by another creator", slot)
+			       : abox_error_set(err, r, "net: record slot %u", slot);
+	}
+	return 0;
+}
+
+void net_slot_premade_clear(const char *state_dir)
+{
+	char dir[4096];
+	slots_dir(state_dir, dir, sizeof(dir), false, NULL);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, NET_SLOT_PREMADE_PREFIX, strlen(NET_SLOT_PREMADE_PREFIX)))
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
 		  int64_t prefer, uint32_t *slot, abox_error *err)
 {
@@ -137,13 +261,7 @@ int net_slot_take(const char *state_dir, const struct net_config *c, const char 
 			       ? r
 			       : (*slot = (uint32_t)prefer, 0);
 	}
-	/* from a random place: a slot freed a moment ago (whose veth the
-	 * kernel may still be taking down) is not the next one given, and
-	 * concurrent creators rarely meet */
-	uint32_t start = 0;
-	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != (ssize_t)sizeof(start))
-		start = (uint32_t)getpid() * 2654435761u;
-	start %= n;
+	uint32_t start = random_start(n);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = (start + i) % n;
 		snprintf(p, sizeof(p), "%s/%u", dir, s);

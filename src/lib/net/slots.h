@@ -13,6 +13,7 @@
 #ifndef ABOX_NET_SLOTS_H
 #define ABOX_NET_SLOTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/base.h"
@@ -23,6 +24,29 @@
  * taken again, its policy refreshed, when id still holds it. */
 int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
 		  int64_t prefer, uint32_t *slot, abox_error *err);
+/* A slot that is free now (no file, and not busy(slot): netd's own
+ * picks not recorded yet), for net_slot_record; -ENOSPC when none. */
+int net_slot_pick(const char *state_dir, const struct net_config *c, bool (*busy)(uint32_t slot),
+		  uint32_t *slot, abox_error *err);
+/* Records a picked slot as id's (O_EXCL): -EEXIST when someone took it
+ * meanwhile. */
+int net_slot_record(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
+		    abox_error *err);
+/* Files made ahead for net_slot_record_premade, beside the slots: a new
+ * file is what a record costs most where the filesystem makes inodes
+ * slowly (ext4 without a journal scans past every inode freed in the
+ * last seconds: up to a millisecond here with sandboxes coming and
+ * going). Only abox-netd makes them, and removes any left at its start. */
+#define NET_SLOT_PREMADE_PREFIX ".pre-"
+#define NET_SLOT_PREMADE_NAME 32
+int net_slot_premake(const char *state_dir, char name[NET_SLOT_PREMADE_NAME], abox_error *err);
+/* net_slot_record with a file made ahead (premade, used up either way):
+ * the record written into it, then renamed to the slot's name unless
+ * that exists (-EEXIST). */
+int net_slot_record_premade(const char *state_dir, const char *premade, uint32_t slot, const char *id,
+			    const char *policy_json, abox_error *err);
+/* Every file made ahead, removed. */
+void net_slot_premade_clear(const char *state_dir);
 /* Replaces the policy of id's slot (atomic: readers see old or new). */
 int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,
 		    abox_error *err);
