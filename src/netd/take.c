@@ -94,11 +94,15 @@ int take_slot(json_object *req, int fd, struct take *t, abox_error *err)
 		return -EINVAL;
 	memcpy(t->id, id, sizeof(t->id));
 	json_object *pv = js_get(req, "prefer", json_type_int);
-	if (pv) {
-		/* a cold resume: its slot again if it still holds it,
-		 * recorded now (rare: not worth a second way) */
-		int r = net_slot_take(netd.state_dir, &netd.cfg, id, t->policy, json_object_get_int64(pv),
-				      &t->slot, err);
+	int64_t prefer = pv ? json_object_get_int64(pv) : -1;
+	char holder[ABOX_ID_LEN + 1];
+	if (prefer >= 0 && prefer < net_config_slots(&netd.cfg) &&
+	    net_slot_read(netd.state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 && !strcmp(holder, id)) {
+		/* a cold resume whose slot is still its own: the same
+		 * address again, its policy refreshed now (rare: not worth
+		 * a second way); one that lost it is picked a new one */
+		t->slot = (uint32_t)prefer;
+		int r = net_slot_update(netd.state_dir, t->slot, id, t->policy, err);
 		free(t->policy);
 		t->policy = NULL;
 		return r;

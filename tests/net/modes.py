@@ -149,12 +149,15 @@ try:
     r = w.abox("pause", "--to-disk", sid)
     check("pause --to-disk of a sandbox with networking: refused, saying why (no memory checkpoint of it yet)",
           r.returncode != 0 and "networking" in r.stderr, r.stderr)
+    addr = json.loads(w.abox("network", "--json", sid).stdout or "{}").get("address")
     r = w.abox("pause", "--no-memory", sid)
     check("pause without memory", r.returncode == 0, r.stderr)
     r = w.abox("resume", sid)
     check("... and its resume (a fresh init, a fresh interface) keeps the policy",
           r.returncode == 0 and ok(sid) and "rc=7" in w.abox("exec", sid, "--", "sh", "-c",
                                                              "curl -sS -m 3 http://203.0.113.11/; echo rc=$?").stdout)
+    again = json.loads(w.abox("network", "--json", sid).stdout or "{}").get("address")
+    check("... and its address", addr and again == addr, (addr, again))
     r = w.abox("fork", "--count", "2", sid)
     forks = r.stdout.split()
     check("fork: each copy its own address, the same policy", r.returncode == 0 and len(forks) == 2 and all(
