@@ -207,7 +207,7 @@ static json_object *do_take(json_object *req, int fd, struct conn *cn)
 	abox_error e = ABOX_ERROR_INIT;
 	bool named_slot =
 		js_get(req, "slot", json_type_int) && !js_get(req, "policy", json_type_object) && fd < 0;
-	if (cn->pending || cn->finished) {
+	if (cn->creating) {
 		abox_error_setx(&e, EBUSY, "take: this connection took already");
 		return answer_err(&e);
 	}
@@ -219,8 +219,7 @@ static json_object *do_take(json_object *req, int fd, struct conn *cn)
 		memcpy(cn->id, cn->tk.id, sizeof(cn->id));
 		cn->slot = cn->tk.slot;
 	}
-	if (!cn->creating)
-		spares_create_begin();
+	spares_create_begin();
 	cn->creating = true;
 	bool got = !netd.relay && spares_take(&cn->sp);
 	json_object *o = answer_ok();

@@ -24,6 +24,10 @@ import tempfile
 import threading
 import time
 
+# the daemon tests' way to find a free loopback port, shared
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from harness import free_port  # noqa: E402,F401
+
 MARK = "ABOX_NET_WORLD"
 
 
@@ -49,15 +53,6 @@ def enter():
     names = [ln.split(":")[1].strip().split("@")[0] for ln in links]
     if names != ["lo"]:
         sys.exit(f"world: this namespace is not a fresh one (links: {names}); refusing to run")
-
-
-def free_port():
-    """A TCP port of loopback nobody listens on now."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def sh(*cmd, ns=None, check=True):

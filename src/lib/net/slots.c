@@ -46,6 +46,23 @@ static char *slot_text(const char *id, const char *policy_json)
 	return t;
 }
 
+/* The record written whole into path opened with flags (no fsync: a
+ * slot means something only while the host runs (its veth, the table
+ * and the sandbox are gone after a reboot, and gc then frees the slot);
+ * what a crash of abox leaves, the O_EXCL or rename made whole); the
+ * file removed when the write fails. -errno. */
+static int write_record(const char *path, int flags, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | flags, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = write_full(fd, text, strlen(text));
+	close(fd);
+	if (r < 0)
+		unlink(path);
+	return r;
+}
+
 /* A complete temporary file beside the slots, its name in tmp. */
 static int temp_file(const char *dir, const char *id, const char *policy_json, char *tmp, size_t n,
 		     abox_error *err)
@@ -54,20 +71,8 @@ static int temp_file(const char *dir, const char *id, const char *policy_json, c
 	if (!text)
 		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
 	snprintf(tmp, n, "%s/.tmp-%s-%d", dir, id, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return abox_error_set(err, errno, "net: create '%s'", tmp);
-	/* no fsync: a slot means something only while the host runs (its
-	 * veth, the table and the sandbox are gone after a reboot, and gc
-	 * then frees the slot); what a crash of abox leaves, the rename or
-	 * link made whole */
-	int r = write_full(fd, text, strlen(text));
-	close(fd);
-	if (r < 0) {
-		unlink(tmp);
-		return abox_error_set(err, -r, "net: write '%s'", tmp);
-	}
-	return 0;
+	int r = write_record(tmp, O_CREAT | O_TRUNC, text);
+	return r < 0 ? abox_error_set(err, -r, "net: write '%s'", tmp) : 0;
 }
 
 int64_t net_slot_age_s(const char *state_dir, uint32_t slot)
@@ -108,22 +113,6 @@ int net_slot_read(const char *state_dir, uint32_t slot, char id[ABOX_ID_LEN + 1]
 	return r;
 }
 
-/* A slot file made whole in one step where none was: O_EXCL, then the
- * record (a reader that comes in between finds it unreadable and treats
- * the slot as taken by nobody it can serve yet: only the creator uses it
- * before the write is done). -EEXIST when taken. */
-static int take_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	int r = write_full(fd, text, strlen(text));
-	close(fd);
-	if (r < 0)
-		unlink(path);
-	return r;
-}
-
 /* Where a search of the pool starts: a random place, so a slot freed a
  * moment ago (whose veth the kernel may still be taking down) is not the
  * next one given, and concurrent creators rarely meet. */
@@ -159,16 +148,20 @@ int net_slot_record(const char *state_dir, uint32_t slot, const char *id, const 
 		    abox_error *err)
 {
 	char dir[4096], p[4300];
-	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);
+	slots_dir(state_dir, dir, sizeof(dir), false, NULL);
 	_cleanup_free_ char *text = slot_text(id, policy_json);
 	if (!text)
 		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
 	snprintf(p, sizeof(p), "%s/%u", dir, slot);
-	r = take_file(p, text);
+	/* O_EXCL, then the record: a reader that comes in between finds it
+	 * unreadable and treats the slot as taken by nobody it can serve
+	 * yet (only netd uses it before the write is done); the folders
+	 * exist but for the first sandbox */
+	int r = write_record(p, O_CREAT | O_EXCL, text);
 	if (r == -ENOENT) {
 		if ((r = slots_dir(state_dir, dir, sizeof(dir), true, err)) < 0)
 			return r;
-		r = take_file(p, text);
+		r = write_record(p, O_CREAT | O_EXCL, text);
 	}
 	if (r == -EEXIST)
 		return abox_error_setx(err, EEXIST, "net: slot %u was taken meanwhile by another creator",
@@ -205,13 +198,9 @@ int net_slot_record_premade(const char *state_dir, const char *premade, uint32_t
 		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
 	snprintf(from, sizeof(from), "%s/%s", dir, premade);
 	snprintf(to, sizeof(to), "%s/%u", dir, slot);
-	int fd = open(from, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return abox_error_set(err, errno, "net: open '%s'", from);
-	int r = write_full(fd, text, strlen(text));
-	close(fd);
+	int r = write_record(from, O_TRUNC, text);
 	if (r < 0) {
-		unlink(from);
+		unlink(from); /* used up either way */
 		return abox_error_set(err, -r, "net: write '%s'", from);
 	}
 	/* whole, in one step, where no slot file was: as O_EXCL, without
@@ -239,47 +228,6 @@ void net_slot_premade_clear(const char *state_dir)
 		if (!strncmp(de->d_name, NET_SLOT_PREMADE_PREFIX, strlen(NET_SLOT_PREMADE_PREFIX)))
 			(void)unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
-}
-
-int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
-		  int64_t prefer, uint32_t *slot, abox_error *err)
-{
-	char dir[4096], p[4300];
-	/* the folders exist but for the first sandbox: made when a take
-	 * finds them missing */
-	int r = slots_dir(state_dir, dir, sizeof(dir), false, err);
-	_cleanup_free_ char *text = slot_text(id, policy_json);
-	if (!text)
-		return abox_error_setx(err, EINVAL, "net: the policy to record is not JSON");
-	uint32_t n = net_config_slots(c);
-	char holder[ABOX_ID_LEN + 1];
-	if (prefer >= 0 && prefer < n &&
-	    net_slot_read(state_dir, (uint32_t)prefer, holder, NULL, NULL) == 0 && !strcmp(holder, id)) {
-		/* still ours (a cold resume): the same address again, its
-		 * policy refreshed */
-		return (r = net_slot_update(state_dir, (uint32_t)prefer, id, policy_json, err)) < 0
-			       ? r
-			       : (*slot = (uint32_t)prefer, 0);
-	}
-	uint32_t start = random_start(n);
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = (start + i) % n;
-		snprintf(p, sizeof(p), "%s/%u", dir, s);
-		r = take_file(p, text);
-		if (r == -ENOENT) {
-			if ((r = slots_dir(state_dir, dir, sizeof(dir), true, err)) < 0)
-				return r;
-			r = take_file(p, text);
-		}
-		if (r == 0) {
-			*slot = s;
-			return 0;
-		}
-		if (r != -EEXIST)
-			return abox_error_set(err, -r, "net: take slot %u", s);
-	}
-	return abox_error_setx(err, ENOSPC,
-			       "net: every address of the pool is taken (%u sandboxes with networking)", n);
 }
 
 int net_slot_update(const char *state_dir, uint32_t slot, const char *id, const char *policy_json,

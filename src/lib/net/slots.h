@@ -1,15 +1,15 @@
 /* net/slots — which sandbox holds which /30 of the pool, on disk so that
  * it survives crashes: <state>/net/slots/<n> holds the sandbox's id and
  * its egress policy ({"id":"…","policy":{…}}), written without fsync (a
- * slot means something only while the host runs). A slot is taken by
- * making its file with O_EXCL (no two creators get one slot; a reader
- * that meets it before its record is written treats it as nobody's it
- * can serve yet), changed by rename (readers see old or new), freed by
- * unlink. abox-netd reads the same files to know whose packet it is
- * answering. The search starts at a random slot, so a slot freed a
- * moment ago (whose old veth the kernel may still be tearing down) is
- * rarely the next one given.
- * Runs in the creator, gc and abox-netd. */
+ * slot means something only while the host runs). abox-netd takes a
+ * slot for each creator: picked, then its file made whole where none
+ * was (O_EXCL, or a file made ahead renamed without replacing: no two
+ * creators get one slot); a policy change replaces it by rename
+ * (readers see old or new); netd frees it by unlink. netd reads the
+ * same files to know whose packet it is answering. The search starts
+ * at a random slot, so a slot freed a moment ago (whose old veth the
+ * kernel may still be tearing down) is rarely the next one given.
+ * Runs in abox-netd, and in the library for policy changes and gc. */
 #ifndef ABOX_NET_SLOTS_H
 #define ABOX_NET_SLOTS_H
 
@@ -19,11 +19,6 @@
 #include "base/base.h"
 #include "net/config.h"
 
-/* Takes a free slot for id with its policy (JSON). -ENOSPC when the pool
- * is full. prefer (-1: none) is the slot id held before (a cold resume):
- * taken again, its policy refreshed, when id still holds it. */
-int net_slot_take(const char *state_dir, const struct net_config *c, const char *id, const char *policy_json,
-		  int64_t prefer, uint32_t *slot, abox_error *err);
 /* A slot that is free now (no file, and not busy(slot): netd's own
  * picks not recorded yet), for net_slot_record; -ENOSPC when none. */
 int net_slot_pick(const char *state_dir, const struct net_config *c, bool (*busy)(uint32_t slot),
