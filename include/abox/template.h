@@ -30,6 +30,7 @@ ABOX_EXPORT int abox_template_import(abox_ctx *ctx, const char *name, const char
 
 #define ABOX_TEMPLATE_KEEP_SETUID  (1u << 0) /* keep setuid/setgid bits (sandbox roots are nosuid anyway) */
 #define ABOX_TEMPLATE_KEEP_DEVICES (1u << 1) /* keep device nodes (sandbox roots are nodev anyway) */
+#define ABOX_TEMPLATE_REBUILD (1u << 2) /* build: even when the same recipe built the current version */
 
 typedef struct abox_template_progress {
 	uint64_t entries;     /* written so far */
@@ -42,7 +43,7 @@ typedef struct abox_template_progress {
 #define ABOX_TEMPLATE_OPTS_VERSION 1
 typedef struct abox_template_opts {
 	uint32_t version;
-	uint32_t flags;                 /* ABOX_TEMPLATE_KEEP_* */
+	uint32_t flags; /* ABOX_TEMPLATE_KEEP_*, ABOX_TEMPLATE_REBUILD */
 	uint64_t max_bytes;             /* file data limit; 0: 64 GiB */
 	uint64_t max_entries;           /* entry limit; 0: 4 million */
 	/* What sandboxes made from it start with (over what an image's
@@ -66,7 +67,9 @@ ABOX_EXPORT int abox_template_import_ex(abox_ctx *ctx, const char *name, const c
  * docs/cli.md): debootstrap of a Debian suite from the machine's mirror
  * (or the recipe's), in a mount namespace of its own, then imported like
  * a folder. opts override the recipe's metadata; its progress callback
- * gets every line debootstrap prints (message). Takes minutes. */
+ * gets every line debootstrap and apt print (message). Takes minutes; a
+ * template the same recipe, mirror and options built is kept as it is
+ * (0, and the progress callback says so) unless ABOX_TEMPLATE_REBUILD. */
 ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe,
 				    const abox_template_opts *opts, abox_error *err);
 

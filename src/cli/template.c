@@ -24,8 +24,10 @@ static const char usage_text[] =
 	"template refuse the import; device nodes, setuid/setgid bits and file\n"
 	"capabilities are left out. Importing an existing name makes a new\n"
 	"version of it; sandboxes on the old one keep it until they end.\n"
-	"`build` runs debootstrap as a RECIPE says (see rootfs/) from this\n"
-	"machine's Debian mirror, showing its output, and imports the result.\n\n"
+	"`build` runs debootstrap (and apt-get for the recipe's `packages`) as a\n"
+	"RECIPE says (see rootfs/) from this machine's Debian mirror, showing\n"
+	"their output, and imports the result; a template the same recipe,\n"
+	"mirror and options built is kept (--rebuild builds it again).\n\n"
 	"import/build options (what sandboxes made from it start with; an\n"
 	"image's config or the recipe gives the defaults):\n"
 	"  -u, --user USER        default user of commands: user or root\n"
@@ -38,7 +40,8 @@ static const char usage_text[] =
 	"      --max-size SIZE    refuse sources with more file data (64G)\n"
 	"      --max-entries N    refuse sources with more entries (4000000)\n"
 	"      --keep-setuid      keep setuid/setgid bits\n"
-	"      --keep-devices     keep device nodes\n";
+	"      --keep-devices     keep device nodes\n"
+	"      --rebuild          build: even when the same recipe built the template\n";
 
 static void show_progress(const abox_template_progress *p, void *ud)
 {
@@ -62,12 +65,19 @@ static void show_progress(const abox_template_progress *p, void *ud)
 static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 {
 	static const struct option opts[] = {
-		{ "user", required_argument, NULL, 'u' },     { "workdir", required_argument, NULL, 'w' },
-		{ "env", required_argument, NULL, 'e' },      { "start", required_argument, NULL, 'S' },
-		{ "ready-cmd", required_argument, NULL, 'C' }, { "ready-port", required_argument, NULL, 'P' },
-		{ "ready-timeout", required_argument, NULL, 'T' }, { "max-size", required_argument, NULL, 'B' },
-		{ "max-entries", required_argument, NULL, 'N' }, { "keep-setuid", no_argument, NULL, 's' },
-		{ "keep-devices", no_argument, NULL, 'd' },   { "help", no_argument, NULL, 'h' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "start", required_argument, NULL, 'S' },
+		{ "ready-cmd", required_argument, NULL, 'C' },
+		{ "ready-port", required_argument, NULL, 'P' },
+		{ "ready-timeout", required_argument, NULL, 'T' },
+		{ "max-size", required_argument, NULL, 'B' },
+		{ "max-entries", required_argument, NULL, 'N' },
+		{ "keep-setuid", no_argument, NULL, 's' },
+		{ "keep-devices", no_argument, NULL, 'd' },
+		{ "rebuild", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
@@ -107,6 +117,13 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 			break;
 		case 's': o.flags |= ABOX_TEMPLATE_KEEP_SETUID; break;
 		case 'd': o.flags |= ABOX_TEMPLATE_KEEP_DEVICES; break;
+		case 'R':
+			if (!build) {
+				cli_err("template import: --rebuild is an option of 'template build'");
+				rc = EXIT_ABOX;
+			}
+			o.flags |= ABOX_TEMPLATE_REBUILD;
+			break;
 		case 'h': fputs(usage_text, stdout); free(env); return 0;
 		default: rc = EXIT_ABOX;
 		}

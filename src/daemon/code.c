@@ -1,13 +1,12 @@
 /* code.c — the code plane (port 49999), as @e2b/code-interpreter uses it:
  * POST /execute streams NDJSON, /contexts creates, lists, deletes and
  * restarts contexts. No Jupyter: a context is a long-lived runner process
- * inside the sandbox (runners/python_runner.py for python and bash,
- * runners/node_runner.js for javascript), started like any command and
- * found again by its tag "abox-ctx:<id>:<language>:<cwd>", so aboxd keeps
+ * inside the sandbox (code_ctx.c), found again by its tag, so aboxd keeps
  * no state and a restarted aboxd finds every context. A cell is one JSON
  * line to the runner's stdin; its output lines carry the cell's id, which
  * is how this stream picks its own out of the runner's output. A client
- * that goes away mid-cell interrupts it (SIGINT to the runner). Every
+ * that goes away mid-cell (a client's timeout) interrupts it at once
+ * (SIGINT to the runner), so the next cell does not wait behind it. Every
  * route wants the sandbox's access token or its traffic token (auth.c):
  * /execute runs code as the sandbox's user. */
 #include <poll.h>
@@ -22,145 +21,24 @@
 #include "lifecycle.h"
 #include "planes.h"
 #include "stream.h"
+#include "code_ctx.h"
 
-#define CTX_TAG "abox-ctx:"
 #define KEEPALIVE_MS 5000
-
-static const char *runner_file(const char *language)
-{
-	return strcmp(language, "javascript") == 0 ? "node_runner.js" : "python_runner.py";
-}
-
-/* The runner's source: $ABOX_RUNNERS, the installed copy, the source tree. */
-static char *runner_source(const char *language)
-{
-	const char *dirs[] = { getenv("ABOX_RUNNERS"), ABOX_DATADIR "/runners", ABOX_SOURCE_DIR "/runners" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		char p[4096];
-		snprintf(p, sizeof(p), "%s/%s", dirs[i], runner_file(language));
-		FILE *f = fopen(p, "re");
-		if (!f)
-			continue;
-		char *buf = malloc(256 << 10);
-		size_t n = buf ? fread(buf, 1, (256 << 10) - 1, f) : 0;
-		fclose(f);
-		if (buf)
-			buf[n] = '\0';
-		return buf;
-	}
-	return NULL;
-}
-
-static bool language_ok(const char *l)
-{
-	return !strcmp(l, "python") || !strcmp(l, "javascript") || !strcmp(l, "bash");
-}
-
-struct ctx_info {
-	int pid;
-	char id[40], language[16], cwd[96];
-};
-
-/* Parses "abox-ctx:<id>:<language>:<cwd>". */
-static bool parse_tag(const char *tag, struct ctx_info *c)
-{
-	if (strncmp(tag, CTX_TAG, strlen(CTX_TAG)) != 0)
-		return false;
-	return sscanf(tag + strlen(CTX_TAG), "%39[^:]:%15[^:]:%95[^\n]", c->id, c->language, c->cwd) >= 2;
-}
-
-/* Running contexts of the sandbox (malloc'd array). */
-static size_t contexts(sandbox_handle_t *h, struct ctx_info **out)
-{
-	abox_proc_info *v = NULL;
-	size_t n = 0, k = 0;
-	*out = NULL;
-	if (abox_proc_list(h->sb, &v, &n, NULL) < 0)
-		return 0;
-	struct ctx_info *c = calloc(n ? n : 1, sizeof(*c));
-	for (size_t i = 0; c && i < n; i++)
-		if (v[i].running && parse_tag(v[i].tag, &c[k])) {
-			c[k].pid = v[i].pid;
-			k++;
-		}
-	free(v);
-	*out = c;
-	return c ? k : 0;
-}
-
-static bool find_context(sandbox_handle_t *h, const char *id, struct ctx_info *out)
-{
-	struct ctx_info *v;
-	size_t n = contexts(h, &v);
-	bool found = false;
-	for (size_t i = 0; i < n && !found; i++)
-		if (!strcmp(v[i].id, id)) {
-			*out = v[i];
-			found = true;
-		}
-	free(v);
-	return found;
-}
-
-static int start_context(struct request *rq, sandbox_handle_t *h, const char *id, const char *language,
-			 const char *cwd, struct ctx_info *out, abox_error *err)
-{
-	char *src = runner_source(language);
-	if (!src)
-		return abox_error_setx(err, ENOENT, "the code runner is not installed (runners/)");
-	char tag[128];
-	snprintf(tag, sizeof(tag), "%s%s:%s:%s", CTX_TAG, id, language, cwd ? cwd : "");
-	const char *argv[] = { !strcmp(language, "javascript") ? "node" : "python3",
-			       !strcmp(language, "javascript") ? "-e" : "-u", NULL, NULL, NULL };
-	if (!strcmp(language, "javascript")) {
-		argv[2] = src;
-	} else {
-		argv[2] = "-c";
-		argv[3] = src;
-	}
-	/* python3 -u -c SRC LANGUAGE: the runner reads its language from argv */
-	const char *pargv[] = { argv[0], argv[1], argv[2], argv[3], language, NULL };
-	const char *env[] = { "MPLBACKEND=Agg", "PYTHONUNBUFFERED=1", NULL };
-	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	po.argv = !strcmp(language, "javascript") ? argv : pargv;
-	po.env = env;
-	po.cwd = cwd && *cwd ? cwd : NULL;
-	po.user = rq->user;
-	po.tag = tag;
-	po.flags = ABOX_PROC_STDIN;
-	abox_proc *p;
-	int r = abox_proc_start(h->sb, &po, &p, err);
-	free(src);
-	if (r < 0)
-		return r;
-	/* wait for it to run (or to fail to start) */
-	int pid = 0;
-	for (int i = 0; i < 100 && pid <= 0; i++) {
-		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-		(void)poll(&pf, 1, 20);
-		if (abox_proc_dispatch(p, NULL, NULL, err) < 0)
-			break;
-		pid = abox_proc_pid(p);
-	}
-	abox_proc_free(p);
-	if (pid <= 0)
-		return err->code ? -err->code : abox_error_setx(err, EIO, "the code runner did not start");
-	*out = (struct ctx_info){ .pid = pid };
-	snprintf(out->id, sizeof(out->id), "%s", id);
-	snprintf(out->language, sizeof(out->language), "%s", language);
-	snprintf(out->cwd, sizeof(out->cwd), "%s", cwd ? cwd : "");
-	return 0;
-}
 
 static json_object *ctx_json(const struct ctx_info *c)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "id", json_object_new_string(c->id));
 	json_object_object_add(o, "language", json_object_new_string(c->language));
-	json_object_object_add(o, "cwd", json_object_new_string(c->cwd[0] ? c->cwd : "/home/user"));
+	json_object_object_add(o, "cwd", json_object_new_string(c->cwd));
 	return o;
+}
+
+/* The answer for a context that could not start: what the template lacks
+ * or a cwd that is not there is the request's fault (400). */
+static enum MHD_Result start_failed(struct request *rq, int r, const abox_error *err)
+{
+	return reply_error(rq, r == -ENOTSUP || r == -ENOENT ? 400 : status_of_errno(-r), "%s", err->msg);
 }
 
 static void random_hex(char *out, size_t bytes)
@@ -180,6 +58,7 @@ struct exec_stream {
 	sandbox_handle_t h;
 	abox_proc *p;
 	int pid;
+	int client_fd; /* the client's connection: its close ends the cell */
 	char id[33];
 	char *line;          /* a partial output line */
 	size_t line_len;
@@ -265,8 +144,15 @@ static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return s->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 		if (!abox_proc_buffered(s->p)) {
 			int wait = (int)(s->last_ms + KEEPALIVE_MS - clock_mono_ms());
-			struct pollfd pf = { .fd = abox_proc_fd(s->p), .events = (short)abox_proc_events(s->p) };
-			if (poll(&pf, 1, wait > 0 ? wait : 0) == 0) {
+			struct pollfd pf[2] = { { .fd = abox_proc_fd(s->p),
+						  .events = (short)abox_proc_events(s->p) },
+						{ .fd = s->client_fd, .events = POLLRDHUP } };
+			int n = poll(pf, s->client_fd >= 0 ? 2 : 1, wait > 0 ? wait : 0);
+			if (n > 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+				/* the client went away (its timeout): end the
+				 * response now; exec_free interrupts the cell */
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if (n == 0 || !(pf[0].revents)) {
 				if (clock_mono_ms() >= s->last_ms + KEEPALIVE_MS)
 					queue_line(s, "{\"type\":\"keepalive\"}", 20);
 				continue;
@@ -309,30 +195,27 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		envd_close(&h);
 		return reply_error(rq, 400, "give context_id or language, not both");
 	}
-	if (lang && !strcmp(lang, "js"))
-		lang = "javascript";
-	if (!lang)
-		lang = "python";
-	if (!language_ok(lang)) {
+	const char *language = lang ? code_language(lang) : "python";
+	if (!language) {
 		envd_close(&h);
-		return reply_error(rq, 400, "language '%s': python, javascript or bash", lang);
+		return reply_error(rq, 400,
+				   "language '%s': abox runs python, javascript, typescript and bash", lang);
 	}
 	struct ctx_info c;
 	abox_error err = ABOX_ERROR_INIT;
-	if (cid) {
-		if (!find_context(&h, cid, &c)) {
+	char def[40];
+	code_default_id(language, def, sizeof(def));
+	if (cid && !code_find_context(&h, cid, &c)) {
+		envd_close(&h);
+		return reply_error(rq, 404, "context %s not found", cid);
+	}
+	if (!cid && !code_find_context(&h, def, &c))
+		c = (struct ctx_info){ .running = false };
+	if (!c.running) { /* a default context's first cell starts it */
+		int r = code_context_start(&h, cid ? c.id : def, cid ? c.language : language, NULL, &c, &err);
+		if (r < 0) {
 			envd_close(&h);
-			return reply_error(rq, 404, "context %s not found", cid);
-		}
-	} else {
-		char def[40];
-		snprintf(def, sizeof(def), "default-%s", lang);
-		if (!find_context(&h, def, &c)) {
-			int r = start_context(rq, &h, def, lang, NULL, &c, &err);
-			if (r < 0) {
-				envd_close(&h);
-				return reply_error(rq, status_of_errno(-r), "%s", err.msg);
-			}
+			return start_failed(rq, r, &err);
 		}
 	}
 	struct exec_stream *s = calloc(1, sizeof(*s));
@@ -341,6 +224,9 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		return MHD_NO;
 	}
 	random_hex(s->id, 16);
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	s->client_fd = ci ? ci->connect_fd : -1;
 	s->h = h;
 	s->pid = c.pid;
 	s->last_ms = clock_mono_ms();
@@ -404,51 +290,53 @@ enum MHD_Result code_route(struct request *rq)
 		const char *cwd = json_object_object_get_ex(b, "cwd", &v) && json_object_is_type(v, json_type_string)
 					  ? json_object_get_string(v)
 					  : NULL;
-		if (!strcmp(lang, "js"))
-			lang = "javascript";
+		const char *language = code_language(lang);
 		char id[33];
 		random_hex(id, 16);
 		struct ctx_info c;
 		int r;
-		if (!language_ok(lang))
-			q = reply_error(rq, 400, "language '%s': python, javascript or bash", lang);
-		else if (cwd && (strlen(cwd) > 90 || strchr(cwd, '\n')))
-			q = reply_error(rq, 400, "cwd is too long");
-		else if ((r = start_context(rq, &h, id, lang, cwd, &c, &err)) < 0)
-			q = reply_error(rq, status_of_errno(-r), "%s", err.msg);
+		if (!language)
+			q = reply_error(rq, 400,
+					"language '%s': abox runs python, javascript, typescript and bash",
+					lang);
+		else if (cwd && (cwd[0] != '/' || strlen(cwd) > 90 || strchr(cwd, '\n') || strchr(cwd, ':')))
+			q = reply_error(rq, 400,
+					"cwd '%.100s': an absolute path of at most 90 bytes, without ':'",
+					cwd);
+		else if ((r = code_context_start(&h, id, language, cwd && *cwd ? cwd : NULL, &c, &err)) < 0)
+			q = start_failed(rq, r, &err);
 		else
-			q = reply_json(rq, 201, ctx_json(&c));
+			q = reply_json(rq, 200, ctx_json(&c));
 	} else if (!strcmp(u, "/contexts") && !strcmp(m, "GET")) {
 		struct ctx_info *v;
-		size_t n = contexts(&h, &v);
-		json_object *a = json_object_new_array();
-		for (size_t i = 0; i < n; i++)
-			json_object_array_add(a, ctx_json(&v[i]));
-		free(v);
-		q = reply_json(rq, 200, a);
+		size_t n;
+		int r = code_contexts(&h, &v, &n);
+		if (r < 0) {
+			q = reply_error(rq, status_of_errno(-r), "contexts: %s", strerror(-r));
+		} else {
+			json_object *a = json_object_new_array();
+			for (size_t i = 0; i < n; i++)
+				json_object_array_add(a, ctx_json(&v[i]));
+			free(v);
+			q = reply_json(rq, 200, a);
+		}
 	} else if (!strncmp(u, "/contexts/", 10)) {
 		char id[40];
 		snprintf(id, sizeof(id), "%.*s", (int)strcspn(u + 10, "/"), u + 10);
 		const char *rest = u + 10 + strlen(id);
+		bool remove = !strcmp(m, "DELETE") && !*rest,
+		     restart = !strcmp(m, "POST") && !strcmp(rest, "/restart");
 		struct ctx_info c;
-		if (!find_context(&h, id, &c)) {
+		if (!remove && !restart) {
+			q = reply_error(rq, 404, "no route %s %s", m, u);
+		} else if (!code_find_context(&h, id, &c)) {
 			q = reply_error(rq, 404, "context %s not found", id);
 		} else {
-			abox_proc *p;
-			int r = abox_proc_attach(h.sb, c.pid, NULL, &p, &err);
-			if (r >= 0) {
-				r = abox_proc_signal(p, SIGKILL, &err);
-				for (int i = 0; r >= 0 && i < 100; i++) { /* gone before it is started again */
-					struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
-					(void)poll(&pf, 1, 20);
-					if (abox_proc_dispatch(p, NULL, NULL, NULL) != 0)
-						break;
-				}
-				abox_proc_free(p);
-			}
-			if (r >= 0 && !strcmp(rest, "/restart") && !strcmp(m, "POST"))
-				r = start_context(rq, &h, c.id, c.language, c.cwd, &c, &err);
-			q = r < 0 ? reply_error(rq, status_of_errno(-r), "%s", err.msg) : reply_empty(rq, 204);
+			int r = code_context_stop(&h, &c, &err);
+			if (r >= 0 && restart)
+				r = code_context_start(&h, c.id, c.language, c.running ? c.cwd : NULL, &c,
+						       &err);
+			q = r < 0 ? start_failed(rq, r, &err) : reply_empty(rq, 204);
 		}
 	} else {
 		q = reply_error(rq, 404, "no route %s %s", m, u);

@@ -235,7 +235,7 @@ test('runCode: javascript and bash, and contexts', async () => {
   eq(r.logs.stdout.join(''), 'bash-7\n', 'bash')
   eq((await s.runCode('echo $V', { language: 'bash' })).logs.stdout.join(''), '7\n', 'bash keeps its variables')
   const ctx = await s.createCodeContext({ language: 'python', cwd: '/tmp' })
-  eq((await s.runCode('import os; os.getcwd()', { context: ctx })).results[0]?.text, "'/tmp'", 'context cwd')
+  eq((await s.runCode('import os; os.getcwd()', { context: ctx })).results[0]?.text, '/tmp', 'context cwd (a string result without its quotes, as E2B)')
   await s.runCode('y = 5', { context: ctx })
   assert((await s.listCodeContexts()).some(c => c.id === ctx.id), 'listed')
   await s.restartCodeContext(ctx)

@@ -54,6 +54,7 @@ bool template_name_ok(const char *name);
 struct template_import_req {
 	const char *unpack_helper;   /* abox-unpack, for archives and images */
 	bool keep_setuid, keep_devices;
+	bool rebuild; /* build: even when the current version is the same recipe's */
 	uint64_t max_bytes, max_entries;
 	void (*progress)(uint64_t entries, uint64_t bytes, unsigned layer, unsigned layers, void *ud);
 	void *ud;
@@ -80,7 +81,7 @@ int template_lock(const char *tdir, abox_error *err);
 
 /* A build recipe (a .recipe file of rootfs/): debootstrap settings and metadata. */
 struct template_recipe {
-	char *suite, *variant, *include, *mirror, *components;
+	char *suite, *variant, *include, *packages, *mirror, *components;
 	char *user, *workdir, **env, *start_cmd, *ready_cmd;
 	uint16_t ready_port;
 	uint32_t ready_timeout_ms;
@@ -96,6 +97,16 @@ char *template_host_mirror(void);
 int template_build(const char *state_dir, const char *name, const char *recipe_path,
 		   const struct template_import_req *req, void (*log)(const char *line, void *ud), void *ud,
 		   struct template_meta *out, abox_error *err);
+
+/* Installs packages (comma-separated) with apt-get in the Debian root a
+ * recipe's debootstrap made, in a mount namespace of its own; every line
+ * apt prints goes to log. */
+int template_apt_install(const char *root, const char *packages, void (*log)(const char *line, void *ud),
+			 void *ud, abox_error *err);
+/* Reads a helper's output lines into log and waits for it (see
+ * template_build.c). */
+int template_child_lines(int fd, pid_t child, void (*log)(const char *line, void *ud), void *ud, char *last,
+			 size_t last_size, abox_error *err);
 
 /* Forgets template name; versions in use are swept once unused. */
 int template_remove(const char *state_dir, const char *name, abox_error *err);

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 
 #include "base/run.h"
+#include "base/sha256.h"
 #include "layer/layer.h"
 
 #define RECIPE_MAX_BYTES (64u << 10)
@@ -44,6 +45,8 @@ static const struct {
 	{ "suite", offsetof(struct template_recipe, suite), " is not a Debian suite name", true },
 	{ "variant", offsetof(struct template_recipe, variant), ": minbase, buildd or -", true },
 	{ "include", offsetof(struct template_recipe, include), ": package names separated by commas",
+	  false },
+	{ "packages", offsetof(struct template_recipe, packages), ": package names separated by commas",
 	  false },
 	{ "components", offsetof(struct template_recipe, components), ": names separated by commas", false },
 	{ "mirror", offsetof(struct template_recipe, mirror), " is not an http(s) or file URL", true },
@@ -66,7 +69,7 @@ static bool value_ok(const char *k, const char *v)
 		return str_of(v, LOWER DIGITS "-", 1, 32);
 	if (strcmp(k, "variant") == 0)
 		return strcmp(v, "minbase") == 0 || strcmp(v, "buildd") == 0 || strcmp(v, "-") == 0;
-	if (strcmp(k, "include") == 0)
+	if (strcmp(k, "include") == 0 || strcmp(k, "packages") == 0)
 		return str_of(v, LOWER DIGITS "+.-,", 1, 4000);
 	if (strcmp(k, "components") == 0)
 		return str_of(v, LOWER DIGITS "-,", 1, 200);
@@ -235,6 +238,44 @@ char *template_host_mirror(void)
 	return found;
 }
 
+/* Reads a child's output from fd (closed here) a line at a time into log,
+ * then waits for the child: its wait status (0: it succeeded), with its
+ * last five lines in last for the caller's error, or -errno. */
+int template_child_lines(int fd, pid_t child, void (*log)(const char *line, void *ud), void *ud, char *last,
+			 size_t last_size, abox_error *err)
+{
+	char buf[4096], tail[5][512] = { { 0 } };
+	size_t len = 0;
+	unsigned nt = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		char *nl;
+		while ((nl = memchr(buf, '\n', len)) || len == sizeof(buf) - 1) {
+			size_t l = nl ? (size_t)(nl - buf) : len;
+			buf[l] = '\0';
+			if (log)
+				log(buf, ud);
+			safe_snprintf(tail[nt++ % 5], sizeof(tail[0]), "%s", buf);
+			size_t used = nl ? l + 1 : len;
+			memmove(buf, buf + used, len - used);
+			len -= used;
+		}
+	}
+	close(fd);
+	int st = wait_child(child, err, "template build: wait for its helper");
+	last[0] = '\0';
+	for (unsigned i = nt > 5 ? nt - 5 : 0; i < nt; i++) {
+		size_t l = strlen(last);
+		safe_snprintf(last + l, last_size - l, "\n  %s", tail[i % 5]);
+	}
+	return st;
+}
+
 /* Runs debootstrap for r into root (which must not exist), in a mount
  * namespace of its own; every output line goes to log. */
 static int run_debootstrap(const struct template_recipe *r, const char *mirror, const char *root,
@@ -284,39 +325,46 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 		_exit(127);
 	}
 	close(p[1]);
-	char buf[4096], tail[5][512] = { { 0 } };
-	size_t len = 0;
-	unsigned nt = 0;
-	for (;;) {
-		ssize_t n = read(p[0], buf + len, sizeof(buf) - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		char *nl;
-		while ((nl = memchr(buf, '\n', len)) || len == sizeof(buf) - 1) {
-			size_t l = nl ? (size_t)(nl - buf) : len;
-			buf[l] = '\0';
-			if (log)
-				log(buf, ud);
-			safe_snprintf(tail[nt++ % 5], sizeof(tail[0]), "%s", buf);
-			size_t used = nl ? l + 1 : len;
-			memmove(buf, buf + used, len - used);
-			len -= used;
-		}
-	}
-	close(p[0]);
-	int st = wait_child(c, err, "template build: wait for debootstrap");
+	char last[2600];
+	int st = template_child_lines(p[0], c, log, ud, last, sizeof(last), err);
 	if (st <= 0)
 		return st;
-	char last[2600] = "";
-	for (unsigned i = nt > 5 ? nt - 5 : 0; i < nt; i++) {
-		size_t l = strlen(last);
-		safe_snprintf(last + l, sizeof(last) - l, "\n  %s", tail[i % 5]);
-	}
 	return abox_error_setx(err, EIO, "template build: debootstrap %s %s failed (exit %d); its last lines:%s",
 			       r->suite, mirror, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), last);
+}
+
+/* What names a build: the recipe's text, the mirror and the caller's
+ * metadata, hashed. */
+static void recipe_digest(const char *text, const char *mirror, const struct template_import_req *q,
+			  char out[65])
+{
+	struct sha256 h;
+	sha256_init(&h);
+	const char *parts[] = { text, mirror, q->user, q->workdir, q->start_cmd, q->ready_cmd };
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+		sha256_update(&h, parts[i] ? parts[i] : "", parts[i] ? strlen(parts[i]) : 0);
+		sha256_update(&h, "", 1);
+	}
+	for (size_t i = 0; q->env && q->env[i]; i++)
+		sha256_update(&h, q->env[i], strlen(q->env[i]) + 1);
+	char nums[32];
+	safe_snprintf(nums, sizeof(nums), "%u:%u", (unsigned)q->ready_port, (unsigned)q->ready_timeout_ms);
+	sha256_update(&h, nums, strlen(nums));
+	sha256_hex(&h, out);
+}
+
+/* 1 with *out filled when template name's current version was built from
+ * source (the same recipe, mirror and metadata), 0 when it was not (or
+ * there is none), -errno when its record cannot be read. */
+static int up_to_date(const char *state_dir, const char *name, const char *source, struct template_meta *out)
+{
+	struct template_info t;
+	if (template_open(state_dir, name, &t, NULL) < 0)
+		return 0;
+	bool same = t.meta.source && strcmp(t.meta.source, source) == 0;
+	int r = same ? template_meta_read(t.root, out, NULL) : 0;
+	template_info_free(&t);
+	return r < 0 ? r : same;
 }
 
 int template_build(const char *state_dir, const char *name, const char *recipe_path,
@@ -358,9 +406,23 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 		env[nr + i] = req->env[i];
 	q.env = env;
 	_cleanup_free_ char *abs = realpath(recipe_path, NULL);
-	char source[4200];
-	safe_snprintf(source, sizeof(source), "debootstrap %s (%s) from %s", rec.suite, abs ? abs : recipe_path, mirror);
+	char source[4300], digest[65];
+	recipe_digest(text, mirror, &q, digest);
+	safe_snprintf(source, sizeof(source), "debootstrap %s (%s, recipe sha256:%s) from %s", rec.suite,
+		      abs ? abs : recipe_path, digest, mirror);
 	q.source = source;
+	if (!req->rebuild && (r = up_to_date(state_dir, name, source, out)) != 0) {
+		template_recipe_free(&rec);
+		if (r > 0 && log) {
+			char msg[300];
+			safe_snprintf(msg, sizeof(msg),
+				      "abox: template '%s' is up to date (this recipe, mirror and options "
+				      "built it); --rebuild builds it again",
+				      name);
+			log(msg, ud);
+		}
+		return r > 0 ? 0 : r;
+	}
 
 	char tdir[4096], scratch[4200], root[4300], gen[9];
 	safe_snprintf(tdir, sizeof(tdir), "%s/templates", state_dir);
@@ -380,7 +442,8 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	safe_snprintf(root, sizeof(root), "%s/root", scratch);
 	if (mkdir(scratch, 0700) < 0) {
 		r = abox_error_set(err, errno, "template build: create '%s'", scratch);
-	} else if ((r = run_debootstrap(&rec, mirror, root, log, ud, err)) >= 0) {
+	} else if ((r = run_debootstrap(&rec, mirror, root, log, ud, err)) >= 0 &&
+		   (!rec.packages || (r = template_apt_install(root, rec.packages, log, ud, err)) >= 0)) {
 		if (log)
 			log("abox: importing the new root filesystem", ud);
 		r = template_import_locked(state_dir, tdir, name, root, &q, out, err);

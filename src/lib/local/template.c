@@ -32,6 +32,7 @@ static int opts_to_req(const abox_template_opts *opts, abox_template_opts *o, st
 		.unpack_helper = ctx->unpack_path,
 		.keep_setuid = o->flags & ABOX_TEMPLATE_KEEP_SETUID,
 		.keep_devices = o->flags & ABOX_TEMPLATE_KEEP_DEVICES,
+		.rebuild = o->flags & ABOX_TEMPLATE_REBUILD,
 		.max_bytes = o->max_bytes,
 		.max_entries = o->max_entries,
 		.progress = o->progress ? forward_progress : NULL,

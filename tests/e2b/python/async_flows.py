@@ -213,7 +213,7 @@ async def _():
     r = await s.run_code("V=7; echo bash-$V", language="bash")
     eq("".join(r.logs.stdout), "bash-7\n", "bash")
     ctx = await s.create_code_context(language="python", cwd="/tmp")
-    eq((await s.run_code("import os; os.getcwd()", context=ctx)).text, "'/tmp'", "context cwd")
+    eq((await s.run_code("import os; os.getcwd()", context=ctx)).text, "/tmp", "context cwd")
     await s.run_code("y = 5", context=ctx)
     await s.restart_code_context(ctx)
     r = await s.run_code("y", context=ctx)

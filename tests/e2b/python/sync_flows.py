@@ -231,7 +231,7 @@ def _():
     eq("".join(out), "cb\n", "on_stdout")
     eq(s.run_code("const a = 40; a + 2", language="javascript").text, "42", "javascript")
     ctx = s.create_code_context(language="python", cwd="/tmp")
-    eq(s.run_code("import os; os.getcwd()", context=ctx).text, "'/tmp'", "context cwd")
+    eq(s.run_code("import os; os.getcwd()", context=ctx).text, "/tmp", "context cwd")
     check(any(c.id == ctx.id for c in s.list_code_contexts()), "listed")
     s.remove_code_context(ctx)
     check(not any(c.id == ctx.id for c in s.list_code_contexts()), "removed")
