@@ -20,6 +20,11 @@ if [ "${ABOX_SKIP_CRIU:-0}" != 1 ]; then
     { echo "criu setup failed: the checkpoint tests will fail"; status=1; }
 fi
 
+# the code interpreter's template for the tests of the code plane (built
+# once into a cache outside the clone, then imported into the tests' state)
+bash scripts/code-interpreter-template.sh "$build" ||
+  { echo "the code-interpreter template is missing: the code plane's tests will fail"; status=1; }
+
 meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1
 tail -n 15 "$build/test-output.txt"
 python3 scripts/tap-summary.py "$build/meson-logs/testlog.json" > "$build/summary-main.txt" || status=1

@@ -180,7 +180,14 @@ static void exec_free(void *cls)
 static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handle_t h)
 {
 	json_object *v;
-	const char *code = json_object_object_get_ex(b, "code", &v) ? json_object_get_string(v) : NULL;
+	/* code is a string, as E2B's server holds it (anything else is a 422
+	 * there too: never run the JSON text of an object as code) */
+	bool has_code = json_object_object_get_ex(b, "code", &v);
+	if (has_code && !json_object_is_type(v, json_type_string)) {
+		envd_close(&h);
+		return reply_error(rq, 422, "code: a string is required");
+	}
+	const char *code = has_code ? json_object_get_string(v) : NULL;
 	const char *cid = json_object_object_get_ex(b, "context_id", &v) && json_object_is_type(v, json_type_string)
 				  ? json_object_get_string(v)
 				  : NULL;

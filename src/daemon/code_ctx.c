@@ -241,10 +241,11 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 	if (w.ended && (w.exit_code == 127 || strstr(w.why, "exec")))
 		return abox_error_setx(err, ENOTSUP, "language '%s': the template has no %s (%s)", language,
 				       runtime, w.why[0] ? w.why : "not found");
-	if (w.ended)
-		return abox_error_setx(err, EIO,
-				       "the %s context's runner ended at its start (exit %d)%s%.400s",
+	if (w.ended) {
+		w.err[400] = '\0';
+		return abox_error_setx(err, EIO, "the %s context's runner ended at its start (exit %d)%s%s",
 				       language, w.exit_code, w.err[0] ? ": " : "", w.err);
+	}
 	return abox_error_setx(err, ETIMEDOUT, "the %s context's runner did not become ready in %d s",
 			       language, START_MS / 1000);
 }

@@ -11,7 +11,11 @@
  * "diskMB", "cpus"}, "limits" (admission.h; kept as given, for
  * admission_configure) and "network" {"default": "open" | "none"} (what
  * a create without network settings gets; E2B's is open; the host's side
- * of egress is the state folder's network.json, docs/networking.md). With no key configured, the key in
+ * of egress is the state folder's network.json, docs/networking.md),
+ * "codeInterpreterTemplate" (the template served as E2B's
+ * code-interpreter-v1: "code-interpreter", built from
+ * rootfs/code-interpreter.recipe; "host" to serve the host template
+ * instead). With no key configured, the key in
  * <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once.
  * Command-line options and the environment are main.c's. Runs in aboxd,
@@ -101,6 +105,9 @@ int config_load(const char *path, bool explicit)
 		else if (!strcmp(k, "headerTimeoutSeconds") && json_object_is_type(val, json_type_int) &&
 			 json_object_get_int(val) >= 1)
 			daemon_cfg.head_timeout = (unsigned)json_object_get_int(val);
+		else if (!strcmp(k, "codeInterpreterTemplate") &&
+			 json_object_is_type(val, json_type_string) && json_object_get_string_len(val) > 0)
+			daemon_cfg.ci_template = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
 			daemon_cfg.domain = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {
@@ -126,6 +133,15 @@ int config_load(const char *path, bool explicit)
 	}
 	json_object_put(o);
 	return r;
+}
+
+const char *daemon_template_of(const char *want)
+{
+	if (!strcmp(want, "base"))
+		return "host";
+	if (!strcmp(want, "code-interpreter-v1"))
+		return daemon_cfg.ci_template ? daemon_cfg.ci_template : "code-interpreter";
+	return want;
 }
 
 /* The key of <state>/aboxd.key, made on first start. */

@@ -104,6 +104,8 @@ enum MHD_Result control_list(struct request *rq, abox_ctx *ctx, bool v2)
 			  query(rq, "startedBefore"), query(rq, "template"), query(rq, "limit"), query(rq, "nextToken"),
 			  why, sizeof(why)) < 0)
 		return reply_error(rq, 400, "%s", why);
+	if (l.template)
+		l.template_here = daemon_template_of(l.template);
 	char owner[64];
 	snprintf(owner, sizeof(owner), "%s=%s", DAEMON_OWNER_KEY, rq->owner);
 	char **mf = metadata_query(query(rq, "metadata"), owner);

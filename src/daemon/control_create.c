@@ -97,21 +97,42 @@ static bool builtin_template(const char *name)
 	return !strcmp(name, "base") || !strcmp(name, "code-interpreter-v1") || !strcmp(name, "host");
 }
 
+static bool template_exists(abox_ctx *ctx, const char *name)
+{
+	if (!strcmp(name, "host"))
+		return true;
+	char **names = NULL;
+	bool found = false;
+	if (abox_template_list(ctx, &names, NULL) >= 0) {
+		for (size_t i = 0; names && names[i] && !found; i++)
+			found = !strcmp(names[i], name);
+		abox_strv_free(names);
+	}
+	return found;
+}
+
+/* E2B's code interpreter template when the one that stands for it here
+ * is not built: never another template in its place (the host's has no
+ * IPython, numpy or TypeScript the SDK's cells expect). */
+static enum MHD_Result no_code_interpreter(struct request *rq, const char *want)
+{
+	const char *t = daemon_template_of(want);
+	return reply_error(rq, 404,
+			   "template '%s' is served by the template '%s', which is not built here: run "
+			   "'abox template build %s rootfs/code-interpreter.recipe' (once; minutes), or set "
+			   "codeInterpreterTemplate in aboxd's config",
+			   want, t, t);
+}
+
 /* GET /templates/aliases/{alias} (the SDKs' Template.exists): the
  * built-in templates, the imported ones and this key's named snapshots
  * (which aboxd serves as templates) exist; anything else is a 404. */
 enum MHD_Result control_template_alias(struct request *rq, abox_ctx *ctx, const char *alias)
 {
 	char sid[ABOX_ID_LEN + 1];
-	bool found = builtin_template(alias);
-	if (!found) {
-		char **names = NULL;
-		if (abox_template_list(ctx, &names, NULL) >= 0) {
-			for (size_t i = 0; names && names[i] && !found; i++)
-				found = !strcmp(names[i], alias);
-			abox_strv_free(names);
-		}
-	}
+	bool found = template_exists(ctx, daemon_template_of(alias));
+	if (!found && !strcmp(alias, "code-interpreter-v1"))
+		return no_code_interpreter(rq, alias);
 	if (!found && control_snapshot_of(ctx, rq, alias, sid) == 1)
 		found = true;
 	if (!found)
@@ -195,9 +216,17 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	if ((o.flags & ABOX_SANDBOX_AUTO_PAUSE) && json_object_object_get_ex(b, "autoPauseMemory", &apm) &&
 	    json_object_is_type(apm, json_type_boolean) && !json_object_get_boolean(apm))
 		o.flags |= ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY;
-	/* E2B's default templates ("base", the code interpreter's): here the
-	 * host template, which has python3 and node when the host has them */
-	if (!tmpl || !*tmpl || (builtin_template(tmpl) && strcmp(tmpl, "host") != 0))
+	/* E2B's default templates: "base" is the host template, which has
+	 * python3 and node when the host has them; the code interpreter's is
+	 * the one built for it (daemon_template_of) */
+	if (tmpl && !strcmp(tmpl, "code-interpreter-v1")) {
+		if (!template_exists(ctx, daemon_template_of(tmpl))) {
+			q = no_code_interpreter(rq, tmpl);
+			goto out;
+		}
+		tmpl = daemon_template_of(tmpl);
+	}
+	if (!tmpl || !*tmpl || !strcmp(tmpl, "base") || !strcmp(tmpl, "host"))
 		tmpl = NULL;
 	char snap_id[ABOX_ID_LEN + 1];
 	if (tmpl && control_snapshot_of(ctx, rq, tmpl, snap_id) == 1) {

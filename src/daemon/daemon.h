@@ -54,7 +54,15 @@ struct daemon_config {
 	unsigned max_conns, per_client_conns, head_timeout;
 	json_object *limits;    /* "limits" as given, for admission_configure */
 	uint32_t net_default; /* a create without network settings: ABOX_NET_OPEN (E2B's) or NONE */
+	/* the template served as E2B's `code-interpreter-v1` (the code
+	 * interpreter SDKs' default); NULL: "code-interpreter" */
+	char *ci_template;
 };
+
+/* The template E2B's name want stands for here: "base" is the host
+ * template, "code-interpreter-v1" the configured code interpreter one;
+ * any other name is itself. */
+const char *daemon_template_of(const char *want);
 
 /* The configuration (config.c), set before the daemon serves and only
  * read after. */

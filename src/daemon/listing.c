@@ -129,13 +129,10 @@ int listing_parse(struct listing *l, bool v2, const char *state, const char *ord
 	return 0;
 }
 
-/* E2B's built-in names are abox's host template */
-static bool template_matches(const char *want, const char *have)
+/* E2B's built-in names are the templates they stand for here */
+static bool template_matches(const struct listing *l, const char *have)
 {
-	if (!strcmp(want, have))
-		return true;
-	bool builtin = !strcmp(want, "base") || !strcmp(want, "code-interpreter-v1");
-	return builtin && !strcmp(have, "host");
+	return !strcmp(l->template, have) || (l->template_here && !strcmp(l->template_here, have));
 }
 
 static int newest_first(const void *a, const void *b)
@@ -164,7 +161,7 @@ void listing_apply(const struct listing *l, abox_sandbox_info *v, size_t *n, siz
 			     (v[i].state == ABOX_STATE_PAUSED && l->paused)) &&
 			    (!l->after_ms || v[i].created_ms >= l->after_ms) &&
 			    (!l->before_ms || v[i].created_ms <= l->before_ms) &&
-			    (!l->template || template_matches(l->template, v[i].template_name));
+			    (!l->template || template_matches(l, v[i].template_name));
 		if (keep) {
 			*running += v[i].state == ABOX_STATE_RUNNING;
 			if (k != i)

@@ -18,6 +18,7 @@ struct listing {
 	bool asc;                 /* oldest first */
 	int64_t after_ms, before_ms; /* started at or after / at or before (0: any) */
 	const char *template;     /* NULL: any */
+	const char *template_here; /* the template it stands for here (E2B's built-in names), or NULL */
 	uint32_t limit;           /* 0: no limit */
 	bool has_token;
 	int64_t token_ms;         /* the previous page's last entry */

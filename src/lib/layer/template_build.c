@@ -353,15 +353,19 @@ static void recipe_digest(const char *text, const char *mirror, const struct tem
 	sha256_hex(&h, out);
 }
 
-/* 1 with *out filled when template name's current version was built from
- * source (the same recipe, mirror and metadata), 0 when it was not (or
- * there is none), -errno when its record cannot be read. */
-static int up_to_date(const char *state_dir, const char *name, const char *source, struct template_meta *out)
+/* 1 with *out filled when template name's current version was built by
+ * the recipe digest names (the same text, mirror and metadata, wherever
+ * the recipe file lies), 0 when it was not (or there is none), -errno
+ * when its record cannot be read. */
+static int up_to_date(const char *state_dir, const char *name, const char *digest, struct template_meta *out)
 {
 	struct template_info t;
 	if (template_open(state_dir, name, &t, NULL) < 0)
 		return 0;
-	bool same = t.meta.source && strcmp(t.meta.source, source) == 0;
+	char mark[100];
+	safe_snprintf(mark, sizeof(mark), ", recipe sha256:%s) from ", digest);
+	bool same = t.meta.source && strncmp(t.meta.source, "debootstrap ", 12) == 0 &&
+		    strstr(t.meta.source, mark);
 	int r = same ? template_meta_read(t.root, out, NULL) : 0;
 	template_info_free(&t);
 	return r < 0 ? r : same;
@@ -411,7 +415,7 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	safe_snprintf(source, sizeof(source), "debootstrap %s (%s, recipe sha256:%s) from %s", rec.suite,
 		      abs ? abs : recipe_path, digest, mirror);
 	q.source = source;
-	if (!req->rebuild && (r = up_to_date(state_dir, name, source, out)) != 0) {
+	if (!req->rebuild && (r = up_to_date(state_dir, name, digest, out)) != 0) {
 		template_recipe_free(&rec);
 		if (r > 0 && log) {
 			char msg[300];
