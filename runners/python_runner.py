@@ -13,7 +13,9 @@
 # backend, tracebacks with source lines); otherwise on a plain interpreter
 # that knows !cmd, %cd, %pwd, %env and %pip and top-level await, with
 # repr() results and the object's own _repr_*_ forms (docs/daemon.md).
-#   python3 -u -c "$(cat python_runner.py)" [python|bash]
+#   python3 -u -c "$(cat python_charts.py python_runner.py)" [python|bash]
+# (python_charts.py gives figures their `chart` data; without it they have
+# none)
 import ast
 import base64
 import codecs
@@ -37,6 +39,7 @@ import time
 # So output of subprocesses and C code (os.system, a compiler, a library
 # printing from C) reaches the cell as Jupyter gives it, and nothing a
 # cell writes can forge or break a message.
+chart_data = globals().get("chart_data", lambda obj: None)
 _chan = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _chan_lock = threading.Lock()
 current = {"id": None}
@@ -265,6 +268,15 @@ def ipython_engine():
                     return None
             return super().__call__(obj)
 
+    class ChartFormatter(BaseFormatter):
+        format_type = Unicode("e2b/chart")
+        print_method = ObjectName("_repr_e2b_chart_")
+        _return_type = (dict, str)
+
+        def __call__(self, obj):
+            chart = chart_data(obj)
+            return chart if chart is not None else super().__call__(obj)
+
     class JsonFormatter(JSONFormatter):
         def __call__(self, obj):
             form = json_form(obj)
@@ -286,6 +298,8 @@ def ipython_engine():
     shell = Shell.instance(colors="NoColor", separate_in="", separate_out="", separate_out2="")
     shell.display_formatter.formatters["e2b/data"] = DataFormatter(parent=shell.display_formatter)
     shell.display_formatter.formatters["application/json"] = JsonFormatter(parent=shell.display_formatter)
+    # after image/png: the figure is drawn (its tick labels set) by then
+    shell.display_formatter.formatters["e2b/chart"] = ChartFormatter(parent=shell.display_formatter)
     if importlib.util.find_spec("matplotlib_inline"):
         # pyplot picks the inline backend when a cell first imports it:
         # each figure becomes a PNG result at the cell's end
@@ -399,7 +413,11 @@ def plain_engine():
             fig = plt.figure(num)
             buf = io.BytesIO()
             fig.savefig(buf, format="png")
-            emit_result({"text/plain": repr(fig), "image/png": buf.getvalue()}, False)
+            bundle = {"text/plain": repr(fig), "image/png": buf.getvalue()}
+            chart = chart_data(fig)
+            if chart is not None:
+                bundle["e2b/chart"] = chart
+            emit_result(bundle, False)
         plt.close("all")
 
     def execute(code, filename, mode):

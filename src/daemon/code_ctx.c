@@ -55,25 +55,54 @@ static bool node_based(const char *language)
 	return !strcmp(language, "javascript") || !strcmp(language, "typescript");
 }
 
-/* The runner's source: $ABOX_RUNNERS, the installed copy, the source tree. */
+/* One runner file's text from dir (malloc'd, NUL-terminated), or NULL. */
+static char *read_runner(const char *dir, const char *file, size_t *len)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return NULL;
+	char *buf = malloc(256 << 10);
+	size_t n = buf ? fread(buf, 1, (256 << 10) - 1, f) : 0;
+	fclose(f);
+	if (buf)
+		buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* The runner's source from $ABOX_RUNNERS, the installed copy or the source
+ * tree: node_runner.js, or python_charts.py and python_runner.py as one
+ * program. */
 static char *runner_source(const char *language)
 {
-	const char *file = node_based(language) ? "node_runner.js" : "python_runner.py";
 	const char *dirs[] = { getenv("ABOX_RUNNERS"), ABOX_DATADIR "/runners", ABOX_SOURCE_DIR "/runners" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		if (!dirs[i] || !*dirs[i])
 			continue;
-		char p[4096];
-		snprintf(p, sizeof(p), "%s/%s", dirs[i], file);
-		FILE *f = fopen(p, "re");
-		if (!f)
+		size_t n, m;
+		if (node_based(language)) {
+			char *js = read_runner(dirs[i], "node_runner.js", &n);
+			if (js)
+				return js;
 			continue;
-		char *buf = malloc(256 << 10);
-		size_t n = buf ? fread(buf, 1, (256 << 10) - 1, f) : 0;
-		fclose(f);
-		if (buf)
-			buf[n] = '\0';
-		return buf;
+		}
+		char *main = read_runner(dirs[i], "python_runner.py", &n);
+		if (!main)
+			continue;
+		char *charts = read_runner(dirs[i], "python_charts.py", &m);
+		char *both = charts ? malloc(m + n + 2) : NULL;
+		if (!both) { /* figures then carry no chart data */
+			free(charts);
+			return main;
+		}
+		memcpy(both, charts, m);
+		both[m] = '\n';
+		memcpy(both + m + 1, main, n + 1);
+		free(charts);
+		free(main);
+		return both;
 	}
 	return NULL;
 }

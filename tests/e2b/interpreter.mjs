@@ -60,6 +60,55 @@ test('rich results: a matplotlib figure is a PNG, a DataFrame HTML and data, an 
   eq(r.results[1]?.isMainResult, true, 'the last expression is')
 })
 
+test('charts: a figure\'s result carries the chart data E2B extracts (line, bar, pie, box, superchart)', async () => {
+  const s = await code()
+  let r = await s.runCode(`import matplotlib.pyplot as plt
+import numpy as np
+import datetime
+dates = [datetime.date(2023, 9, 1) + datetime.timedelta(seconds=i) for i in range(100)]
+x = np.linspace(0, 2 * np.pi, 100)
+plt.figure(figsize=(10, 6))
+plt.plot(dates, np.sin(x), label='sin(x)')
+plt.plot(dates, np.cos(x), label='cos(x)')
+plt.xlabel("Time (s)")
+plt.ylabel("Amplitude (Hz)")
+plt.title('Plot of sin(x) and cos(x)')
+plt.show()`)
+  let c = r.results[0]?.chart
+  same([c?.type, c?.title, c?.x_label, c?.y_unit, c?.x_unit, c?.x_scale, c?.y_scale],
+    ['line', 'Plot of sin(x) and cos(x)', 'Time (s)', 'Hz', 's', 'datetime', 'linear'], 'line chart')
+  same(c.elements.map(e => [e.label, e.points.length]), [['sin(x)', 100], ['cos(x)', 100]], 'its lines')
+  eq(new Date(c.elements[0].points[0][0]).toISOString(), '2023-09-01T00:00:00.000Z', 'dates as ISO text')
+  assert(c.y_ticks.every(t => typeof t === 'number') && c.x_tick_labels.every(t => typeof t === 'string'), 'ticks')
+  r = await s.runCode(`plt.figure()
+plt.bar(['Author A', 'Author B', 'Author C'], [100, 200, 300], label='Books Sold')
+plt.xlabel('Authors')
+plt.title('Book Sales')
+plt.show()`)
+  c = r.results[0]?.chart
+  same(c?.elements?.map(e => [e.label, e.group, e.value]), [['Author A', 'Books Sold', 100], ['Author B', 'Books Sold', 200],
+    ['Author C', 'Books Sold', 300]], 'bar chart')
+  r = await s.runCode(`fig, ax = plt.subplots()
+ax.pie([90, 10], labels=["No", "No, in blue"], autopct='%1.1f%%', startangle=90)
+plt.show()`)
+  same(r.results[0]?.chart?.elements?.map(e => [e.label, e.angle, e.radius]), [['No', 324, 1], ['No, in blue', 36, 1]], 'pie chart')
+  r = await s.runCode(`data = {'Class A': [85, 90, 78, 92, 88], 'Class B': [95, 89, 76, 91, 84, 87], 'Class C': [75, 82, 88, 79, 86]}
+fig, ax = plt.subplots()
+ax.boxplot(data.values(), labels=data.keys(), patch_artist=True)
+plt.show()`)
+  c = r.results[0]?.chart
+  eq(c?.type, 'box_and_whisker', 'box chart')
+  same(c.elements.map(e => [e.label, e.min, e.first_quartile, e.median, e.third_quartile, e.max, e.outliers]),
+    [['Class A', 78, 85, 88, 90, 92, []], ['Class B', 84, 84.75, 88, 90.5, 95, [76]], ['Class C', 75, 79, 82, 86, 88, []]], 'its boxes')
+  r = await s.runCode(`fig, axs = plt.subplots(1, 2)
+fig.suptitle('Two')
+axs[0].plot([1, 2, 3])
+axs[1].scatter([1, 2], [3, 4], label='pts')
+plt.show()`)
+  c = r.results[0]?.chart
+  same([c?.type, c?.title, c?.elements?.map(e => e.type)], ['superchart', 'Two', ['line', 'scatter']], 'superchart')
+})
+
 test('javascript and typescript: ESM imports, top-level await, require, error names', async () => {
   const s = await code()
   eq((await s.runCode('console.log("Hello World!")', { language: 'js' })).logs.stdout.join(''), 'Hello World!\n', 'console.log')
