@@ -231,11 +231,29 @@ def pil_display(show):
 
 # ---- Python on IPython -------------------------------------------------------
 def ipython_engine():
-    from IPython.core.displayhook import DisplayHook
-    from IPython.core.displaypub import DisplayPublisher
-    from IPython.core.formatters import BaseFormatter, JSONFormatter
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets import ObjectName, Type, Unicode
+    # IPython's package imports its terminal front end (prompt_toolkit and
+    # more: a third of its start) for `IPython.embed`; a stand-in serves
+    # that name until someone calls it, and the real module loads on use
+    import types
+    stub = types.ModuleType("IPython.terminal.embed")
+
+    def embed(*args, **kwargs):
+        sys.modules.pop("IPython.terminal.embed", None)
+        from IPython.terminal.embed import embed as real
+        return real(*args, **kwargs)
+
+    stub.embed = embed
+    sys.modules["IPython.terminal.embed"] = stub
+    try:
+        from IPython.core.displayhook import DisplayHook
+        from IPython.core.displaypub import DisplayPublisher
+        from IPython.core.formatters import BaseFormatter, JSONFormatter
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets import ObjectName, Type, Unicode
+        from traitlets.config import Config
+    finally:
+        if sys.modules.get("IPython.terminal.embed") is stub:
+            del sys.modules["IPython.terminal.embed"]
 
     class Hook(DisplayHook):
         def write_output_prompt(self):
@@ -289,13 +307,21 @@ def ipython_engine():
         def _showtraceback(self, etype, evalue, stb):
             emit({"type": "error", "name": etype.__name__, "value": str(evalue), "traceback": "\n".join(stb)})
 
+        def init_completer(self):
+            # nothing asks a code plane's cell for completions: jedi (a
+            # fifth of IPython's start) is not loaded
+            self.Completer = types.SimpleNamespace(namespace=self.user_ns, global_namespace=self.user_global_ns,
+                                                   custom_matchers=[], custom_completers=None)
+
         def system(self, cmd):
             # !cmd: through the shell with the cell's own stdout and
             # stderr (no pty: output as a pipe gives it)
             self.user_ns["_exit_code"] = subprocess.call(self.var_expand(cmd, depth=1), shell=True,
                                                          executable="/bin/bash")
 
-    shell = Shell.instance(colors="NoColor", separate_in="", separate_out="", separate_out2="")
+    config = Config()
+    config.HistoryManager.enabled = False  # no history database written in the sandbox
+    shell = Shell.instance(config=config, colors="NoColor", separate_in="", separate_out="", separate_out2="")
     shell.display_formatter.formatters["e2b/data"] = DataFormatter(parent=shell.display_formatter)
     shell.display_formatter.formatters["application/json"] = JsonFormatter(parent=shell.display_formatter)
     # after image/png: the figure is drawn (its tick labels set) by then

@@ -210,20 +210,15 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 	}
 	struct ctx_info c;
 	abox_error err = ABOX_ERROR_INIT;
-	char def[40];
-	code_default_id(language, def, sizeof(def));
 	if (cid && !code_find_context(&h, cid, &c)) {
 		envd_close(&h);
 		return reply_error(rq, 404, "context %s not found", cid);
 	}
-	if (!cid && !code_find_context(&h, def, &c))
-		c = (struct ctx_info){ .running = false };
-	if (!c.running) { /* a default context's first cell starts it */
-		int r = code_context_start(&h, cid ? c.id : def, cid ? c.language : language, NULL, &c, &err);
-		if (r < 0) {
-			envd_close(&h);
-			return start_failed(rq, r, &err);
-		}
+	/* a default context's first cell starts it */
+	int r = cid && c.running ? 0 : code_default_context(&h, cid ? c.language : language, &c, &err);
+	if (r < 0) {
+		envd_close(&h);
+		return start_failed(rq, r, &err);
 	}
 	struct exec_stream *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -237,7 +232,7 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 	s->h = h;
 	s->pid = c.pid;
 	s->last_ms = clock_mono_ms();
-	int r = abox_proc_attach(h.sb, c.pid, NULL, &s->p, &err);
+	r = abox_proc_attach(h.sb, c.pid, NULL, &s->p, &err);
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "id", json_object_new_string(s->id));
 	json_object_object_add(req, "code", json_object_new_string(code));

@@ -10,6 +10,7 @@
  * sandbox's root, held in its own user namespace. Runs in aboxd. */
 #include <ctype.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "base/clock.h"
 #include "code_ctx.h"
 #include "config.h"
+#include "daemon.h"
 
 #define CTX_TAG "abox-ctx:"
 #define DEFAULT_CWD "/home/user"
@@ -315,4 +317,58 @@ int code_context_stop(sandbox_handle_t *h, const struct ctx_info *c, abox_error 
 	}
 	abox_proc_free(p);
 	return r < 0 ? r : 0;
+}
+
+/* A default context is started by whoever first needs it — a cell, or the
+ * head start below — never twice: the look and the start happen under a
+ * lock of the sandbox's (one of a few, by a hash of its id). */
+static pthread_mutex_t start_locks[32] = { [0 ... 31] = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_mutex_t *start_lock(sandbox_handle_t *h)
+{
+	unsigned x = 2166136261u;
+	for (const char *p = abox_sandbox_id(h->sb); *p; p++)
+		x = (x ^ (unsigned char)*p) * 16777619u;
+	return &start_locks[x % 32];
+}
+
+int code_default_context(sandbox_handle_t *h, const char *language, struct ctx_info *out, abox_error *err)
+{
+	char id[40];
+	code_default_id(language, id, sizeof(id));
+	pthread_mutex_t *m = start_lock(h);
+	pthread_mutex_lock(m);
+	int r = 0;
+	if (!code_find_context(h, id, out) || !out->running)
+		r = code_context_start(h, id, language, NULL, out, err);
+	pthread_mutex_unlock(m);
+	return r;
+}
+
+static void *head_start(void *arg)
+{
+	char *id = arg;
+	sandbox_handle_t h = { .ctx = request_ctx() };
+	abox_error err = ABOX_ERROR_INIT;
+	struct ctx_info c;
+	if (h.ctx && abox_sandbox_connect(h.ctx, id, &h.sb, &err) >= 0)
+		(void)code_default_context(&h, "python", &c, &err);
+	envd_close(&h);
+	free(id);
+	return NULL;
+}
+
+void code_head_start(const char *sandbox_id)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	char *id = strdup(sandbox_id);
+	if (!id || pthread_attr_init(&a) != 0) {
+		free(id);
+		return;
+	}
+	(void)pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, head_start, id) != 0)
+		free(id);
+	pthread_attr_destroy(&a);
 }

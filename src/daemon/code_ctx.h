@@ -31,6 +31,13 @@ bool code_find_context(sandbox_handle_t *h, const char *id, struct ctx_info *out
  * such cwd; err says which. */
 int code_context_start(sandbox_handle_t *h, const char *id, const char *language, const char *cwd,
 		       struct ctx_info *out, abox_error *err);
+/* The default context of language, started unless it runs (once, however
+ * many ask at the same time). */
+int code_default_context(sandbox_handle_t *h, const char *language, struct ctx_info *out, abox_error *err);
+/* Starts the sandbox's default python context in the background, so that
+ * its first cell finds IPython loaded (what E2B's boot does); for
+ * sandboxes of the code interpreter's template. */
+void code_head_start(const char *sandbox_id);
 /* Ends the context's runner and waits until it is gone. */
 int code_context_stop(sandbox_handle_t *h, const struct ctx_info *c, abox_error *err);
 

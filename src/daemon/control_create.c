@@ -19,6 +19,7 @@
 #include "listing.h"
 #include "wire.h"
 #include "base/sha256.h"
+#include "code_ctx.h"
 #include "control.h"
 
 /* Metadata as E2B bounds a secret's (the closest it documents): it is
@@ -269,6 +270,11 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 		q = reply_error(rq, 500, "the new sandbox could not be read back; it was removed");
 		goto out;
 	}
+	/* the code interpreter's first cell finds IPython loaded, as E2B's
+	 * boot starts its kernels */
+	if (o.template_name && !strcmp(o.template_name, daemon_template_of("code-interpreter-v1")) &&
+	    strcmp(o.template_name, "host") != 0)
+		code_head_start(abox_sandbox_id(sb));
 	abox_sandbox_free(sb);
 	q = reply_json(rq, 201, control_sandbox_json(&in));
 	abox_sandbox_info_clear(&in);
