@@ -60,6 +60,7 @@ struct exec_stream {
 	int pid;
 	int client_fd; /* the client's connection: its close ends the cell */
 	char id[33];
+	char ctx_id[40], language[16]; /* the context's, for the message when its runner dies */
 	char *line;          /* a partial output line */
 	size_t line_len;
 	char *out;           /* NDJSON ready to send */
@@ -120,8 +121,26 @@ static void on_runner(const abox_event *ev, void *ud)
 	} else if (ev->type == ABOX_EVENT_END && !s->done && lifecycle_sandbox_gone(s->h.ctx, abox_sandbox_id(s->h.sb))) {
 		s->done = s->cut = true; /* the sandbox's kill: no normal end (below) */
 	} else if (ev->type == ABOX_EVENT_END && !s->done) {
-		const char *msg = "{\"type\":\"error\",\"name\":\"ContextEnded\",\"value\":\"the context's runner ended\",\"traceback\":\"\"}";
+		/* the interpreter died under the cell (an os._exit, the OOM
+		 * killer...): the cell says so, and how to get the context back */
+		char why[256];
+		if (ev->signal)
+			snprintf(why, sizeof(why), "killed by signal %d", ev->signal);
+		else
+			snprintf(why, sizeof(why), "exit %d", ev->exit_code);
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "type", json_object_new_string("error"));
+		json_object_object_add(e, "name", json_object_new_string("ContextEnded"));
+		char value[512];
+		snprintf(value, sizeof(value),
+			 "the %s interpreter of context %s ended during this cell (%s); "
+			 "POST /contexts/%s/restart starts it again",
+			 s->language, s->ctx_id, why, s->ctx_id);
+		json_object_object_add(e, "value", json_object_new_string(value));
+		json_object_object_add(e, "traceback", json_object_new_string(""));
+		const char *msg = json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN);
 		queue_line(s, msg, strlen(msg));
+		json_object_put(e);
 		queue_line(s, "{\"type\":\"end_of_execution\"}", 27);
 		s->done = true;
 	}
@@ -214,8 +233,17 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 		envd_close(&h);
 		return reply_error(rq, 404, "context %s not found", cid);
 	}
+	if (cid && c.ended) {
+		envd_close(&h);
+		return reply_error(rq, 404,
+				   "context %s: its %s interpreter ended (%s %d); POST /contexts/%s/restart "
+				   "starts it again",
+				   cid, c.language, c.end_signal ? "killed by signal" : "exit",
+				   c.end_signal ? c.end_signal : c.exit_code, cid);
+	}
 	/* a default context's first cell starts it */
 	int r = cid && c.running ? 0 : code_default_context(&h, cid ? c.language : language, &c, &err);
+	/* (a context of the caller's that is not running is a default one) */
 	if (r < 0) {
 		envd_close(&h);
 		return start_failed(rq, r, &err);
@@ -231,6 +259,8 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 	s->client_fd = ci ? ci->connect_fd : -1;
 	s->h = h;
 	s->pid = c.pid;
+	snprintf(s->ctx_id, sizeof(s->ctx_id), "%s", c.id);
+	snprintf(s->language, sizeof(s->language), "%s", c.language);
 	s->last_ms = clock_mono_ms();
 	r = abox_proc_attach(h.sb, c.pid, NULL, &s->p, &err);
 	json_object *req = json_object_new_object();
@@ -336,8 +366,8 @@ enum MHD_Result code_route(struct request *rq)
 		} else {
 			int r = code_context_stop(&h, &c, &err);
 			if (r >= 0 && restart)
-				r = code_context_start(&h, c.id, c.language, c.running ? c.cwd : NULL, &c,
-						       &err);
+				r = code_context_start(&h, c.id, c.language,
+						       c.running || c.ended ? c.cwd : NULL, &c, &err);
 			q = r < 0 ? start_failed(rq, r, &err) : reply_empty(rq, 204);
 		}
 	} else {

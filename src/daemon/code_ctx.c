@@ -117,7 +117,19 @@ static bool parse_tag(const char *tag, struct ctx_info *c)
 	return sscanf(tag + strlen(CTX_TAG), "%39[^:]:%15[^:]:%95[^\n]", c->id, c->language, c->cwd) >= 2;
 }
 
-int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *count)
+/* Whether c's id is among the first n of v. */
+static bool have_id(const struct ctx_info *v, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].id, id))
+			return true;
+	return false;
+}
+
+/* The running contexts, then (ended) those whose runner died — a removal
+ * ends a runner with SIGTERM, which is no death — then the defaults not
+ * started yet. */
+static int contexts_of(sandbox_handle_t *h, bool with_ended, struct ctx_info **out, size_t *count)
 {
 	abox_proc_info *v = NULL;
 	size_t n = 0, k = 0;
@@ -127,7 +139,7 @@ int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *count)
 	int r = abox_proc_list(h->sb, &v, &n, &err);
 	if (r < 0)
 		return r;
-	struct ctx_info *c = calloc(n + 2, sizeof(*c));
+	struct ctx_info *c = calloc(2 * n + 2, sizeof(*c));
 	if (!c) {
 		free(v);
 		return -ENOMEM;
@@ -136,6 +148,17 @@ int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *count)
 		if (v[i].running && parse_tag(v[i].tag, &c[k])) {
 			c[k].pid = v[i].pid;
 			c[k].running = true;
+			if (!c[k].cwd[0])
+				snprintf(c[k].cwd, sizeof(c[k].cwd), "%s", DEFAULT_CWD);
+			k++;
+		}
+	for (size_t i = n; with_ended && i-- > 0;) /* the newest end first */
+		if (!v[i].running && v[i].signal != SIGTERM && parse_tag(v[i].tag, &c[k]) &&
+		    !have_id(c, k, c[k].id)) {
+			c[k].pid = v[i].pid;
+			c[k].ended = true;
+			c[k].exit_code = v[i].exit_code;
+			c[k].end_signal = v[i].signal;
 			if (!c[k].cwd[0])
 				snprintf(c[k].cwd, sizeof(c[k].cwd), "%s", DEFAULT_CWD);
 			k++;
@@ -163,12 +186,17 @@ int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *count)
 	return 0;
 }
 
+int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *count)
+{
+	return contexts_of(h, false, out, count);
+}
+
 bool code_find_context(sandbox_handle_t *h, const char *id, struct ctx_info *out)
 {
 	struct ctx_info *v;
 	size_t n;
 	bool found = false;
-	if (code_contexts(h, &v, &n) < 0)
+	if (contexts_of(h, true, &v, &n) < 0)
 		return false;
 	for (size_t i = 0; i < n && !found; i++)
 		if (!strcmp(v[i].id, id)) {
@@ -308,12 +336,16 @@ int code_context_stop(sandbox_handle_t *h, const struct ctx_info *c, abox_error 
 	int r = abox_proc_attach(h->sb, c->pid, NULL, &p, err);
 	if (r < 0)
 		return r;
-	r = abox_proc_signal(p, SIGKILL, err);
-	for (int i = 0; r >= 0 && i < 100; i++) { /* gone before it is started again */
+	/* SIGTERM marks a removal (contexts_of tells it from a death); a
+	 * runner that does not end of it within a second is killed */
+	r = abox_proc_signal(p, SIGTERM, err);
+	bool gone = false;
+	for (int i = 0; r >= 0 && i < 150 && !gone; i++) { /* gone before it is started again */
+		if (i == 50)
+			(void)abox_proc_signal(p, SIGKILL, NULL);
 		struct pollfd pf = { .fd = abox_proc_fd(p), .events = (short)abox_proc_events(p) };
 		(void)poll(&pf, 1, 20);
-		if (abox_proc_dispatch(p, NULL, NULL, NULL) != 0)
-			break;
+		gone = abox_proc_dispatch(p, NULL, NULL, NULL) != 0;
 	}
 	abox_proc_free(p);
 	return r < 0 ? r : 0;

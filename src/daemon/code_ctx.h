@@ -11,7 +11,9 @@
 
 struct ctx_info {
 	int pid;
-	bool running; /* false: a default context not started yet */
+	bool running; /* false: a default context not started yet, or one that ended */
+	bool ended; /* its runner died (not removed): how, below */
+	int exit_code, end_signal;
 	char id[40], language[16], cwd[96];
 };
 
@@ -23,7 +25,8 @@ void code_default_id(const char *language, char *out, size_t n);
 /* Running contexts of the sandbox, then the default python and
  * javascript contexts not started yet (malloc'd array, *n entries). */
 int code_contexts(sandbox_handle_t *h, struct ctx_info **out, size_t *n);
-/* The context id (a running one, or a default one not started yet). */
+/* The context id: a running one, a default one not started yet, or one
+ * whose runner died (ended; a removed one is not found). */
 bool code_find_context(sandbox_handle_t *h, const char *id, struct ctx_info *out);
 /* Starts a runner for language in cwd (NULL: /home/user, or root's home
  * where the template has none) and waits until it can take cells.

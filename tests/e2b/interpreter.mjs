@@ -149,6 +149,26 @@ test('contexts: any cwd (/root too), restart, remove, independence', async () =>
   assert(thrown, 'context and language together are refused')
 })
 
+test('an interpreter that dies says so; its context restarts on request; a default one starts again', async () => {
+  const s = await code()
+  const ctx = await s.createCodeContext({ language: 'python', cwd: '/tmp' })
+  await s.runCode('keep = 1', { context: ctx })
+  let r = await s.runCode('import os; os._exit(3)', { context: ctx })
+  eq(r.error?.name, 'ContextEnded', 'the cell says its interpreter ended')
+  assert(/exit 3/.test(r.error?.value ?? '') && /restart/.test(r.error.value), `and how: ${r.error?.value}`)
+  let msg = ''
+  try { await s.runCode('1', { context: ctx }) } catch (e) { msg = String(e?.message ?? e) }
+  assert(/404/.test(msg) && /ended/.test(msg) && /restart/.test(msg), `a cell in the dead context is refused, saying why: ${msg}`)
+  await s.restartCodeContext(ctx.id)
+  eq((await s.runCode('import os; os.getcwd()', { context: ctx })).text, '/tmp', 'restarted, in its folder')
+  eq((await s.runCode('keep', { context: ctx })).error?.name, 'NameError', 'with fresh variables')
+  r = await s.runCode('import os; os._exit(1)')
+  eq(r.error?.name, 'ContextEnded', 'the default context died too')
+  eq((await s.runCode('1 + 1')).text, '2', 'and the next default cell starts it again')
+  await s.removeCodeContext(ctx.id)
+  assert(!(await s.listCodeContexts()).some(c => c.id === ctx.id), 'a removed context is not listed')
+})
+
 test('envs: the sandbox\'s and each run\'s, in python, javascript and bash', async () => {
   const s = await code({ envs: { TEST_ENV_VAR: 'supertest' } })
   for (const [language, get, dflt] of [
