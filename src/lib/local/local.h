@@ -64,6 +64,9 @@ struct local_net {
 	bool took; /* a spare was handed out: netd finishes it on conn */
 	char *policy_json; /* as recorded */
 	int conn; /* to abox-netd, while the attach is under way */
+	/* to ask again a netd that had begun to leave when the take came */
+	const char *state_dir, *netd_path;
+	int64_t prefer;
 	char resolv[64]; /* the sandbox's resolv.conf */
 	bool relay; /* no veth: netd relays its egress (no CAP_NET_ADMIN) */
 	/* a namespace netd made ahead, with its veth (-1: none ready, the

@@ -89,6 +89,9 @@ int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const stru
 		prefer = st.net_slot;
 	sb_state_free(&st);
 	memcpy(ln->id, id, sizeof(ln->id));
+	ln->state_dir = ctx->state_dir;
+	ln->netd_path = ctx->netd_path;
+	ln->prefer = prefer;
 	/* connected now, so a netd that must be started starts before the
 	 * clone, not on the sandbox's critical path */
 	if ((ln->conn = net_client_connect(ctx->state_dir, ctx->netd_path, err)) < 0)
@@ -110,6 +113,20 @@ static int take_answer(struct local_net *ln, json_object **o, abox_error *err)
 {
 	ln->asked = false;
 	int r = net_client_wait_fd(ln->conn, o, &ln->netns_fd, err);
+	for (int again = 0; r == -ECONNRESET && again < 3; again++) {
+		/* the connection closed unanswered: netd was leaving (a minute
+		 * idle, or asked to stop) as this create connected, and never
+		 * read the take. Again, to a netd started anew once the
+		 * leaving one is gone. */
+		close(ln->conn);
+		usleep(20000);
+		ln->conn = net_client_connect(ln->state_dir, ln->netd_path, err);
+		if (ln->conn < 0)
+			return ln->conn;
+		r = net_client_take(ln->conn, ln->id, ln->policy_json, ln->prefer, err);
+		if (r >= 0)
+			r = net_client_wait_fd(ln->conn, o, &ln->netns_fd, err);
+	}
 	if (r < 0)
 		return r;
 	json_object *sv = js_get(*o, "slot", json_type_int);
