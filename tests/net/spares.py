@@ -207,6 +207,8 @@ try:
         if r.returncode != 0:
             bad.append(r.stderr.strip())
     check("creates racing netd's leaving all succeed", not bad, bad)
+    w.netd_request({"op": "stop"})
+    until(lambda: not links("abp"))
 
     # a pool of 0: only the slow path
     config(spares=0)
