@@ -15,7 +15,8 @@
  * "codeInterpreterTemplate" (the template served as E2B's
  * code-interpreter-v1: "code-interpreter", built from
  * rootfs/code-interpreter.recipe; "host" to serve the host template
- * instead). With no key configured, the key in
+ * instead), "codeInterpreterHeadStart" (true: such a sandbox's default
+ * python context starts at its create). With no key configured, the key in
  * <state>/aboxd.key is used, made on first start (e2b_ and 40 hex
  * digits, the shape the SDKs check; mode 0600) and printed once.
  * Command-line options and the environment are main.c's. Runs in aboxd,
@@ -42,6 +43,7 @@ struct daemon_config daemon_cfg = {
 	.per_client_conns = 64,
 	.head_timeout = 10,
 	.net_default = ABOX_NET_OPEN,
+	.ci_head_start = true,
 };
 
 int config_load(const char *path, bool explicit)
@@ -108,6 +110,9 @@ int config_load(const char *path, bool explicit)
 		else if (!strcmp(k, "codeInterpreterTemplate") &&
 			 json_object_is_type(val, json_type_string) && json_object_get_string_len(val) > 0)
 			daemon_cfg.ci_template = strdup(json_object_get_string(val));
+		else if (!strcmp(k, "codeInterpreterHeadStart") &&
+			 json_object_is_type(val, json_type_boolean))
+			daemon_cfg.ci_head_start = json_object_get_boolean(val);
 		else if (!strcmp(k, "domain") && json_object_is_type(val, json_type_string))
 			daemon_cfg.domain = strdup(json_object_get_string(val));
 		else if (!strcmp(k, "apiKeys") && json_object_is_type(val, json_type_array)) {

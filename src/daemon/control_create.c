@@ -272,7 +272,8 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	}
 	/* the code interpreter's first cell finds IPython loaded, as E2B's
 	 * boot starts its kernels */
-	if (o.template_name && !strcmp(o.template_name, daemon_template_of("code-interpreter-v1")) &&
+	if (daemon_cfg.ci_head_start && o.template_name &&
+	    !strcmp(o.template_name, daemon_template_of("code-interpreter-v1")) &&
 	    strcmp(o.template_name, "host") != 0)
 		code_head_start(abox_sandbox_id(sb));
 	abox_sandbox_free(sb);

@@ -57,6 +57,9 @@ struct daemon_config {
 	/* the template served as E2B's `code-interpreter-v1` (the code
 	 * interpreter SDKs' default); NULL: "code-interpreter" */
 	char *ci_template;
+	/* start the default python context at the create of a code
+	 * interpreter sandbox (its first cell then finds IPython loaded) */
+	bool ci_head_start;
 };
 
 /* The template E2B's name want stands for here: "base" is the host
