@@ -84,6 +84,12 @@ static char *runner_source(const char *language)
 		if (!dirs[i] || !*dirs[i])
 			continue;
 		size_t n, m;
+		if (!strcmp(language, "r")) {
+			char *r = read_runner(dirs[i], "r_runner.R", &n);
+			if (r)
+				return r;
+			continue;
+		}
 		if (node_based(language)) {
 			char *js = read_runner(dirs[i], "node_runner.js", &n);
 			if (js)
@@ -245,13 +251,16 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 {
 	char tag[160];
 	snprintf(tag, sizeof(tag), "%s%s:%s:%s", CTX_TAG, id, language, cwd ? cwd : "");
-	bool node = node_based(language);
-	/* python3 -u -c SRC LANGUAGE / node -e SRC LANGUAGE */
+	bool node = node_based(language), r_lang = !strcmp(language, "r");
+	/* python3 -u -c SRC LANGUAGE / node -e SRC LANGUAGE / R through a
+	 * shell that gives it its message channel on fd 3 (r_runner.R) */
 	const char *argv[] = { node ? "node" : "python3", node ? "-e" : "-u",     node ? src : "-c",
 			       node ? language : src,     node ? NULL : language, NULL };
+	const char *r_argv[] = { "sh", "-c", "exec 3>&1 1>&2 && exec Rscript --vanilla -e \"$1\"",
+				 "sh", src,  NULL };
 	const char *env[] = { "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg", NULL };
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	po.argv = argv;
+	po.argv = r_lang ? r_argv : argv;
 	po.env = env;
 	po.cwd = cwd;
 	po.user = "root";
@@ -274,7 +283,10 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 	int pid = abox_proc_pid(p);
 	w.err[w.err_len] = '\0';
 	w.line[w.line_len] = '\0';
-	const char *runtime = node ? "node" : !strcmp(language, "bash") ? "python3 (and bash)" : "python3";
+	const char *runtime = node                        ? "node"
+			      : r_lang                    ? "R (Rscript; Debian's r-base-core)"
+			      : !strcmp(language, "bash") ? "python3 (and bash)"
+							  : "python3";
 	if (w.have_line && strstr(w.line, "\"ready\"")) {
 		abox_proc_free(p);
 		*out = (struct ctx_info){ .pid = pid, .running = true };
@@ -312,12 +324,11 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 int code_context_start(sandbox_handle_t *h, const char *id, const char *language, const char *cwd,
 		       struct ctx_info *out, abox_error *err)
 {
-	if (!strcmp(language, "r") || !strcmp(language, "java"))
+	if (!strcmp(language, "java"))
 		return abox_error_setx(
 			err, ENOTSUP,
-			"language '%s': abox's code interpreter runs python, javascript, typescript "
-			"and bash; no %s runner yet",
-			language, language);
+			"language 'java': abox's code interpreter runs python, javascript, typescript, "
+			"bash and r (with R in the template); no java runner yet");
 	char *src = runner_source(language);
 	if (!src)
 		return abox_error_setx(err, ENOENT, "the code runner is not installed (runners/)");
