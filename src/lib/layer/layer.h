@@ -103,6 +103,9 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
  * apt prints goes to log. */
 int template_apt_install(const char *root, const char *packages, void (*log)(const char *line, void *ud),
 			 void *ud, abox_error *err);
+/* In a build helper's child (after fork): stdin /dev/null, stdout and
+ * stderr to out, a plain Debian environment, then bin; never returns. */
+void template_child_exec(int out, const char *bin, const char *const *argv) __attribute__((noreturn));
 /* Reads a helper's output lines into log and waits for it (see
  * template_build.c). */
 int template_child_lines(int fd, pid_t child, void (*log)(const char *line, void *ud), void *ud, char *last,

@@ -99,13 +99,7 @@ int template_apt_install(const char *root, const char *packages, void (*log)(con
 		    mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
 		    mount("/dev", dev, NULL, MS_BIND, NULL) < 0 || chroot(root) < 0 || chdir("/") < 0)
 			_exit(126);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
-			_exit(126);
-		char *envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
-				 (char *)"DEBIAN_FRONTEND=noninteractive", NULL };
-		execve("/bin/sh", (char *const *)argv, envp);
-		_exit(127);
+		template_child_exec(p[1], "/bin/sh", argv);
 	}
 	close(p[1]);
 	char last[2600];

@@ -238,6 +238,17 @@ char *template_host_mirror(void)
 	return found;
 }
 
+void template_child_exec(int out, const char *bin, const char *const *argv)
+{
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+		_exit(126);
+	char *envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
+			 (char *)"DEBIAN_FRONTEND=noninteractive", NULL };
+	execve(bin, (char *const *)argv, envp);
+	_exit(127);
+}
+
 /* Reads a child's output from fd (closed here) a line at a time into log,
  * then waits for the child: its wait status (0: it succeeded), with its
  * last five lines in last for the caller's error, or -errno. */
@@ -316,13 +327,7 @@ static int run_debootstrap(const struct template_recipe *r, const char *mirror, 
 		 * this namespace and end with it */
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			_exit(126);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
-			_exit(126);
-		char *envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
-				 (char *)"DEBIAN_FRONTEND=noninteractive", NULL };
-		execve(bin, (char *const *)argv, envp);
-		_exit(127);
+		template_child_exec(p[1], bin, argv);
 	}
 	close(p[1]);
 	char last[2600];
