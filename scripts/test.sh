@@ -24,8 +24,8 @@ fi
 # once into a cache outside the clone, then imported into the tests' state)
 bash scripts/code-interpreter-template.sh "$build" ||
   { echo "the code-interpreter template is missing: the code plane's tests will fail"; status=1; }
-bash scripts/code-interpreter-template.sh "$build" code-interpreter-r rootfs/code-interpreter-r.recipe ||
-  { echo "the code-interpreter-r template is missing: the R cells' tests will fail"; status=1; }
+bash scripts/code-interpreter-template.sh "$build" code-interpreter-full rootfs/code-interpreter-full.recipe ||
+  { echo "the code-interpreter-full template is missing: the R and Java cells' tests will fail"; status=1; }
 
 meson test -C "$build" --print-errorlogs --num-processes 1 >"$build/test-output.txt" 2>&1 || status=1
 tail -n 15 "$build/test-output.txt"

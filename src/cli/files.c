@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "base/openat2.h"
 
 static const char *type_name(abox_file_type t)
 {
@@ -222,7 +223,7 @@ static int open_beneath(int dfd, const char *rel, int flags, mode_t mode)
 {
 	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC, .mode = mode,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	return (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	return (int)openat2_retry(dfd, rel, &how, sizeof(how));
 }
 
 static int mkdir_beneath(int dfd, const char *rel)

@@ -84,8 +84,9 @@ static char *runner_source(const char *language)
 		if (!dirs[i] || !*dirs[i])
 			continue;
 		size_t n, m;
-		if (!strcmp(language, "r")) {
-			char *r = read_runner(dirs[i], "r_runner.R", &n);
+		if (!strcmp(language, "r") || !strcmp(language, "java")) {
+			char *r = read_runner(dirs[i],
+					      !strcmp(language, "r") ? "r_runner.R" : "JavaRunner.java", &n);
 			if (r)
 				return r;
 			continue;
@@ -251,16 +252,27 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 {
 	char tag[160];
 	snprintf(tag, sizeof(tag), "%s%s:%s:%s", CTX_TAG, id, language, cwd ? cwd : "");
-	bool node = node_based(language), r_lang = !strcmp(language, "r");
+	bool node = node_based(language), r_lang = !strcmp(language, "r"), java = !strcmp(language, "java");
 	/* python3 -u -c SRC LANGUAGE / node -e SRC LANGUAGE / R through a
 	 * shell that gives it its message channel on fd 3 (r_runner.R) */
 	const char *argv[] = { node ? "node" : "python3", node ? "-e" : "-u",     node ? src : "-c",
 			       node ? language : src,     node ? NULL : language, NULL };
 	const char *r_argv[] = { "sh", "-c", "exec 3>&1 1>&2 && exec Rscript --vanilla -e \"$1\"",
 				 "sh", src,  NULL };
+	/* Java through its source launcher, from a file in a folder of its own */
+	const char *java_argv[] = {
+		"sh",
+		"-c",
+		"command -v java >/dev/null || exit 127; d=$(mktemp -d) && "
+		"printf '%s' \"$1\" > \"$d/JavaRunner.java\" && exec 3>&1 1>&2 && "
+		"exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \"$d/JavaRunner.java\"",
+		"sh",
+		src,
+		NULL
+	};
 	const char *env[] = { "PYTHONUNBUFFERED=1", "MPLBACKEND=Agg", NULL };
 	abox_proc_opts po = ABOX_PROC_OPTS_INIT;
-	po.argv = r_lang ? r_argv : argv;
+	po.argv = r_lang ? r_argv : java ? java_argv : argv;
 	po.env = env;
 	po.cwd = cwd;
 	po.user = "root";
@@ -285,6 +297,7 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 	w.line[w.line_len] = '\0';
 	const char *runtime = node                        ? "node"
 			      : r_lang                    ? "R (Rscript; Debian's r-base-core)"
+			      : java                      ? "Java (a JDK with jshell)"
 			      : !strcmp(language, "bash") ? "python3 (and bash)"
 							  : "python3";
 	if (w.have_line && strstr(w.line, "\"ready\"")) {
@@ -324,11 +337,6 @@ static int start_in(sandbox_handle_t *h, const char *id, const char *language, c
 int code_context_start(sandbox_handle_t *h, const char *id, const char *language, const char *cwd,
 		       struct ctx_info *out, abox_error *err)
 {
-	if (!strcmp(language, "java"))
-		return abox_error_setx(
-			err, ENOTSUP,
-			"language 'java': abox's code interpreter runs python, javascript, typescript, "
-			"bash and r (with R in the template); no java runner yet");
 	char *src = runner_source(language);
 	if (!src)
 		return abox_error_setx(err, ENOENT, "the code runner is not installed (runners/)");

@@ -15,6 +15,7 @@
 #include "files.h"
 #include "init.h"
 #include "proto/messages.h"
+#include "base/openat2.h"
 
 const char *files_what(uint16_t type)
 {
@@ -63,7 +64,7 @@ int files_openat(int dfd, const char *path, int flags, mode_t mode)
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = FILES_RESOLVE_NO_MAGICLINKS,
 	};
-	long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	long fd = openat2_retry(dfd, path, &how, sizeof(how));
 	/* kernels before 5.6: no openat2, and nothing better to ask for */
 	if (fd < 0 && errno == ENOSYS)
 		return openat(dfd, path, flags, mode);

@@ -23,6 +23,7 @@
 #include "base/base.h"
 #include "base/sha256.h"
 #include "unpack.h"
+#include "base/openat2.h"
 
 #if defined(__x86_64__)
 #define HOST_ARCH "amd64"
@@ -40,7 +41,7 @@ static int open_in(struct unpack *u, int dir, const char *path)
 		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	long fd = openat2_retry(dir, path, &how, sizeof(how));
 	if (fd < 0)
 		return unpack_fail(u, "image: open '%s': %s", path, strerror(errno));
 	struct stat st;

@@ -34,6 +34,7 @@
 
 #include "base/base.h"
 #include "unpack.h"
+#include "base/openat2.h"
 
 void unpack_init(struct unpack *u, int root)
 {
@@ -114,7 +115,7 @@ static long openat2_beneath(int dir, const char *name, int flags)
 		.flags = (uint64_t)flags | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	return syscall(SYS_openat2, dir, name, &how, sizeof(how));
+	return openat2_retry(dir, name, &how, sizeof(how));
 }
 
 /* Opens the folder `path` (normalized, "" = the root) below the

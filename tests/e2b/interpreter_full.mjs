@@ -1,11 +1,11 @@
-// R cells through @e2b/code-interpreter, on the code interpreter's variant
-// with R (rootfs/code-interpreter-r.recipe, made ready by
-// scripts/code-interpreter-template.sh), as TAP (run by tests/e2b/run.sh
-// like flows.mjs); and java, which abox has no runner for, refused by name.
+// R and Java cells through @e2b/code-interpreter, on the code interpreter's
+// variant with R and a JDK (rootfs/code-interpreter-full.recipe, made ready
+// by scripts/code-interpreter-template.sh), as TAP (run by tests/e2b/run.sh
+// like flows.mjs); and both refused by name on a template without them.
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
-import { test, assert, eq, create, run } from './lib.mjs'
+import { test, assert, eq, same, create, run } from './lib.mjs'
 
-const rbox = () => create({ template: 'code-interpreter-r' }, CodeSandbox)
+const rbox = () => create({ template: 'code-interpreter-full' }, CodeSandbox)
 
 test('r cells: printed values, stdout, stderr, errors, variables that persist, the folder', async () => {
   const s = await rbox()
@@ -37,9 +37,27 @@ test('r: a run\'s envs, a context of its own, an interrupt at the client\'s time
   assert(Date.now() - t0 < 3000, `it waited ${Date.now() - t0} ms behind the cut one`)
 })
 
-test('java, and r on a template without R: a 400 that names what is missing', async () => {
+test('java cells: values, stdout, declarations that persist, exceptions, compile errors, a run\'s envs as properties', async () => {
+  const s = await rbox()
+  eq((await s.runCode('System.getProperty("user.dir")', { language: 'java' })).results[0]?.text.trim(), '/home/user', 'user.dir')
+  let r = await s.runCode('int x = 40;\nSystem.out.println("hi");\nx + 2', { language: 'java' })
+  eq(r.logs.stdout.join(''), 'hi\n', 'System.out')
+  eq(r.results[0]?.text, '42', 'the last expression')
+  eq((await s.runCode('x * 2', { language: 'java' })).results[0]?.text, '80', 'declarations persist')
+  r = await s.runCode('int y = 1 / 0;', { language: 'java' })
+  same([r.error?.name, r.error?.value], ['ArithmeticException', '/ by zero'], 'an exception')
+  eq((await s.runCode('foo bar', { language: 'java' })).error?.name, 'CompilationException', 'a compile error')
+  eq((await s.runCode('System.getProperty("FOO")', { language: 'java', envs: { FOO: 'bar' } })).results[0]?.text, 'bar', 'a run\'s env')
+  eq((await s.runCode('System.getProperty("FOO", "default")', { language: 'java' })).results[0]?.text, 'default', 'gone after')
+  let thrown = false
+  try { await s.runCode('while (true) { }', { language: 'java', timeoutMs: 3000 }) } catch { thrown = true }
+  assert(thrown, 'the timeout raised')
+  eq((await s.runCode('1 + 1', { language: 'java', timeoutMs: 20000 })).results[0]?.text, '2', 'the next cell after an interrupt')
+})
+
+test('java and r on a template without them: a 400 that names what is missing', async () => {
   const s = await create({}, CodeSandbox)
-  for (const [language, want] of [['java', /no java runner/], ['r', /no R \(Rscript/]]) {
+  for (const [language, want] of [['java', /no Java \(a JDK/], ['r', /no R \(Rscript/]]) {
     let msg = ''
     try { await s.runCode('1', { language }) } catch (e) { msg = String(e?.message ?? e) }
     assert(/400/.test(msg), `${language} through the SDK: ${msg}`)
