@@ -20,6 +20,7 @@ test('a fresh sandbox lists the default python and javascript contexts, in /home
   eq((await s.runCode('from pathlib import Path; print(Path.cwd())')).logs.stdout.join(''), '/home/user\n', 'python cwd')
   eq((await s.runCode('process.cwd()', { language: 'js' })).text, '/home/user', 'javascript cwd')
   eq((await s.runCode('pwd', { language: 'bash' })).logs.stdout.join(''), '/home/user\n', 'bash cwd')
+  eq((await s.commands.run('whoami; echo $HOME')).stdout, 'user\nhome/user\n'.replace('home', '/home'), "the template's default user has an account")
 })
 
 test('python on IPython: !cmd, %magics, top-level await, execution count, tracebacks with source lines', async () => {

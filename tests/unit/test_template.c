@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -241,4 +242,47 @@ Test(template_meta, round_trips_and_maps_image_users)
 	cr_assert_str_eq(template_user_from_image("0:0"), "root");
 	cr_assert_str_eq(template_user_from_image("1000"), "user");
 	cr_assert_null(template_user_from_image("node"));
+}
+
+/* The default user's account in a root a build made: added where the tree
+ * has none (debootstrap makes only root), left alone where one of that
+ * name or id exists. */
+static char *slurp(const char *p)
+{
+	static char buf[4096];
+	FILE *f = fopen(p, "re");
+	cr_assert_not_null(f, "open %s", p);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+Test(template_recipe, default_user_account_added_once)
+{
+	char dir[] = "/tmp/abox-tuser-XXXXXX", p[128];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/etc", dir);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/etc/passwd", dir);
+	FILE *f = fopen(p, "we");
+	fputs("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin", f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/etc/group", dir);
+	f = fopen(p, "we");
+	fputs("root:x:0:\ndev:x:1000:\n", f);
+	fclose(f);
+	abox_error err = ABOX_ERROR_INIT;
+	cr_assert_eq(template_add_user(dir, &err), 0, "%s", err.msg);
+	cr_assert_eq(template_add_user(dir, &err), 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/passwd", dir);
+	cr_assert_str_eq(
+		slurp(p),
+		"root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"
+		"user:x:1000:1000:user:/home/user:/bin/bash\n",
+		"once, after a last line without its newline");
+	snprintf(p, sizeof(p), "%s/etc/group", dir);
+	cr_assert_str_eq(slurp(p), "root:x:0:\ndev:x:1000:\n", "a group with id 1000 is left as it is");
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_assert_eq(system(p), 0);
 }

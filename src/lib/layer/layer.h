@@ -103,6 +103,10 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
  * apt prints goes to log. */
 int template_apt_install(const char *root, const char *packages, void (*log)(const char *line, void *ud),
 			 void *ud, abox_error *err);
+/* Adds the account of the sandboxes' default user (`user`, uid and gid
+ * 1000, home /home/user) to the passwd, group and shadow files of a root
+ * a build made, unless it has an account of that name or id. */
+int template_add_user(const char *root, abox_error *err);
 /* In a build helper's child (after fork): stdin /dev/null, stdout and
  * stderr to out, a plain Debian environment, then bin; never returns. */
 void template_child_exec(int out, const char *bin, const char *const *argv) __attribute__((noreturn));

@@ -12,9 +12,12 @@
  * host's /dev mounted for the packages' scripts; the host's resolv.conf
  * is lent to the root for the downloads and a policy-rc.d keeps services
  * from starting; both are put back as they were afterwards. Runs in the
- * CLI/daemon, as root, on a tree of Debian's packages it just made. */
+ * CLI/daemon, as root, on a tree of Debian's packages it just made.
+ * Also here: the account of the template's default user, which
+ * debootstrap does not make. */
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -123,5 +126,54 @@ restore:
 		(void)put_file(root, "etc/resolv.conf", own_rc, strlen(own_rc), 0644);
 	else
 		(void)unlink(rc_path);
+	return r;
+}
+
+/* Whether the account file text has an entry named name or with id id
+ * (the third field). */
+static bool has_account(const char *text, const char *name, const char *id)
+{
+	size_t nl = strlen(name), il = strlen(id);
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, name, nl) == 0 && l[nl] == ':')
+			return true;
+		const char *f = strchr(l, ':');
+		f = f ? strchr(f + 1, ':') : NULL;
+		if (f && strncmp(f + 1, id, il) == 0 && f[1 + il] == ':')
+			return true;
+	}
+	return false;
+}
+
+/* Appends line to root/rel unless it names the account already. */
+static int add_account(const char *root, const char *rel, const char *line, abox_error *err)
+{
+	char p[4400];
+	safe_snprintf(p, sizeof(p), "%s/%s", root, rel);
+	_cleanup_free_ char *text = NULL;
+	int r = read_file_at(AT_FDCWD, p, 1 << 22, &text, NULL);
+	if (r == -ENOENT)
+		return 0; /* no such file in this tree (a shadow file, say) */
+	if (r < 0)
+		return abox_error_set(err, -r, "template build: read '%s'", p);
+	if (has_account(text, "user", "1000"))
+		return 0;
+	int fd = open(p, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return abox_error_set(err, errno, "template build: open '%s'", p);
+	size_t n = strlen(text);
+	bool nl = n && text[n - 1] != '\n';
+	int w = (nl ? write_full(fd, "\n", 1) : 0) < 0 ? -EIO : write_full(fd, line, strlen(line));
+	close(fd);
+	return w < 0 ? abox_error_set(err, -w, "template build: write '%s'", p) : 0;
+}
+
+int template_add_user(const char *root, abox_error *err)
+{
+	int r = add_account(root, "etc/passwd", "user:x:1000:1000:user:/home/user:/bin/bash\n", err);
+	if (r >= 0)
+		r = add_account(root, "etc/group", "user:x:1000:\n", err);
+	if (r >= 0)
+		r = add_account(root, "etc/shadow", "user:*:20000:0:99999:7:::\n", err);
 	return r;
 }

@@ -345,6 +345,10 @@ static void recipe_digest(const char *text, const char *mirror, const struct tem
 {
 	struct sha256 h;
 	sha256_init(&h);
+	/* what the build itself does, too: a change to it makes older
+	 * builds of the same recipe out of date */
+	static const char builder[] = "abox template build 2 (the default user's account)";
+	sha256_update(&h, builder, sizeof(builder));
 	const char *parts[] = { text, mirror, q->user, q->workdir, q->start_cmd, q->ready_cmd };
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
 		sha256_update(&h, parts[i] ? parts[i] : "", parts[i] ? strlen(parts[i]) : 0);
@@ -452,7 +456,9 @@ int template_build(const char *state_dir, const char *name, const char *recipe_p
 	if (mkdir(scratch, 0700) < 0) {
 		r = abox_error_set(err, errno, "template build: create '%s'", scratch);
 	} else if ((r = run_debootstrap(&rec, mirror, root, log, ud, err)) >= 0 &&
-		   (!rec.packages || (r = template_apt_install(root, rec.packages, log, ud, err)) >= 0)) {
+		   (!rec.packages || (r = template_apt_install(root, rec.packages, log, ud, err)) >= 0) &&
+		   /* `whoami`, pip --user, git and ssh look the default user up */
+		   ((q.user && strcmp(q.user, "root") == 0) || (r = template_add_user(root, err)) >= 0)) {
 		if (log)
 			log("abox: importing the new root filesystem", ud);
 		r = template_import_locked(state_dir, tdir, name, root, &q, out, err);
