@@ -224,8 +224,9 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 	const char *language = lang ? code_language(lang) : "python";
 	if (!language) {
 		envd_close(&h);
-		return reply_error(rq, 400,
-				   "language '%s': abox runs python, javascript, typescript and bash", lang);
+		return reply_error(
+			rq, 400, "language '%s': abox runs python, javascript, typescript, bash, r and java",
+			lang);
 	}
 	struct ctx_info c;
 	abox_error err = ABOX_ERROR_INIT;
@@ -328,9 +329,10 @@ enum MHD_Result code_route(struct request *rq)
 		struct ctx_info c;
 		int r;
 		if (!language)
-			q = reply_error(rq, 400,
-					"language '%s': abox runs python, javascript, typescript and bash",
-					lang);
+			q = reply_error(
+				rq, 400,
+				"language '%s': abox runs python, javascript, typescript, bash, r and java",
+				lang);
 		else if (cwd && (cwd[0] != '/' || strlen(cwd) > 90 || strchr(cwd, '\n') || strchr(cwd, ':')))
 			q = reply_error(rq, 400,
 					"cwd '%.100s': an absolute path of at most 90 bytes, without ':'",
