@@ -183,18 +183,15 @@ public class JavaRunner {
                 rest = ci.completeness().isComplete() ? ci.remaining() : "";
                 last = null;
                 for (SnippetEvent ev : js.eval(src)) {
-                    if (ev.status() == Snippet.Status.REJECTED) {
+                    // rejected, or a declaration naming what does not exist
+                    // (jshell keeps it for later; a cell says why)
+                    boolean unresolved = ev.status() == Snippet.Status.RECOVERABLE_NOT_DEFINED
+                        && ev.snippet() instanceof jdk.jshell.DeclarationSnippet;
+                    if (ev.status() == Snippet.Status.REJECTED || unresolved) {
                         List<String> msgs = new ArrayList<>();
-                        js.diagnostics(ev.snippet()).forEach(d -> msgs.add(d.getMessage(null)));
-                        send(current, "type", "error", "name", "CompilationException",
-                             "value", String.join("\n", msgs), "traceback", src.strip() + "\n" + String.join("\n", msgs));
-                        failed = true;
-                    } else if (ev.status() == Snippet.Status.RECOVERABLE_NOT_DEFINED
-                               && ev.snippet() instanceof jdk.jshell.DeclarationSnippet) {
-                        // a declaration naming what does not exist: jshell keeps it for later, a cell says why
-                        List<String> msgs = new ArrayList<>();
-                        js.unresolvedDependencies((jdk.jshell.DeclarationSnippet) ev.snippet())
-                            .forEach(u -> msgs.add("cannot find symbol: " + u));
+                        if (unresolved)
+                            js.unresolvedDependencies((jdk.jshell.DeclarationSnippet) ev.snippet())
+                                .forEach(u -> msgs.add("cannot find symbol: " + u));
                         js.diagnostics(ev.snippet()).forEach(d -> msgs.add(d.getMessage(null)));
                         send(current, "type", "error", "name", "CompilationException",
                              "value", String.join("\n", msgs), "traceback", src.strip() + "\n" + String.join("\n", msgs));

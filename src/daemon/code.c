@@ -242,9 +242,9 @@ static enum MHD_Result execute(struct request *rq, json_object *b, sandbox_handl
 				   cid, c.language, c.end_signal ? "killed by signal" : "exit",
 				   c.end_signal ? c.end_signal : c.exit_code, cid);
 	}
-	/* a default context's first cell starts it */
+	/* a default context (listed from the start) starts on its first cell;
+	 * any other that is not running has ended (above) */
 	int r = cid && c.running ? 0 : code_default_context(&h, cid ? c.language : language, &c, &err);
-	/* (a context of the caller's that is not running is a default one) */
 	if (r < 0) {
 		envd_close(&h);
 		return start_failed(rq, r, &err);

@@ -119,9 +119,13 @@ static char *runner_source(const char *language)
 /* Parses "abox-ctx:<id>:<language>:<cwd>". */
 static bool parse_tag(const char *tag, struct ctx_info *c)
 {
-	if (strncmp(tag, CTX_TAG, strlen(CTX_TAG)) != 0)
+	*c = (struct ctx_info){ 0 }; /* nothing of an entry parsed before */
+	if (strncmp(tag, CTX_TAG, strlen(CTX_TAG)) != 0 ||
+	    sscanf(tag + strlen(CTX_TAG), "%39[^:]:%15[^:]:%95[^\n]", c->id, c->language, c->cwd) < 2)
 		return false;
-	return sscanf(tag + strlen(CTX_TAG), "%39[^:]:%15[^:]:%95[^\n]", c->id, c->language, c->cwd) >= 2;
+	if (!c->cwd[0])
+		snprintf(c->cwd, sizeof(c->cwd), "%s", DEFAULT_CWD);
+	return true;
 }
 
 /* Whether c's id is among the first n of v. */
@@ -155,8 +159,6 @@ static int contexts_of(sandbox_handle_t *h, bool with_ended, struct ctx_info **o
 		if (v[i].running && parse_tag(v[i].tag, &c[k])) {
 			c[k].pid = v[i].pid;
 			c[k].running = true;
-			if (!c[k].cwd[0])
-				snprintf(c[k].cwd, sizeof(c[k].cwd), "%s", DEFAULT_CWD);
 			k++;
 		}
 	for (size_t i = n; with_ended && i-- > 0;) /* the newest end first */
@@ -166,8 +168,6 @@ static int contexts_of(sandbox_handle_t *h, bool with_ended, struct ctx_info **o
 			c[k].ended = true;
 			c[k].exit_code = v[i].exit_code;
 			c[k].end_signal = v[i].signal;
-			if (!c[k].cwd[0])
-				snprintf(c[k].cwd, sizeof(c[k].cwd), "%s", DEFAULT_CWD);
 			k++;
 		}
 	free(v);
@@ -177,10 +177,7 @@ static int contexts_of(sandbox_handle_t *h, bool with_ended, struct ctx_info **o
 	for (size_t d = 0; d < 2; d++) {
 		char id[40];
 		code_default_id(defaults[d], id, sizeof(id));
-		bool have = false;
-		for (size_t i = 0; i < k && !have; i++)
-			have = !strcmp(c[i].id, id);
-		if (!have) {
+		if (!have_id(c, k, id)) {
 			c[k] = (struct ctx_info){ .running = false };
 			snprintf(c[k].id, sizeof(c[k].id), "%s", id);
 			snprintf(c[k].language, sizeof(c[k].language), "%s", defaults[d]);
