@@ -15,6 +15,9 @@ packages=(
   # a filesystem that cannot be mounted idmapped, for the tests of
   # sandboxes without a user namespace where that is so
   bindfs
+  # the pull tests: a registry server, a client that pushes into it and
+  # a static busybox for the images they build
+  docker-registry skopeo busybox-static
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

@@ -38,6 +38,12 @@ typedef struct abox_template_progress {
 	unsigned layer;       /* image layer being applied (1-based); 0: not an image */
 	unsigned layers;
 	const char *message;  /* a line of a build's output (abox_template_build), or NULL */
+	/* abox_template_pull, while it downloads (then layer/layers count the
+	 * image's layers and entries/bytes stay 0): */
+	uint64_t pulled; /* bytes of this layer here so far */
+	uint64_t pull_size; /* its size */
+	const char
+		*pull_state; /* "pulling", "pulled", "cached" (already here), "resumed"; NULL: not pulling */
 } abox_template_progress;
 
 #define ABOX_TEMPLATE_OPTS_VERSION 1
@@ -72,6 +78,45 @@ ABOX_EXPORT int abox_template_import_ex(abox_ctx *ctx, const char *name, const c
  * (0, and the progress callback says so) unless ABOX_TEMPLATE_REBUILD. */
 ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe,
 				    const abox_template_opts *opts, abox_error *err);
+
+/* Pulls image ref ("python:3.12", "ghcr.io/o/r@sha256:HEX",
+ * "localhost:5000/x:y") from its registry (the OCI distribution API, over
+ * HTTPS; plain HTTP only for a registry on this machine that does not
+ * speak TLS, or with ABOX_PULL_PLAIN_HTTP) and imports it as template
+ * name (NULL: abox_template_ref_name's). An index is resolved to this
+ * machine's platform (or pull's); every blob's size and digest are
+ * checked while it arrives; layers already in the state folder's blob
+ * store are not downloaded again, and a download that broke off is
+ * resumed. opts (NULL: defaults) as for import, its progress callback
+ * told each layer's download (pulled, pull_size, pull_state) and the
+ * "resolved NAME@DIGEST" (message). The template's source records the
+ * digest pulled. */
+#define ABOX_PULL_PLAIN_HTTP (1u << 0) /* http://, never TLS */
+#define ABOX_PULL_TLS_NO_VERIFY (1u << 1) /* accept any certificate (test registries only) */
+#define ABOX_PULL_OPTS_VERSION 1
+typedef struct abox_pull_opts {
+	uint32_t version;
+	uint32_t flags; /* ABOX_PULL_* */
+	const char *platform; /* "os/arch[/variant]"; NULL: this machine's */
+	const char *auth_file; /* docker-style config.json; NULL: $REGISTRY_AUTH_FILE,
+				* $DOCKER_CONFIG/config.json, ~/.docker/config.json,
+				* $XDG_RUNTIME_DIR/containers/auth.json */
+	const char *username; /* with password: over the auth file */
+	const char *password;
+	const char *ca_file; /* PEM certificates to trust for the registry; NULL: the system's */
+} abox_pull_opts;
+#define ABOX_PULL_OPTS_INIT                                                                                  \
+	{                                                                                                    \
+		ABOX_PULL_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, NULL                                      \
+	}
+
+ABOX_EXPORT int abox_template_pull(abox_ctx *ctx, const char *name, const char *ref,
+				   const abox_template_opts *opts, const abox_pull_opts *pull,
+				   abox_error *err);
+/* The template name a pull of ref makes when given none: the
+ * repository's last component and its tag ("python:3.12" ->
+ * "python-3-12"). 0, or -EINVAL (err says why) for a malformed ref. */
+ABOX_EXPORT int abox_template_ref_name(const char *ref, char *out, size_t outlen, abox_error *err);
 
 #define ABOX_TEMPLATE_INFO_VERSION 1
 typedef struct abox_template_info {

@@ -1,5 +1,5 @@
-/* abox template ls|import|inspect|rm: the root filesystems sandboxes start
- * from. */
+/* abox template ls|import|build|pull|inspect|rm: the root filesystems
+ * sandboxes start from. */
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@ static const char usage_text[] =
 	"usage: abox template ls\n"
 	"       abox template import [OPTIONS] NAME SOURCE\n"
 	"       abox template build [OPTIONS] NAME RECIPE\n"
+	"       abox template pull [OPTIONS] REF [NAME]\n"
 	"       abox template inspect [--json] NAME\n"
 	"       abox template rm NAME...\n\n"
 	"`host` (built in) is the default. SOURCE is a folder holding a root\n"
@@ -27,8 +28,23 @@ static const char usage_text[] =
 	"`build` runs debootstrap (and apt-get for the recipe's `packages`) as a\n"
 	"RECIPE says (see rootfs/) from this machine's Debian mirror, showing\n"
 	"their output, and imports the result; a template the same recipe,\n"
-	"mirror and options built is kept (--rebuild builds it again).\n\n"
-	"import/build options (what sandboxes made from it start with; an\n"
+	"mirror and options built is kept (--rebuild builds it again).\n"
+	"`pull` fetches image REF (python:3.12, ghcr.io/o/r@sha256:..., a private\n"
+	"registry's localhost:5000/x:y) for this machine's platform, checking\n"
+	"every blob's digest; layers already here are not fetched again, and a\n"
+	"pull that broke off resumes. NAME defaults to the image's name and tag\n"
+	"(python-3-12) and is printed.\n\n"
+	"pull options:\n"
+	"      --platform OS/ARCH[/VARIANT]  another platform's image (linux/arm64)\n"
+	"      --authfile FILE    docker-style config.json with the registry's credentials\n"
+	"                         (default: ~/.docker/config.json and where podman keeps them)\n"
+	"      --username USER    with --password-stdin: credentials over the file's\n"
+	"      --password-stdin   read the password from the first line of stdin\n"
+	"      --ca-file FILE     PEM certificates to trust for the registry\n"
+	"      --tls-verify=false accept any certificate (test registries only)\n"
+	"      --plain-http       http://, never TLS (a registry on this machine that\n"
+	"                         does not speak TLS is found so anyway)\n\n"
+	"import/build/pull options (what sandboxes made from it start with; an\n"
 	"image's config or the recipe gives the defaults):\n"
 	"  -u, --user USER        default user of commands: user or root\n"
 	"  -w, --workdir DIR      default working folder\n"
@@ -43,9 +59,40 @@ static const char usage_text[] =
 	"      --keep-devices     keep device nodes\n"
 	"      --rebuild          build: even when the same recipe built the template\n";
 
+static void size_text(uint64_t b, char *out, size_t n)
+{
+	if (b >= 10ull << 20)
+		snprintf(out, n, "%.1f MB", (double)b / 1e6);
+	else if (b >= 10000)
+		snprintf(out, n, "%.1f kB", (double)b / 1e3);
+	else
+		snprintf(out, n, "%llu bytes", (unsigned long long)b);
+}
+
+/* A layer's download: a line of its own once done, a live one on a tty. */
+static void show_pull(const abox_template_progress *p, bool tty)
+{
+	char got[32], all[32];
+	size_text(p->pulled, got, sizeof(got));
+	size_text(p->pull_size, all, sizeof(all));
+	if (strcmp(p->pull_state, "pulling") == 0) {
+		if (tty) {
+			fprintf(stderr, "\rlayer %u/%u: %s of %s   ", p->layer, p->layers, got, all);
+			fflush(stderr);
+		}
+		return;
+	}
+	const char *what = strcmp(p->pull_state, "cached") == 0 ? "already here" : p->pull_state;
+	fprintf(stderr, "%slayer %u/%u: %s, %s\n", tty ? "\r\033[K" : "", p->layer, p->layers, all, what);
+}
+
 static void show_progress(const abox_template_progress *p, void *ud)
 {
 	bool tty = ud != NULL;
+	if (p->pull_state) {
+		show_pull(p, tty);
+		return;
+	}
 	if (p->message) {
 		fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", p->message);
 		return;
@@ -62,8 +109,15 @@ static void show_progress(const abox_template_progress *p, void *ud)
 	fflush(stderr);
 }
 
-static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
+enum make_kind {
+	MAKE_IMPORT,
+	MAKE_BUILD,
+	MAKE_PULL
+};
+
+static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 {
+	bool build = kind == MAKE_BUILD;
 	static const struct option opts[] = {
 		{ "user", required_argument, NULL, 'u' },
 		{ "workdir", required_argument, NULL, 'w' },
@@ -77,10 +131,19 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 		{ "keep-setuid", no_argument, NULL, 's' },
 		{ "keep-devices", no_argument, NULL, 'd' },
 		{ "rebuild", no_argument, NULL, 'R' },
+		{ "platform", required_argument, NULL, 1 },
+		{ "authfile", required_argument, NULL, 2 },
+		{ "username", required_argument, NULL, 3 },
+		{ "password-stdin", no_argument, NULL, 4 },
+		{ "ca-file", required_argument, NULL, 5 },
+		{ "tls-verify", required_argument, NULL, 6 },
+		{ "plain-http", no_argument, NULL, 7 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
+	abox_pull_opts po = ABOX_PULL_OPTS_INIT;
+	bool pw_stdin = false;
 	const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
 	int c, rc = 0;
@@ -124,16 +187,59 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 			}
 			o.flags |= ABOX_TEMPLATE_REBUILD;
 			break;
+		case 1:
+			po.platform = optarg;
+			break;
+		case 2:
+			po.auth_file = optarg;
+			break;
+		case 3:
+			po.username = optarg;
+			break;
+		case 4:
+			pw_stdin = true;
+			break;
+		case 5:
+			po.ca_file = optarg;
+			break;
+		case 6:
+			if (strcmp(optarg, "false") != 0 && strcmp(optarg, "true") != 0) {
+				cli_err("template pull: --tls-verify '%s': expected true or false", optarg);
+				rc = EXIT_ABOX;
+			} else if (strcmp(optarg, "false") == 0) {
+				po.flags |= ABOX_PULL_TLS_NO_VERIFY;
+			}
+			break;
+		case 7:
+			po.flags |= ABOX_PULL_PLAIN_HTTP;
+			break;
 		case 'h': fputs(usage_text, stdout); free(env); return 0;
 		default: rc = EXIT_ABOX;
 		}
+		if (rc == 0 && c >= 1 && c <= 7 && kind != MAKE_PULL) {
+			cli_err("template %s: %s is an option of 'template pull'", build ? "build" : "import",
+				argv[optind - 1]);
+			rc = EXIT_ABOX;
+		}
 	}
-	if (rc == 0 && argc - optind != 2) {
+	if (rc == 0 && kind == MAKE_PULL && (pw_stdin != (po.username != NULL))) {
+		cli_err("template pull: --username and --password-stdin go together");
+		rc = EXIT_ABOX;
+	}
+	char *password = NULL;
+	if (rc == 0 && pw_stdin && !(password = line_read(stdin))) {
+		cli_err("template pull: --password-stdin: no password on stdin");
+		rc = EXIT_ABOX;
+	}
+	po.password = password;
+	int want = kind == MAKE_PULL ? argc - optind : 2;
+	if (rc == 0 && (argc - optind != want || want < 1 || want > 2)) {
 		fputs(usage_text, stderr);
 		rc = EXIT_ABOX;
 	}
 	if (rc) {
 		free(env);
+		free(password);
 		return rc;
 	}
 	o.env = nenv ? env : NULL;
@@ -141,12 +247,30 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, bool build)
 	o.progress = show_progress;
 	o.userdata = tty ? (void *)1 : NULL;
 	abox_error err = ABOX_ERROR_INIT;
-	int r = build ? abox_template_build(ctx, argv[optind], argv[optind + 1], &o, &err)
-		      : abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
+	int r;
+	char name[64];
+	if (kind == MAKE_PULL) {
+		const char *ref = argv[optind];
+		r = optind + 1 < argc ? (int)(snprintf(name, sizeof(name), "%s", argv[optind + 1]) < 0)
+				      : abox_template_ref_name(ref, name, sizeof(name), &err);
+		if (r == 0)
+			r = abox_template_pull(ctx, name, ref, &o, &po, &err);
+	} else {
+		r = build ? abox_template_build(ctx, argv[optind], argv[optind + 1], &o, &err)
+			  : abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
+	}
 	if (tty)
 		fputs("\r\033[K", stderr);
 	free(env);
-	return r < 0 ? cli_fail(&err) : 0;
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		free(password);
+	}
+	if (r < 0)
+		return cli_fail(&err);
+	if (kind == MAKE_PULL)
+		printf("%s\n", name); /* the template's name (it may have been made from REF) */
+	return 0;
 }
 
 static int do_inspect(abox_ctx *ctx, const char *name, bool json)
@@ -207,8 +331,9 @@ int cmd_template(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : NULL;
 	bool help = op && (strcmp(op, "--help") == 0 || strcmp(op, "-h") == 0);
-	bool known = op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
-			    strcmp(op, "inspect") == 0 || strcmp(op, "build") == 0);
+	bool known =
+		op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
+		       strcmp(op, "inspect") == 0 || strcmp(op, "build") == 0 || strcmp(op, "pull") == 0);
 	bool inspect_json = known && strcmp(op, "inspect") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0;
 	if (!known || (strcmp(op, "rm") == 0 && argc < 3) ||
 	    (strcmp(op, "inspect") == 0 && argc != 3 && !inspect_json)) {
@@ -231,8 +356,9 @@ int cmd_template(int argc, char **argv)
 			}
 			free(names);
 		}
-	} else if (strcmp(op, "import") == 0 || strcmp(op, "build") == 0) {
-		rc = do_import(ctx, argc - 1, argv + 1, strcmp(op, "build") == 0);
+	} else if (strcmp(op, "import") == 0 || strcmp(op, "build") == 0 || strcmp(op, "pull") == 0) {
+		enum make_kind k = op[0] == 'i' ? MAKE_IMPORT : op[0] == 'b' ? MAKE_BUILD : MAKE_PULL;
+		rc = do_import(ctx, argc - 1, argv + 1, k);
 	} else if (strcmp(op, "inspect") == 0) {
 		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
 	} else {

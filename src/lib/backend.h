@@ -27,6 +27,7 @@ struct abox_ctx {
 	char *runtime_dir;
 	char *init_path;
 	char *unpack_path;     /* abox-unpack, or NULL when not found */
+	char *pull_path; /* abox-pull, or NULL when not found */
 	char *netd_path; /* abox-netd, or NULL when not found */
 	char *sudo_path; /* abox-sudo (sandboxes' sudo), or NULL when not found */
 	char *extras_dir; /* the layer of abox's own files every sandbox gets (local/extras.c), once made */
@@ -172,6 +173,8 @@ struct abox_backend_ops {
 			      abox_error *err);
 	int (*template_import)(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *o,
 			       abox_error *err);
+	int (*template_pull)(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *o,
+			     const abox_pull_opts *p, abox_error *err);
 	int (*template_inspect)(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err);
 	int (*template_list)(abox_ctx *ctx, char ***names, abox_error *err);
 	int (*template_remove)(abox_ctx *ctx, const char *name, abox_error *err);

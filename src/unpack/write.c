@@ -208,8 +208,12 @@ static int clear_leaf(struct unpack *u, int parent, const char *leaf, bool keep_
 		return errno == ENOENT ? 0 : unpack_fail(u, "entry '%s': %s", entry, strerror(errno));
 	if (keep_dir && S_ISDIR(st.st_mode))
 		return 1;
-	/* whatever a cached folder fd points into may be going away */
-	drop_cache(u);
+	/* whatever a cached folder fd points into may be going away, unless
+	 * the cached folder is parent itself (it stays; closing it would
+	 * pull parent out from under us: a later layer replacing a file
+	 * failed with EBADF) */
+	if (parent != u->cache_fd)
+		drop_cache(u);
 	int r = rm_rf_at(parent, leaf, 0);
 	if (r < 0)
 		return unpack_fail(u, "entry '%s': replace the existing entry: %s", entry, strerror(-r));

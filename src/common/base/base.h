@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,6 +115,9 @@ int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *
  * NUL), growing it up to limit bytes (-EFBIG beyond). *len: what was read,
  * NUL-terminated. 0 or -errno. */
 int read_all_fd(int fd, size_t limit, char **buf, size_t *cap, size_t *len);
+/* One line of f without its line end (LF or CRLF), malloc'd; NULL at
+ * the end of f. */
+char *line_read(FILE *f);
 /* Replaces path with len bytes of data, written to tmp (created with
  * mode) and renamed over it: a reader sees the old file or the new one,
  * never half of one. durable: fsync'd before the rename, so that this

@@ -161,6 +161,20 @@ int read_file_at(int dirfd, const char *path, size_t limit, char **out, size_t *
 	return 0;
 }
 
+char *line_read(FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	if (n < 0) {
+		free(line);
+		return NULL;
+	}
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	return line;
+}
+
 int write_file_replace(const char *path, const char *tmp, const void *data, size_t len, mode_t mode,
 		       bool durable)
 {

@@ -85,6 +85,13 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 				       ABOX_BUILD_DIR "/abox-unpack" };
 	ctx->unpack_path = pick(unpack_cands, ELEMENTSOF(unpack_cands));
 
+	/* abox-pull (registries), found as the unpacker is */
+	char near_pull[PATH_MAX + 16];
+	snprintf(near_pull, sizeof(near_pull), "%s/abox-pull", dir);
+	const char *pull_cands[] = { getenv("ABOX_PULL"), near_pull, ABOX_LIBEXECDIR "/abox-pull",
+				     ABOX_BUILD_DIR "/abox-pull" };
+	ctx->pull_path = pick(pull_cands, ELEMENTSOF(pull_cands));
+
 	/* abox-netd (sandboxes' egress), found as the unpacker is */
 	char near_netd[PATH_MAX + 16];
 	snprintf(near_netd, sizeof(near_netd), "%s/abox-netd", dir);
@@ -155,6 +162,7 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->extras_dir);
 	free(ctx->init_path);
 	free(ctx->unpack_path);
+	free(ctx->pull_path);
 	free(ctx->default_policy);
 	cgroup_layout_free(&ctx->cg);
 	backend_reap_seen_free(ctx);

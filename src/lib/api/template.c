@@ -1,6 +1,7 @@
 /* api/template.c — the public template calls: checks, then the
  * context's backend. Runs in the caller's process. */
 #include "api/api.h"
+#include "base/imageref.h"
 
 int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
 			abox_error *err)
@@ -19,6 +20,25 @@ int abox_template_import_ex(abox_ctx *ctx, const char *name, const char *source,
 int abox_template_import(abox_ctx *ctx, const char *name, const char *source, abox_error *err)
 {
 	return abox_template_import_ex(ctx, name, source, NULL, err);
+}
+
+int abox_template_pull(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *opts,
+		       const abox_pull_opts *pull, abox_error *err)
+{
+	API_NEED(ctx, "template pull");
+	return API_CALL(ctx, template_pull, "template pull", ctx, name, ref, opts, pull, err);
+}
+
+int abox_template_ref_name(const char *ref, char *out, size_t outlen, abox_error *err)
+{
+	struct image_ref r;
+	char why[512];
+	if (!out || outlen == 0)
+		return abox_error_setx(err, EINVAL, "template ref name: no room for the name");
+	if (ref_parse(ref, &r, why, sizeof(why)) < 0)
+		return abox_error_setx(err, EINVAL, "%s", why);
+	ref_template_name(&r, out, outlen);
+	return 0;
 }
 
 int abox_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err)

@@ -115,6 +115,23 @@ void template_child_exec(int out, const char *bin, const char *const *argv) __at
 int template_child_lines(int fd, pid_t child, void (*log)(const char *line, void *ud), void *ud, char *last,
 			 size_t last_size, abox_error *err);
 
+/* A pull from a registry (abox-pull's options). */
+struct template_pull_req {
+	const char *pull_helper; /* abox-pull */
+	const char *platform, *auth_file, *username, *password, *ca_file;
+	bool plain_http, no_verify;
+	/* each layer's download (state "pulling", "pulled", "cached",
+	 * "resumed"), or a message (state NULL: "resolved NAME@DIGEST", a note) */
+	void (*progress)(unsigned layer, unsigned layers, uint64_t done, uint64_t total, const char *state,
+			 const char *message, void *ud);
+	void *ud;
+};
+/* Pulls ref with abox-pull into the blob store (STATE/blobs) and a pull
+ * folder (in STATE/pull), then imports it as template name (req as for
+ * template_import; its source: the resolved reference with its digest). */
+int template_pull(const char *state_dir, const char *name, const char *ref, const struct template_pull_req *q,
+		  const struct template_import_req *req, struct template_meta *out, abox_error *err);
+
 /* Forgets template name; versions in use are swept once unused. */
 int template_remove(const char *state_dir, const char *name, abox_error *err);
 /* "host" first, then every imported template (NULL-terminated). */

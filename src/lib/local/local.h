@@ -291,6 +291,8 @@ int local_snapshot(abox_sandbox *sb, const char *name, uint32_t flags, abox_snap
 int local_snapshot_list(abox_ctx *ctx, abox_snapshot_info **out, size_t *n, abox_error *err);
 int local_snapshot_remove(abox_ctx *ctx, const char *ref, bool forget, abox_error *err);
 /* template.c */
+int local_template_pull(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *opts,
+			const abox_pull_opts *pull, abox_error *err);
 int local_template_build(abox_ctx *ctx, const char *name, const char *recipe, const abox_template_opts *opts,
 			abox_error *err);
 int local_template_import(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *opts,

@@ -32,6 +32,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.snapshot_remove = local_snapshot_remove,
 	.template_build = local_template_build,
 	.template_import = local_template_import,
+	.template_pull = local_template_pull,
 	.template_inspect = local_template_inspect,
 	.template_list = local_template_list,
 	.template_remove = local_template_remove,

@@ -87,6 +87,61 @@ int local_template_import(abox_ctx *ctx, const char *name, const char *source, c
 	return make(ctx, name, source, false, opts, err);
 }
 
+static void forward_pull(unsigned layer, unsigned layers, uint64_t done, uint64_t total, const char *state,
+			 const char *message, void *ud)
+{
+	const abox_template_opts *o = ud;
+	abox_template_progress p = { .layer = layer,
+				     .layers = layers,
+				     .pulled = done,
+				     .pull_size = total,
+				     .pull_state = state,
+				     .message = message };
+	o->progress(&p, o->userdata);
+}
+
+int local_template_pull(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *opts,
+			const abox_pull_opts *pull, abox_error *err)
+{
+	abox_template_opts o;
+	struct template_import_req req;
+	int r = opts_to_req(opts, &o, &req, ctx, err);
+	if (r < 0)
+		return r;
+	if (!ref)
+		return abox_error_setx(err, EINVAL, "template pull: missing image reference");
+	if (pull && pull->version < 1)
+		return abox_error_setx(err, EINVAL, "abox_pull_opts: bad version %u", pull->version);
+	abox_pull_opts p = pull ? *pull : (abox_pull_opts)ABOX_PULL_OPTS_INIT;
+	char derived[64];
+	if (!name) {
+		if ((r = abox_template_ref_name(ref, derived, sizeof(derived), err)) < 0)
+			return r;
+		name = derived;
+	}
+	struct template_pull_req q = {
+		.pull_helper = ctx->pull_path,
+		.platform = p.platform,
+		.auth_file = p.auth_file,
+		.username = p.username,
+		.password = p.password,
+		.ca_file = p.ca_file,
+		.plain_http = p.flags & ABOX_PULL_PLAIN_HTTP,
+		.no_verify = p.flags & ABOX_PULL_TLS_NO_VERIFY,
+		.progress = o.progress ? forward_pull : NULL,
+		.ud = &o,
+	};
+	struct template_meta m;
+	if ((r = template_pull(ctx->state_dir, name, ref, &q, &req, &m, err)) < 0)
+		return r;
+	backend_log(ctx, ABOX_LOG_DEBUG,
+		    "template %s pulled from %s: %llu entries, %llu bytes, %llu left out", name,
+		    m.source ? m.source : ref, (unsigned long long)m.entries, (unsigned long long)m.bytes,
+		    (unsigned long long)m.dropped);
+	template_meta_free(&m);
+	return 0;
+}
+
 /* The strings inspect copies from a version's metadata into an
  * abox_template_info as they are (user has a default, env is a list), and
  * abox_template_info_clear frees. */
