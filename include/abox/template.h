@@ -118,7 +118,7 @@ ABOX_EXPORT int abox_template_pull(abox_ctx *ctx, const char *name, const char *
  * "python-3-12"). 0, or -EINVAL (err says why) for a malformed ref. */
 ABOX_EXPORT int abox_template_ref_name(const char *ref, char *out, size_t outlen, abox_error *err);
 
-#define ABOX_TEMPLATE_INFO_VERSION 1
+#define ABOX_TEMPLATE_INFO_VERSION 2
 typedef struct abox_template_info {
 	uint32_t version;
 	char name[64];
@@ -132,6 +132,8 @@ typedef struct abox_template_info {
 	char *start_cmd, *ready_cmd;
 	uint16_t ready_port;
 	uint32_t ready_timeout_ms;
+	/* version >= 2: */
+	char **cmd; /* an image's Entrypoint + Cmd (NULL-terminated), or NULL */
 } abox_template_info;
 
 /* What template name is and does; clear with abox_template_info_clear. */

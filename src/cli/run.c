@@ -7,11 +7,32 @@
 #include "base/base.h"
 #include "cli.h"
 
+/* The default command of template name (NULL: host, which has none). */
+static char **template_cmd(const char *name)
+{
+	abox_ctx *ctx;
+	if (!name || cli_ctx(&ctx) != 0)
+		return NULL;
+	abox_template_info t = { .version = ABOX_TEMPLATE_INFO_VERSION };
+	abox_error err = ABOX_ERROR_INIT;
+	char **cmd = NULL;
+	if (abox_template_inspect(ctx, name, &t, &err) == 0) {
+		cmd = t.cmd;
+		t.cmd = NULL;
+		abox_template_info_clear(&t);
+	}
+	abox_error_clear(&err);
+	abox_ctx_free(ctx);
+	return cmd;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: abox run [OPTIONS] [--] CMD [ARG...]\n"
 		   "\n"
 		   "Runs CMD in a fresh sandbox and removes the sandbox when CMD ends.\n"
+		   "Without CMD: the template's own command (a pulled or imported image's\n"
+		   "Entrypoint and Cmd), where it has one.\n"
 		   "\n"
 		   "  -t, --template NAME   template to start from (default: host)\n"
 		   "  -u, --user USER       run as 'user' (uid 1000, default), 'root' or a user of\n"
@@ -69,7 +90,12 @@ int cmd_run(int argc, char **argv)
 				return EXIT_ABOX;
 		}
 	}
-	if (cli_command("run", "abox run [OPTIONS] -- CMD [ARG...]", argc, argv, optind, &po) < 0)
+	/* no command: the template's own (an image's Entrypoint + Cmd) */
+	_cleanup_(strv_freep) char **tcmd = NULL;
+	bool none = optind >= argc || (optind == argc - 1 && strcmp(argv[optind], "--") == 0);
+	if (none && (tcmd = template_cmd(ns.so.template_name)))
+		po.argv = (const char *const *)tcmd;
+	else if (cli_command("run", "abox run [OPTIONS] -- CMD [ARG...]", argc, argv, optind, &po) < 0)
 		return EXIT_ABOX;
 	/* -e is the command's here (the sandbox ends with it anyway) */
 	po.env = ns.nenv ? ns.env : NULL;

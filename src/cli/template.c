@@ -299,6 +299,8 @@ static int do_inspect(abox_ctx *ctx, const char *name, bool json)
 		json_object_object_add(o, "readyPort", json_object_new_int(t.ready_port));
 	if (t.ready_timeout_ms)
 		json_object_object_add(o, "readyTimeoutMs", json_object_new_int64(t.ready_timeout_ms));
+	if (t.cmd)
+		json_object_object_add(o, "cmd", js_strv_array(t.cmd));
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
@@ -315,6 +317,9 @@ static int do_inspect(abox_ctx *ctx, const char *name, bool json)
 		printf("user:      %s\nworkdir:   %s\n", t.user, t.workdir ? t.workdir : "(the user's home)");
 		for (size_t i = 0; t.env && t.env[i]; i++)
 			printf("%s%s\n", i ? "           " : "env:       ", t.env[i]);
+		for (size_t i = 0; t.cmd && t.cmd[i]; i++)
+			printf("%s%s%s", i ? " " : "command:   ", t.cmd[i],
+			       t.cmd[i + 1] ? "" : "  (abox run's default)\n");
 		if (t.start_cmd)
 			printf("start:     %s\n", t.start_cmd);
 		if (t.ready_cmd)

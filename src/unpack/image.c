@@ -115,7 +115,8 @@ static json_object *read_json(struct unpack *u, int dir, const char *path, const
 	return o;
 }
 
-/* The user, workdir and env of the image's config, kept for the template. */
+/* The user, workdir, env and command (Entrypoint then Cmd) of the
+ * image's config, kept for the template. */
 static int take_config(struct unpack *u, json_object *cfg)
 {
 	json_object *c = js_get(cfg, "config", json_type_object);
@@ -130,6 +131,20 @@ static int take_config(struct unpack *u, json_object *cfg)
 	json_object *env = js_get(c, "Env", json_type_array);
 	if (env)
 		json_object_object_add(out, "env", json_object_get(env));
+	json_object *cmd = json_object_new_array();
+	const char *parts[] = { "Entrypoint", "Cmd" };
+	for (size_t p = 0; p < 2; p++) {
+		json_object *a = js_get(c, parts[p], json_type_array);
+		for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+			json_object *s = json_object_array_get_idx(a, i);
+			if (json_object_is_type(s, json_type_string))
+				json_object_array_add(cmd, json_object_get(s));
+		}
+	}
+	if (json_object_array_length(cmd))
+		json_object_object_add(out, "cmd", cmd);
+	else
+		json_object_put(cmd);
 	free(u->config);
 	u->config = strdup(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN));
 	json_object_put(out);

@@ -81,7 +81,8 @@ try:
     tls = R.Registry(R.tmpdir("tls"), cert, key)
     servers.append(tls)
     img = R.Layout(os.path.join(top, "img1"))
-    m1 = img.image([base, top_layer], env=["PATH=/bin", "GREETING=hi"])
+    m1 = img.image([base, top_layer], env=["PATH=/bin", "GREETING=hi"], entrypoint=["/bin/sh", "-c"],
+                   cmd=["echo default command $GREETING"])
     img.write()
     R.push(img.dir, f"{tls.host}/team/app:v1")
     r = abox("template", "pull", "--ca-file", cert, f"{tls.host}/team/app:v1")
@@ -97,6 +98,10 @@ try:
     check("the template records the digest it came from",
           info.get("source", "").startswith(f"{tls.host}/team/app@sha256:"), info)
     check("the image without a User runs as root", info.get("user") == "root", info)
+    check("its Entrypoint and Cmd are the template's command",
+          info.get("cmd") == ["/bin/sh", "-c", "echo default command $GREETING"], info)
+    r = abox("run", "-t", "app-v1")
+    check("abox run without a command runs it", r.returncode == 0 and r.stdout == "default command hi\n", out(r))
     check("nothing left of the pull but its blobs", not leftovers(), leftovers())
 
     r = abox("template", "pull", f"{tls.host}/team/app:v1", "app-noca")

@@ -360,7 +360,7 @@ class Layout:
             f.write(b)
         return {"digest": d, "size": len(b)}
 
-    def image(self, layers, env=None, arch="amd64", variant=None, user=None, cmd=None):
+    def image(self, layers, env=None, arch="amd64", variant=None, user=None, cmd=None, entrypoint=None):
         """layers: [(raw, gz)]; adds a manifest, returns its descriptor."""
         cfg = {"architecture": arch, "os": "linux", "config": {"Env": env or ["PATH=/bin"]},
                "rootfs": {"type": "layers", "diff_ids": [sha(r) for r, _ in layers]}}
@@ -368,6 +368,8 @@ class Layout:
             cfg["config"]["User"] = user
         if cmd:
             cfg["config"]["Cmd"] = cmd
+        if entrypoint:
+            cfg["config"]["Entrypoint"] = entrypoint
         if variant:
             cfg["variant"] = variant
         c = self.blob(json.dumps(cfg).encode())

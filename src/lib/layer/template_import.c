@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "layer/copy.h"
 #include "layer/layer.h"
 #include "layer/unpack_run.h"
@@ -136,6 +137,7 @@ static int fill_meta(struct import_args *a, abox_error *err)
 		}
 		if (o && json_object_object_get_ex(o, "workdir", &v) && json_object_is_type(v, json_type_string))
 			m->workdir = strdup(json_object_get_string(v));
+		m->cmd = js_strv(o, "cmd");
 		if (o && json_object_object_get_ex(o, "env", &v) && json_object_is_type(v, json_type_array))
 			for (size_t i = 0; i < json_object_array_length(v); i++) {
 				json_object *e = json_object_array_get_idx(v, i);

@@ -28,6 +28,7 @@ static const struct js_field fields[] = {
 	F("readyCmd", ready_cmd, JS_STR),
 	F("readyPort", ready_port, JS_U16 | JS_OMIT0),
 	F("readyTimeoutMs", ready_timeout_ms, JS_U32 | JS_OMIT0),
+	F("cmd", cmd, JS_STRV | JS_OMIT0),
 };
 #undef F
 

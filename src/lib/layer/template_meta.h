@@ -28,6 +28,7 @@ struct template_meta {
 	char *ready_cmd;            /* create waits until it exits 0 ... */
 	uint16_t ready_port;        /* ... or until this port accepts */
 	uint32_t ready_timeout_ms;  /* 0: TEMPLATE_READY_TIMEOUT_MS */
+	char **cmd; /* the image's Entrypoint + Cmd (a default command), or NULL */
 };
 
 /* Reads the metadata of the version at version_path; a version without

@@ -186,12 +186,15 @@ int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *
 				     ? (m->ready_timeout_ms ? m->ready_timeout_ms : TEMPLATE_READY_TIMEOUT_MS)
 				     : 0;
 	i.env = strv_copy(m->env);
+	i.cmd = out->version >= 2 ? strv_copy(m->cmd) : NULL;
 	template_info_free(&t);
 	if (!i.user) {
 		abox_template_info_clear(&i);
 		return abox_error_set(err, ENOMEM, "template inspect");
 	}
-	*out = i;
+	/* a caller built against version 1 has no room for cmd */
+	i.version = out->version >= 2 ? ABOX_TEMPLATE_INFO_VERSION : 1;
+	memcpy(out, &i, out->version >= 2 ? sizeof(i) : offsetof(abox_template_info, cmd));
 	return 0;
 }
 
@@ -204,7 +207,9 @@ void abox_template_info_clear(abox_template_info *i)
 	free(i->user);
 	strv_free(i->env);
 	uint32_t v = i->version;
-	memset(i, 0, sizeof(*i));
+	if (v >= 2)
+		strv_free(i->cmd);
+	memset(i, 0, v >= 2 ? sizeof(*i) : offsetof(abox_template_info, cmd));
 	i->version = v;
 }
 
