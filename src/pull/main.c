@@ -2,7 +2,7 @@
  *
  *   abox-pull [--platform OS/ARCH[/VARIANT]] [--authfile FILE]
  *             [--creds-stdin] [--ca-file FILE] [--tls-verify=false]
- *             [--plain-http] REF STORE LAYOUT
+ *             [--plain-http] [--skip-if NAME@DIGEST] REF STORE LAYOUT
  *
  * Resolves REF at its registry (the OCI distribution API; an index
  * resolved to this machine's platform), downloads the config and layers
@@ -12,6 +12,9 @@
  * filesystem) as an OCI image layout of hard links into STORE, which
  * abox-unpack then applies. --creds-stdin: a user name and a password on
  * two lines of stdin (never in argv, where ps shows them).
+ *
+ * --skip-if: when REF resolves to exactly that, stop there (exit 4: the
+ * caller's template is up to date) and fetch nothing.
  *
  * Reports on stdout, one per line: "note TEXT", "resolved NAME@DIGEST",
  * "layers N BYTES", "config STATE DIGEST", "layer I N DONE TOTAL STATE DIGEST" (STATE:
@@ -204,15 +207,12 @@ static int write_layout(struct store *s, int layout, const char *mhex, const str
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "platform", required_argument, NULL, 'p' },
-		{ "authfile", required_argument, NULL, 'a' },
-		{ "creds-stdin", no_argument, NULL, 'c' },
-		{ "ca-file", required_argument, NULL, 'C' },
-		{ "tls-verify", required_argument, NULL, 't' },
-		{ "plain-http", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "platform", required_argument, NULL, 'p' },   { "authfile", required_argument, NULL, 'a' },
+		{ "creds-stdin", no_argument, NULL, 'c' },      { "ca-file", required_argument, NULL, 'C' },
+		{ "tls-verify", required_argument, NULL, 't' }, { "plain-http", no_argument, NULL, 'h' },
+		{ "skip-if", required_argument, NULL, 's' },    { NULL, 0, NULL, 0 },
 	};
-	const char *platform = NULL, *authfile = NULL, *ca_file = NULL;
+	const char *platform = NULL, *authfile = NULL, *ca_file = NULL, *skip_if = NULL;
 	bool creds_stdin = false, no_verify = false, plain = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -236,6 +236,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			plain = true;
+			break;
+		case 's':
+			skip_if = optarg;
 			break;
 		default:
 			goto usage;
@@ -349,7 +352,12 @@ int main(int argc, char **argv)
 	uint64_t total = 0;
 	for (size_t i = 0; i < nl; i++)
 		total += (uint64_t)layers[i].size;
-	printf("resolved %s\nlayers %zu %llu\n", name, nl, (unsigned long long)total);
+	printf("resolved %s\n", name);
+	if (skip_if && strcmp(skip_if, name) == 0) {
+		fflush(stdout);
+		return 4;
+	}
+	printf("layers %zu %llu\n", nl, (unsigned long long)total);
 	fflush(stdout);
 
 	struct fetch_report rep = { 0 };
@@ -382,6 +390,7 @@ int main(int argc, char **argv)
 	return fflush(stdout) == 0 ? 0 : 1;
 usage:
 	fprintf(stderr, "usage: abox-pull [--platform OS/ARCH[/VARIANT]] [--authfile FILE] [--creds-stdin] "
-			"[--ca-file FILE] [--tls-verify=false] [--plain-http] REF STORE LAYOUT\n");
+			"[--ca-file FILE] [--tls-verify=false] [--plain-http] [--skip-if NAME@DIGEST] REF "
+			"STORE LAYOUT\n");
 	return 2;
 }

@@ -104,6 +104,20 @@ try:
     check("abox run without a command runs it", r.returncode == 0 and r.stdout == "default command hi\n", out(r))
     check("nothing left of the pull but its blobs", not leftovers(), leftovers())
 
+    r = abox("template", "pull", "--ca-file", cert, f"{tls.host}/team/app:v1")
+    again = json.loads(abox("template", "inspect", "--json", "app-v1").stdout)
+    check("pulled again, unchanged: 'up to date', the same version kept",
+          r.returncode == 0 and "up to date" in r.stderr and again["version"] == info["version"], (out(r), again))
+    img2 = R.Layout(os.path.join(top, "img2"))
+    img2.image([base, R.layer({"etc/hello": b"hello from v1, moved\n"})])
+    img2.write()
+    R.push(img2.dir, f"{tls.host}/team/app:v1")
+    r = abox("template", "pull", "--ca-file", cert, f"{tls.host}/team/app:v1")
+    moved = json.loads(abox("template", "inspect", "--json", "app-v1").stdout)
+    check("the tag moved: a new version, only the new layer fetched",
+          r.returncode == 0 and moved["version"] != info["version"] and out(r).count("already here") == 1 and
+          sandbox_cat("app-v1", "/etc/hello") == "hello from v1, moved\n", (out(r), moved))
+    R.push(img.dir, f"{tls.host}/team/app:v1")
     r = abox("template", "pull", f"{tls.host}/team/app:v1", "app-noca")
     check("TLS without the CA: refused, naming --ca-file", r.returncode != 0 and "--ca-file" in out(r)
           and "app-noca" not in templates(), out(r))

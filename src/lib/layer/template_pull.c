@@ -92,8 +92,31 @@ static void sweep(int pdir)
 	closedir(d);
 }
 
+/* What the current version of template name was pulled from, when a
+ * pull with no metadata of its own may keep it (NULL otherwise). */
+static char *current_source(const char *state_dir, const char *name, const struct template_import_req *req)
+{
+	if (req->user || req->workdir || req->env || req->start_cmd || req->ready_cmd || req->ready_port ||
+	    req->keep_setuid || req->keep_devices || req->rebuild)
+		return NULL;
+	struct template_info t = { .lock_fd = -1 };
+	abox_error e = ABOX_ERROR_INIT;
+	if (template_open(state_dir, name, &t, &e) < 0) {
+		abox_error_clear(&e);
+		return NULL;
+	}
+	/* only a version a plain pull made: no options over the image's */
+	const struct template_meta *m = &t.meta;
+	char *s = m->source && strchr(m->source, '@') && !m->start_cmd && !m->ready_cmd && !m->ready_port
+			  ? strdup(m->source)
+			  : NULL;
+	template_info_free(&t);
+	return s;
+}
+
 static int run_pull(const char *state_dir, const char *ref, const char *layout,
-		    const struct template_pull_req *q, struct pull_lines *pl, abox_error *err)
+		    const struct template_pull_req *q, const char *skip_if, struct pull_lines *pl,
+		    abox_error *err)
 {
 	char store[4200];
 	safe_snprintf(store, sizeof(store), "%s/blobs", state_dir);
@@ -117,6 +140,11 @@ static int run_pull(const char *state_dir, const char *ref, const char *layout,
 		argv[k++] = "--tls-verify=false";
 	if (q->plain_http)
 		argv[k++] = "--plain-http";
+	char skip[800];
+	if (skip_if) {
+		snprintf(skip, sizeof(skip), "--skip-if=%s", skip_if);
+		argv[k++] = skip;
+	}
 	char *input = NULL;
 	if (q->username) {
 		if (strchr(q->username, '\n') || (q->password && strchr(q->password, '\n')))
@@ -147,6 +175,8 @@ static int run_pull(const char *state_dir, const char *ref, const char *layout,
 	if (WIFSIGNALED(st))
 		return abox_error_setx(err, EIO, "pull %s: abox-pull was killed by signal %d%s%s", ref,
 				       WTERMSIG(st), h.errtext[0] ? ": " : "", h.errtext);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 4 && skip_if && pl->resolved[0])
+		return 1; /* up to date */
 	if (st != 0)
 		return abox_error_setx(err, EINVAL, "pull %s: %s", ref,
 				       h.errtext[0] ? h.errtext : "abox-pull failed");
@@ -187,7 +217,22 @@ int template_pull(const char *state_dir, const char *name, const char *ref, cons
 		r = abox_error_set(err, errno, "pull: set up '%s'", dir);
 		goto out;
 	}
-	if ((r = run_pull(state_dir, ref, layout, q, &pl, err)) < 0)
+	char *skip_if = current_source(state_dir, name, req);
+	r = run_pull(state_dir, ref, layout, q, skip_if, &pl, err);
+	free(skip_if);
+	if (r == 1) {
+		/* the current version is this very image: keep it */
+		if (q->progress) {
+			char msg[900];
+			snprintf(msg, sizeof(msg), "template '%s' is up to date (%s)", name, pl.resolved);
+			q->progress(0, 0, 0, 0, NULL, msg, q->ud);
+		}
+		r = 0;
+		if (out)
+			memset(out, 0, sizeof(*out));
+		goto out;
+	}
+	if (r < 0)
 		goto out;
 	struct template_import_req ir = *req;
 	ir.source = pl.resolved;
