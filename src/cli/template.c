@@ -15,6 +15,7 @@ static const char usage_text[] =
 	"usage: abox template ls\n"
 	"       abox template import [OPTIONS] NAME SOURCE\n"
 	"       abox template build [OPTIONS] NAME RECIPE\n"
+	"       abox template build [OPTIONS] -f Dockerfile NAME [CONTEXT]\n"
 	"       abox template pull [OPTIONS] REF [NAME]\n"
 	"       abox template inspect [--json] NAME\n"
 	"       abox template rm NAME...\n\n"
@@ -34,6 +35,13 @@ static const char usage_text[] =
 	"every blob's digest; layers already here are not fetched again, and a\n"
 	"pull that broke off resumes. NAME defaults to the image's name and tag\n"
 	"(python-3-12) and is printed.\n\n"
+	"`build -f` runs a Dockerfile without docker (docs/templates.md has the\n"
+	"instructions it runs); CONTEXT defaults to the Dockerfile's folder.\n\n"
+	"build -f options:\n"
+	"      --build-arg K=V    a value for ARG K (repeatable)\n"
+	"      --target STAGE     build the stage named STAGE (default: the last)\n"
+	"      --no-cache         run every step again\n"
+	"      --network MODE     RUN steps' network: open (default) or none\n\n"
 	"pull options:\n"
 	"      --platform OS/ARCH[/VARIANT]  another platform's image (linux/arm64)\n"
 	"      --authfile FILE    docker-style config.json with the registry's credentials\n"
@@ -138,18 +146,28 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 		{ "ca-file", required_argument, NULL, 5 },
 		{ "tls-verify", required_argument, NULL, 6 },
 		{ "plain-http", no_argument, NULL, 7 },
+		{ "file", required_argument, NULL, 'f' },
+		{ "build-arg", required_argument, NULL, 9 },
+		{ "target", required_argument, NULL, 10 },
+		{ "no-cache", no_argument, NULL, 11 },
+		{ "network", required_argument, NULL, 12 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
 	abox_pull_opts po = ABOX_PULL_OPTS_INIT;
+	abox_dockerfile_opts dfo = ABOX_DOCKERFILE_OPTS_INIT;
+	abox_net_opts net = ABOX_NET_OPTS_INIT;
+	const char *dockerfile = NULL;
+	const char **bargs = calloc((size_t)argc + 1, sizeof(char *));
+	size_t nbargs = 0;
 	bool pw_stdin = false;
 	const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
 	int c, rc = 0;
 	uint64_t v;
 	optind = 1;
-	while (rc == 0 && (c = getopt_long(argc, argv, "+u:w:e:h", opts, NULL)) != -1) {
+	while (rc == 0 && (c = getopt_long(argc, argv, "+u:w:e:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'u': o.user = optarg; break;
 		case 'w': o.workdir = optarg; break;
@@ -213,8 +231,37 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 		case 7:
 			po.flags |= ABOX_PULL_PLAIN_HTTP;
 			break;
+		case 'f':
+			dockerfile = optarg;
+			break;
+		case 9:
+			if (!strchr(optarg, '=') || optarg[0] == '=') {
+				cli_err("template build: --build-arg '%s': expected NAME=VALUE", optarg);
+				rc = EXIT_ABOX;
+			}
+			bargs[nbargs++] = optarg;
+			break;
+		case 10:
+			dfo.target = optarg;
+			break;
+		case 11:
+			dfo.flags |= ABOX_DOCKERFILE_NO_CACHE;
+			break;
+		case 12:
+			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "open") != 0) {
+				cli_err("template build: --network '%s': expected none or open", optarg);
+				rc = EXIT_ABOX;
+			}
+			net.mode = strcmp(optarg, "open") == 0 ? ABOX_NET_OPEN : ABOX_NET_NONE;
+			dfo.net = &net;
+			break;
 		case 'h': fputs(usage_text, stdout); free(env); return 0;
 		default: rc = EXIT_ABOX;
+		}
+		if (rc == 0 && (c == 'f' || (c >= 9 && c <= 12)) && !build) {
+			cli_err("template %s: %s is an option of 'template build -f'",
+				kind == MAKE_PULL ? "pull" : "import", argv[optind - 1]);
+			rc = EXIT_ABOX;
 		}
 		if (rc == 0 && c >= 1 && c <= 7 && kind != MAKE_PULL) {
 			cli_err("template %s: %s is an option of 'template pull'", build ? "build" : "import",
@@ -232,16 +279,24 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 		rc = EXIT_ABOX;
 	}
 	po.password = password;
-	int want = kind == MAKE_PULL ? argc - optind : 2;
+	if (rc == 0 && !dockerfile && (dfo.flags || dfo.target || dfo.net || nbargs)) {
+		cli_err("template build: --build-arg, --target, --no-cache and --network go with -f "
+			"Dockerfile");
+		rc = EXIT_ABOX;
+	}
+	/* pull: REF [NAME]; build -f: NAME [CONTEXT]; else NAME SOURCE */
+	int want = kind == MAKE_PULL || dockerfile ? argc - optind : 2;
 	if (rc == 0 && (argc - optind != want || want < 1 || want > 2)) {
 		fputs(usage_text, stderr);
 		rc = EXIT_ABOX;
 	}
 	if (rc) {
 		free(env);
+		free(bargs);
 		free(password);
 		return rc;
 	}
+	dfo.build_args = nbargs ? bargs : NULL;
 	o.env = nenv ? env : NULL;
 	bool tty = isatty(STDERR_FILENO);
 	o.progress = show_progress;
@@ -255,6 +310,9 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 				      : abox_template_ref_name(ref, name, sizeof(name), &err);
 		if (r == 0)
 			r = abox_template_pull(ctx, name, ref, &o, &po, &err);
+	} else if (dockerfile) {
+		dfo.context = optind + 1 < argc ? argv[optind + 1] : NULL;
+		r = abox_template_build_dockerfile(ctx, argv[optind], dockerfile, &o, &dfo, &err);
 	} else {
 		r = build ? abox_template_build(ctx, argv[optind], argv[optind + 1], &o, &err)
 			  : abox_template_import_ex(ctx, argv[optind], argv[optind + 1], &o, &err);
@@ -262,6 +320,7 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 	if (tty)
 		fputs("\r\033[K", stderr);
 	free(env);
+	free(bargs);
 	if (password) {
 		explicit_bzero(password, strlen(password));
 		free(password);

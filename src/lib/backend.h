@@ -173,6 +173,9 @@ struct abox_backend_ops {
 			      abox_error *err);
 	int (*template_import)(abox_ctx *ctx, const char *name, const char *source, const abox_template_opts *o,
 			       abox_error *err);
+	int (*template_dockerfile)(abox_ctx *ctx, const char *name, const char *dockerfile,
+				   const abox_template_opts *o, const abox_dockerfile_opts *df,
+				   abox_error *err);
 	int (*template_pull)(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *o,
 			     const abox_pull_opts *p, abox_error *err);
 	int (*template_inspect)(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err);

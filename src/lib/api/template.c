@@ -22,6 +22,14 @@ int abox_template_import(abox_ctx *ctx, const char *name, const char *source, ab
 	return abox_template_import_ex(ctx, name, source, NULL, err);
 }
 
+int abox_template_build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile,
+				   const abox_template_opts *opts, const abox_dockerfile_opts *df,
+				   abox_error *err)
+{
+	API_NEED(ctx, "template build");
+	return API_CALL(ctx, template_dockerfile, "template build", ctx, name, dockerfile, opts, df, err);
+}
+
 int abox_template_pull(abox_ctx *ctx, const char *name, const char *ref, const abox_template_opts *opts,
 		       const abox_pull_opts *pull, abox_error *err)
 {

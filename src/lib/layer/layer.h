@@ -64,6 +64,7 @@ struct template_import_req {
 	uint16_t ready_port;
 	uint32_t ready_timeout_ms;
 	const char *source;          /* recorded as where it came from; NULL: src */
+	char *const *cmd; /* the template's command, over an image's Entrypoint + Cmd */
 };
 /* Imports src as a new version of template name: a folder holding a root
  * filesystem (copied without following anything in it, without device

@@ -157,6 +157,10 @@ static int fill_meta(struct import_args *a, abox_error *err)
 	for (size_t i = 0; q->env && q->env[i]; i++)
 		if (env_set(&m->env, q->env[i]) < 0)
 			return abox_error_setx(err, EINVAL, "template: environment entry '%s' is not K=V", q->env[i]);
+	if (q->cmd) {
+		strv_free(m->cmd);
+		m->cmd = strv_copy(q->cmd);
+	}
 	m->start_cmd = q->start_cmd ? strdup(q->start_cmd) : NULL;
 	m->ready_cmd = q->ready_cmd ? strdup(q->ready_cmd) : NULL;
 	m->ready_port = q->ready_port;

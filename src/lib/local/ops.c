@@ -2,6 +2,7 @@
  * this machine does all the API offers (what a host lacks, such as a
  * checkpointer, each entry refuses itself, naming the cause).
  * Runs in the CLI/daemon. */
+#include "build/build.h"
 #include "local/local.h"
 
 const struct abox_backend_ops local_backend_ops = {
@@ -33,6 +34,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.template_build = local_template_build,
 	.template_import = local_template_import,
 	.template_pull = local_template_pull,
+	.template_dockerfile = build_dockerfile,
 	.template_inspect = local_template_inspect,
 	.template_list = local_template_list,
 	.template_remove = local_template_remove,
