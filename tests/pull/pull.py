@@ -212,6 +212,15 @@ try:
           r.returncode == 0 and before == 1 and len(proxy.gets(shared_digest)) == 1 and "already here" in out(r)
           and sandbox_cat("b", "/etc/which") == "b\n", (out(r), proxy.log))
 
+    # ---- a Dockerfile FROM a registry image: pulled, then built on
+    dctx = os.path.join(top, "dctx")
+    os.makedirs(dctx)
+    with open(os.path.join(dctx, "Dockerfile"), "w") as fh:
+        fh.write(f"FROM {plain.host}/x/a:1\nRUN echo built on $(cat /etc/which) > /built\n")
+    r = abox("template", "build", "--network", "none", "-f", os.path.join(dctx, "Dockerfile"), "fromimg", dctx)
+    check("a Dockerfile FROM a registry image: pulled (as template a-1), then built on",
+          r.returncode == 0 and sandbox_cat("fromimg", "/built") == "built on a\n" and "a-1" in templates(), out(r))
+
     # ---- a download cut half way: resumed by the same pull
     c = R.Layout(os.path.join(top, "c"))
     big = R.layer({"bin": ("dir",), "bin/busybox": bb, "bin/sh": ("link", "busybox"),
