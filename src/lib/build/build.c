@@ -16,6 +16,7 @@
 #include "build/dockerfile.h"
 #include "layer/layer.h"
 #include "layer/snapshot.h"
+#include "layer/workdir.h"
 
 const char *build_state_dir(const struct build *b)
 {
@@ -428,11 +429,10 @@ int build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile, co
 	char d[4300];
 	safe_snprintf(d, sizeof(d), "%s/build-tmp", b.state);
 	(void)mkdir(b.state, 0700);
-	(void)mkdir(d, 0700);
-	safe_snprintf(b.tmp, sizeof(b.tmp), "%s/XXXXXX", d);
-	if (!mkdtemp(b.tmp)) {
+	_cleanup_close_ int lock = workdir_new(d, b.tmp, sizeof(b.tmp), err);
+	if (lock < 0) {
 		free(b.context);
-		return abox_error_set(err, errno, "build: create a folder in '%s'", d);
+		return abox_error_prefix(err, "build"), lock;
 	}
 	safe_snprintf(d, sizeof(d), "%s/build-logs", b.state);
 	(void)mkdir(d, 0700);

@@ -3,7 +3,7 @@
  * folder's blob store and lays it out as an OCI image layout of hard
  * links in a pull folder; the layout is then imported as any image is
  * (abox-unpack) and the pull folder removed. A pull folder whose pull
- * died (its lock is free) is removed by the next pull.
+ * died is removed by the next pull (layer/workdir.h).
  * Runs in the CLI/daemon, as root. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 
 #include "layer/helper_run.h"
 #include "layer/layer.h"
+#include "layer/workdir.h"
 
 struct pull_lines {
 	const struct template_pull_req *q;
@@ -61,35 +62,6 @@ static void on_line(char *line, void *ud)
 	} else if (strncmp(line, "note ", 5) == 0 && q->progress) {
 		q->progress(0, 0, 0, 0, NULL, line + 5, q->ud);
 	}
-}
-
-/* Removes pull folders of pulls that are gone (their lock is free). */
-static void sweep(int pdir)
-{
-	DIR *d = fdopendir(dup(pdir));
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		char lk[300];
-		snprintf(lk, sizeof(lk), "%s/.lock", de->d_name);
-		int fd = openat(pdir, lk, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			close(fd);
-			continue;
-		}
-		/* no lock yet: a pull that is just starting, unless it is old */
-		struct stat st;
-		if (fd < 0 && (fstatat(pdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			       time(NULL) - st.st_mtime < 600))
-			continue;
-		(void)rm_rf_at(pdir, de->d_name, 0);
-		if (fd >= 0)
-			close(fd);
-	}
-	closedir(d);
 }
 
 /* What the current version of template name was pulled from, when a
@@ -196,24 +168,16 @@ int template_pull(const char *state_dir, const char *name, const char *ref, cons
 				       name);
 	char pulls[4200], dir[4300];
 	safe_snprintf(pulls, sizeof(pulls), "%s/pull", state_dir);
-	if ((mkdir(state_dir, 0700) < 0 && errno != EEXIST) || (mkdir(pulls, 0700) < 0 && errno != EEXIST))
-		return abox_error_set(err, errno, "pull: create '%s'", pulls);
-	_cleanup_close_ int pfd = open(pulls, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (pfd < 0)
-		return abox_error_set(err, errno, "pull: open '%s'", pulls);
-	sweep(pfd);
-	safe_snprintf(dir, sizeof(dir), "%s/XXXXXX", pulls);
-	if (!mkdtemp(dir))
-		return abox_error_set(err, errno, "pull: create a folder in '%s'", pulls);
-	const char *base = strrchr(dir, '/') + 1;
-	char lk[64];
-	snprintf(lk, sizeof(lk), "%s/.lock", base);
-	_cleanup_close_ int lfd = openat(pfd, lk, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+		return abox_error_set(err, errno, "pull: create '%s'", state_dir);
+	_cleanup_close_ int lfd = workdir_new(pulls, dir, sizeof(dir), err);
+	if (lfd < 0)
+		return abox_error_prefix(err, "pull"), lfd;
 	char layout[4400];
 	safe_snprintf(layout, sizeof(layout), "%s/image", dir);
 	struct pull_lines pl = { .q = q };
 	int r;
-	if (lfd < 0 || flock(lfd, LOCK_EX) < 0 || mkdir(layout, 0700) < 0) {
+	if (mkdir(layout, 0700) < 0) {
 		r = abox_error_set(err, errno, "pull: set up '%s'", dir);
 		goto out;
 	}
@@ -246,6 +210,6 @@ int template_pull(const char *state_dir, const char *name, const char *ref, cons
 	}
 out:
 	free(pl.fresh);
-	(void)rm_rf_at(pfd, base, 0);
+	(void)rm_rf_at(AT_FDCWD, dir, 0);
 	return r;
 }
