@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "net"))
 from world import check, finish  # noqa: E402  (the TAP list the network tests keep)
@@ -237,6 +238,21 @@ CMD ["/greeting"]
     r = build(ctx, "inside", "FROM bb\nCOPY sub /s\n")
     check("a folder source with links inside stays inside (links copied as links)",
           r.returncode == 0 and sh("inside", "cat /s/x.txt") == "x changed\n", out(r))
+
+    # ---- a build killed in the middle of a RUN
+    write(os.path.join(ctx, "Dockerfile"), "FROM bb\nRUN echo started; sleep 120\n")
+    p = subprocess.Popen([ABOX, "template", "build", "--network", "none", "-f", os.path.join(ctx, "Dockerfile"),
+                          "killed", ctx], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.time() + 60
+    while time.time() < end and not sandboxes():
+        time.sleep(0.1)
+    time.sleep(0.5)
+    p.kill()
+    p.wait()
+    orphans = sandboxes()
+    r = build(ctx, "after", "FROM bb\nRUN true\n")
+    check("the next build ends the RUN sandbox of a build that was killed, and removes its folder",
+          orphans and r.returncode == 0 and not leftovers(), (orphans, out(r), leftovers()))
 
     check("nothing left: no build folder, no sandbox", not leftovers(), leftovers())
 except Exception:

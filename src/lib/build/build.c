@@ -2,15 +2,18 @@
  * cache, layers, the stage loop and the template at the end (see
  * build.h). The steps are build_steps.c; COPY/ADD build_copy.c. */
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "base/json.h"
 #include "base/sha256.h"
 #include "build/build.h"
 #include "build/dockerfile.h"
@@ -383,6 +386,40 @@ static int run_all(struct build *b, const char *name, const char *dockerfile, ab
 	return publish(b, name, t, source, err);
 }
 
+/* Ends the RUN sandboxes of builds that died: their folder is gone or
+ * its lock is free (layer/workdir.h). */
+static void reap(abox_ctx *ctx)
+{
+	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
+	const char *want[] = { "abox.build=1", NULL };
+	lo.metadata = want;
+	abox_sandbox_info *in = NULL;
+	size_t n = 0;
+	if (abox_sandbox_query(ctx, &lo, &in, &n, NULL, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_object *m = in[i].metadata_json ? json_tokener_parse(in[i].metadata_json) : NULL;
+		const char *dir = js_str(m, "abox.build.dir");
+		bool dead = true;
+		if (dir) {
+			char lk[4400];
+			safe_snprintf(lk, sizeof(lk), "%s/.lock", dir);
+			int fd = open(lk, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			dead = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		json_object_put(m);
+		abox_sandbox *sb = NULL;
+		if (dead && abox_sandbox_connect(ctx, in[i].id, &sb, NULL) == 0) {
+			(void)abox_sandbox_kill(sb, NULL);
+			abox_sandbox_free(sb);
+		}
+		abox_sandbox_info_clear(&in[i]);
+	}
+	free(in);
+}
+
 int build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile, const abox_template_opts *opts,
 		     const abox_dockerfile_opts *df, abox_error *err)
 {
@@ -434,6 +471,7 @@ int build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile, co
 		free(b.context);
 		return abox_error_prefix(err, "build"), lock;
 	}
+	reap(ctx);
 	safe_snprintf(d, sizeof(d), "%s/build-logs", b.state);
 	(void)mkdir(d, 0700);
 	safe_snprintf(b.logpath, sizeof(b.logpath), "%s/%s.log", d, name);

@@ -245,6 +245,12 @@ static int run_step(struct build *b, struct stage *s, const struct df_inst *in, 
 	abox_net_opts open = ABOX_NET_OPTS_INIT;
 	open.mode = ABOX_NET_OPEN;
 	so.net = b->df->net ? b->df->net : &open;
+	/* marked with the build's folder: a build that dies (SIGKILL, a
+	 * crash) leaves its sandbox to the next build, which ends it */
+	char dirmeta[4300];
+	snprintf(dirmeta, sizeof(dirmeta), "abox.build.dir=%s", b->tmp);
+	const char *meta[] = { "abox.build=1", dirmeta, NULL };
+	so.metadata = meta;
 	abox_sandbox *sb = NULL;
 	int r = abox_sandbox_create(b->ctx, &so, &sb, err);
 	if (r < 0) {
