@@ -83,7 +83,8 @@ ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char 
 /* Builds template name from a Dockerfile without docker: FROM a template
  * (pulled, imported or built), an image (pulled first) or scratch; RUN in
  * an abox sandbox of the step before; COPY/ADD from the context folder
- * (globs, --chown, --chmod, .dockerignore; never outside it) or another
+ * (globs, --chown, --chmod, .dockerignore, ADD unpacking local archives;
+ * never outside it) or another
  * stage (--from); ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, SHELL,
  * CMD/ENTRYPOINT (the template's start command). Every step that makes
  * files is a layer cached by what it depends on, so an unchanged step is

@@ -23,12 +23,14 @@
 #include <unistd.h>
 
 #include "base/openat2.h"
+#include "backend.h"
 #include "base/sha256.h"
 #include "build/build.h"
 #include "build/dockerfile.h"
 #include "layer/copy.h"
 #include "layer/layer.h"
 #include "layer/snapshot.h"
+#include "layer/unpack_run.h"
 
 /* ---- sources */
 
@@ -311,17 +313,58 @@ static bool globby(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
-static bool archive_name(const char *s)
+/* Is rel a tar archive (plain, gzip, bzip2, xz or zstd), by its first
+ * bytes as docker decides? ADD unpacks those. */
+static bool is_archive(int src, const char *rel)
 {
-	static const char *const ext[] = { ".tar", ".tar.gz",  ".tgz",    ".tar.xz",
-					   ".txz", ".tar.bz2", ".tar.zst" };
-	size_t l = strlen(s);
-	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-		size_t el = strlen(ext[i]);
-		if (l > el && strcmp(s + l - el, ext[i]) == 0)
-			return true;
+	long fd = build_beneath(src, rel, O_RDONLY | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	unsigned char h[262] = { 0 };
+	ssize_t n = pread((int)fd, h, sizeof(h), 0);
+	close((int)fd);
+	if (n < 6)
+		return false;
+	return (h[0] == 0x1f && h[1] == 0x8b) || !memcmp(h, "BZh", 3) ||
+	       !memcmp(h,
+		       "\xfd"
+		       "7zXZ",
+		       6) ||
+	       !memcmp(h, "\x28\xb5\x2f\xfd", 4) || (n >= 262 && !memcmp(h + 257, "ustar", 5));
+}
+
+/* ADD of a local archive: unpacked by abox-unpack (the same rules as a
+ * template import: nothing outside, no devices, no setuid) into a
+ * scratch folder, then merged into the layer at dst. */
+static int add_archive(struct build *b, const char *from_dir, const char *rel, int lfd, const char *dst,
+		       abox_error *err)
+{
+	char e[4400], scratch[4400], path[8300];
+	safe_snprintf(e, sizeof(e), "%s/unpack-XXXXXX", build_tmp(b));
+	if (!mkdtemp(e))
+		return abox_error_set(err, errno, "build: create a folder in '%s'", build_tmp(b));
+	safe_snprintf(scratch, sizeof(scratch), "%s.scratch", e);
+	safe_snprintf(path, sizeof(path), "%s/%s", from_dir, rel);
+	int r = mkdir(scratch, 0700) < 0 ? abox_error_set(err, errno, "build: create '%s'", scratch) : 0;
+	struct unpack_run u = {
+		.helper = b->ctx->unpack_path, .source = path, .dest = e, .scratch = scratch
+	};
+	if (r == 0 && !u.helper)
+		r = abox_error_setx(err, ENOENT, "build: abox-unpack not found (ADD of an archive needs it)");
+	if (r == 0 && (r = unpack_run(&u, err)) == 1)
+		r = abox_error_setx(err, EINVAL, "build: ADD '%s': not an archive abox can unpack", rel);
+	unpack_run_free(&u);
+	if (r == 0 && (mkdirat(lfd, dst, 0755) < 0 && errno != EEXIST))
+		r = abox_error_set(err, errno, "build: create '%s'", dst);
+	if (r == 0) {
+		_cleanup_close_ int from = open(e, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		_cleanup_close_ int to = openat(lfd, dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		r = from < 0 || to < 0 ? abox_error_set(err, errno, "build: open '%s'", from < 0 ? e : dst)
+				       : layer_merge_tree(from, to, NULL, err);
 	}
-	return false;
+	(void)rm_rf_at(AT_FDCWD, e, 0);
+	(void)rm_rf_at(AT_FDCWD, scratch, 0);
+	return r < 0 ? r : 0;
 }
 
 /* Where source rel lands below the layer root (d); true for a folder,
@@ -374,6 +417,7 @@ int build_copy(struct build *b, struct stage *s, char **words, char *const *flag
 {
 	size_t nw = strv_length(words);
 	const char *dest = words[nw - 1];
+	bool add = strncasecmp(what, "ADD", 3) == 0;
 	struct copy_job j = { .b = b, .chmod = -1 };
 	const char *chown_s = df_flag(flags, "chown"), *chmod_s = df_flag(flags, "chmod");
 	if (owner(chown_s, &j.uid, &j.gid) < 0)
@@ -402,11 +446,6 @@ int build_copy(struct build *b, struct stage *s, char **words, char *const *flag
 	char **all = NULL;
 	size_t nall = 0;
 	for (size_t i = 0; r == 0 && i + 1 < nw; i++) {
-		if (strncasecmp(what, "ADD", 3) == 0 && archive_name(words[i]))
-			r = abox_error_setx(err, EINVAL,
-					    "%s: ADD does not unpack archives ('%s') in abox's builder; "
-					    "COPY it and RUN tar",
-					    what, words[i]);
 		char rel[4096];
 		if (r == 0 && clean_rel(words[i], rel, sizeof(rel)) < 0)
 			r = abox_error_setx(err, EXDEV, "%s: '%s' is outside the %s: refused", what, words[i],
@@ -505,6 +544,13 @@ int build_copy(struct build *b, struct stage *s, char **words, char *const *flag
 					r = build_make_parents(&v, lfd, res, err);
 				if (r >= 0)
 					r = copy_dir_contents(&j, ss.v[i].rel, lfd, d, err);
+			} else if (add && is_archive(src, ss.v[i].rel)) {
+				/* an archive goes into the folder dst names */
+				char to[4200];
+				safe_snprintf(to, sizeof(to), "%s", res[1] ? res + 1 : ".");
+				r = build_make_parents(&v, lfd, res, err);
+				if (r >= 0)
+					r = add_archive(b, from_dir, ss.v[i].rel, lfd, to, err);
 			} else {
 				r = copy_entry(&j, ss.v[i].rel, lfd, d, 0, err);
 			}
