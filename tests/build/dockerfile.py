@@ -66,8 +66,9 @@ def base_template(name, usr_merged=False):
         os.symlink("busybox", os.path.join(bindir, a))
     if usr_merged:
         os.symlink("usr/bin", os.path.join(root, "bin"))
-    write(os.path.join(root, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n")
-    write(os.path.join(root, "etc/group"), "root:x:0:\nuser:x:1000:\n")
+    write(os.path.join(root, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n"
+          "app:x:1234:2345::/srv:/bin/sh\n")
+    write(os.path.join(root, "etc/group"), "root:x:0:\nuser:x:1000:\napps:x:2345:\ngrp:x:3456:\n")
     r = abox("template", "import", name, root)
     if r.returncode != 0:
         raise RuntimeError(out(r))
@@ -223,6 +224,15 @@ CMD ["/greeting"]
         r = build(ctx, "refused", "FROM bb\n" + line + "\n")
         check(f"refused by name: {line.split()[0]} ... ({why})",
               r.returncode != 0 and why in out(r) and "refused" not in abox("template", "ls").stdout, out(r))
+
+    # ---- --chown with the image's own accounts
+    r = build(ctx, "owners", "FROM bb\nCOPY --chown=app hello.txt /f1\nCOPY --chown=app:grp hello.txt /f2\n"
+              "COPY --chown=55 hello.txt /f3\n")
+    st = sh("owners", "stat -c '%u:%g' /f1 /f2 /f3")
+    check("--chown names from the image's /etc/passwd and /etc/group; a user alone takes its primary group",
+          r.returncode == 0 and st == "1234:2345\n1234:3456\n55:55\n", (out(r), st))
+    r = build(ctx, "owners2", "FROM bb\nCOPY --chown=nobody hello.txt /f\n")
+    check("--chown of an account the image lacks: refused by name", r.returncode != 0 and "nobody" in out(r), out(r))
 
     # ---- ADD of archives: unpacked, by content (as docker decides)
     import io

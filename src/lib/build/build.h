@@ -130,6 +130,10 @@ int build_mkdir(struct build *b, struct stage *s, const char *path, abox_error *
 /* openat2 beneath dir, nothing followed out of it */
 long build_beneath(int dir, const char *path, int flags);
 
+/* --chown USER[:GROUP] (build_owner.c): numbers, or names of the
+ * stage's own accounts; USER alone: its primary group. 0 or -1. */
+int build_owner(const struct build_viewl *v, const char *spec, uid_t *uid, gid_t *gid);
+
 /* .dockerignore (build_ignore.c) */
 struct build_ignore {
 	char **pat; /* "!" first: an exception */

@@ -386,32 +386,6 @@ static bool landing(int src, const char *rel, const char *res, bool to_dir, char
 	return isdir;
 }
 
-/* --chown USER[:GROUP]: numbers, root or user */
-static int owner(const char *spec, uid_t *uid, gid_t *gid)
-{
-	*uid = 0;
-	*gid = 0;
-	if (!spec)
-		return 0;
-	char u[64], g[64] = "";
-	if (sscanf(spec, "%63[^:]:%63s", u, g) < 1)
-		return -1;
-	const char *parts[2] = { u, g[0] ? g : u };
-	unsigned long ids[2];
-	for (int i = 0; i < 2; i++) {
-		char *end;
-		if (!strcmp(parts[i], "root"))
-			ids[i] = 0;
-		else if (!strcmp(parts[i], "user"))
-			ids[i] = 1000;
-		else if ((ids[i] = strtoul(parts[i], &end, 10)) > 65535 || *end || end == parts[i])
-			return -1;
-	}
-	*uid = (uid_t)ids[0];
-	*gid = (gid_t)ids[1];
-	return 0;
-}
-
 int build_copy(struct build *b, struct stage *s, char **words, char *const *flags, const char *from_dir,
 	       bool context, const char *what, abox_error *err)
 {
@@ -420,9 +394,6 @@ int build_copy(struct build *b, struct stage *s, char **words, char *const *flag
 	bool add = strncasecmp(what, "ADD", 3) == 0;
 	struct copy_job j = { .b = b, .chmod = -1 };
 	const char *chown_s = df_flag(flags, "chown"), *chmod_s = df_flag(flags, "chmod");
-	if (owner(chown_s, &j.uid, &j.gid) < 0)
-		return abox_error_setx(err, EINVAL, "%s: --chown '%s': give numeric ids, root or user", what,
-				       chown_s);
 	if (chmod_s) {
 		char *end;
 		long m = strtol(chmod_s, &end, 8);
@@ -487,6 +458,11 @@ int build_copy(struct build *b, struct stage *s, char **words, char *const *flag
 		_cleanup_close_ int lk = snap_lock(build_state_dir(b), false, err);
 		r = lk < 0 ? lk : build_view_open(b, s, &v, err);
 	}
+	if (r == 0 && build_owner(&v, chown_s, &j.uid, &j.gid) < 0)
+		r = abox_error_setx(err, EINVAL,
+				    "%s: --chown '%s': not an account of the image (its /etc/passwd and "
+				    "/etc/group) nor numeric ids",
+				    what, chown_s);
 	if (r == 0) {
 		size_t dl = strlen(dest);
 		if (dest[0] == '/')
