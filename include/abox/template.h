@@ -80,38 +80,6 @@ ABOX_EXPORT int abox_template_import_ex(abox_ctx *ctx, const char *name, const c
 ABOX_EXPORT int abox_template_build(abox_ctx *ctx, const char *name, const char *recipe,
 				    const abox_template_opts *opts, abox_error *err);
 
-/* Builds template name from a Dockerfile without docker: FROM a template
- * (pulled, imported or built), an image (pulled first) or scratch; RUN in
- * an abox sandbox of the step before; COPY/ADD from the context folder
- * (globs, --chown, --chmod, .dockerignore, ADD unpacking local archives;
- * never outside it) or another
- * stage (--from); ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, SHELL,
- * CMD/ENTRYPOINT (the template's start command). Every step that makes
- * files is a layer cached by what it depends on, so an unchanged step is
- * not run again; RUN's output goes to the progress callback (message) and
- * a log. Instructions abox does not run are refused by name. See
- * docs/templates.md. */
-#define ABOX_DOCKERFILE_NO_CACHE (1u << 0) /* run every step again */
-#define ABOX_DOCKERFILE_OPTS_VERSION 1
-typedef struct abox_dockerfile_opts {
-	uint32_t version;
-	uint32_t flags; /* ABOX_DOCKERFILE_* */
-	const char *context; /* the folder COPY reads; NULL: the Dockerfile's */
-	const char *const *build_args; /* "K=V" for ARG, or NULL */
-	const char *target; /* the stage to build (AS name); NULL: the last */
-	const abox_net_opts *net; /* RUN steps' network; NULL: open (egress as --net open) */
-	uint64_t memory_bytes; /* RUN sandboxes' memory; 0: 2 GiB */
-	uint64_t disk_bytes; /* their writable layer; 0: 8 GiB */
-} abox_dockerfile_opts;
-#define ABOX_DOCKERFILE_OPTS_INIT                                                                            \
-	{                                                                                                    \
-		ABOX_DOCKERFILE_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, 0, 0                                \
-	}
-
-ABOX_EXPORT int abox_template_build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile,
-					       const abox_template_opts *opts, const abox_dockerfile_opts *df,
-					       abox_error *err);
-
 /* Pulls image ref ("python:3.12", "ghcr.io/o/r@sha256:HEX",
  * "localhost:5000/x:y") from its registry (the OCI distribution API, over
  * HTTPS; plain HTTP only for a registry on this machine that does not
@@ -150,6 +118,43 @@ ABOX_EXPORT int abox_template_pull(abox_ctx *ctx, const char *name, const char *
  * repository's last component and its tag ("python:3.12" ->
  * "python-3-12"). 0, or -EINVAL (err says why) for a malformed ref. */
 ABOX_EXPORT int abox_template_ref_name(const char *ref, char *out, size_t outlen, abox_error *err);
+
+/* Builds template name from a Dockerfile without docker: FROM a template
+ * (pulled, imported or built), an image (pulled first) or scratch; RUN in
+ * an abox sandbox of the step before; COPY/ADD from the context folder
+ * (globs, --chown, --chmod, .dockerignore, ADD unpacking local archives;
+ * never outside it) or another
+ * stage (--from); ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, SHELL,
+ * CMD/ENTRYPOINT (the template's start command). Every step that makes
+ * files is a layer cached by what it depends on, so an unchanged step is
+ * not run again; RUN's output goes to the progress callback (message) and
+ * a log. Instructions abox does not run are refused by name. See
+ * docs/templates.md. */
+#define ABOX_DOCKERFILE_NO_CACHE (1u << 0) /* run every step again */
+#define ABOX_DOCKERFILE_OPTS_VERSION 1
+typedef struct abox_dockerfile_opts {
+	uint32_t version;
+	uint32_t flags; /* ABOX_DOCKERFILE_* */
+	const char *context; /* the folder COPY reads; NULL: the Dockerfile's */
+	const char *const *build_args; /* "K=V" for ARG, or NULL */
+	const char *target; /* the stage to build (AS name); NULL: the last */
+	const abox_net_opts *net; /* RUN steps' network; NULL: open (egress as --net open) */
+	uint64_t memory_bytes; /* RUN sandboxes' memory; 0: 2 GiB */
+	uint64_t disk_bytes; /* their writable layer; 0: 8 GiB */
+	/* "DIR=ARCHIVE" entries: with no context, each tar archive (any
+	 * compression) is unpacked by abox-unpack, with the rules of an
+	 * import, into folder DIR of a fresh context (E2B's uploaded files) */
+	const char *const *context_archives;
+	const abox_pull_opts *pull; /* credentials and TLS for FROM's image; NULL: defaults */
+} abox_dockerfile_opts;
+#define ABOX_DOCKERFILE_OPTS_INIT                                                                            \
+	{                                                                                                    \
+		ABOX_DOCKERFILE_OPTS_VERSION, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL                    \
+	}
+
+ABOX_EXPORT int abox_template_build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile,
+					       const abox_template_opts *opts, const abox_dockerfile_opts *df,
+					       abox_error *err);
 
 #define ABOX_TEMPLATE_INFO_VERSION 2
 typedef struct abox_template_info {

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "planes.h"
 #include "router.h"
+#include "tbuild.h"
 #include "wire.h"
 
 #define SMUGGLE_MSG "{\"code\":400,\"message\":\"Content-Length and Transfer-Encoding together are refused\"}"
@@ -54,6 +55,9 @@ static enum MHD_Result control_route(struct request *rq)
 	const char *m = rq->method, *u = rq->url;
 	if (!strcmp(u, "/health"))
 		return reply_json(rq, 200, json_object_new_object());
+	/* an upload of the template build API: its link's token is the credential */
+	if (!strncmp(u, "/templates/uploads/", 19) && !strcmp(m, "PUT"))
+		return tbuild_upload(rq, u + 19);
 	if (!control_authorized(rq))
 		return reply_error(rq, 401, "Invalid API key (X-API-Key)");
 	abox_ctx *ctx = request_ctx();
@@ -65,7 +69,10 @@ static enum MHD_Result control_route(struct request *rq)
 	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET"), del = !strcmp(m, "DELETE");
 	const char *p = !strncmp(u, "/v2/sandboxes", 13) ? u + 13 : !strncmp(u, "/sandboxes", 10) ? u + 10 : NULL;
 	bool v2 = !strncmp(u, "/v2/", 4);
-	if (p && !*p && post)
+	bool handled = false;
+	if (!p && (q = tbuild_route(rq, m, u, &handled), handled))
+		;
+	else if (p && !*p && post)
 		q = control_create(rq, ctx);
 	else if (p && !*p && get)
 		q = control_list(rq, ctx, v2);

@@ -19,6 +19,7 @@
 #include "build/dockerfile.h"
 #include "layer/layer.h"
 #include "layer/snapshot.h"
+#include "layer/unpack_run.h"
 #include "layer/workdir.h"
 
 const char *build_state_dir(const struct build *b)
@@ -307,9 +308,6 @@ static int publish(struct build *b, const char *name, struct stage *s, const cha
 		.source = source,
 		.cmd = cmd,
 	};
-	if ((req.ready_cmd || req.ready_port) && !req.start_cmd)
-		return abox_error_setx(err, EINVAL,
-				       "template: a readiness check needs a start command (CMD, or --start)");
 	struct template_meta m;
 	r = template_import(b->state, name, view, &req, &m, err);
 	if (r >= 0) {
@@ -384,6 +382,46 @@ static int run_all(struct build *b, const char *name, const char *dockerfile, ab
 		return 0;
 	}
 	return publish(b, name, t, source, err);
+}
+
+/* A context made of archives ("DIR=ARCHIVE", see abox_dockerfile_opts),
+ * each unpacked by abox-unpack into its folder. */
+static int unpack_context(struct build *b, abox_error *err)
+{
+	char dir[4400];
+	safe_snprintf(dir, sizeof(dir), "%s/context", b->tmp);
+	if (mkdir(dir, 0755) < 0)
+		return abox_error_set(err, errno, "build: create '%s'", dir);
+	for (size_t i = 0; b->df->context_archives[i]; i++) {
+		const char *e = b->df->context_archives[i], *eq = strchr(e, '=');
+		size_t nl = eq ? (size_t)(eq - e) : 0;
+		char name[256];
+		safe_snprintf(name, sizeof(name), "%.*s", (int)(nl < 255 ? nl : 255), e);
+		if (!nl || nl > 255 ||
+		    !str_of(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", 1,
+			    255) ||
+		    !strcmp(name, ".") || !strcmp(name, ".."))
+			return abox_error_setx(err, EINVAL, "build: context archive '%s' is not DIR=ARCHIVE",
+					       e);
+		char to[4700], scratch[4800];
+		safe_snprintf(to, sizeof(to), "%s/%s", dir, name);
+		safe_snprintf(scratch, sizeof(scratch), "%s.scratch", to);
+		if (mkdir(to, 0755) < 0 || mkdir(scratch, 0700) < 0)
+			return abox_error_set(err, errno, "build: create '%s'", to);
+		struct unpack_run u = {
+			.helper = b->ctx->unpack_path, .source = eq + 1, .dest = to, .scratch = scratch
+		};
+		int r = u.helper ? unpack_run(&u, err)
+				 : abox_error_setx(err, ENOENT, "build: abox-unpack not found");
+		if (r == 1)
+			r = abox_error_setx(err, EINVAL, "build: '%s' is not an archive", eq + 1);
+		unpack_run_free(&u);
+		(void)rm_rf_at(AT_FDCWD, scratch, 0);
+		if (r < 0)
+			return r;
+	}
+	b->context = strdup(dir);
+	return b->context ? 0 : abox_error_set(err, ENOMEM, "build");
 }
 
 /* Ends the RUN sandboxes of builds that died: their folder is gone or
@@ -472,6 +510,15 @@ int build_dockerfile(abox_ctx *ctx, const char *name, const char *dockerfile, co
 		return abox_error_prefix(err, "build"), lock;
 	}
 	reap(ctx);
+	if (dfo.context_archives && !dfo.context) {
+		free(b.context);
+		b.context = NULL;
+		int r = unpack_context(&b, err);
+		if (r < 0) {
+			(void)rm_rf_at(AT_FDCWD, b.tmp, 0);
+			return r;
+		}
+	}
 	safe_snprintf(d, sizeof(d), "%s/build-logs", b.state);
 	(void)mkdir(d, 0700);
 	safe_snprintf(b.logpath, sizeof(b.logpath), "%s/%s.log", d, name);

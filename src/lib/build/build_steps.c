@@ -139,7 +139,10 @@ int build_do_from(struct build *b, const struct df_inst *in, abox_error *err)
 		return abox_error_prefix(err, "line %u: FROM", in->line), r;
 	build_say(b, "step %u/%u: FROM %s (pulling it as template %s)", b->step, b->steps, img, tname);
 	abox_pull_opts po = ABOX_PULL_OPTS_INIT;
-	po.platform = plat;
+	if (b->df->pull)
+		po = *b->df->pull;
+	if (plat)
+		po.platform = plat;
 	if ((r = abox_template_pull(b->ctx, tname, img, b->o, &po, err)) < 0)
 		return abox_error_prefix(err, "line %u: FROM %s", in->line, img), r;
 	return build_from_template(b, s, tname, err);

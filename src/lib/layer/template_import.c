@@ -183,9 +183,8 @@ static int check_req(const struct template_import_req *q, abox_error *err)
 	if (q->workdir && q->workdir[0] != '/')
 		return abox_error_setx(err, EINVAL, "template: working folder '%s' is not absolute", q->workdir);
 	if (q->ready_cmd && q->ready_port)
-		return abox_error_setx(err, EINVAL, "template: a readiness check is a command or a port, not both");
-	if ((q->ready_cmd || q->ready_port) && !q->start_cmd)
-		return abox_error_setx(err, EINVAL, "template: a readiness check needs a start command");
+		return abox_error_setx(err, EINVAL,
+				       "template: a readiness check is a command or a port, not both");
 	return 0;
 }
 

@@ -116,16 +116,21 @@ static int port_ready(abox_sandbox *sb, uint16_t port, int timeout_ms, abox_erro
 
 int backend_template_start(abox_sandbox *sb, const struct template_meta *m, abox_error *err)
 {
-	if (!m->start_cmd)
+	if (!m->start_cmd && !m->ready_cmd && !m->ready_port)
 		return 0;
 	int timeout = (int)(m->ready_timeout_ms ? m->ready_timeout_ms : TEMPLATE_READY_TIMEOUT_MS);
-	const char *start[] = { "/bin/sh", "-c", m->start_cmd, NULL };
-	int r = run_once(sb, start, "start", timeout, false, err);
-	if (r < 0)
-		return abox_error_prefix(err, "template start command");
-	if (r > 0)
-		return abox_error_setx(err, ECHILD, "template start command could not run (exit %d): %s", r,
-				       m->start_cmd);
+	/* a readiness check alone (E2B's setReadyCmd without setStartCmd)
+	 * waits for what the template's own files start */
+	if (m->start_cmd) {
+		const char *start[] = { "/bin/sh", "-c", m->start_cmd, NULL };
+		int r = run_once(sb, start, "start", timeout, false, err);
+		if (r < 0)
+			return abox_error_prefix(err, "template start command");
+		if (r > 0)
+			return abox_error_setx(err, ECHILD,
+					       "template start command could not run (exit %d): %s", r,
+					       m->start_cmd);
+	}
 	if (m->ready_port)
 		return port_ready(sb, m->ready_port, timeout, err);
 	if (!m->ready_cmd)

@@ -15,7 +15,7 @@ fail() { echo "1..1"; echo "not ok 1 - $*"; exit 1; }
 
 . "$src/sdk.sh"
 e2b_python_sdk "$build" "$src" || fail "$e2b_python_why"
-export PYTHONPATH=$src:$sdk:$sdk/stub:$PYTHONPATH
+export PYTHONPATH=$src:$sdk:$sdk/stub:$PYTHONPATH ABOX_TEST_BUILD=$build
 
 e2b_start "$build" "$build/e2b-python-aboxd.log" "$build/e2b-python.tap"
 status=0

@@ -1,0 +1,506 @@
+/* tbuild.c — see tbuild.h.
+ *
+ * Each build is kept in memory (its status and log lines) for as long as
+ * aboxd runs; the newest TB_KEEP of them. Uploads are files in the state
+ * folder, one folder per API key owner: one owner's files never answer
+ * another's "is this hash here?" (a client that uploaded first under a
+ * hash it chose would otherwise put its files into someone else's
+ * template). A Dockerfile line is made for each step, and a failing
+ * line is reported as its step, as E2B's SDKs expect. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "base/json.h"
+#include "tbuild.h"
+#include "tbuild_steps.h"
+
+#define TB_KEEP 64
+#define TB_UPLOAD_TTL_MS (3600 * 1000)
+
+enum tb_status {
+	TB_WAITING,
+	TB_BUILDING,
+	TB_READY,
+	TB_ERROR
+};
+static const char *const status_name[] = { "waiting", "building", "ready", "error" };
+
+struct tb_log {
+	char ts[32];
+	const char *level;
+	char *msg;
+};
+
+struct tbuild {
+	char tid[64], bid[40], owner[17], name[64];
+	int64_t memory_mb;
+	enum tb_status status;
+	struct tb_log *log;
+	size_t nlog, cap;
+	char *reason;
+	char reason_step[16];
+	bool started;
+	/* the build's inputs */
+	char *dockerfile;
+	char **archives; /* "HASH=PATH" */
+	char *start, *ready;
+	bool force;
+	char *user, *pass; /* fromImageRegistry */
+	unsigned *line_step; /* Dockerfile line (1-based) -> step (0: base) */
+	size_t nlines;
+	struct tbuild *next;
+};
+
+struct tb_upload {
+	char token[33], owner[17], hash[65];
+	int64_t until;
+	struct tb_upload *next;
+};
+
+static pthread_mutex_t tb_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct tbuild *builds;
+static struct tb_upload *uploads;
+
+static const char *state_dir(void)
+{
+	const char *s = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
+	return s && *s ? s : "/var/lib/abox";
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool hex64(const char *s)
+{
+	return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+/* STATE/daemon-uploads/OWNER[/HASH] */
+static void upload_path(const char *owner, const char *hash, char *out, size_t n)
+{
+	if (hash)
+		snprintf(out, n, "%s/daemon-uploads/%s/%s", state_dir(), owner, hash);
+	else
+		snprintf(out, n, "%s/daemon-uploads/%s", state_dir(), owner);
+}
+
+static void log_add(struct tbuild *t, const char *level, const char *msg)
+{
+	if (t->nlog == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct tb_log *nl = realloc(t->log, cap * sizeof(*nl));
+		if (!nl)
+			return;
+		t->log = nl;
+		t->cap = cap;
+	}
+	struct tb_log *e = &t->log[t->nlog];
+	time_t s = time(NULL);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	strftime(e->ts, sizeof(e->ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	e->level = level;
+	if ((e->msg = strdup(msg)))
+		t->nlog++;
+}
+
+static void build_free(struct tbuild *t)
+{
+	for (size_t i = 0; i < t->nlog; i++)
+		free(t->log[i].msg);
+	free(t->log);
+	free(t->reason);
+	free(t->dockerfile);
+	strv_free(t->archives);
+	free(t->start);
+	free(t->ready);
+	free(t->user);
+	if (t->pass) {
+		explicit_bzero(t->pass, strlen(t->pass));
+		free(t->pass);
+	}
+	free(t->line_step);
+	free(t);
+}
+
+/* Under tb_mu. */
+static struct tbuild *find(const char *owner, const char *tid, const char *bid)
+{
+	for (struct tbuild *t = builds; t; t = t->next)
+		if (!strcmp(t->owner, owner) && !strcmp(t->tid, tid) && (!bid || !strcmp(t->bid, bid)))
+			return t;
+	return NULL;
+}
+
+/* ---- POST /v3/templates */
+
+static enum MHD_Result request_build(struct request *rq)
+{
+	enum MHD_Result sent;
+	json_object *b = body_json(rq, &sent);
+	if (!b)
+		return sent;
+	const char *name = js_str(b, "name");
+	if (!name)
+		name = js_str(b, "alias");
+	char n[64] = "";
+	if (name)
+		snprintf(n, sizeof(n), "%.*s", (int)strcspn(name, ":"), name);
+	bool ok = n[0] && strlen(name ? name : "") < 200 &&
+		  str_of(n, "abcdefghijklmnopqrstuvwxyz0123456789-_", 1, 63) && strcmp(n, "host") != 0 &&
+		  strcmp(n, "scratch") != 0 && strcmp(n, "base") != 0;
+	json_object *mem = js_get(b, "memoryMB", json_type_int);
+	int64_t memory_mb = mem ? json_object_get_int64(mem) : 0;
+	json_object_put(b);
+	if (!ok)
+		return reply_error(rq, 400,
+				   "template name '%s': 1-63 of a-z 0-9 - _ (and not base, host or scratch)",
+				   name ? name : "");
+	struct tbuild *t = calloc(1, sizeof(*t));
+	unsigned char r[16];
+	if (!t || random_bytes(r, sizeof(r)) < 0) {
+		free(t);
+		return reply_error(rq, 500, "out of memory");
+	}
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	snprintf(t->bid, sizeof(t->bid),
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+		 r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+	snprintf(t->tid, sizeof(t->tid), "%s", n);
+	snprintf(t->name, sizeof(t->name), "%s", n);
+	snprintf(t->owner, sizeof(t->owner), "%s", rq->owner);
+	t->memory_mb = memory_mb > 0 && memory_mb < (1 << 24) ? memory_mb : 0;
+	pthread_mutex_lock(&tb_mu);
+	/* the newest TB_KEEP builds stay; older finished ones go */
+	size_t count = 0;
+	for (struct tbuild **pp = &builds; *pp;) {
+		struct tbuild *o = *pp;
+		if (++count >= TB_KEEP && (o->status == TB_READY || o->status == TB_ERROR || !o->started)) {
+			*pp = o->next;
+			build_free(o);
+			continue;
+		}
+		pp = &o->next;
+	}
+	t->next = builds;
+	builds = t;
+	pthread_mutex_unlock(&tb_mu);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "templateID", json_object_new_string(t->tid));
+	json_object_object_add(o, "buildID", json_object_new_string(t->bid));
+	json_object *names = json_object_new_array();
+	json_object_array_add(names, json_object_new_string(n));
+	json_object_object_add(o, "aliases", json_object_get(names));
+	json_object_object_add(o, "names", names);
+	json_object *tags = json_object_new_array();
+	json_object_array_add(tags, json_object_new_string("default"));
+	json_object_object_add(o, "tags", tags);
+	json_object_object_add(o, "public", json_object_new_boolean(false));
+	return reply_json(rq, 202, o);
+}
+
+/* ---- GET /templates/{id}/files/{hash} and the upload */
+
+static enum MHD_Result files(struct request *rq, const char *tid, const char *hash)
+{
+	if (!hex64(hash))
+		return reply_error(rq, 400, "files hash '%s' is not 64 lowercase hex digits", hash);
+	pthread_mutex_lock(&tb_mu);
+	bool known = find(rq->owner, tid, NULL) != NULL;
+	pthread_mutex_unlock(&tb_mu);
+	if (!known)
+		return reply_error(rq, 404, "template '%s' has no build (POST /v3/templates first)", tid);
+	char p[4400];
+	upload_path(rq->owner, hash, p, sizeof(p));
+	struct stat st;
+	bool present = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+	struct tb_upload *u = calloc(1, sizeof(*u));
+	if (!u || random_id(u->token, 33) < 0) {
+		free(u);
+		return reply_error(rq, 500, "out of memory");
+	}
+	snprintf(u->owner, sizeof(u->owner), "%s", rq->owner);
+	memcpy(u->hash, hash, 65);
+	u->until = now_ms() + TB_UPLOAD_TTL_MS;
+	pthread_mutex_lock(&tb_mu);
+	/* forget tokens that expired */
+	for (struct tb_upload **pp = &uploads; *pp;) {
+		if ((*pp)->until < now_ms()) {
+			struct tb_upload *x = *pp;
+			*pp = x->next;
+			free(x);
+			continue;
+		}
+		pp = &(*pp)->next;
+	}
+	u->next = uploads;
+	uploads = u;
+	pthread_mutex_unlock(&tb_mu);
+	const char *host = header(rq, "Host");
+	char url[600];
+	snprintf(url, sizeof(url), "http://%s/templates/uploads/%s",
+		 host && !strpbrk(host, " /\r\n") ? host : "localhost", u->token);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "present", json_object_new_boolean(present));
+	json_object_object_add(o, "url", json_object_new_string(url));
+	return reply_json(rq, 201, o);
+}
+
+enum MHD_Result tbuild_upload(struct request *rq, const char *token)
+{
+	char owner[17] = "", hash[65] = "";
+	pthread_mutex_lock(&tb_mu);
+	for (struct tb_upload *u = uploads; u; u = u->next)
+		if (!strcmp(u->token, token) && u->until >= now_ms()) {
+			memcpy(owner, u->owner, sizeof(owner));
+			memcpy(hash, u->hash, sizeof(hash));
+		}
+	pthread_mutex_unlock(&tb_mu);
+	if (!owner[0])
+		return reply_error(rq, 404, "no such upload (its link is unknown or expired)");
+	if (rq->too_big)
+		return reply_error(rq, 413, "the upload is larger than %u bytes", DAEMON_MAX_BODY);
+	char dir[4400], p[4500], tmp[4600];
+	upload_path(owner, NULL, dir, sizeof(dir));
+	char up[4400];
+	snprintf(up, sizeof(up), "%s/daemon-uploads", state_dir());
+	(void)mkdir(up, 0700);
+	(void)mkdir(dir, 0700);
+	upload_path(owner, hash, p, sizeof(p));
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)gettid());
+	int r = write_file_replace(p, tmp, rq->body ? rq->body : "", rq->len, 0600, true);
+	if (r < 0)
+		return reply_error(rq, 500, "keep the upload: %s", abox_strerror(-r));
+	return reply_empty(rq, 200);
+}
+
+/* ---- the build itself */
+
+static void on_progress(const abox_template_progress *pg, void *ud)
+{
+	struct tbuild *t = ud;
+	char text[600];
+	const char *msg = pg->message;
+	if (!msg && pg->pull_state && strcmp(pg->pull_state, "pulling") != 0) {
+		snprintf(text, sizeof(text), "layer %u/%u: %llu bytes, %s", pg->layer, pg->layers,
+			 (unsigned long long)pg->pull_size, pg->pull_state);
+		msg = text;
+	}
+	if (!msg)
+		return;
+	pthread_mutex_lock(&tb_mu);
+	log_add(t, "info", msg);
+	pthread_mutex_unlock(&tb_mu);
+}
+
+/* The step of an error ("line N: ..." of the Dockerfile we wrote). */
+static void error_step(struct tbuild *t, const char *msg, char *out, size_t n)
+{
+	const char *l = strstr(msg, "line ");
+	unsigned ln = 0;
+	if (l && sscanf(l, "line %u", &ln) == 1 && ln > 0 && ln <= t->nlines && t->line_step[ln])
+		snprintf(out, n, "%u", t->line_step[ln]);
+	else
+		snprintf(out, n, "%s", l && ln == 1 ? "base" : "finalize");
+}
+
+static void *run(void *arg)
+{
+	struct tbuild *t = arg;
+	char dir[4400], df[4500];
+	snprintf(dir, sizeof(dir), "%s/daemon-builds", state_dir());
+	(void)mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/daemon-builds/%s", state_dir(), t->bid);
+	snprintf(df, sizeof(df), "%s/Dockerfile", dir);
+	abox_error err = ABOX_ERROR_INIT;
+	int r = -EIO;
+	abox_ctx *ctx = request_ctx();
+	if (!ctx)
+		abox_error_setx(&err, EIO, "cannot open abox's state");
+	else if (mkdir(dir, 0700) < 0)
+		r = abox_error_set(&err, errno, "create '%s'", dir);
+	else {
+		char tmp[4600];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", df);
+		if ((r = write_file_replace(df, tmp, t->dockerfile, strlen(t->dockerfile), 0600, false)) < 0)
+			abox_error_set(&err, -r, "write '%s'", df);
+	}
+	if (ctx && r >= 0) {
+		abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
+		o.progress = on_progress;
+		o.userdata = t;
+		o.start_cmd = t->start && *t->start ? t->start : NULL;
+		o.ready_cmd = t->ready && *t->ready ? t->ready : NULL;
+		abox_pull_opts po = ABOX_PULL_OPTS_INIT;
+		po.username = t->user;
+		po.password = t->pass;
+		abox_dockerfile_opts d = ABOX_DOCKERFILE_OPTS_INIT;
+		d.context_archives = (const char *const *)t->archives;
+		d.pull = &po;
+		d.flags = t->force ? ABOX_DOCKERFILE_NO_CACHE : 0;
+		/* RUN steps get the network a create without settings gets */
+		abox_net_opts net = ABOX_NET_OPTS_INIT;
+		net.mode = daemon_cfg.net_default;
+		d.net = &net;
+		d.memory_bytes = t->memory_mb ? (uint64_t)t->memory_mb << 20 : 0;
+		r = abox_template_build_dockerfile(ctx, t->name, df, &o, &d, &err);
+	}
+	abox_ctx_free(ctx);
+	(void)rm_rf_at(AT_FDCWD, dir, 0);
+	pthread_mutex_lock(&tb_mu);
+	if (r < 0) {
+		t->status = TB_ERROR;
+		t->reason = strdup(err.msg);
+		error_step(t, err.msg, t->reason_step, sizeof(t->reason_step));
+		log_add(t, "error", err.msg);
+	} else {
+		t->status = TB_READY;
+		log_add(t, "info", "build finished");
+	}
+	pthread_mutex_unlock(&tb_mu);
+	return NULL;
+}
+
+static enum MHD_Result start(struct request *rq, const char *tid, const char *bid)
+{
+	enum MHD_Result sent;
+	json_object *b = body_json(rq, &sent);
+	if (!b)
+		return sent;
+	char up[4400], why[512];
+	upload_path(rq->owner, NULL, up, sizeof(up));
+	struct tb_plan p;
+	int r = tbuild_plan(b, up, &p, why, sizeof(why));
+	json_object_put(b);
+	if (r < 0)
+		return reply_error(rq, 400, "%s", why);
+	pthread_mutex_lock(&tb_mu);
+	struct tbuild *t = find(rq->owner, tid, bid);
+	if (!t || t->started) {
+		pthread_mutex_unlock(&tb_mu);
+		tbuild_plan_free(&p);
+		return t ? reply_error(rq, 409, "build %s has started already", bid)
+			 : reply_error(rq, 404, "template '%s' has no build %s", tid, bid);
+	}
+	t->dockerfile = p.dockerfile;
+	t->archives = p.archives;
+	t->line_step = p.line_step;
+	t->nlines = p.nlines;
+	t->force = p.force;
+	t->start = p.start;
+	t->ready = p.ready;
+	t->user = p.user;
+	t->pass = p.pass;
+	t->started = true;
+	t->status = TB_BUILDING;
+	log_add(t, "info", "build started");
+	pthread_t th;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&th, &at, run, t);
+	pthread_attr_destroy(&at);
+	if (r != 0) {
+		t->status = TB_ERROR;
+		t->reason = strdup("could not start the build");
+		snprintf(t->reason_step, sizeof(t->reason_step), "base");
+	}
+	pthread_mutex_unlock(&tb_mu);
+	return reply_empty(rq, 202);
+}
+
+static enum MHD_Result status(struct request *rq, const char *tid, const char *bid)
+{
+	const char *off_s = query(rq, "logsOffset"), *lim_s = query(rq, "limit");
+	long off = off_s ? atol(off_s) : 0, lim = lim_s ? atol(lim_s) : 100;
+	if (off < 0)
+		off = 0;
+	if (lim <= 0 || lim > 1000)
+		lim = 100;
+	pthread_mutex_lock(&tb_mu);
+	struct tbuild *t = find(rq->owner, tid, bid);
+	if (!t) {
+		pthread_mutex_unlock(&tb_mu);
+		return reply_error(rq, 404, "template '%s' has no build %s", tid, bid);
+	}
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "templateID", json_object_new_string(t->tid));
+	json_object_object_add(o, "buildID", json_object_new_string(t->bid));
+	json_object_object_add(o, "status", json_object_new_string(status_name[t->status]));
+	json_object *logs = json_object_new_array(), *entries = json_object_new_array();
+	for (size_t i = (size_t)off; i < t->nlog && i < (size_t)off + (size_t)lim; i++) {
+		json_object *e = json_object_new_object();
+		json_object_object_add(e, "timestamp", json_object_new_string(t->log[i].ts));
+		json_object_object_add(e, "level", json_object_new_string(t->log[i].level));
+		json_object_object_add(e, "message", json_object_new_string(t->log[i].msg));
+		json_object_array_add(entries, e);
+		json_object_array_add(logs, json_object_new_string(t->log[i].msg));
+	}
+	json_object_object_add(o, "logs", logs);
+	json_object_object_add(o, "logEntries", entries);
+	if (t->status == TB_ERROR) {
+		json_object *reason = json_object_new_object();
+		json_object_object_add(reason, "message",
+				       json_object_new_string(t->reason ? t->reason : "build failed"));
+		json_object_object_add(reason, "step",
+				       json_object_new_string(t->reason_step[0] ? t->reason_step : "base"));
+		json_object_object_add(o, "reason", reason);
+	}
+	pthread_mutex_unlock(&tb_mu);
+	return reply_json(rq, 200, o);
+}
+
+/* "a/b/c" split into up to 4 path components (bounded, no empties) */
+static int parts(const char *u, char v[4][128])
+{
+	int n = 0;
+	while (*u == '/')
+		u++;
+	while (*u && n < 4) {
+		size_t l = strcspn(u, "/?");
+		if (!l || l >= 128)
+			return -1;
+		memcpy(v[n], u, l);
+		v[n++][l] = '\0';
+		u += l;
+		if (*u == '?')
+			break;
+		if (*u == '/')
+			u++;
+	}
+	return *u && *u != '?' ? -1 : n;
+}
+
+enum MHD_Result tbuild_route(struct request *rq, const char *m, const char *u, bool *handled)
+{
+	*handled = true;
+	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET");
+	if ((!strcmp(u, "/v3/templates") || !strcmp(u, "/v2/templates")) && post)
+		return request_build(rq);
+	char v[4][128];
+	int n;
+	if (!strncmp(u, "/templates/", 11) && get && (n = parts(u + 11, v)) >= 0) {
+		if (n == 3 && !strcmp(v[1], "files"))
+			return files(rq, v[0], v[2]);
+		if (n == 4 && !strcmp(v[1], "builds") && !strcmp(v[3], "status"))
+			return status(rq, v[0], v[2]);
+	}
+	if (!strncmp(u, "/v2/templates/", 14) && post && (n = parts(u + 14, v)) == 3 &&
+	    !strcmp(v[1], "builds"))
+		return start(rq, v[0], v[2]);
+	*handled = false;
+	return MHD_NO;
+}
