@@ -35,6 +35,7 @@ for f in lib.mjs "${flows[@]}"; do
   cp "$src/$f" "$dir/$f"
 done
 
+export ABOX_TEST_BUILD=$build
 e2b_start "$build" "$dir/aboxd-$(basename "${3:-all}" .mjs).log" "$dir/all.tap"
 status=0
 # each file's TAP, numbered on into one plan
