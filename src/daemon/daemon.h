@@ -106,6 +106,7 @@ struct request {
 	unsigned deferred_status;
 	const char *deferred_ctype;
 	struct instream *input;   /* a StreamInput client stream (input.c) */
+	struct tb_stream *tupload; /* a template build's upload, to disk as it arrives (tbuild.c) */
 	unsigned status;          /* what it was answered */
 	/* set by routing */
 	const char *key;          /* the API key it came with */

@@ -55,9 +55,6 @@ static enum MHD_Result control_route(struct request *rq)
 	const char *m = rq->method, *u = rq->url;
 	if (!strcmp(u, "/health"))
 		return reply_json(rq, 200, json_object_new_object());
-	/* an upload of the template build API: its link's token is the credential */
-	if (!strncmp(u, "/templates/uploads/", 19) && !strcmp(m, "PUT"))
-		return tbuild_upload(rq, u + 19);
 	if (!control_authorized(rq))
 		return reply_error(rq, 401, "Invalid API key (X-API-Key)");
 	abox_ctx *ctx = request_ctx();
@@ -280,8 +277,12 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 		/* a file upload goes into the sandbox as it arrives */
 		if (!rq->smuggled && sandbox_plane(rq) && rq->port == DAEMON_ENVD_PORT && !files_stream_begin(rq))
 			(void)input_stream_begin(rq); /* and stdin goes to the process as it arrives */
+		/* a template build's upload goes to disk as it arrives (its link's
+		 * token is its credential: no API key) */
+		if (!rq->smuggled && !sandbox_plane(rq))
+			(void)tbuild_stream_begin(rq);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-		if (cl && !rq->upload && !rq->input) {
+		if (cl && !rq->upload && !rq->input && !rq->tupload) {
 			unsigned long long v = strtoull(cl, NULL, 10);
 			/* refused before any of it is kept: it is read and
 			 * dropped (a client that is still sending would not see
@@ -316,6 +317,14 @@ enum MHD_Result daemon_access(void *cls, struct MHD_Connection *conn, const char
 			return MHD_YES;
 		}
 		return files_stream_end(rq);
+	}
+	if (rq->tupload) {
+		if (*upload_size) {
+			tbuild_stream_chunk(rq, upload, *upload_size);
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		return tbuild_stream_end(rq);
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
@@ -363,6 +372,7 @@ void daemon_completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 		if (rq->conn)
 			request_done(rq);
 		files_stream_free(rq);
+		tbuild_stream_free(rq);
 		free(rq->deferred);
 		input_stream_free(rq);
 		http_body_release(rq);

@@ -259,8 +259,26 @@ static enum MHD_Result files(struct request *rq, const char *tid, const char *ha
 	return reply_json(rq, 201, o);
 }
 
-enum MHD_Result tbuild_upload(struct request *rq, const char *token)
+#define TB_MAX_UPLOAD (16ull << 30) /* one COPY step's files, compressed */
+
+struct tb_stream {
+	int fd;
+	char path[4500], tmp[4600];
+	uint64_t got;
+	unsigned status; /* 0: fine so far */
+	char why[200];
+};
+
+bool tbuild_stream_begin(struct request *rq)
 {
+	if (strcmp(rq->method, "PUT") != 0 || strncmp(rq->url, "/templates/uploads/", 19) != 0)
+		return false;
+	struct tb_stream *st = calloc(1, sizeof(*st));
+	if (!st)
+		return false;
+	st->fd = -1;
+	rq->tupload = st;
+	const char *token = rq->url + 19;
 	char owner[17] = "", hash[65] = "";
 	pthread_mutex_lock(&tb_mu);
 	for (struct tb_upload *u = uploads; u; u = u->next)
@@ -269,22 +287,75 @@ enum MHD_Result tbuild_upload(struct request *rq, const char *token)
 			memcpy(hash, u->hash, sizeof(hash));
 		}
 	pthread_mutex_unlock(&tb_mu);
-	if (!owner[0])
-		return reply_error(rq, 404, "no such upload (its link is unknown or expired)");
-	if (rq->too_big)
-		return reply_error(rq, 413, "the upload is larger than %u bytes", DAEMON_MAX_BODY);
-	char dir[4400], p[4500], tmp[4600];
-	upload_path(owner, NULL, dir, sizeof(dir));
-	char up[4400];
+	if (!owner[0]) {
+		st->status = 404;
+		snprintf(st->why, sizeof(st->why), "no such upload (its link is unknown or expired)");
+		return true;
+	}
+	char up[4400], dir[4400];
 	snprintf(up, sizeof(up), "%s/daemon-uploads", state_dir());
+	upload_path(owner, NULL, dir, sizeof(dir));
 	(void)mkdir(up, 0700);
 	(void)mkdir(dir, 0700);
-	upload_path(owner, hash, p, sizeof(p));
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)gettid());
-	int r = write_file_replace(p, tmp, rq->body ? rq->body : "", rq->len, 0600, true);
-	if (r < 0)
-		return reply_error(rq, 500, "keep the upload: %s", abox_strerror(-r));
-	return reply_empty(rq, 200);
+	upload_path(owner, hash, st->path, sizeof(st->path));
+	snprintf(st->tmp, sizeof(st->tmp), "%s.XXXXXX", st->path);
+	st->fd = mkostemp(st->tmp, O_CLOEXEC);
+	if (st->fd < 0) {
+		st->status = 500;
+		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
+	}
+	return true;
+}
+
+void tbuild_stream_chunk(struct request *rq, const char *data, size_t n)
+{
+	struct tb_stream *st = rq->tupload;
+	if (st->status)
+		return; /* read and dropped: the answer is given at the end */
+	st->got += n;
+	if (st->got > TB_MAX_UPLOAD) {
+		st->status = 413;
+		snprintf(st->why, sizeof(st->why), "the upload is larger than %llu bytes",
+			 (unsigned long long)TB_MAX_UPLOAD);
+	} else if (write_full(st->fd, data, n) < 0) {
+		st->status = 500;
+		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
+	}
+	if (st->status) {
+		close(st->fd);
+		st->fd = -1;
+		(void)unlink(st->tmp);
+	}
+}
+
+enum MHD_Result tbuild_stream_end(struct request *rq)
+{
+	struct tb_stream *st = rq->tupload;
+	if (!st->status && (fsync(st->fd) < 0 || rename(st->tmp, st->path) < 0)) {
+		st->status = 500;
+		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
+		(void)unlink(st->tmp);
+	}
+	if (st->fd >= 0)
+		close(st->fd);
+	st->fd = -1;
+	st->tmp[0] = '\0';
+	return st->status ? reply_error(rq, st->status, "%s", st->why) : reply_empty(rq, 200);
+}
+
+void tbuild_stream_free(struct request *rq)
+{
+	struct tb_stream *st = rq->tupload;
+	if (!st)
+		return;
+	/* a client that went away midway: nothing of its upload stays */
+	if (st->fd >= 0) {
+		close(st->fd);
+		if (st->tmp[0])
+			(void)unlink(st->tmp);
+	}
+	free(st);
+	rq->tupload = NULL;
 }
 
 /* ---- the build itself */

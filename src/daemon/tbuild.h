@@ -20,7 +20,12 @@
 /* The routes above that need the API key (under control_authorized);
  * MHD_NO and *handled false when u is none of them. */
 enum MHD_Result tbuild_route(struct request *rq, const char *m, const char *u, bool *handled);
-/* PUT /templates/uploads/{token} (before the API key check). */
-enum MHD_Result tbuild_upload(struct request *rq, const char *token);
+/* PUT /templates/uploads/{token}, streamed to a file as it arrives (no
+ * API key: the token is the credential). begin: true when rq is one
+ * (rq->tupload set; an unknown token is answered at the body's end). */
+bool tbuild_stream_begin(struct request *rq);
+void tbuild_stream_chunk(struct request *rq, const char *data, size_t n);
+enum MHD_Result tbuild_stream_end(struct request *rq);
+void tbuild_stream_free(struct request *rq);
 
 #endif

@@ -26,7 +26,7 @@ def base():
     os.makedirs(os.path.join(root, "bin"))
     os.makedirs(os.path.join(root, "etc"))
     shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
-    for a in ("sh", "cat", "echo", "id", "mkdir", "ls", "test", "sleep", "touch", "pwd", "env"):
+    for a in ("sh", "cat", "echo", "id", "mkdir", "ls", "test", "sleep", "touch", "pwd", "env", "wc"):
         os.symlink("busybox", os.path.join(root, "bin", a))
     # the SDK runs commands with /bin/bash -l -c: busybox's shell stands in
     with open(os.path.join(root, "bin", "bash"), "w") as f:
@@ -88,6 +88,28 @@ def _():
     check("(cached)" in text2[len(text):] or "up to date" in text2[len(text):], text2[len(text):])
 
 
+@test("a copy larger than a JSON body's limit (70 MB): streamed to disk, built")
+def _():
+    big = tempfile.mkdtemp(prefix="abox-tpl-big-")
+    try:
+        with open(os.path.join(big, "blob"), "wb") as f:
+            f.write(os.urandom(70 << 20))
+        t = Template(file_context_path=big).from_template("tplbb").copy("blob", "/data/blob")
+        Template.build(t, alias="sdk-big")
+        s = Sandbox.create("sdk-big", timeout=120)
+        made.append(s)
+        eq(s.commands.run("wc -c < /data/blob").stdout.strip(), str(70 << 20), "the file's size in the sandbox")
+    finally:
+        shutil.rmtree(big, ignore_errors=True)
+
+
+@test("an upload link is the only way in: an unknown token is refused, nothing kept")
+def _():
+    import httpx
+    r = httpx.put(os.environ["E2B_API_URL"] + "/templates/uploads/not-a-token", content=b"x" * 1000)
+    eq(r.status_code, 404, "an unknown token")
+
+
 @test("a failing step: BuildException naming it")
 def _():
     t = Template(file_context_path=ctx).from_template("tplbb").run_cmd("echo fine").run_cmd("echo failing; exit 7")
@@ -106,7 +128,7 @@ try:
     run()
 finally:
     abox = os.path.join(BUILD, "abox")
-    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached"], capture_output=True)
+    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached", "sdk-big"], capture_output=True)
     # the builds' layers (snapshots on tplbb), children before parents
     for _ in range(6):
         lines = subprocess.run([abox, "snapshots", "ls"], capture_output=True, text=True).stdout.splitlines()[1:]
