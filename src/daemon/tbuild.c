@@ -20,10 +20,10 @@
 #include "base/base.h"
 #include "base/json.h"
 #include "tbuild.h"
+#include "tbuild_int.h"
 #include "tbuild_steps.h"
 
 #define TB_KEEP 64
-#define TB_UPLOAD_TTL_MS (3600 * 1000)
 
 enum tb_status {
 	TB_WAITING,
@@ -59,41 +59,30 @@ struct tbuild {
 	struct tbuild *next;
 };
 
-struct tb_upload {
-	char token[33], owner[17], hash[65];
-	int64_t until;
-	struct tb_upload *next;
-};
-
-static pthread_mutex_t tb_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t tb_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tbuild *builds;
-static struct tb_upload *uploads;
+struct tb_upload *tb_uploads;
 
-static const char *state_dir(void)
+const char *tb_state_dir(void)
 {
 	const char *s = daemon_cfg.state_dir ? daemon_cfg.state_dir : getenv("ABOX_ROOT");
 	return s && *s ? s : "/var/lib/abox";
 }
 
-static int64_t now_ms(void)
+int64_t tb_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static bool hex64(const char *s)
-{
-	return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
-}
-
 /* STATE/daemon-uploads/OWNER[/HASH] */
-static void upload_path(const char *owner, const char *hash, char *out, size_t n)
+void tb_upload_path(const char *owner, const char *hash, char *out, size_t n)
 {
 	if (hash)
-		snprintf(out, n, "%s/daemon-uploads/%s/%s", state_dir(), owner, hash);
+		snprintf(out, n, "%s/daemon-uploads/%s/%s", tb_state_dir(), owner, hash);
 	else
-		snprintf(out, n, "%s/daemon-uploads/%s", state_dir(), owner);
+		snprintf(out, n, "%s/daemon-uploads/%s", tb_state_dir(), owner);
 }
 
 static void log_add(struct tbuild *t, const char *level, const char *msg)
@@ -136,12 +125,96 @@ static void build_free(struct tbuild *t)
 }
 
 /* Under tb_mu. */
-static struct tbuild *find(const char *owner, const char *tid, const char *bid)
+/* STATE/daemon-builds/records/BID.json: a build's outcome outlives aboxd */
+static void record_path(const char *bid, char *out, size_t n)
+{
+	snprintf(out, n, "%s/daemon-builds/records/%s.json", tb_state_dir(), bid);
+}
+
+static bool bid_ok(const char *bid)
+{
+	return strlen(bid) == 36 && strspn(bid, "0123456789abcdef-") == 36;
+}
+
+/* Writes t's record (under tb_mu): its status, reason and log. */
+static void record(struct tbuild *t)
+{
+	char dir[4400], p[4500], tmp[4600];
+	snprintf(dir, sizeof(dir), "%s/daemon-builds", tb_state_dir());
+	(void)mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/daemon-builds/records", tb_state_dir());
+	(void)mkdir(dir, 0700);
+	record_path(t->bid, p, sizeof(p));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	json_object *o = json_object_new_object();
+	js_put_str(o, "templateID", t->tid);
+	js_put_str(o, "buildID", t->bid);
+	js_put_str(o, "owner", t->owner);
+	js_put_str(o, "status", status_name[t->status]);
+	js_put_str(o, "reason", t->reason);
+	js_put_str(o, "step", t->reason_step[0] ? t->reason_step : NULL);
+	json_object *logs = json_object_new_array();
+	for (size_t i = 0; i < t->nlog; i++) {
+		json_object *e = json_object_new_object();
+		js_put_str(e, "timestamp", t->log[i].ts);
+		js_put_str(e, "level", t->log[i].level);
+		js_put_str(e, "message", t->log[i].msg);
+		json_object_array_add(logs, e);
+	}
+	json_object_object_add(o, "logs", logs);
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	(void)write_file_replace(p, tmp, text, strlen(text), 0600, false);
+	json_object_put(o);
+}
+
+/* A build aboxd knew before it restarted, from its record; one that was
+ * running then failed with it. Under tb_mu. */
+static struct tbuild *load(const char *owner, const char *tid, const char *bid)
+{
+	char p[4500];
+	record_path(bid, p, sizeof(p));
+	json_object *o = NULL;
+	if (js_load(p, 64u << 20, &o, NULL, NULL) < 0)
+		return NULL;
+	struct tbuild *t = NULL;
+	const char *st = js_str(o, "status");
+	if (!js_str(o, "owner") || strcmp(js_str(o, "owner"), owner) != 0 || !js_str(o, "templateID") ||
+	    strcmp(js_str(o, "templateID"), tid) != 0 || !st || !(t = calloc(1, sizeof(*t))))
+		goto out;
+	snprintf(t->tid, sizeof(t->tid), "%s", tid);
+	snprintf(t->name, sizeof(t->name), "%s", tid);
+	snprintf(t->bid, sizeof(t->bid), "%s", bid);
+	snprintf(t->owner, sizeof(t->owner), "%s", owner);
+	t->started = true;
+	json_object *logs = js_get(o, "logs", json_type_array);
+	for (size_t i = 0; logs && i < json_object_array_length(logs); i++) {
+		json_object *e = json_object_array_get_idx(logs, i);
+		const char *msg = js_str(e, "message"), *lv = js_str(e, "level");
+		if (msg)
+			log_add(t, lv && !strcmp(lv, "error") ? "error" : "info", msg);
+	}
+	if (!strcmp(st, "ready")) {
+		t->status = TB_READY;
+	} else {
+		t->status = TB_ERROR;
+		const char *why = !strcmp(st, "error") ? js_str(o, "reason") : NULL;
+		t->reason = strdup(why ? why : "aboxd restarted while this build ran; build again");
+		snprintf(t->reason_step, sizeof(t->reason_step), "%s",
+			 js_str(o, "step") ? js_str(o, "step") : "finalize");
+	}
+	t->next = builds;
+	builds = t;
+out:
+	json_object_put(o);
+	return t;
+}
+
+struct tbuild *tb_find(const char *owner, const char *tid, const char *bid)
 {
 	for (struct tbuild *t = builds; t; t = t->next)
 		if (!strcmp(t->owner, owner) && !strcmp(t->tid, tid) && (!bid || !strcmp(t->bid, bid)))
 			return t;
-	return NULL;
+	return bid && bid_ok(bid) ? load(owner, tid, bid) : NULL;
 }
 
 /* ---- POST /v3/templates */
@@ -212,152 +285,6 @@ static enum MHD_Result request_build(struct request *rq)
 	return reply_json(rq, 202, o);
 }
 
-/* ---- GET /templates/{id}/files/{hash} and the upload */
-
-static enum MHD_Result files(struct request *rq, const char *tid, const char *hash)
-{
-	if (!hex64(hash))
-		return reply_error(rq, 400, "files hash '%s' is not 64 lowercase hex digits", hash);
-	pthread_mutex_lock(&tb_mu);
-	bool known = find(rq->owner, tid, NULL) != NULL;
-	pthread_mutex_unlock(&tb_mu);
-	if (!known)
-		return reply_error(rq, 404, "template '%s' has no build (POST /v3/templates first)", tid);
-	char p[4400];
-	upload_path(rq->owner, hash, p, sizeof(p));
-	struct stat st;
-	bool present = stat(p, &st) == 0 && S_ISREG(st.st_mode);
-	struct tb_upload *u = calloc(1, sizeof(*u));
-	if (!u || random_id(u->token, 33) < 0) {
-		free(u);
-		return reply_error(rq, 500, "out of memory");
-	}
-	snprintf(u->owner, sizeof(u->owner), "%s", rq->owner);
-	memcpy(u->hash, hash, 65);
-	u->until = now_ms() + TB_UPLOAD_TTL_MS;
-	pthread_mutex_lock(&tb_mu);
-	/* forget tokens that expired */
-	for (struct tb_upload **pp = &uploads; *pp;) {
-		if ((*pp)->until < now_ms()) {
-			struct tb_upload *x = *pp;
-			*pp = x->next;
-			free(x);
-			continue;
-		}
-		pp = &(*pp)->next;
-	}
-	u->next = uploads;
-	uploads = u;
-	pthread_mutex_unlock(&tb_mu);
-	const char *host = header(rq, "Host");
-	char url[600];
-	snprintf(url, sizeof(url), "http://%s/templates/uploads/%s",
-		 host && !strpbrk(host, " /\r\n") ? host : "localhost", u->token);
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "present", json_object_new_boolean(present));
-	json_object_object_add(o, "url", json_object_new_string(url));
-	return reply_json(rq, 201, o);
-}
-
-#define TB_MAX_UPLOAD (16ull << 30) /* one COPY step's files, compressed */
-
-struct tb_stream {
-	int fd;
-	char path[4500], tmp[4600];
-	uint64_t got;
-	unsigned status; /* 0: fine so far */
-	char why[200];
-};
-
-bool tbuild_stream_begin(struct request *rq)
-{
-	if (strcmp(rq->method, "PUT") != 0 || strncmp(rq->url, "/templates/uploads/", 19) != 0)
-		return false;
-	struct tb_stream *st = calloc(1, sizeof(*st));
-	if (!st)
-		return false;
-	st->fd = -1;
-	rq->tupload = st;
-	const char *token = rq->url + 19;
-	char owner[17] = "", hash[65] = "";
-	pthread_mutex_lock(&tb_mu);
-	for (struct tb_upload *u = uploads; u; u = u->next)
-		if (!strcmp(u->token, token) && u->until >= now_ms()) {
-			memcpy(owner, u->owner, sizeof(owner));
-			memcpy(hash, u->hash, sizeof(hash));
-		}
-	pthread_mutex_unlock(&tb_mu);
-	if (!owner[0]) {
-		st->status = 404;
-		snprintf(st->why, sizeof(st->why), "no such upload (its link is unknown or expired)");
-		return true;
-	}
-	char up[4400], dir[4400];
-	snprintf(up, sizeof(up), "%s/daemon-uploads", state_dir());
-	upload_path(owner, NULL, dir, sizeof(dir));
-	(void)mkdir(up, 0700);
-	(void)mkdir(dir, 0700);
-	upload_path(owner, hash, st->path, sizeof(st->path));
-	snprintf(st->tmp, sizeof(st->tmp), "%s.XXXXXX", st->path);
-	st->fd = mkostemp(st->tmp, O_CLOEXEC);
-	if (st->fd < 0) {
-		st->status = 500;
-		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
-	}
-	return true;
-}
-
-void tbuild_stream_chunk(struct request *rq, const char *data, size_t n)
-{
-	struct tb_stream *st = rq->tupload;
-	if (st->status)
-		return; /* read and dropped: the answer is given at the end */
-	st->got += n;
-	if (st->got > TB_MAX_UPLOAD) {
-		st->status = 413;
-		snprintf(st->why, sizeof(st->why), "the upload is larger than %llu bytes",
-			 (unsigned long long)TB_MAX_UPLOAD);
-	} else if (write_full(st->fd, data, n) < 0) {
-		st->status = 500;
-		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
-	}
-	if (st->status) {
-		close(st->fd);
-		st->fd = -1;
-		(void)unlink(st->tmp);
-	}
-}
-
-enum MHD_Result tbuild_stream_end(struct request *rq)
-{
-	struct tb_stream *st = rq->tupload;
-	if (!st->status && (fsync(st->fd) < 0 || rename(st->tmp, st->path) < 0)) {
-		st->status = 500;
-		snprintf(st->why, sizeof(st->why), "keep the upload: %s", abox_strerror(errno));
-		(void)unlink(st->tmp);
-	}
-	if (st->fd >= 0)
-		close(st->fd);
-	st->fd = -1;
-	st->tmp[0] = '\0';
-	return st->status ? reply_error(rq, st->status, "%s", st->why) : reply_empty(rq, 200);
-}
-
-void tbuild_stream_free(struct request *rq)
-{
-	struct tb_stream *st = rq->tupload;
-	if (!st)
-		return;
-	/* a client that went away midway: nothing of its upload stays */
-	if (st->fd >= 0) {
-		close(st->fd);
-		if (st->tmp[0])
-			(void)unlink(st->tmp);
-	}
-	free(st);
-	rq->tupload = NULL;
-}
-
 /* ---- the build itself */
 
 static void on_progress(const abox_template_progress *pg, void *ud)
@@ -392,9 +319,9 @@ static void *run(void *arg)
 {
 	struct tbuild *t = arg;
 	char dir[4400], df[4500];
-	snprintf(dir, sizeof(dir), "%s/daemon-builds", state_dir());
+	snprintf(dir, sizeof(dir), "%s/daemon-builds", tb_state_dir());
 	(void)mkdir(dir, 0700);
-	snprintf(dir, sizeof(dir), "%s/daemon-builds/%s", state_dir(), t->bid);
+	snprintf(dir, sizeof(dir), "%s/daemon-builds/%s", tb_state_dir(), t->bid);
 	snprintf(df, sizeof(df), "%s/Dockerfile", dir);
 	abox_error err = ABOX_ERROR_INIT;
 	int r = -EIO;
@@ -441,6 +368,7 @@ static void *run(void *arg)
 		t->status = TB_READY;
 		log_add(t, "info", "build finished");
 	}
+	record(t);
 	pthread_mutex_unlock(&tb_mu);
 	return NULL;
 }
@@ -452,14 +380,14 @@ static enum MHD_Result start(struct request *rq, const char *tid, const char *bi
 	if (!b)
 		return sent;
 	char up[4400], why[512];
-	upload_path(rq->owner, NULL, up, sizeof(up));
+	tb_upload_path(rq->owner, NULL, up, sizeof(up));
 	struct tb_plan p;
 	int r = tbuild_plan(b, up, &p, why, sizeof(why));
 	json_object_put(b);
 	if (r < 0)
 		return reply_error(rq, 400, "%s", why);
 	pthread_mutex_lock(&tb_mu);
-	struct tbuild *t = find(rq->owner, tid, bid);
+	struct tbuild *t = tb_find(rq->owner, tid, bid);
 	if (!t || t->started) {
 		pthread_mutex_unlock(&tb_mu);
 		tbuild_plan_free(&p);
@@ -478,6 +406,7 @@ static enum MHD_Result start(struct request *rq, const char *tid, const char *bi
 	t->started = true;
 	t->status = TB_BUILDING;
 	log_add(t, "info", "build started");
+	record(t);
 	pthread_t th;
 	pthread_attr_t at;
 	pthread_attr_init(&at);
@@ -502,7 +431,7 @@ static enum MHD_Result status(struct request *rq, const char *tid, const char *b
 	if (lim <= 0 || lim > 1000)
 		lim = 100;
 	pthread_mutex_lock(&tb_mu);
-	struct tbuild *t = find(rq->owner, tid, bid);
+	struct tbuild *t = tb_find(rq->owner, tid, bid);
 	if (!t) {
 		pthread_mutex_unlock(&tb_mu);
 		return reply_error(rq, 404, "template '%s' has no build %s", tid, bid);
@@ -565,7 +494,7 @@ enum MHD_Result tbuild_route(struct request *rq, const char *m, const char *u, b
 	int n;
 	if (!strncmp(u, "/templates/", 11) && get && (n = parts(u + 11, v)) >= 0) {
 		if (n == 3 && !strcmp(v[1], "files"))
-			return files(rq, v[0], v[2]);
+			return tb_files(rq, v[0], v[2]);
 		if (n == 4 && !strcmp(v[1], "builds") && !strcmp(v[3], "status"))
 			return status(rq, v[0], v[2]);
 	}
