@@ -150,14 +150,24 @@ int tbuild_plan(json_object *body, const char *uploads, struct tb_plan *p, char 
 	if (n > 1000)
 		FAIL("more than 1000 steps");
 	const char *cur_user = "root";
+	bool forced = false;
 	for (size_t i = 0; i < n; i++) {
 		unsigned step = (unsigned)i + 1;
 		json_object *s = json_object_array_get_idx(steps, i);
 		const char *type = js_str(s, "type");
 		json_object *args = js_get(s, "args", json_type_array);
 		json_object *sf = js_get(s, "force", json_type_boolean);
-		if (sf && json_object_get_boolean(sf))
-			p->force = true;
+		/* a forced step and every one after it run again, the steps
+		 * before it stay cached: a label nobody had before changes the
+		 * cache keys from here on */
+		if (sf && json_object_get_boolean(sf) && !forced) {
+			forced = true;
+			unsigned char r[8];
+			if (random_bytes(r, sizeof(r)) < 0 ||
+			    !line(&o, step, "LABEL abox.force=%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
+				  r[2], r[3], r[4], r[5], r[6], r[7]))
+				FAIL("out of memory");
+		}
 		if (!type)
 			FAIL("step %u: no type", step);
 		if (!strcmp(type, "RUN")) {

@@ -14,7 +14,7 @@ struct tb_plan {
 	char **archives; /* "HASH=PATH" of the uploads COPY steps use */
 	unsigned *line_step; /* [line] -> step (1-based; 0: FROM, "base") */
 	size_t nlines;
-	bool force; /* a step (or the build) asked for no cache */
+	bool force; /* the build asked for no cache at all (a forced step: from it on) */
 	char *start, *ready; /* startCmd, readyCmd */
 	char *user, *pass; /* fromImageRegistry */
 };

@@ -62,7 +62,7 @@ enum MHD_Result tb_files(struct request *rq, const char *tid, const char *hash)
 	pthread_mutex_unlock(&tb_mu);
 	const char *host = header(rq, "Host");
 	char url[600];
-	snprintf(url, sizeof(url), "http://%s/templates/tb_uploads/%s",
+	snprintf(url, sizeof(url), "http://%s/templates/uploads/%s",
 		 host && !strpbrk(host, " /\r\n") ? host : "localhost", u->token);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "present", json_object_new_boolean(present));
@@ -104,7 +104,7 @@ bool tbuild_stream_begin(struct request *rq)
 		return true;
 	}
 	char up[4400], dir[4400];
-	snprintf(up, sizeof(up), "%s/daemon-tb_uploads", tb_state_dir());
+	snprintf(up, sizeof(up), "%s/daemon-uploads", tb_state_dir());
 	tb_upload_path(owner, NULL, dir, sizeof(dir));
 	(void)mkdir(up, 0700);
 	(void)mkdir(dir, 0700);

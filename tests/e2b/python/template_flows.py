@@ -88,6 +88,20 @@ def _():
     check("(cached)" in text2[len(text):] or "up to date" in text2[len(text):], text2[len(text):])
 
 
+@test("skip_cache(): the steps before it stay cached, it and the later ones run again")
+def _():
+    def steps():
+        return (Template(file_context_path=ctx).from_template("tplbb").run_cmd("echo one > /one")
+                .skip_cache().run_cmd("echo two > /two"))
+    Template.build(steps(), alias="sdk-skip")
+    lines = []
+    Template.build(steps(), alias="sdk-skip", on_build_logs=lines.append)
+    text = [getattr(e, "message", str(e)) for e in lines]
+    one = [t for t in text if "echo one" in t]
+    two = [t for t in text if "echo two" in t]
+    check(one and "(cached)" in one[0] and two and "(cached)" not in two[0], text)
+
+
 @test("a copy larger than a JSON body's limit (70 MB): streamed to disk, built")
 def _():
     big = tempfile.mkdtemp(prefix="abox-tpl-big-")
@@ -128,7 +142,7 @@ try:
     run()
 finally:
     abox = os.path.join(BUILD, "abox")
-    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached", "sdk-big"], capture_output=True)
+    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached", "sdk-big", "sdk-skip"], capture_output=True)
     # the builds' layers (snapshots on tplbb), children before parents
     for _ in range(6):
         lines = subprocess.run([abox, "snapshots", "ls"], capture_output=True, text=True).stdout.splitlines()[1:]
