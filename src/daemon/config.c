@@ -142,6 +142,15 @@ int config_load(const char *path, bool explicit)
 
 const char *daemon_template_of(const char *want)
 {
+	/* "name:tag" (the Template SDK's): the template name builds made; a
+	 * build's tag is not kept apart, the newest build of name answers */
+	static __thread char untagged[64];
+	const char *colon = strchr(want, ':');
+	if (colon && colon != want && (size_t)(colon - want) < sizeof(untagged) && !strchr(colon + 1, ':') &&
+	    !strchr(want, '/')) {
+		snprintf(untagged, sizeof(untagged), "%.*s", (int)(colon - want), want);
+		want = untagged;
+	}
 	if (!strcmp(want, "base"))
 		return "host";
 	if (!strcmp(want, "code-interpreter-v1"))

@@ -63,6 +63,7 @@ def _():
 def _():
     check(Template.exists("sdk-built"), "sdk-built exists")
     check(not Template.exists("never-built-here"), "an unknown name")
+    check(Template.exists("sdk-built:default"), "name:tag (the tag a build is given)")
 
 
 @test("Sandbox.create(name) starts from it, its start command ran")
