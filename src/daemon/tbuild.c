@@ -219,6 +219,32 @@ struct tbuild *tb_find(const char *owner, const char *tid, const char *bid)
 
 /* ---- POST /v3/templates */
 
+/* May owner build template name? A new name, or one this owner built:
+ * templates are the whole daemon's, and one API key must not replace
+ * another's template (or one the host's admin made) under its users.
+ * The owner is recorded (STATE/daemon-builds/owners/NAME) when it may. */
+static bool may_build(const char *owner, const char *name)
+{
+	char dir[4400], p[4500], tmp[4600];
+	snprintf(dir, sizeof(dir), "%s/daemon-builds", tb_state_dir());
+	(void)mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/daemon-builds/owners", tb_state_dir());
+	(void)mkdir(dir, 0700);
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	char tp[4500];
+	struct stat st;
+	snprintf(tp, sizeof(tp), "%s/templates/%s", tb_state_dir(), name);
+	if (lstat(tp, &st) == 0) {
+		char *who = NULL;
+		bool mine = read_file_at(AT_FDCWD, p, 64, &who, NULL) == 0 && !strcmp(who, owner);
+		free(who);
+		if (!mine)
+			return false;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)gettid());
+	return write_file_replace(p, tmp, owner, strlen(owner), 0600, false) == 0;
+}
+
 static enum MHD_Result request_build(struct request *rq)
 {
 	enum MHD_Result sent;
@@ -236,11 +262,19 @@ static enum MHD_Result request_build(struct request *rq)
 		  strcmp(n, "scratch") != 0 && strcmp(n, "base") != 0;
 	json_object *mem = js_get(b, "memoryMB", json_type_int);
 	int64_t memory_mb = mem ? json_object_get_int64(mem) : 0;
+	if (!ok) {
+		/* name is b's: answered before b goes */
+		enum MHD_Result q = reply_error(
+			rq, 400, "template name '%s': 1-63 of a-z 0-9 - _ (and not base, host or scratch)",
+			name ? name : "");
+		json_object_put(b);
+		return q;
+	}
 	json_object_put(b);
-	if (!ok)
-		return reply_error(rq, 400,
-				   "template name '%s': 1-63 of a-z 0-9 - _ (and not base, host or scratch)",
-				   name ? name : "");
+	if (!may_build(rq->owner, n))
+		return reply_error(
+			rq, 409,
+			"template '%s' exists and was not built with this API key: pick another name", n);
 	struct tbuild *t = calloc(1, sizeof(*t));
 	unsigned char r[16];
 	if (!t || random_bytes(r, sizeof(r)) < 0) {

@@ -77,6 +77,12 @@ try:
           st == 200 and v2["logEntries"] == [], v2)
     st, v = status(tid, bid, key=B)
     check("another key does not see the build", st == 404, (st, v))
+    st, v = d.req("POST", "/v3/templates", {"name": "tb-ok"}, headers=B)
+    check("another key cannot build over this key's template: 409", st == 409 and "tb-ok" in json.dumps(v), (st, v))
+    st, v = d.req("POST", "/v3/templates", {"name": "trbb"}, headers=A)
+    check("nor over a template the host's admin made: 409", st == 409, (st, v))
+    st, v = d.req("POST", "/v3/templates", {"name": "tb-ok"}, headers=A)
+    check("the key that built it may build it again", st == 202, (st, v))
 
     hostile = [
         ([{"type": "ENV", "args": ["A", "x\nRUN touch /pwned"], "force": False}], "line break"),
