@@ -35,13 +35,14 @@ static int gc_now(abox_ctx *ctx, unsigned *removed, abox_error *err)
 	snap_sweep(ctx->state_dir);
 	int r = store_gc(ctx->runtime_dir, ctx->state_dir, have_layout ? &ctx->cg : NULL, removed, err);
 	/* after the records: a dead sandbox's record goes first, its slot of
-	 * the address pool (and its elements, flows) then */
-	if (r >= 0)
-		(void)local_net_gc(ctx, net_owned, removed);
+	 * the address pool (and its elements, flows) then — also when the
+	 * records' sweep met an error on the way (a cgroup still busy): a
+	 * slot is freed only when no live sandbox holds it, so one failure
+	 * there must not keep every dead sandbox's slot */
+	(void)local_net_gc(ctx, net_owned, removed);
 	/* and the host ids they held (a creator killed mid-create, a kill
 	 * that stopped before giving them back) */
-	if (r >= 0)
-		(void)uidpool_sweep(ctx->runtime_dir, ctx->state_dir, removed);
+	(void)uidpool_sweep(ctx->runtime_dir, ctx->state_dir, removed);
 	return r;
 }
 
