@@ -37,7 +37,7 @@ static const char usage_text[] =
 	"(python-3-12) and is printed.\n\n"
 	"`build -f` runs a Dockerfile without docker (docs/templates.md has the\n"
 	"instructions it runs); CONTEXT defaults to the Dockerfile's folder.\n\n"
-	"build -f options:\n"
+	"build -f options (and the pull options below, for the images FROM names):\n"
 	"      --build-arg K=V    a value for ARG K (repeatable)\n"
 	"      --target STAGE     build the stage named STAGE (default: the last)\n"
 	"      --no-cache         run every step again\n"
@@ -162,12 +162,14 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 	const char **bargs = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nbargs = 0;
 	bool pw_stdin = false;
+	const char *pull_opt = NULL; /* the first registry option given */
+	int li = 0;
 	const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t nenv = 0;
 	int c, rc = 0;
 	uint64_t v;
 	optind = 1;
-	while (rc == 0 && (c = getopt_long(argc, argv, "+u:w:e:f:h", opts, NULL)) != -1) {
+	while (rc == 0 && (c = getopt_long(argc, argv, "+u:w:e:f:h", opts, &li)) != -1) {
 		switch (c) {
 		case 'u': o.user = optarg; break;
 		case 'w': o.workdir = optarg; break;
@@ -263,13 +265,16 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 				kind == MAKE_PULL ? "pull" : "import", argv[optind - 1]);
 			rc = EXIT_ABOX;
 		}
-		if (rc == 0 && c >= 1 && c <= 7 && kind != MAKE_PULL) {
-			cli_err("template %s: %s is an option of 'template pull'", build ? "build" : "import",
-				argv[optind - 1]);
-			rc = EXIT_ABOX;
-		}
+		if (c >= 1 && c <= 7 && !pull_opt)
+			pull_opt = opts[li].name;
 	}
-	if (rc == 0 && kind == MAKE_PULL && (pw_stdin != (po.username != NULL))) {
+	/* the registry's options: a pull's, and a Dockerfile's FROM image's */
+	if (rc == 0 && pull_opt && kind != MAKE_PULL && !dockerfile) {
+		cli_err("template %s: --%s is an option of 'template pull' and 'template build -f'",
+			build ? "build" : "import", pull_opt);
+		rc = EXIT_ABOX;
+	}
+	if (rc == 0 && (kind == MAKE_PULL || dockerfile) && (pw_stdin != (po.username != NULL))) {
 		cli_err("template pull: --username and --password-stdin go together");
 		rc = EXIT_ABOX;
 	}
@@ -312,6 +317,7 @@ static int do_import(abox_ctx *ctx, int argc, char **argv, enum make_kind kind)
 			r = abox_template_pull(ctx, name, ref, &o, &po, &err);
 	} else if (dockerfile) {
 		dfo.context = optind + 1 < argc ? argv[optind + 1] : NULL;
+		dfo.pull = &po; /* for FROM's image (and COPY --from's) */
 		r = abox_template_build_dockerfile(ctx, argv[optind], dockerfile, &o, &dfo, &err);
 	} else {
 		r = build ? abox_template_build(ctx, argv[optind], argv[optind + 1], &o, &err)

@@ -134,6 +134,22 @@ try:
     r = abox("template", "pull", "--ca-file", cert, f"{tls.host}/team/nothing:v1", "nothing")
     check("an unknown image: 'has no image'", r.returncode != 0 and "has no image team/nothing:v1" in out(r), out(r))
 
+    # ---- a Dockerfile FROM an image of a registry with its own CA
+    tctx = os.path.join(top, "tctx")
+    os.makedirs(tctx)
+    with open(os.path.join(tctx, "Dockerfile"), "w") as fh:
+        fh.write(f"FROM {tls.host}/team/app:v1\nRUN cat /etc/hello > /copied\n")
+    r = abox("template", "build", "--network", "none", "-f", os.path.join(tctx, "Dockerfile"), "fromtls", tctx)
+    check("a Dockerfile FROM a TLS registry without its CA: refused, naming --ca-file",
+          r.returncode != 0 and "--ca-file" in out(r), out(r))
+    r = abox("template", "build", "--network", "none", "--ca-file", cert, "-f", os.path.join(tctx, "Dockerfile"),
+             "fromtls", tctx)
+    check("... and with --ca-file: pulled and built on", r.returncode == 0 and
+          sandbox_cat("fromtls", "/copied") == "hello from layer 2\n", out(r))
+    r = abox("template", "import", "--ca-file", cert, "x", tctx)
+    check("a registry option where no registry is used: refused by name",
+          r.returncode != 0 and "--ca-file is an option of" in out(r), out(r))
+
     # ---- an index of platforms (with an attestation entry, as buildx makes)
     multi = R.Layout(os.path.join(top, "multi"))
     multi.attestation()

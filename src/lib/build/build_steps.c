@@ -538,7 +538,7 @@ int build_do_copy(struct build *b, struct stage *s, const struct df_inst *in, ab
 			if ((r = abox_template_ref_name(from, tname, sizeof(tname), err)) < 0)
 				return abox_error_prefix(err, "line %u: COPY --from", in->line), r;
 			build_say(b, "  pulling %s as template %s", from, tname);
-			if ((r = abox_template_pull(b->ctx, tname, from, b->o, NULL, err)) < 0)
+			if ((r = abox_template_pull(b->ctx, tname, from, b->o, b->df->pull, err)) < 0)
 				return abox_error_prefix(err, "line %u: COPY --from=%s", in->line, from), r;
 		}
 		if ((r = build_from_template(b, &tmp, tname, err)) < 0) {
