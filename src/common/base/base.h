@@ -143,6 +143,10 @@ char **strv_copy(char *const *v);
 /* Environment entries ("K=V"): base's, then over's, one per key (the
  * later wins); never NULL unless out of memory. */
 char **strv_env_merge(char *const *base, const char *const *over);
+/* Sets "K=V" entry kv in the NULL-terminated *env (a malloc'd strv, or
+ * NULL), replacing an entry of the same K. 0, -EINVAL for no "K=", or
+ * -ENOMEM. */
+int strv_env_set(char ***env, const char *kv);
 
 /* The part of s before the first character of stop (all of s when there
  * is none) into buf, NUL-terminated; false when it does not fit in n. */

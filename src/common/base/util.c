@@ -42,6 +42,32 @@ char **strv_copy(char *const *v)
 	return c;
 }
 
+int strv_env_set(char ***env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return -EINVAL;
+	size_t kl = (size_t)(eq - kv) + 1, n = strv_length(*env);
+	char *copy = strdup(kv);
+	if (!copy)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp((*env)[i], kv, kl) == 0) {
+			free((*env)[i]);
+			(*env)[i] = copy;
+			return 0;
+		}
+	char **nv = realloc(*env, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(copy);
+		return -ENOMEM;
+	}
+	nv[n] = copy;
+	nv[n + 1] = NULL;
+	*env = nv;
+	return 0;
+}
+
 char **strv_env_merge(char *const *base, const char *const *over)
 {
 	size_t nb = strv_length(base), no = strv_length((char *const *)over), k = 0;

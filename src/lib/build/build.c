@@ -75,22 +75,9 @@ int build_kv_set(char ***v, const char *k, const char *val)
 	char *e = NULL;
 	if (asprintf(&e, "%s=%s", k, val ? val : "") < 0)
 		return -ENOMEM;
-	size_t kl = strlen(k), n = strv_length(*v);
-	for (size_t i = 0; i < n; i++)
-		if (strncmp((*v)[i], k, kl) == 0 && (*v)[i][kl] == '=') {
-			free((*v)[i]);
-			(*v)[i] = e;
-			return 0;
-		}
-	char **nv = realloc(*v, (n + 2) * sizeof(char *));
-	if (!nv) {
-		free(e);
-		return -ENOMEM;
-	}
-	nv[n] = e;
-	nv[n + 1] = NULL;
-	*v = nv;
-	return 0;
+	int r = strv_env_set(v, e);
+	free(e);
+	return r;
 }
 
 const char *build_kv_get(char *const *v, const char *k)

@@ -94,33 +94,6 @@ static int build(const char *dir, void *ud, abox_error *err)
 	return 0;
 }
 
-/* Appends kv to *env, replacing an entry with the same key. */
-static int env_set(char ***env, const char *kv)
-{
-	const char *eq = strchr(kv, '=');
-	if (!eq || eq == kv)
-		return -EINVAL;
-	size_t kl = (size_t)(eq - kv) + 1, n = strv_length(*env);
-	char *copy = strdup(kv);
-	if (!copy)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp((*env)[i], kv, kl) == 0) {
-			free((*env)[i]);
-			(*env)[i] = copy;
-			return 0;
-		}
-	char **nv = realloc(*env, (n + 2) * sizeof(char *));
-	if (!nv) {
-		free(copy);
-		return -ENOMEM;
-	}
-	nv[n] = copy;
-	nv[n + 1] = NULL;
-	*env = nv;
-	return 0;
-}
-
 /* The image's config first, the caller's choices over it. */
 static int fill_meta(struct import_args *a, abox_error *err)
 {
@@ -142,7 +115,7 @@ static int fill_meta(struct import_args *a, abox_error *err)
 			for (size_t i = 0; i < json_object_array_length(v); i++) {
 				json_object *e = json_object_array_get_idx(v, i);
 				if (json_object_is_type(e, json_type_string))
-					(void)env_set(&m->env, json_object_get_string(e));
+					(void)strv_env_set(&m->env, json_object_get_string(e));
 			}
 		json_object_put(o);
 	}
@@ -155,7 +128,7 @@ static int fill_meta(struct import_args *a, abox_error *err)
 		m->workdir = strdup(q->workdir);
 	}
 	for (size_t i = 0; q->env && q->env[i]; i++)
-		if (env_set(&m->env, q->env[i]) < 0)
+		if (strv_env_set(&m->env, q->env[i]) < 0)
 			return abox_error_setx(err, EINVAL, "template: environment entry '%s' is not K=V", q->env[i]);
 	if (q->cmd) {
 		strv_free(m->cmd);
