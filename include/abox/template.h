@@ -182,6 +182,10 @@ ABOX_EXPORT void abox_template_info_clear(abox_template_info *info);
  * the array with free(). */
 ABOX_EXPORT int abox_template_list(abox_ctx *ctx, char ***names, abox_error *err);
 ABOX_EXPORT int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
+/* Copies template src (its files, defaults and start command) to dst, as a
+ * template of its own: a later rebuild or removal of one leaves the other
+ * as it was. dst is made or replaced; 'host' cannot be copied. */
+ABOX_EXPORT int abox_template_copy(abox_ctx *ctx, const char *src, const char *dst, abox_error *err);
 
 #ifdef __cplusplus
 }

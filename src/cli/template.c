@@ -1,4 +1,4 @@
-/* abox template ls|import|build|pull|inspect|rm: the root filesystems
+/* abox template ls|import|build|pull|inspect|cp|rm: the root filesystems
  * sandboxes start from. */
 #include <getopt.h>
 #include <json-c/json.h>
@@ -18,6 +18,7 @@ static const char usage_text[] =
 	"       abox template build [OPTIONS] -f Dockerfile NAME [CONTEXT]\n"
 	"       abox template pull [OPTIONS] REF [NAME]\n"
 	"       abox template inspect [--json] NAME\n"
+	"       abox template cp SOURCE NAME\n"
 	"       abox template rm NAME...\n\n"
 	"`host` (built in) is the default. SOURCE is a folder holding a root\n"
 	"filesystem, a root filesystem tarball (.tar, .tar.gz, .tar.xz, .tar.zst,\n"
@@ -34,7 +35,9 @@ static const char usage_text[] =
 	"registry's localhost:5000/x:y) for this machine's platform, checking\n"
 	"every blob's digest; layers already here are not fetched again, and a\n"
 	"pull that broke off resumes. NAME defaults to the image's name and tag\n"
-	"(python-3-12) and is printed.\n\n"
+	"(python-3-12) and is printed.\n"
+	"`cp` copies template SOURCE (files, defaults, start command) to NAME, a\n"
+	"template of its own from then on.\n\n"
 	"`build -f` runs a Dockerfile without docker (docs/templates.md has the\n"
 	"instructions it runs); CONTEXT defaults to the Dockerfile's folder.\n\n"
 	"build -f options (and the pull options below, for the images FROM names):\n"
@@ -401,11 +404,11 @@ int cmd_template(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : NULL;
 	bool help = op && (strcmp(op, "--help") == 0 || strcmp(op, "-h") == 0);
-	bool known =
-		op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
-		       strcmp(op, "inspect") == 0 || strcmp(op, "build") == 0 || strcmp(op, "pull") == 0);
+	bool known = op && (strcmp(op, "ls") == 0 || strcmp(op, "import") == 0 || strcmp(op, "rm") == 0 ||
+			    strcmp(op, "inspect") == 0 || strcmp(op, "build") == 0 ||
+			    strcmp(op, "pull") == 0 || strcmp(op, "cp") == 0);
 	bool inspect_json = known && strcmp(op, "inspect") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0;
-	if (!known || (strcmp(op, "rm") == 0 && argc < 3) ||
+	if (!known || (strcmp(op, "rm") == 0 && argc < 3) || (strcmp(op, "cp") == 0 && argc != 4) ||
 	    (strcmp(op, "inspect") == 0 && argc != 3 && !inspect_json)) {
 		fputs(usage_text, help ? stdout : stderr);
 		return help ? 0 : EXIT_ABOX;
@@ -431,6 +434,9 @@ int cmd_template(int argc, char **argv)
 		rc = do_import(ctx, argc - 1, argv + 1, k);
 	} else if (strcmp(op, "inspect") == 0) {
 		rc = do_inspect(ctx, argv[argc - 1], inspect_json);
+	} else if (strcmp(op, "cp") == 0) {
+		if (abox_template_copy(ctx, argv[2], argv[3], &err) < 0)
+			rc = cli_fail(&err);
 	} else {
 		rc = cli_remove_each(ctx, argv + 2, argc - 2, abox_template_remove);
 	}

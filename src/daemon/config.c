@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "ttags.h"
 #include "daemon.h"
 
 struct daemon_config daemon_cfg = {
@@ -142,14 +143,15 @@ int config_load(const char *path, bool explicit)
 
 const char *daemon_template_of(const char *want)
 {
-	/* "name:tag" (the Template SDK's): the template name builds made; a
-	 * build's tag is not kept apart, the newest build of name answers */
-	static __thread char untagged[64];
+	/* "name:tag" and "name:BUILD_ID" (the Template SDK's): the template
+	 * that tag is kept in (ttags.c) */
+	static __thread char tagged[64];
 	const char *colon = strchr(want, ':');
-	if (colon && colon != want && (size_t)(colon - want) < sizeof(untagged) && !strchr(colon + 1, ':') &&
+	if (colon && colon != want && (size_t)(colon - want) < 64 && !strchr(colon + 1, ':') &&
 	    !strchr(want, '/')) {
-		snprintf(untagged, sizeof(untagged), "%.*s", (int)(colon - want), want);
-		want = untagged;
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - want), want);
+		want = tt_resolve(name, colon + 1, tagged, sizeof(tagged));
 	}
 	if (!strcmp(want, "base"))
 		return "host";

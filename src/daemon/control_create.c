@@ -230,6 +230,15 @@ enum MHD_Result control_create(struct request *rq, abox_ctx *ctx)
 	if (!tmpl || !*tmpl || !strcmp(tmpl, "base") || !strcmp(tmpl, "host"))
 		tmpl = NULL;
 	char snap_id[ABOX_ID_LEN + 1];
+	if (tmpl && strchr(tmpl, ':') && control_snapshot_of(ctx, rq, tmpl, snap_id) != 1) {
+		/* name:tag: the tag's own template, named in errors as asked */
+		const char *t = daemon_template_of(tmpl);
+		if (!template_exists(ctx, t)) {
+			q = reply_error(rq, 404, "template '%s' not found", tmpl);
+			goto out;
+		}
+		tmpl = !strcmp(t, "host") ? NULL : t;
+	}
 	if (tmpl && control_snapshot_of(ctx, rq, tmpl, snap_id) == 1) {
 		o.snapshot = snap_id;
 	} else if (tmpl && snapshot_named(ctx, tmpl)) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "ttags.h"
 #include "base/json.h"
 #include "base/clock.h"
 #include "auth.h"
@@ -238,7 +239,8 @@ enum MHD_Result control_snapshots(struct request *rq, abox_ctx *ctx)
 }
 
 /* DELETE /templates/{name}: a template made from a snapshot of the
- * caller's is that snapshot, forgotten with its notes. */
+ * caller's is that snapshot, forgotten with its notes; one the caller
+ * built goes with all its tags. */
 enum MHD_Result control_template_forget(struct request *rq, abox_ctx *ctx, const char *name)
 {
 	enum MHD_Result q;
@@ -248,7 +250,11 @@ enum MHD_Result control_template_forget(struct request *rq, abox_ctx *ctx, const
 	if (r < 0) {
 		q = reply_error(rq, 500, "cannot read the snapshots");
 	} else if (r == 0) {
-		q = reply_error(rq, 404, "template '%s' not found", name);
+		/* a template this key built, with all its tags */
+		r = tt_forget(ctx, rq->owner, name, &err);
+		q = r == -ENOENT ? reply_error(rq, 404, "template '%s' not found", name)
+		    : r < 0      ? reply_abox_error(rq, &err, r)
+				 : reply_empty(rq, 204);
 	} else if ((r = abox_snapshot_forget(ctx, sid, &err)) < 0) {
 		q = reply_abox_error(rq, &err, r);
 	} else {

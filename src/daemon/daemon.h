@@ -63,7 +63,8 @@ struct daemon_config {
 };
 
 /* The template E2B's name want stands for here: "base" is the host
- * template, "code-interpreter-v1" the configured code interpreter one;
+ * template, "code-interpreter-v1" the configured code interpreter one,
+ * "name:tag" and "name:BUILD_ID" the template of that tag (ttags.h);
  * any other name is itself. */
 const char *daemon_template_of(const char *want);
 

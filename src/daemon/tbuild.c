@@ -22,6 +22,7 @@
 #include "tbuild.h"
 #include "tbuild_int.h"
 #include "tbuild_steps.h"
+#include "ttags.h"
 
 #define TB_KEEP 64
 
@@ -41,6 +42,7 @@ struct tb_log {
 
 struct tbuild {
 	char tid[64], bid[40], owner[17], name[64];
+	char **tags; /* the build's tags; name holds the first one's template */
 	int64_t memory_mb;
 	enum tb_status status;
 	struct tb_log *log;
@@ -111,6 +113,7 @@ static void build_free(struct tbuild *t)
 		free(t->log[i].msg);
 	free(t->log);
 	free(t->reason);
+	strv_free(t->tags);
 	free(t->dockerfile);
 	strv_free(t->archives);
 	free(t->start);
@@ -219,6 +222,16 @@ struct tbuild *tb_find(const char *owner, const char *tid, const char *bid)
 
 /* ---- POST /v3/templates */
 
+bool tb_owns(const char *owner, const char *name)
+{
+	char p[4500];
+	snprintf(p, sizeof(p), "%s/daemon-builds/owners/%s", tb_state_dir(), name);
+	char *who = NULL;
+	bool mine = read_file_at(AT_FDCWD, p, 64, &who, NULL) == 0 && !strcmp(who, owner);
+	free(who);
+	return mine;
+}
+
 /* May owner build template name? A new name, or one this owner built:
  * templates are the whole daemon's, and one API key must not replace
  * another's template (or one the host's admin made) under its users.
@@ -234,13 +247,9 @@ static bool may_build(const char *owner, const char *name)
 	char tp[4500];
 	struct stat st;
 	snprintf(tp, sizeof(tp), "%s/templates/%s", tb_state_dir(), name);
-	if (lstat(tp, &st) == 0) {
-		char *who = NULL;
-		bool mine = read_file_at(AT_FDCWD, p, 64, &who, NULL) == 0 && !strcmp(who, owner);
-		free(who);
-		if (!mine)
-			return false;
-	}
+	/* a name lives on in its tags when its default tag is gone */
+	if ((lstat(tp, &st) == 0 || tt_has_tags(name)) && !tb_owns(owner, name))
+		return false;
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)gettid());
 	return write_file_replace(p, tmp, owner, strlen(owner), 0600, false) == 0;
 }
@@ -254,40 +263,49 @@ static enum MHD_Result request_build(struct request *rq)
 	const char *name = js_str(b, "name");
 	if (!name)
 		name = js_str(b, "alias");
-	char n[64] = "";
+	char n[64] = "", why[300] = "";
 	if (name)
 		snprintf(n, sizeof(n), "%.*s", (int)strcspn(name, ":"), name);
+	/* "--" is kept for the templates of tags (ttags.c) */
 	bool ok = n[0] && strlen(name ? name : "") < 200 &&
 		  str_of(n, "abcdefghijklmnopqrstuvwxyz0123456789-_", 1, 63) && strcmp(n, "host") != 0 &&
-		  strcmp(n, "scratch") != 0 && strcmp(n, "base") != 0;
+		  strcmp(n, "scratch") != 0 && strcmp(n, "base") != 0 && !strstr(n, "--");
 	json_object *mem = js_get(b, "memoryMB", json_type_int);
 	int64_t memory_mb = mem ? json_object_get_int64(mem) : 0;
-	if (!ok) {
+	char **tags = ok ? tt_build_tags(b, name, n, why, sizeof(why)) : NULL;
+	if (!ok || !tags) {
 		/* name is b's: answered before b goes */
-		enum MHD_Result q = reply_error(
-			rq, 400, "template name '%s': 1-63 of a-z 0-9 - _ (and not base, host or scratch)",
-			name ? name : "");
+		enum MHD_Result q =
+			!ok ? reply_error(rq, 400,
+					  "template name '%s': 1-63 of a-z 0-9 - _ (not base, host or "
+					  "scratch, and no --)",
+					  name ? name : "")
+			    : reply_error(rq, 400, "%s", why);
 		json_object_put(b);
 		return q;
 	}
 	json_object_put(b);
-	if (!may_build(rq->owner, n))
+	if (!may_build(rq->owner, n)) {
+		strv_free(tags);
 		return reply_error(
 			rq, 409,
 			"template '%s' exists and was not built with this API key: pick another name", n);
+	}
 	struct tbuild *t = calloc(1, sizeof(*t));
 	unsigned char r[16];
 	if (!t || random_bytes(r, sizeof(r)) < 0) {
 		free(t);
+		strv_free(tags);
 		return reply_error(rq, 500, "out of memory");
 	}
+	t->tags = tags;
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
 	snprintf(t->bid, sizeof(t->bid),
 		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
 		 r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 	snprintf(t->tid, sizeof(t->tid), "%s", n);
-	snprintf(t->name, sizeof(t->name), "%s", n);
+	(void)tt_template(n, tags[0], t->name, sizeof(t->name)); /* tt_build_tags checked its length */
 	snprintf(t->owner, sizeof(t->owner), "%s", rq->owner);
 	t->memory_mb = memory_mb > 0 && memory_mb < (1 << 24) ? memory_mb : 0;
 	pthread_mutex_lock(&tb_mu);
@@ -312,9 +330,7 @@ static enum MHD_Result request_build(struct request *rq)
 	json_object_array_add(names, json_object_new_string(n));
 	json_object_object_add(o, "aliases", json_object_get(names));
 	json_object_object_add(o, "names", names);
-	json_object *tags = json_object_new_array();
-	json_object_array_add(tags, json_object_new_string("default"));
-	json_object_object_add(o, "tags", tags);
+	json_object_object_add(o, "tags", js_strv_array(t->tags));
 	json_object_object_add(o, "public", json_object_new_boolean(false));
 	return reply_json(rq, 202, o);
 }
@@ -389,6 +405,14 @@ static void *run(void *arg)
 		d.net = &net;
 		d.memory_bytes = t->memory_mb ? (uint64_t)t->memory_mb << 20 : 0;
 		r = abox_template_build_dockerfile(ctx, t->name, df, &o, &d, &err);
+		/* every further tag a template of its own (ttags.c) */
+		for (size_t i = 1; r >= 0 && t->tags[i]; i++) {
+			char other[64];
+			(void)tt_template(t->tid, t->tags[i], other, sizeof(other));
+			r = abox_template_copy(ctx, t->name, other, &err);
+		}
+		if (r >= 0 && tt_record(t->tid, t->tags, t->bid) < 0)
+			r = abox_error_setx(&err, EIO, "cannot record the tags of '%s'", t->tid);
 	}
 	abox_ctx_free(ctx);
 	(void)rm_rf_at(AT_FDCWD, dir, 0);
@@ -522,6 +546,10 @@ enum MHD_Result tbuild_route(struct request *rq, const char *m, const char *u, b
 {
 	*handled = true;
 	bool post = !strcmp(m, "POST"), get = !strcmp(m, "GET");
+	enum MHD_Result q = tt_route(rq, m, u, handled);
+	if (*handled)
+		return q;
+	*handled = true;
 	if ((!strcmp(u, "/v3/templates") || !strcmp(u, "/v2/templates")) && post)
 		return request_build(rq);
 	char v[4][128];

@@ -23,6 +23,8 @@ struct tbuild;
 /* owner's build bid of template tid (bid NULL: any); under tb_mu */
 struct tbuild *tb_find(const char *owner, const char *tid, const char *bid);
 const char *tb_state_dir(void);
+/* Whether owner (an API key's owner tag) built template name. */
+bool tb_owns(const char *owner, const char *name);
 int64_t tb_now_ms(void);
 /* STATE/daemon-uploads/OWNER[/HASH] */
 void tb_upload_path(const char *owner, const char *hash, char *out, size_t n);

@@ -181,6 +181,7 @@ struct abox_backend_ops {
 	int (*template_inspect)(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err);
 	int (*template_list)(abox_ctx *ctx, char ***names, abox_error *err);
 	int (*template_remove)(abox_ctx *ctx, const char *name, abox_error *err);
+	int (*template_copy)(abox_ctx *ctx, const char *src, const char *dst, abox_error *err);
 	/* processes */
 	int (*proc_start)(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
 	int (*proc_attach)(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);

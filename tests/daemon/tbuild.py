@@ -84,6 +84,37 @@ try:
     st, v = d.req("POST", "/v3/templates", {"name": "tb-ok"}, headers=A)
     check("the key that built it may build it again", st == 202, (st, v))
 
+    # ---- tags at the HTTP level: another key's, malformed, DELETE of all
+    st, v = d.req("POST", "/v3/templates", {"name": "tb-tag:v1", "tags": ["x.1", "v1"]}, headers=A)
+    check("a build's tags: the name's and the list's, each once", st == 202 and v["tags"] == ["v1", "x.1"], (st, v))
+    made_templates.append("tb-tag")
+    start(v["templateID"], v["buildID"], [run("echo t > /t")])
+    tb = wait(v["templateID"], v["buildID"])
+    check("a tagged build: ready", tb["status"] == "ready", tb)
+    st, v = d.req("POST", "/v3/templates", {"name": "tb-tag"}, headers=B)
+    check("a name that lives only in tags is still its key's: 409 for another", st == 409, (st, v))
+    st, v = d.req("GET", "/templates/tb-tag/tags", headers=B)
+    check("another key does not see the tags: 404", st == 404, (st, v))
+    st, v = d.req("POST", "/templates/tags", {"target": "tb-tag:v1", "tags": ["mine"]}, headers=B)
+    check("nor give them: 404", st == 404, (st, v))
+    st, v = d.req("DELETE", "/templates/tags", {"name": "tb-tag", "tags": ["v1"]}, headers=B)
+    check("nor remove them: 404", st == 404, (st, v))
+    st, v = d.req("POST", "/templates/tags", {"target": "tb-tag:v1", "tags": ["../x"]}, headers=A)
+    check("a tag with a slash: 400 naming the rule", st == 400 and "A-Z a-z 0-9" in json.dumps(v), (st, v))
+    st, v = d.req("POST", "/templates/tags", {"target": "tb-tag:nope", "tags": ["y"]}, headers=A)
+    check("tagging from a tag that is not there: 404", st == 404 and "no tag 'nope'" in json.dumps(v), (st, v))
+    st, v = d.req("POST", "/v3/templates", {"name": "tb--x"}, headers=A)
+    check("a name with -- (kept for tags' templates): 400", st == 400, (st, v))
+    st, v = d.req("POST", "/v3/templates", {"name": "t" * 55 + ":v1"}, headers=A)
+    check("a name too long to carry a tag: 400 saying so", st == 400 and "too long" in json.dumps(v), (st, v))
+    st, _ = d.req("DELETE", "/templates/tb-tag", headers=B)
+    check("another key cannot delete it: 404", st == 404, st)
+    st, _ = d.req("DELETE", "/templates/tb-tag", headers=A)
+    st2, v = d.req("GET", "/templates/tb-tag/tags", headers=A)
+    left = [n for n in d.abox("template", "ls").stdout.split() if n.startswith("tb-tag")]
+    check("DELETE /templates/{name}: 204, every tag's template gone", st == 204 and st2 == 404 and not left,
+          (st, st2, left))
+
     hostile = [
         ([{"type": "ENV", "args": ["A", "x\nRUN touch /pwned"], "force": False}], "line break"),
         ([{"type": "USER", "args": ["root\nRUN id"], "force": False}], "not a plain name"),

@@ -62,9 +62,46 @@ test('a failing step: the build fails with its message', async () => {
   assert(msg.includes('exit code 7'), `the error: ${msg}`)
 })
 
+test('tags: builds kept apart by tag, assignTags, getTags, removeTags, name:BUILD_ID', async () => {
+  const one = Template().fromTemplate('tjsbb').runCmd('echo one > /v', { user: 'root' })
+  const two = Template().fromTemplate('tjsbb').runCmd('echo two > /v', { user: 'root' })
+  const b1 = await Template.build(one, 'js-tags:v1')
+  eq(JSON.stringify(b1.tags), '["v1"]', 'the build\'s tags')
+  const b2 = await Template.build(two, 'js-tags', { tags: ['v2', 'latest'] })
+  eq(JSON.stringify(b2.tags), '["v2","latest"]', 'the tags given')
+  const v = async t => {
+    const s = await create({}, { create: o => Sandbox.create(t, o) })
+    return (await s.commands.run('cat /v')).stdout.trim()
+  }
+  eq(await v('js-tags:v1'), 'one', 'v1 is the first build')
+  eq(await v('js-tags:v2'), 'two', 'v2 the second')
+  eq(await v('js-tags:latest'), 'two', 'and latest')
+  assert(!(await Template.exists('js-tags')), 'no default tag: the bare name is not there')
+  const a = await Template.assignTags('js-tags:v1', ['production', 'default'])
+  eq(a.buildId, b1.buildId, 'assignTags names the build it tagged')
+  eq(await v('js-tags:production'), 'one', 'production is v1\'s build')
+  eq(await v('js-tags'), 'one', 'so is the default')
+  eq(await v(`js-tags:${b2.buildId}`), 'two', 'a build by its id')
+  const tags = (await Template.getTags('js-tags')).map(t => `${t.tag}=${t.buildId === b1.buildId ? 1 : t.buildId === b2.buildId ? 2 : '?'}`).sort()
+  eq(tags.join(' '), 'default=1 latest=2 production=1 v1=1 v2=2', 'getTags')
+  await Template.removeTags('js-tags', 'v1')
+  assert(!(await Template.exists('js-tags:v1')), 'a removed tag is gone')
+  eq(await v('js-tags:production'), 'one', 'its build stays under its other tags')
+  let msg = ''
+  try { await Sandbox.create('js-tags:v1') } catch (e) { msg = String(e.message ?? e) }
+  assert(msg.includes("'js-tags:v1' not found"), `a sandbox of a removed tag: ${msg}`)
+  msg = ''
+  try { await Template.removeTags('js-tags', 'never') } catch (e) { msg = String(e.message ?? e) }
+  assert(msg.includes("no tag 'never'"), `removing a tag it never had: ${msg}`)
+  msg = ''
+  try { await Template.build(one, 'js-tags:.bad') } catch (e) { msg = String(e.message ?? e) }
+  assert(msg.includes("tag '.bad'"), `a malformed tag: ${msg}`)
+})
+
 // run() ends the process: what the flow made goes on the way out
 process.on('exit', () => {
-  for (const n of ['tjsbb', 'js-built']) {
+  const made = execFileSync(abox, ['template', 'ls']).toString().split('\n').filter(n => n.startsWith('js-tags'))
+  for (const n of ['tjsbb', 'js-built', ...made]) {
     try { execFileSync(abox, ['template', 'rm', n], { stdio: 'ignore' }) } catch {}
   }
   // the builds' layers (snapshots on tjsbb), children before parents

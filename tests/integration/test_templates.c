@@ -140,3 +140,25 @@ Test(template, snapshots_and_paused_sandboxes_keep_their_template_version)
 	free(left);
 	free(snap);
 }
+
+/* `template cp`: a template of its own, with the source's defaults;
+ * re-importing or removing the source leaves the copy as it was */
+Test(template, copies_live_apart)
+{
+	make_rootfs();
+	write_ver("1");
+	ABOX_OK("template", "import", "--workdir", "/bin", "abox-test-cpa", root);
+	ABOX_OK("template", "cp", "abox-test-cpa", "abox-test-cpb");
+	write_ver("2");
+	ABOX_OK("template", "import", "abox-test-cpa", root);
+	ABOX_EXPECT(0, "2\n", NULL, "run", "--template", "abox-test-cpa", "--", "/bin/cat", "/ver");
+	ABOX_OK("template", "rm", "abox-test-cpa");
+	ABOX_EXPECT(0, "1\n", NULL, "run", "--template", "abox-test-cpb", "--", "/bin/cat", "/ver");
+	/* the source's working folder came along */
+	ABOX_EXPECT(0, "cat\n", NULL, "run", "--template", "abox-test-cpb", "--", "/bin/ls", "cat");
+	ABOX_EXPECT(125, NULL, "built in", "template", "cp", "host", "abox-test-cpc");
+	ABOX_EXPECT(125, NULL, "not found", "template", "cp", "abox-test-cpa", "abox-test-cpc");
+	ABOX_EXPECT(125, NULL, "must be", "template", "cp", "abox-test-cpb", "Bad/Name");
+	ABOX_OK("template", "rm", "abox-test-cpb");
+	ABOX_OK("gc");
+}

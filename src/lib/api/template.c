@@ -66,3 +66,11 @@ int abox_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
 	API_NEED(ctx, "template remove");
 	return API_CALL(ctx, template_remove, "template remove", ctx, name, err);
 }
+
+int abox_template_copy(abox_ctx *ctx, const char *src, const char *dst, abox_error *err)
+{
+	API_NEED(ctx, "template copy");
+	if (!src || !dst)
+		return abox_error_setx(err, EINVAL, "template copy: no source or destination name");
+	return API_CALL(ctx, template_copy, "template copy", ctx, src, dst, err);
+}

@@ -133,6 +133,9 @@ struct template_pull_req {
 int template_pull(const char *state_dir, const char *name, const char *ref, const struct template_pull_req *q,
 		  const struct template_import_req *req, struct template_meta *out, abox_error *err);
 
+/* Copies template src's current version (its files and metadata) as a
+ * new version of template dst, which need not exist; 'host' is refused. */
+int template_copy(const char *state_dir, const char *src, const char *dst, abox_error *err);
 /* Forgets template name; versions in use are swept once unused. */
 int template_remove(const char *state_dir, const char *name, abox_error *err);
 /* "host" first, then every imported template (NULL-terminated). */

@@ -300,6 +300,7 @@ int local_template_import(abox_ctx *ctx, const char *name, const char *source, c
 int local_template_inspect(abox_ctx *ctx, const char *name, abox_template_info *out, abox_error *err);
 int local_template_list(abox_ctx *ctx, char ***names, abox_error *err);
 int local_template_remove(abox_ctx *ctx, const char *name, abox_error *err);
+int local_template_copy(abox_ctx *ctx, const char *src, const char *dst, abox_error *err);
 
 /* extras.c: the folder of abox's own files every sandbox gets as a lower
  * layer (its usr/bin/sudo), made on first use; NULL when abox-sudo is not

@@ -38,6 +38,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.template_inspect = local_template_inspect,
 	.template_list = local_template_list,
 	.template_remove = local_template_remove,
+	.template_copy = local_template_copy,
 	.proc_start = local_proc_start,
 	.proc_attach = local_proc_attach,
 	.proc_list = local_proc_list,

@@ -222,3 +222,8 @@ int local_template_remove(abox_ctx *ctx, const char *name, abox_error *err)
 {
 	return template_remove(ctx->state_dir, name, err);
 }
+
+int local_template_copy(abox_ctx *ctx, const char *src, const char *dst, abox_error *err)
+{
+	return template_copy(ctx->state_dir, src, dst, err);
+}
