@@ -139,11 +139,37 @@ def _():
     raise AssertionError("the build succeeded")
 
 
+@test("tags: name:tag builds kept apart, assign_tags, get_tags, remove_tags")
+def _():
+    one = Template().from_template("tplbb").run_cmd("echo one > /v", user="root")
+    two = Template().from_template("tplbb").run_cmd("echo two > /v", user="root")
+    b1 = Template.build(one, "sdk-tags:v1")
+    b2 = Template.build(two, "sdk-tags", tags=["v2"])
+
+    def v(name):
+        s = Sandbox.create(name, timeout=120)
+        made.append(s)
+        return s.commands.run("cat /v").stdout.strip()
+    eq(v("sdk-tags:v1"), "one", "v1's build")
+    eq(v("sdk-tags:v2"), "two", "v2's build")
+    info = Template.assign_tags("sdk-tags:v1", ["stable"])
+    eq(info.build_id, b1.build_id, "assign_tags names the build")
+    eq(v("sdk-tags:stable"), "one", "stable is v1's build")
+    tags = sorted((t.tag, t.build_id) for t in Template.get_tags("sdk-tags"))
+    eq(tags, sorted([("v1", b1.build_id), ("v2", b2.build_id), ("stable", b1.build_id)]), "get_tags")
+    Template.remove_tags("sdk-tags", ["v1"])
+    check(not Template.exists("sdk-tags:v1"), "a removed tag is gone")
+    eq(v("sdk-tags:stable"), "one", "the build lives on under its other tag")
+
+
 try:
     run()
 finally:
     abox = os.path.join(BUILD, "abox")
-    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached", "sdk-big", "sdk-skip"], capture_output=True)
+    tagged = [n for n in subprocess.run([abox, "template", "ls"], capture_output=True, text=True).stdout.split()
+              if n.startswith("sdk-tags")]
+    subprocess.run([abox, "template", "rm", "tplbb", "sdk-built", "sdk-cached", "sdk-big", "sdk-skip", *tagged],
+                   capture_output=True)
     # the builds' layers (snapshots on tplbb), children before parents
     for _ in range(6):
         lines = subprocess.run([abox, "snapshots", "ls"], capture_output=True, text=True).stdout.splitlines()[1:]
