@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "tlist.h"
 #include "ttags.h"
 #include "base/json.h"
 #include "base/clock.h"
@@ -252,6 +253,8 @@ enum MHD_Result control_template_forget(struct request *rq, abox_ctx *ctx, const
 	} else if (r == 0) {
 		/* a template this key built, with all its tags */
 		r = tt_forget(ctx, rq->owner, name, &err);
+		if (r >= 0)
+			tl_forget(name);
 		q = r == -ENOENT ? reply_error(rq, 404, "template '%s' not found", name)
 		    : r < 0      ? reply_abox_error(rq, &err, r)
 				 : reply_empty(rq, 204);

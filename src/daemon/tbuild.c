@@ -22,6 +22,7 @@
 #include "tbuild.h"
 #include "tbuild_int.h"
 #include "tbuild_steps.h"
+#include "tlist.h"
 #include "ttags.h"
 
 #define TB_KEEP 64
@@ -43,7 +44,7 @@ struct tb_log {
 struct tbuild {
 	char tid[64], bid[40], owner[17], name[64];
 	char **tags; /* the build's tags; name holds the first one's template */
-	int64_t memory_mb;
+	int64_t memory_mb, cpus, created_ms;
 	enum tb_status status;
 	struct tb_log *log;
 	size_t nlog, cap;
@@ -168,6 +169,13 @@ static void record(struct tbuild *t)
 	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	(void)write_file_replace(p, tmp, text, strlen(text), 0600, false);
 	json_object_put(o);
+	struct tl_build b = { .status = status_name[t->status],
+			      .created_ms = t->created_ms,
+			      .updated_ms = tb_now_ms(),
+			      .memory_mb = t->memory_mb,
+			      .cpus = t->cpus };
+	snprintf(b.bid, sizeof(b.bid), "%s", t->bid);
+	tl_index(t->tid, &b);
 }
 
 /* A build aboxd knew before it restarted, from its record; one that was
@@ -222,36 +230,19 @@ struct tbuild *tb_find(const char *owner, const char *tid, const char *bid)
 
 /* ---- POST /v3/templates */
 
-bool tb_owns(const char *owner, const char *name)
+/* Whether a build of name is under way (or asked for within the hour):
+ * its template is not there yet, but its name is taken. */
+static bool pending(const char *name)
 {
-	char p[4500];
-	snprintf(p, sizeof(p), "%s/daemon-builds/owners/%s", tb_state_dir(), name);
-	char *who = NULL;
-	bool mine = read_file_at(AT_FDCWD, p, 64, &who, NULL) == 0 && !strcmp(who, owner);
-	free(who);
-	return mine;
-}
-
-/* May owner build template name? A new name, or one this owner built:
- * templates are the whole daemon's, and one API key must not replace
- * another's template (or one the host's admin made) under its users.
- * The owner is recorded (STATE/daemon-builds/owners/NAME) when it may. */
-static bool may_build(const char *owner, const char *name)
-{
-	char dir[4400], p[4500], tmp[4600];
-	snprintf(dir, sizeof(dir), "%s/daemon-builds", tb_state_dir());
-	(void)mkdir(dir, 0700);
-	snprintf(dir, sizeof(dir), "%s/daemon-builds/owners", tb_state_dir());
-	(void)mkdir(dir, 0700);
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	char tp[4500];
-	struct stat st;
-	snprintf(tp, sizeof(tp), "%s/templates/%s", tb_state_dir(), name);
-	/* a name lives on in its tags when its default tag is gone */
-	if ((lstat(tp, &st) == 0 || tt_has_tags(name)) && !tb_owns(owner, name))
-		return false;
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", p, (int)gettid());
-	return write_file_replace(p, tmp, owner, strlen(owner), 0600, false) == 0;
+	bool any = false;
+	int64_t now = tb_now_ms();
+	pthread_mutex_lock(&tb_mu);
+	for (struct tbuild *t = builds; t && !any; t = t->next)
+		any = !strcmp(t->tid, name) &&
+		      (t->status == TB_BUILDING ||
+		       (t->status == TB_WAITING && now - t->created_ms < 3600 * 1000));
+	pthread_mutex_unlock(&tb_mu);
+	return any;
 }
 
 static enum MHD_Result request_build(struct request *rq)
@@ -272,6 +263,8 @@ static enum MHD_Result request_build(struct request *rq)
 		  strcmp(n, "scratch") != 0 && strcmp(n, "base") != 0 && !strstr(n, "--");
 	json_object *mem = js_get(b, "memoryMB", json_type_int);
 	int64_t memory_mb = mem ? json_object_get_int64(mem) : 0;
+	json_object *cpu = js_get(b, "cpuCount", json_type_int);
+	int64_t cpus = cpu ? json_object_get_int64(cpu) : 0;
 	char **tags = ok ? tt_build_tags(b, name, n, why, sizeof(why)) : NULL;
 	if (!ok || !tags) {
 		/* name is b's: answered before b goes */
@@ -285,7 +278,7 @@ static enum MHD_Result request_build(struct request *rq)
 		return q;
 	}
 	json_object_put(b);
-	if (!may_build(rq->owner, n)) {
+	if (!tl_may_build(rq->owner, n, pending(n))) {
 		strv_free(tags);
 		return reply_error(
 			rq, 409,
@@ -308,6 +301,8 @@ static enum MHD_Result request_build(struct request *rq)
 	(void)tt_template(n, tags[0], t->name, sizeof(t->name)); /* tt_build_tags checked its length */
 	snprintf(t->owner, sizeof(t->owner), "%s", rq->owner);
 	t->memory_mb = memory_mb > 0 && memory_mb < (1 << 24) ? memory_mb : 0;
+	t->cpus = cpus > 0 && cpus <= 4096 ? cpus : 0;
+	t->created_ms = tb_now_ms();
 	pthread_mutex_lock(&tb_mu);
 	/* the newest TB_KEEP builds stay; older finished ones go */
 	size_t count = 0;
@@ -323,6 +318,14 @@ static enum MHD_Result request_build(struct request *rq)
 	t->next = builds;
 	builds = t;
 	pthread_mutex_unlock(&tb_mu);
+	/* listed as waiting until its steps come (GET /templates/{name}) */
+	struct tl_build lb = { .status = "waiting",
+			       .created_ms = t->created_ms,
+			       .updated_ms = t->created_ms,
+			       .memory_mb = t->memory_mb,
+			       .cpus = t->cpus };
+	snprintf(lb.bid, sizeof(lb.bid), "%s", t->bid);
+	tl_index(t->tid, &lb);
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "templateID", json_object_new_string(t->tid));
 	json_object_object_add(o, "buildID", json_object_new_string(t->bid));
@@ -554,7 +557,11 @@ enum MHD_Result tbuild_route(struct request *rq, const char *m, const char *u, b
 		return request_build(rq);
 	char v[4][128];
 	int n;
+	if (!strcmp(u, "/templates") && get)
+		return tl_list(rq);
 	if (!strncmp(u, "/templates/", 11) && get && (n = parts(u + 11, v)) >= 0) {
+		if (n == 1 && strcmp(v[0], "aliases") != 0)
+			return tl_get(rq, v[0]);
 		if (n == 3 && !strcmp(v[1], "files"))
 			return tb_files(rq, v[0], v[2]);
 		if (n == 4 && !strcmp(v[1], "builds") && !strcmp(v[3], "status"))

@@ -8,6 +8,8 @@
  *   POST /v2/templates/{id}/builds/{build}      the steps: the build starts
  *   GET  /templates/{id}/builds/{build}/status  status and logs from an offset
  *
+ * (and tlist.h's GET /templates and /templates/{id}, ttags.h's tags)
+ *
  * The steps become a Dockerfile and the uploads its context, built by
  * abox_template_build_dockerfile in a thread; the template is named
  * after the build's name, so Sandbox.create(name) finds it.

@@ -23,7 +23,7 @@ struct tbuild;
 /* owner's build bid of template tid (bid NULL: any); under tb_mu */
 struct tbuild *tb_find(const char *owner, const char *tid, const char *bid);
 const char *tb_state_dir(void);
-/* Whether owner (an API key's owner tag) built template name. */
+/* Whether owner (an API key's owner tag) built template name (tlist.c). */
 bool tb_owns(const char *owner, const char *name);
 int64_t tb_now_ms(void);
 /* STATE/daemon-uploads/OWNER[/HASH] */

@@ -131,6 +131,18 @@ int tt_record(const char *name, char *const *tags, const char *bid)
 	return r;
 }
 
+int tt_build_of(const char *name, const char *tag, char *out, size_t n)
+{
+	pthread_mutex_lock(&tt_mu);
+	json_object *o = tags_load(name), *e = NULL;
+	const char *b = json_object_object_get_ex(o, tag, &e) ? js_str(e, "buildID") : NULL;
+	if (b)
+		snprintf(out, n, "%s", b);
+	json_object_put(o);
+	pthread_mutex_unlock(&tt_mu);
+	return b ? 0 : -1;
+}
+
 const char *tt_resolve(const char *name, const char *tag, char *out, size_t n)
 {
 	if (strlen(tag) == 36 && strspn(tag, "0123456789abcdef-") == 36) {

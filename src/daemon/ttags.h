@@ -34,6 +34,8 @@ const char *tt_resolve(const char *name, const char *tag, char *out, size_t n);
 char **tt_build_tags(json_object *b, const char *name, const char *n, char *why, size_t wn);
 /* Records that build bid has tags (NULL-terminated); 0 or -errno. */
 int tt_record(const char *name, char *const *tags, const char *bid);
+/* The build id of tag of name into out; 0, or -1 when it has no such tag. */
+int tt_build_of(const char *name, const char *tag, char *out, size_t n);
 /* Whether name has a tag whose template is there. */
 bool tt_has_tags(const char *name);
 /* Removes name and all its tags (owner's only): DELETE /templates/{name}. */

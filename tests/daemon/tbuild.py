@@ -84,6 +84,30 @@ try:
     st, v = d.req("POST", "/v3/templates", {"name": "tb-ok"}, headers=A)
     check("the key that built it may build it again", st == 202, (st, v))
 
+    request("tb-race")
+    st, v = d.req("POST", "/v3/templates", {"name": "tb-race"}, headers=B)
+    check("a name whose first build is under way is taken: 409 for another key", st == 409, (st, v))
+
+    # ---- GET /templates and /templates/{name}: this key's, with builds
+    st, v = d.req("GET", "/templates", headers=A)
+    mine = [t for t in v if t.get("templateID") == "tb-ok"] if st == 200 else []
+    check("GET /templates: the key's template, its status and builds counted",
+          len(mine) == 1 and mine[0]["buildStatus"] in ("ready", "waiting") and mine[0]["buildCount"] == 2
+          and mine[0]["buildID"] == bid and mine[0]["names"] == ["tb-ok"] and mine[0]["memoryMB"] == 512, (st, v))
+    st, v = d.req("GET", "/templates", headers=B)
+    check("another key's list does not have it", st == 200 and not [t for t in v if t["templateID"] == "tb-ok"],
+          (st, v))
+    st, v = d.req("GET", "/templates/tb-ok", headers=A)
+    builds = v.get("builds", []) if st == 200 else []
+    check("GET /templates/{name}: its builds, newest first, the first one ready",
+          len(builds) == 2 and builds[1]["buildID"] == bid and builds[1]["status"] == "ready"
+          and "finishedAt" in builds[1], (st, v))
+    st, v = d.req("GET", "/templates/tb-ok?limit=1", headers=A)
+    check("... limit=1: the newest alone", st == 200 and len(v["builds"]) == 1 and v["builds"][0]["buildID"] != bid,
+          (st, v))
+    st, v = d.req("GET", "/templates/tb-ok", headers=B)
+    check("another key: 404", st == 404, (st, v))
+
     # ---- tags at the HTTP level: another key's, malformed, DELETE of all
     st, v = d.req("POST", "/v3/templates", {"name": "tb-tag:v1", "tags": ["x.1", "v1"]}, headers=A)
     check("a build's tags: the name's and the list's, each once", st == 202 and v["tags"] == ["v1", "x.1"], (st, v))
