@@ -18,6 +18,8 @@ packages=(
   # the pull tests: a registry server, a client that pushes into it and
   # a static busybox for the images they build
   docker-registry skopeo busybox-static
+  # the OCI runtime mode's peers: the configs they write must read
+  crun runc
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

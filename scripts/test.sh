@@ -65,13 +65,14 @@ if [ "$secs" != 0 ]; then
     CC=clang meson setup "$fz" -Dfuzz=true -Dtests=false -Db_lundef=false -Dinit_musl=enabled >/dev/null
   fi
   if ninja -C "$fz" >/dev/null; then
-    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head fuzz_listing fuzz_accounts fuzz_dns fuzz_sni fuzz_netpolicy fuzz_relay fuzz_sudo fuzz_pull fuzz_dockerfile fuzz_tbuild; do
+    for t in fuzz_policy fuzz_frame fuzz_mountinfo fuzz_unpack fuzz_daemon fuzz_remote fuzz_multipart fuzz_head fuzz_listing fuzz_accounts fuzz_dns fuzz_sni fuzz_netpolicy fuzz_relay fuzz_sudo fuzz_pull fuzz_dockerfile fuzz_tbuild fuzz_ocispec; do
       corpus="$fz/corpus-$t"
       mkdir -p "$corpus"
       [ "$t" = fuzz_policy ] && cp policies/*.json "$corpus/" 2>/dev/null
       [ "$t" = fuzz_unpack ] && tests/fuzz/unpack-seeds.sh "$corpus" 2>/dev/null
       [ "$t" = fuzz_pull ] && tests/fuzz/pull-seeds.sh "$corpus" 2>/dev/null
       [ "$t" = fuzz_dockerfile ] && cp tests/fuzz/dockerfile-seed "$corpus/" 2>/dev/null
+      [ "$t" = fuzz_ocispec ] && cp tests/fuzz/ocispec-seed.json "$corpus/" 2>/dev/null
       [ "$t" = fuzz_tbuild ] && cp tests/fuzz/tbuild-seed.json "$corpus/" 2>/dev/null
       [ "$t" = fuzz_daemon ] && tests/fuzz/daemon-seeds.sh "$corpus" 2>/dev/null
       [ "$t" = fuzz_remote ] && tests/fuzz/remote-seeds.sh "$corpus" 2>/dev/null

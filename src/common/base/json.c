@@ -59,8 +59,13 @@ void js_put_str(json_object *o, const char *k, const char *v)
 json_object *js_parse_object(const char *text, int depth)
 {
 	json_tokener *tok = json_tokener_new_ex(depth);
-	json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)strlen(text)) : NULL;
+	int len = (int)strlen(text);
+	json_object *o = tok ? json_tokener_parse_ex(tok, text, len) : NULL;
 	bool whole = tok && json_tokener_get_error(tok) == json_tokener_success;
+	/* the tokener stops after the first value: what follows it may be
+	 * white space, nothing else ("{} {}" is two documents) */
+	for (size_t i = whole ? json_tokener_get_parse_end(tok) : 0; whole && i < (size_t)len; i++)
+		whole = strchr(" \t\r\n", text[i]) != NULL;
 	json_tokener_free(tok);
 	if (!o || !whole || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
