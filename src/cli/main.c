@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "oci/oci.h"
 
 /* The verbs, in the order `abox --help` lists them. */
 struct verb {
@@ -52,6 +53,7 @@ static const struct verb verbs[] = {
 	{ "template", "ls|import|rm", "root filesystems sandboxes start from", cmd_template, false },
 	{ "kill", "ID...", "end sandboxes and remove all they left", cmd_kill, false },
 	{ "serve", "[--config FILE] ...", "the E2B-compatible HTTP server (aboxd)", cmd_serve, false },
+	{ "oci", "[OPTIONS] COMMAND ...", "the OCI runtime command line (runc's)", cmd_oci, true },
 	{ "doctor", "", "what this host offers abox", cmd_doctor, false },
 	{ "gc", "", "remove what killed sandboxes left behind", cmd_gc, false },
 	{ "version", "", "print the version", cmd_version, true },
@@ -161,6 +163,12 @@ int main(int argc, char **argv)
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
 			return EXIT_ABOX;
+
+	/* named abox-oci or runc (a link to abox): the OCI runtime command
+	 * line, where containerd's BinaryName points */
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (!strcmp(base, "abox-oci") || !strcmp(base, "runc"))
+		return cmd_oci(argc, argv);
 
 	/* global options before the verb */
 	char **argv0 = argv;

@@ -1,0 +1,178 @@
+/* oci/oci.c — see oci.h: runc's global options and its log, then the verb.
+ *
+ * Options are read as runc reads them: a long option with one dash or
+ * two (go-runc sends `-no-subreaper`), its value after `=` or as the next
+ * word; the global ones come before the verb. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <abox/version.h>
+
+#include "oci.h"
+
+/* the OCI runtime spec version abox reads and writes */
+#define OCI_SPEC_VERSION "1.2.0"
+
+struct oci_globals oci_g = { .root = "/run/abox-oci", .rootless = "auto" };
+static int log_fd = 2;
+
+static void log_line(const char *level, const char *msg)
+{
+	char ts[40];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	char *line = NULL;
+	int n;
+	if (oci_g.log_json) {
+		/* keys in the order runc's logger writes them (sorted) */
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "level", json_object_new_string(level));
+		json_object_object_add(o, "msg", json_object_new_string(msg));
+		json_object_object_add(o, "time", json_object_new_string(ts));
+		n = asprintf(&line, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	} else {
+		n = asprintf(&line, "time=\"%s\" level=%s msg=\"%s\"\n", ts, level, msg);
+	}
+	if (n > 0 && write(log_fd, line, (size_t)n) < 0) {
+		/* nowhere left to say it */
+	}
+	free(line);
+}
+
+void oci_log(const char *level, const char *fmt, ...)
+{
+	if (!strcmp(level, "debug") && !oci_g.debug)
+		return;
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_line(level, msg);
+}
+
+int oci_error(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_line("error", msg);
+	if (log_fd != 2)
+		fprintf(stderr, "%s\n", msg);
+	return 1;
+}
+
+/* "-x", "--x", "--x=v": the option's name into name; its inline value
+ * (after '=') or NULL. false when arg is no option. */
+static bool option(const char *arg, char *name, size_t n, const char **value)
+{
+	if (arg[0] != '-' || !arg[1] || !strcmp(arg, "--"))
+		return false;
+	arg += arg[1] == '-' ? 2 : 1;
+	size_t len = strcspn(arg, "=");
+	snprintf(name, n, "%.*s", (int)len, arg);
+	*value = arg[len] == '=' ? arg + len + 1 : NULL;
+	return true;
+}
+
+static int version(void)
+{
+	/* go-runc reads the first line's "runc version " and the "spec: " line */
+	printf("runc version %s (abox)\ncommit: abox %s\nspec: %s\n", ABOX_VERSION_STRING,
+	       ABOX_VERSION_STRING, OCI_SPEC_VERSION);
+	return 0;
+}
+
+static const char usage_text[] =
+	"usage: abox oci [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+	"\n"
+	"abox as an OCI runtime, with runc's command line (containerd's runc shim can\n"
+	"drive it; a program named abox-oci or runc that links to abox runs this).\n"
+	"\n"
+	"commands:\n"
+	"  spec [--bundle DIR] [--rootless]   write a config.json to start a bundle from\n"
+	"\n"
+	"global options:\n"
+	"  --root DIR              containers' state (default /run/abox-oci)\n"
+	"  --log FILE              the log (default: stderr)\n"
+	"  --log-format text|json  one JSON object a line: level, msg, time\n"
+	"  --debug                 debug lines too\n"
+	"  --systemd-cgroup        cgroupsPath is slice:prefix:name\n"
+	"  --rootless true|false|auto\n"
+	"  --version, -v           print the version\n";
+
+int cmd_oci(int argc, char **argv)
+{
+	int i = 1;
+	const char *log_format = "text";
+	for (; i < argc; i++) {
+		char name[64];
+		const char *val;
+		if (!option(argv[i], name, sizeof(name), &val))
+			break;
+		bool takes = !strcmp(name, "root") || !strcmp(name, "log") || !strcmp(name, "log-format") ||
+			     !strcmp(name, "rootless") || !strcmp(name, "criu");
+		if (takes && !val) {
+			if (i + 1 >= argc)
+				return oci_error("option --%s needs a value", name);
+			val = argv[++i];
+		}
+		if (!strcmp(name, "root"))
+			oci_g.root = val;
+		else if (!strcmp(name, "log"))
+			oci_g.log_path = *val ? val : NULL;
+		else if (!strcmp(name, "log-format"))
+			log_format = val;
+		else if (!strcmp(name, "rootless"))
+			oci_g.rootless = val;
+		else if (!strcmp(name, "criu"))
+			; /* abox finds its own CRIU (the checkpoint hook) */
+		else if (!strcmp(name, "debug") && (!val || !strcmp(val, "true")))
+			oci_g.debug = true;
+		else if (!strcmp(name, "systemd-cgroup") && (!val || !strcmp(val, "true")))
+			oci_g.systemd_cgroup = true;
+		else if ((!strcmp(name, "debug") || !strcmp(name, "systemd-cgroup")) && !strcmp(val, "false"))
+			;
+		else if (!strcmp(name, "version") || !strcmp(name, "v"))
+			return version();
+		else if (!strcmp(name, "help") || !strcmp(name, "h")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else
+			return oci_error("flag provided but not defined: -%s", name);
+	}
+	if (strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0)
+		return oci_error("invalid log-format: %s", log_format);
+	oci_g.log_json = !strcmp(log_format, "json");
+	if (oci_g.log_path) {
+		int fd = open(oci_g.log_path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return oci_error("open log '%s': %s", oci_g.log_path, strerror(errno));
+		log_fd = fd;
+	}
+	if (strcmp(oci_g.rootless, "true") != 0 && strcmp(oci_g.rootless, "false") != 0 &&
+	    strcmp(oci_g.rootless, "auto") != 0)
+		return oci_error("invalid --rootless value: %s (true, false or auto)", oci_g.rootless);
+	if (oci_g.root[0] != '/' || !strcmp(oci_g.root, "/"))
+		return oci_error("--root must be an absolute path other than /: %s", oci_g.root);
+	if (i >= argc) {
+		fputs(usage_text, stderr);
+		return 1;
+	}
+	const char *verb = argv[i];
+	if (!strcmp(verb, "spec"))
+		return oci_spec(argc - i, argv + i);
+	return oci_error("abox oci: no command '%s' yet (this abox has: spec)", verb);
+}
