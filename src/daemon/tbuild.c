@@ -51,14 +51,7 @@ struct tbuild {
 	char *reason;
 	char reason_step[16];
 	bool started;
-	/* the build's inputs */
-	char *dockerfile;
-	char **archives; /* "HASH=PATH" */
-	char *start, *ready;
-	bool force;
-	char *user, *pass; /* fromImageRegistry */
-	unsigned *line_step; /* Dockerfile line (1-based) -> step (0: base) */
-	size_t nlines;
+	struct tb_plan in; /* the build's inputs: its Dockerfile, uploads, commands */
 	struct tbuild *next;
 };
 
@@ -115,16 +108,7 @@ static void build_free(struct tbuild *t)
 	free(t->log);
 	free(t->reason);
 	strv_free(t->tags);
-	free(t->dockerfile);
-	strv_free(t->archives);
-	free(t->start);
-	free(t->ready);
-	free(t->user);
-	if (t->pass) {
-		explicit_bzero(t->pass, strlen(t->pass));
-		free(t->pass);
-	}
-	free(t->line_step);
+	tbuild_plan_free(&t->in);
 	free(t);
 }
 
@@ -362,8 +346,8 @@ static void error_step(struct tbuild *t, const char *msg, char *out, size_t n)
 {
 	const char *l = strstr(msg, "line ");
 	unsigned ln = 0;
-	if (l && sscanf(l, "line %u", &ln) == 1 && ln > 0 && ln <= t->nlines && t->line_step[ln])
-		snprintf(out, n, "%u", t->line_step[ln]);
+	if (l && sscanf(l, "line %u", &ln) == 1 && ln > 0 && ln <= t->in.nlines && t->in.line_step[ln])
+		snprintf(out, n, "%u", t->in.line_step[ln]);
 	else
 		snprintf(out, n, "%s", l && ln == 1 ? "base" : "finalize");
 }
@@ -386,22 +370,23 @@ static void *run(void *arg)
 	else {
 		char tmp[4600];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", df);
-		if ((r = write_file_replace(df, tmp, t->dockerfile, strlen(t->dockerfile), 0600, false)) < 0)
+		if ((r = write_file_replace(df, tmp, t->in.dockerfile, strlen(t->in.dockerfile), 0600,
+					    false)) < 0)
 			abox_error_set(&err, -r, "write '%s'", df);
 	}
 	if (ctx && r >= 0) {
 		abox_template_opts o = ABOX_TEMPLATE_OPTS_INIT;
 		o.progress = on_progress;
 		o.userdata = t;
-		o.start_cmd = t->start && *t->start ? t->start : NULL;
-		o.ready_cmd = t->ready && *t->ready ? t->ready : NULL;
+		o.start_cmd = t->in.start && *t->in.start ? t->in.start : NULL;
+		o.ready_cmd = t->in.ready && *t->in.ready ? t->in.ready : NULL;
 		abox_pull_opts po = ABOX_PULL_OPTS_INIT;
-		po.username = t->user;
-		po.password = t->pass;
+		po.username = t->in.user;
+		po.password = t->in.pass;
 		abox_dockerfile_opts d = ABOX_DOCKERFILE_OPTS_INIT;
-		d.context_archives = (const char *const *)t->archives;
+		d.context_archives = (const char *const *)t->in.archives;
 		d.pull = &po;
-		d.flags = t->force ? ABOX_DOCKERFILE_NO_CACHE : 0;
+		d.flags = t->in.force ? ABOX_DOCKERFILE_NO_CACHE : 0;
 		/* RUN steps get the network a create without settings gets */
 		abox_net_opts net = ABOX_NET_OPTS_INIT;
 		net.mode = daemon_cfg.net_default;
@@ -455,15 +440,7 @@ static enum MHD_Result start(struct request *rq, const char *tid, const char *bi
 		return t ? reply_error(rq, 409, "build %s has started already", bid)
 			 : reply_error(rq, 404, "template '%s' has no build %s", tid, bid);
 	}
-	t->dockerfile = p.dockerfile;
-	t->archives = p.archives;
-	t->line_step = p.line_step;
-	t->nlines = p.nlines;
-	t->force = p.force;
-	t->start = p.start;
-	t->ready = p.ready;
-	t->user = p.user;
-	t->pass = p.pass;
+	t->in = p;
 	t->started = true;
 	t->status = TB_BUILDING;
 	log_add(t, "info", "build started");
