@@ -194,11 +194,13 @@ int local_net_finish(struct local_net *ln, abox_error *err)
 	return 0;
 }
 
-/* A sandbox's elements and flows gone, then its slot: netd is asked and
- * not waited for. It removes what it applied (it keeps that) and then
- * frees the slot, while the caller goes on, so a kill costs no round
- * trip; what it cannot remove it logs and the slot stays, for gc to ask
- * again (a crash before the request is sent leaves the slot too). */
+/* A sandbox's elements and flows gone, then its slot: netd removes what
+ * it applied (it keeps that), frees the slot and answers, and the caller
+ * waits for that answer. Not waiting saved a kill one round trip but let
+ * a kill or gc return with the removal still queued in netd, lost when
+ * netd stopped or was killed then (the elements and slot stayed until
+ * some later gc). What netd cannot remove it says, and the slot stays
+ * for gc to ask again (a crash before the request is sent leaves it too). */
 static int teardown(abox_ctx *ctx, const char *id, uint32_t slot, abox_error *err)
 {
 	int r = net_client_remove(ctx->state_dir, ctx->netd_path, id, slot, err);

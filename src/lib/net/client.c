@@ -187,7 +187,8 @@ int net_client_remove(const char *state_dir, const char *netd_path, const char *
 	ssize_t r = fd_send(conn, msg, (size_t)n, NULL, 0, 0);
 	if (r < 0)
 		return abox_error_set(err, (int)-r, "net: ask abox-netd to remove");
-	return 0;
+	/* netd's answer: the removal done (or why not) */
+	return net_client_wait(conn, NULL, err);
 }
 
 int net_client_wait(int conn, json_object **out, abox_error *err)

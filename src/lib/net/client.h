@@ -24,7 +24,9 @@ int net_client_send(int conn, const char *op, const char *id, uint32_t slot, int
  * netd records the slot and answers it (see src/netd/control.c). */
 int net_client_take(int conn, const char *id, const char *policy_json, int64_t prefer, abox_error *err);
 /* Asks netd to remove sandbox id's elements and flows and then free its
- * slot, without waiting: 0 once the request is sent. */
+ * slot, and waits until it has: a kill or gc that returned has left
+ * nothing in the table (a request still queued when netd stopped or was
+ * killed would have left the sandbox's elements and slot behind). */
 int net_client_remove(const char *state_dir, const char *netd_path, const char *id, uint32_t slot,
 		      abox_error *err);
 /* Waits for the answer: 0, or the -errno and message netd gave. *out
