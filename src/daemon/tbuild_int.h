@@ -3,6 +3,7 @@
 #ifndef ABOX_DAEMON_TBUILD_INT_H
 #define ABOX_DAEMON_TBUILD_INT_H
 
+#include <json-c/json.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -23,6 +24,11 @@ struct tbuild;
 /* owner's build bid of template tid (bid NULL: any); under tb_mu */
 struct tbuild *tb_find(const char *owner, const char *tid, const char *bid);
 const char *tb_state_dir(void);
+/* A JSON object file of the state folder (tags, the builds' index): its
+ * object, or an empty one when it is missing or damaged (tlist.c). */
+json_object *tb_object_load(const char *path, size_t max);
+/* ... written whole (a temporary file renamed over it); 0 or -errno. */
+int tb_object_save(const char *path, json_object *o);
 /* Whether owner (an API key's owner tag) built template name (tlist.c). */
 bool tb_owns(const char *owner, const char *name);
 int64_t tb_now_ms(void);

@@ -29,16 +29,25 @@ static void index_path(const char *name, char *out, size_t n)
 	snprintf(out, n, "%s/daemon-builds/index/%s.json", tb_state_dir(), name);
 }
 
+json_object *tb_object_load(const char *path, size_t max)
+{
+	json_object *o = NULL;
+	return js_load(path, max, &o, NULL, NULL) < 0 ? json_object_new_object() : o;
+}
+
+int tb_object_save(const char *path, json_object *o)
+{
+	char tmp[4600];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	return write_file_replace(path, tmp, text, strlen(text), 0600, false);
+}
+
 static json_object *index_load(const char *name)
 {
 	char p[4500];
 	index_path(name, p, sizeof(p));
-	json_object *o = NULL;
-	if (js_load(p, 8u << 20, &o, NULL, NULL) < 0 || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		o = json_object_new_object();
-	}
-	return o;
+	return tb_object_load(p, 8u << 20);
 }
 
 static int64_t i64(json_object *o, const char *k)
@@ -51,7 +60,7 @@ void tl_index(const char *name, const struct tl_build *b)
 {
 	if (!name_ok(name))
 		return;
-	char dir[4400], p[4500], tmp[4600];
+	char dir[4400], p[4500];
 	snprintf(dir, sizeof(dir), "%s/daemon-builds/index", tb_state_dir());
 	pthread_mutex_lock(&tl_mu);
 	(void)mkdir(dir, 0700);
@@ -67,9 +76,7 @@ void tl_index(const char *name, const struct tl_build *b)
 	json_object_object_add(e, "cpuCount", json_object_new_int64(b->cpus));
 	json_object_object_add(o, b->bid, e);
 	index_path(name, p, sizeof(p));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	(void)write_file_replace(p, tmp, text, strlen(text), 0600, false);
+	(void)tb_object_save(p, o);
 	json_object_put(o);
 	pthread_mutex_unlock(&tl_mu);
 }

@@ -74,11 +74,7 @@ static json_object *tags_load(const char *name)
 {
 	char p[4500];
 	tags_path(name, p, sizeof(p));
-	json_object *o = NULL;
-	if (js_load(p, 1u << 20, &o, NULL, NULL) < 0 || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return json_object_new_object();
-	}
+	json_object *o = tb_object_load(p, 1u << 20);
 	json_object *live = json_object_new_object();
 	json_object_object_foreach(o, k, v) {
 		if (json_object_is_type(v, json_type_object) && tt_tag_ok(k) && tag_alive(name, k))
@@ -90,15 +86,13 @@ static json_object *tags_load(const char *name)
 
 static int tags_save(const char *name, json_object *o)
 {
-	char dir[4400], p[4500], tmp[4600];
+	char dir[4400], p[4500];
 	snprintf(dir, sizeof(dir), "%s/daemon-builds/tags", tb_state_dir());
 	(void)mkdir(dir, 0700);
 	tags_path(name, p, sizeof(p));
 	if (!json_object_object_length(o))
 		return unlink(p) == 0 || errno == ENOENT ? 0 : -errno;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	return write_file_replace(p, tmp, text, strlen(text), 0600, false);
+	return tb_object_save(p, o);
 }
 
 static void tag_put(json_object *o, const char *tag, const char *bid)

@@ -14,13 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import world  # noqa: E402
 
 BUILD, VER = os.path.abspath(sys.argv[1]), sys.argv[2]
-SDK = os.path.join(BUILD, f"e2b-sdk-{VER}")
-if "ABOX_NET_WORLD" not in os.environ and not os.path.exists(os.path.join(SDK, "node_modules", "e2b", "package.json")):
-    os.makedirs(SDK, exist_ok=True)
-    subprocess.run(["npm", "init", "-y"], cwd=SDK, stdout=subprocess.DEVNULL, check=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"e2b@{VER}",
-                    f"@e2b/code-interpreter@{os.environ.get('ABOX_E2B_CI_VERSION', '2.8.0')}"],
-                   cwd=SDK, stdout=subprocess.DEVNULL, check=True)
+SDK = world.js_sdk(BUILD, VER)
 world.enter()
 
 w = world.World(BUILD, f"e2b-{VER}")

@@ -55,6 +55,20 @@ def enter():
         sys.exit(f"world: this namespace is not a fresh one (links: {names}); refusing to run")
 
 
+def js_sdk(build, ver):
+    """The official JS SDK of version ver in BUILD/e2b-sdk-VER, installed
+    from the npm registry when missing: before enter(), since the world
+    has no way out. Its folder."""
+    sdk = os.path.join(os.path.abspath(build), f"e2b-sdk-{ver}")
+    if MARK not in os.environ and not os.path.exists(os.path.join(sdk, "node_modules", "e2b", "package.json")):
+        os.makedirs(sdk, exist_ok=True)
+        subprocess.run(["npm", "init", "-y"], cwd=sdk, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"e2b@{ver}",
+                        f"@e2b/code-interpreter@{os.environ.get('ABOX_E2B_CI_VERSION', '2.8.0')}"],
+                       cwd=sdk, stdout=subprocess.DEVNULL, check=True)
+    return sdk
+
+
 def sh(*cmd, ns=None, check=True):
     if ns is not None:
         cmd = ("nsenter", "-t", str(ns), "-n", "--") + cmd

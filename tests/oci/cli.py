@@ -13,13 +13,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from harness import broke, check, finish  # noqa: E402
+
 BUILD = os.path.abspath(sys.argv[1])
 ABOX = os.path.join(BUILD, "abox")
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
 
 
 def oci(*args, argv0=None, cwd=None):
@@ -94,15 +92,7 @@ try:
     r = oci("--version", argv0=link)
     check("a link named runc is the OCI command line", r.returncode == 0 and r.stdout.startswith("runc version "), r)
 except Exception:
-    import traceback
-    check("no step raised", False, traceback.format_exc()[-1500:])
+    broke()
 finally:
     shutil.rmtree(work, ignore_errors=True)
-
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-    if not ok:
-        for dl in str(detail)[:1500].splitlines():
-            print(f"# {dl}")
-sys.exit(0 if results and all(ok for _, ok, _ in results) else 1)
+finish()

@@ -49,18 +49,6 @@ static void log_line(const char *level, const char *msg)
 	free(line);
 }
 
-void oci_log(const char *level, const char *fmt, ...)
-{
-	if (!strcmp(level, "debug") && !oci_g.debug)
-		return;
-	char msg[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_line(level, msg);
-}
-
 int oci_error(const char *fmt, ...)
 {
 	char msg[2048];
@@ -108,7 +96,7 @@ static const char usage_text[] =
 	"  --root DIR              containers' state (default /run/abox-oci)\n"
 	"  --log FILE              the log (default: stderr)\n"
 	"  --log-format text|json  one JSON object a line: level, msg, time\n"
-	"  --debug                 debug lines too\n"
+	"  --debug                 accepted (this abox logs errors only)\n"
 	"  --systemd-cgroup        cgroupsPath is slice:prefix:name\n"
 	"  --rootless true|false|auto\n"
 	"  --version, -v           print the version\n";

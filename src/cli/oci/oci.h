@@ -18,11 +18,9 @@ struct oci_globals {
 
 extern struct oci_globals oci_g;
 
-/* One line to the log (--log, or stderr): JSON {"level","msg","time"} with
- * --log-format json, else text. level: "debug", "info", "warning", "error". */
-void oci_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* An error: logged at level error and, when the log is a file, said on
- * stderr too (what runc does: its callers read either). Returns 1. */
+/* An error, one line to the log (--log, or stderr): JSON {"level","msg",
+ * "time"} with --log-format json, else text; when the log is a file, said
+ * on stderr too (what runc does: its callers read either). Returns 1. */
 int oci_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The verbs (argv[0] is the verb). */
