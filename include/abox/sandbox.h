@@ -92,7 +92,7 @@ typedef struct abox_net_opts {
  * traffic."). */
 ABOX_EXPORT int abox_net_check(const abox_net_opts *net, abox_error *err);
 
-#define ABOX_SANDBOX_OPTS_VERSION 3
+#define ABOX_SANDBOX_OPTS_VERSION 4
 typedef struct abox_sandbox_opts {
 	uint32_t version;
 	uint32_t flags;            /* ABOX_SANDBOX_* */
@@ -109,16 +109,36 @@ typedef struct abox_sandbox_opts {
 	const char *snapshot;        /* id or name: start from that snapshot's files (and its template) */
 	/* version 3 */
 	const abox_net_opts *net; /* NULL: ABOX_NET_NONE */
+	/* version 4: an OCI container (docs/kubernetes.md): the folder of an
+	 * OCI runtime bundle, whose config.json gives the root filesystem
+	 * (used in place, not copied), mounts, hostname, limits, network
+	 * namespace to join and the container's process. The process is
+	 * held until abox_sandbox_start; when it ends, the sandbox's init
+	 * ends with its exit status (128 + signal when killed). What abox
+	 * cannot honour in the config is an error naming its JSON path. Then
+	 * template_name, snapshot, net, env and the limits above must be
+	 * unset, the sandbox is long-lived, and its init keeps the creator's
+	 * stdin, stdout and stderr for the process. */
+	const char *oci_bundle;
 } abox_sandbox_opts;
 #define ABOX_SANDBOX_OPTS_INIT                                                                               \
 	{                                                                                                    \
-		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL              \
+		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL        \
 	}
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is
  * owned by the caller. */
 ABOX_EXPORT int abox_sandbox_create(abox_ctx *ctx, const abox_sandbox_opts *opts,
 				    abox_sandbox **out, abox_error *err);
+/* Starts an OCI container's process (abox_sandbox_opts.oci_bundle) and
+ * returns once it runs (*pid: its pid in the sandbox, may be NULL); its
+ * exec failure is the error. -EALREADY when it was started before. */
+ABOX_EXPORT int abox_sandbox_start(abox_sandbox *sb, int *pid, abox_error *err);
+/* Kills a long-lived sandbox when it runs and removes what it left (its
+ * cgroups, runtime folder, record), also when its init has ended already
+ * (what abox_gc does, for this one alone). -ENOENT when there is no such
+ * sandbox. */
+ABOX_EXPORT int abox_sandbox_remove(abox_ctx *ctx, const char *id, abox_error *err);
 /* Attaches to a long-lived sandbox by id. -ENOENT when there is no such
  * sandbox, -ESRCH when it is recorded but its init is gone (abox_gc
  * removes it). *out is owned by the caller; freeing it does not end the

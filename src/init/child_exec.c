@@ -166,6 +166,11 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 	bool cwd_first = req->flags & EXEC_CWD_FIRST;
 	if (cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
+	for (unsigned i = 0; i < req->nrlimits; i++) {
+		uint64_t lim[2] = { req->rlimits[i].soft, req->rlimits[i].hard };
+		if ((r = RS4(SYS_prlimit64, 0, req->rlimits[i].resource, lim, NULL)) < 0)
+			child_fail(ep, (int)-r, "setrlimit", "process.rlimits");
+	}
 	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
 		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
@@ -174,6 +179,8 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
 	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
+	if (req->umask)
+		(void)RS1(SYS_umask, req->umask & 0777);
 	exec_path(req->argv[0], req->argv, a->envp, ep);
 	child_exit(127);
 }

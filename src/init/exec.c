@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -62,7 +63,26 @@ void exec_req_free(struct exec_req *req)
 	memset(req, 0, sizeof(*req));
 }
 
-static int parse_exec(const struct proto_frame *f, struct exec_req *req)
+/* "RESOURCE SOFT HARD" */
+static int parse_rlimit(const struct proto_field *fl, struct exec_req *req)
+{
+	char buf[80];
+	int res;
+	unsigned long long soft, hard;
+	if (fl->len >= sizeof(buf) || req->nrlimits >= ELEMENTSOF(req->rlimits))
+		return -E2BIG;
+	memcpy(buf, fl->val, fl->len);
+	buf[fl->len] = '\0';
+	if (sscanf(buf, "%d %llu %llu", &res, &soft, &hard) != 3 || res < 0 || res >= RLIMIT_NLIMITS)
+		return -EINVAL;
+	req->rlimits[req->nrlimits].resource = res;
+	req->rlimits[req->nrlimits].soft = soft;
+	req->rlimits[req->nrlimits].hard = hard;
+	req->nrlimits++;
+	return 0;
+}
+
+int exec_parse(const struct proto_frame *f, struct exec_req *req)
 {
 	size_t off = 0, nargs = 0, nenv = 0;
 	struct proto_field fl;
@@ -105,6 +125,19 @@ static int parse_exec(const struct proto_frame *f, struct exec_req *req)
 		case F_UID: r = proto_field_u64(&fl, &v); req->uid = (uid_t)v; break;
 		case F_LOOKUP: lookup_name = true; break;
 		case F_GID: r = proto_field_u64(&fl, &v); req->gid = (gid_t)v; break;
+		case F_GROUP:
+			if ((r = proto_field_u64(&fl, &v)) >= 0 && req->ngroups >= INIT_MAX_GROUPS)
+				r = -E2BIG;
+			else if (r >= 0)
+				req->groups[req->ngroups++] = (gid_t)v;
+			break;
+		case F_UMASK:
+			r = proto_field_u64(&fl, &v);
+			req->umask = 0x1000 | (v & 0777);
+			break;
+		case F_RLIMIT:
+			r = parse_rlimit(&fl, req);
+			break;
 		case F_FLAGS:
 			r = proto_field_u64(&fl, &v);
 			req->flags = (uint32_t)v & ~EXEC_CWD_FIRST;
@@ -161,7 +194,11 @@ struct proc *procs_slot(void)
 void procs_exec(int ci, const struct proto_frame *f)
 {
 	struct exec_req req = { 0 };
-	int r = parse_exec(f, &req);
+	int r = exec_parse(f, &req);
+	if (r >= 0 && (req.flags & EXEC_HELD)) {
+		oci_hold(ci, f, &req); /* takes req */
+		return;
+	}
 	if (r == -ABOX_ENOUSER) {
 		char m2[128];
 		safe_snprintf(m2, sizeof(m2), "exec: unknown user '%s' (not in the sandbox's /etc/passwd)",

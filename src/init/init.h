@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <abox/error.h>
@@ -65,6 +66,12 @@ struct exec_req {
 	unsigned ngroups;
 	gid_t groups[INIT_MAX_GROUPS];
 	uint32_t flags;
+	uint32_t umask; /* 0x1000 | mask when one was asked for, else 0 */
+	unsigned nrlimits; /* set in the child before its exec */
+	struct {
+		int resource;
+		uint64_t soft, hard;
+	} rlimits[16];
 };
 
 /* exec_req.flags that only init sets (never taken from a request): go to
@@ -143,6 +150,20 @@ int tee_open(const char *dir, const char *cmdline, uid_t uid, gid_t gid, int *ou
  * (*exec_errno and errbuf say why), -EAGAIN = not known yet. */
 int child_exec_result(int ep, int *exec_errno, char *errbuf, size_t errlen);
 void exec_req_free(struct exec_req *req);
+/* A MSG_REQ_EXEC's fields into req (free it with exec_req_free, also on
+ * failure): 0, -ABOX_ENOUSER or -errno. */
+int exec_parse(const struct proto_frame *f, struct exec_req *req);
+
+/* oci.c: init in an OCI container ("oci" argument). The container's
+ * process is held (oci_hold takes req) until MSG_REQ_START runs it with
+ * init's stdio; its end is init's (oci_main_ended, with its status), and
+ * the signals a container engine sends to init go to it (oci_signal:
+ * true when sig was one of those). */
+extern bool oci_mode;
+void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req);
+void oci_start(int ci, const struct proto_frame *f);
+bool oci_signal(int sig);
+void oci_signals(sigset_t *mask);
 
 /* users.c: the identity a request names (F_USER, F_UID, F_GID): `user`
  * and `root` as sent, another name looked up in the sandbox's

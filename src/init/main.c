@@ -22,7 +22,8 @@
  * This file is the start and the poll loop; requests.c maps each host
  * request to its handler, the client table is clients.c, processes
  * procs.c, output.c, stdin.c and exec.c, checkpoints checkpoint.c, files
- * files.c, meta.c and watch.c (tables.h holds what they share). */
+ * files.c, meta.c and watch.c, an OCI container's process oci.c
+ * (tables.h holds what they share). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -80,6 +81,8 @@ int main(int argc, char **argv)
 			memguard_set_limit(strtoull(argv[i] + 7, NULL, 10));
 		else if (strcmp(argv[i], "nosudo") == 0)
 			sudo_off = true;
+		else if (strcmp(argv[i], "oci") == 0)
+			oci_mode = true;
 	}
 	/* procs[] is not touched here: its fds are set when a slot is taken
 	 * (an idle sandbox keeps those pages unallocated) */
@@ -92,6 +95,8 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, INIT_REARM_SIGNAL);
 	sigaddset(&mask, watchdog_signal());
+	if (oci_mode)
+		oci_signals(&mask);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -200,8 +205,10 @@ int main(int argc, char **argv)
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
 			bool want_rearm = false;
-			while (read(sfd, &si, sizeof(si)) > 0)
+			while (read(sfd, &si, sizeof(si)) > 0) {
 				want_rearm |= si.ssi_signo == INIT_REARM_SIGNAL;
+				(void)oci_signal((int)si.ssi_signo);
+			}
 			procs_reap();
 			if (want_rearm)
 				ckpt_rearm();

@@ -110,6 +110,8 @@ static void proc_ended(struct proc *p)
 	proc_put_end(&m, p);
 	proc_broadcast(p, &m);
 	bool oneshot = p->oneshot;
+	if (p->oci_main)
+		oci_main_ended(p);
 	proc_close_io(p);
 	p->state = P_EXITED;
 	memset(p->att_req, 0, sizeof(p->att_req));
@@ -170,6 +172,11 @@ void proc_started(struct proc *p)
 	proc_broadcast(p, &m);
 	if (k == 0) {
 		p->state = P_RUNNING;
+		if (p->oci_main && p->owner >= 0) {
+			/* the start's answer: it runs */
+			proto_msg_init(&m, MSG_EV_OK, p->owner_req);
+			init_queue(p->owner, &m);
+		}
 		if (p->exited)
 			proc_finish(p);
 		return;

@@ -149,6 +149,7 @@ static const struct {
 	{ MSG_REQ_ACCOUNTS, users_accounts },
 	{ MSG_REQ_METRICS, req_metrics },
 	{ MSG_REQ_CHECKPOINT, ckpt_handle },
+	{ MSG_REQ_START, oci_start },
 	{ MSG_REQ_SHUTDOWN, req_shutdown },
 };
 

@@ -77,6 +77,7 @@ struct proc {
 	int64_t kill_left; /* while the clocks stand (paused, checkpointed): ms left */
 	bool timed_out;    /* killed at kill_at */
 	int sudo_fd; /* started for sudo: the connection its end goes to, else 0 (fd 0 is never one) */
+	bool oci_main; /* an OCI container's process (oci.c): its end is init's */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to
@@ -127,6 +128,8 @@ void procs_reap(void);
 void proc_put_end(struct proto_msg *m, const struct proc *p);
 struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t *sig, const uint8_t **data, size_t *len);
 void procs_list(int ci, const struct proto_frame *f);
+/* oci.c */
+void oci_main_ended(const struct proc *p);
 /* Client ci went away and client last takes its number. */
 void procs_client_gone(unsigned ci, unsigned last);
 void init_end_after_flush(int code);

@@ -146,6 +146,8 @@ struct abox_backend_ops {
 	/* sandboxes */
 	int (*create)(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out, abox_error *err);
 	int (*connect)(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+	int (*start)(abox_sandbox *sb, int *pid, abox_error *err);
+	int (*remove)(abox_ctx *ctx, const char *id, abox_error *err);
 	int (*info)(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err);
 	int (*list)(abox_ctx *ctx, char ***ids, abox_error *err);
 	int (*query)(abox_ctx *ctx, const abox_list_opts *o, abox_sandbox_info **infos, size_t *n, char **next,

@@ -32,7 +32,8 @@ struct versioned {
 		  sizeof(abox_ctx_opts))
 #define VERSIONED_SANDBOX_OPTS                                                                               \
 	VERSIONED(abox_sandbox_opts, offsetof(abox_sandbox_opts, snapshot),                                  \
-		  offsetof(abox_sandbox_opts, net), sizeof(abox_sandbox_opts))
+		  offsetof(abox_sandbox_opts, net), offsetof(abox_sandbox_opts, oci_bundle),                 \
+		  sizeof(abox_sandbox_opts))
 #define VERSIONED_NET_OPTS VERSIONED(abox_net_opts, sizeof(abox_net_opts))
 #define VERSIONED_NET_INFO VERSIONED(abox_net_info, sizeof(abox_net_info))
 #define VERSIONED_NET_TOTALS VERSIONED(abox_net_totals, sizeof(abox_net_totals))

@@ -17,9 +17,6 @@
 
 #include "oci.h"
 
-/* the OCI runtime spec version abox reads and writes */
-#define OCI_SPEC_VERSION "1.2.0"
-
 struct oci_globals oci_g = { .root = "/run/abox-oci", .rootless = "auto" };
 static int log_fd = 2;
 
@@ -64,7 +61,7 @@ int oci_error(const char *fmt, ...)
 
 /* "-x", "--x", "--x=v": the option's name into name; its inline value
  * (after '=') or NULL. false when arg is no option. */
-static bool option(const char *arg, char *name, size_t n, const char **value)
+bool oci_option(const char *arg, char *name, size_t n, const char **value)
 {
 	if (arg[0] != '-' || !arg[1] || !strcmp(arg, "--"))
 		return false;
@@ -90,6 +87,17 @@ static const char usage_text[] =
 	"drive it; a program named abox-oci or runc that links to abox runs this).\n"
 	"\n"
 	"commands:\n"
+	"  create [--bundle DIR] [--pid-file F] ID   make a container; its process waits\n"
+	"  start ID                 run the container's process\n"
+	"  run [--bundle DIR] [--detach] ID          create, start and (without --detach)\n"
+	"                           wait for its end, with its exit status\n"
+	"  state ID                 its state as OCI JSON\n"
+	"  list [--format table|json] [--quiet]\n"
+	"  kill [--all] ID [SIGNAL] send a signal (default SIGTERM) to its process\n"
+	"  delete [--force] ID      remove a stopped (or, forced, any) container\n"
+	"  pause ID, resume ID      freeze and thaw every process of it\n"
+	"  ps [--format table|json] ID   its processes\n"
+	"  features                 what this runtime supports, as JSON\n"
 	"  spec [--bundle DIR] [--rootless]   write a config.json to start a bundle from\n"
 	"\n"
 	"global options:\n"
@@ -108,7 +116,7 @@ int cmd_oci(int argc, char **argv)
 	for (; i < argc; i++) {
 		char name[64];
 		const char *val;
-		if (!option(argv[i], name, sizeof(name), &val))
+		if (!oci_option(argv[i], name, sizeof(name), &val))
 			break;
 		bool takes = !strcmp(name, "root") || !strcmp(name, "log") || !strcmp(name, "log-format") ||
 			     !strcmp(name, "rootless") || !strcmp(name, "criu");
@@ -160,7 +168,19 @@ int cmd_oci(int argc, char **argv)
 		return 1;
 	}
 	const char *verb = argv[i];
-	if (!strcmp(verb, "spec"))
-		return oci_spec(argc - i, argv + i);
-	return oci_error("abox oci: no command '%s' yet (this abox has: spec)", verb);
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} verbs[] = {
+		{ "spec", oci_spec },     { "create", oci_create }, { "start", oci_start },
+		{ "run", oci_run },       { "state", oci_state },   { "list", oci_list },
+		{ "kill", oci_kill },     { "delete", oci_delete }, { "pause", oci_pause },
+		{ "resume", oci_resume }, { "ps", oci_ps },         { "features", oci_features },
+	};
+	for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
+		if (!strcmp(verb, verbs[k].name))
+			return verbs[k].fn(argc - i, argv + i);
+	return oci_error("abox oci: no command '%s' (exec, update, events, checkpoint and restore are not "
+			 "there yet)",
+			 verb);
 }

@@ -23,8 +23,57 @@ extern struct oci_globals oci_g;
  * on stderr too (what runc does: its callers read either). Returns 1. */
 int oci_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* the OCI runtime spec version abox reads and writes */
+#define OCI_SPEC_VERSION "1.2.0"
+
+/* "-x", "--x", "--x=v": the option's name into name; its inline value
+ * (after '=') or NULL. false when arg is no option. */
+bool oci_option(const char *arg, char *name, size_t n, const char **value);
+
 /* The verbs (argv[0] is the verb). */
 int oci_spec(int argc, char **argv);
+int oci_create(int argc, char **argv);
+int oci_start(int argc, char **argv);
+int oci_run(int argc, char **argv);
+int oci_state(int argc, char **argv);
+int oci_list(int argc, char **argv);
+int oci_kill(int argc, char **argv);
+int oci_delete(int argc, char **argv);
+int oci_pause(int argc, char **argv);
+int oci_resume(int argc, char **argv);
+int oci_ps(int argc, char **argv);
+int oci_features(int argc, char **argv);
+
+/* A container's record, <root>/<id>/state.json (store.c): what the OCI
+ * state tells besides what abox knows of its sandbox. */
+struct oci_ctr {
+	char id[1025];
+	char sandbox[64]; /* the abox sandbox's id */
+	char bundle[4096]; /* absolute */
+	char rootfs[4096];
+	char created[48]; /* RFC 3339, nanoseconds, UTC */
+	char oci_version[32];
+	bool started;
+	char *annotations_json; /* an object, or NULL */
+};
+
+struct abox_ctx;
+/* The library's context for --root: sandboxes' state and runtime folders
+ * below it (names no container id can take). Prints the error. */
+int oci_ctx(struct abox_ctx **out);
+/* A container id as runc accepts it. */
+bool oci_id_ok(const char *id);
+/* Reads the record: 0, or 1 with the error said ("container does not
+ * exist" when there is none: the shim looks for those words). */
+int oci_ctr_load(const char *id, struct oci_ctr *c);
+int oci_ctr_save(const struct oci_ctr *c);
+void oci_ctr_free(struct oci_ctr *c);
+/* created, running, paused or stopped; *pid the container's (its
+ * init's) while it is not stopped, else 0. */
+const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
+/* Writes text to path through a new file renamed over it (readers never
+ * see half of it): 0 or -errno. */
+int oci_write_file(const char *path, const char *text);
 
 /* `abox oci ARGS` (argv[0] is "oci", "abox-oci" or "runc"). */
 int cmd_oci(int argc, char **argv);

@@ -18,6 +18,19 @@ int abox_sandbox_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox
 	return API_CALL(ctx, connect, "connect", ctx, id, out, err);
 }
 
+int abox_sandbox_start(abox_sandbox *sb, int *pid, abox_error *err)
+{
+	API_NEED(sb, "start");
+	return API_CALL(sb->ctx, start, "start", sb, pid, err);
+}
+
+int abox_sandbox_remove(abox_ctx *ctx, const char *id, abox_error *err)
+{
+	API_NEED(ctx, "remove");
+	API_NEED(id, "remove");
+	return API_CALL(ctx, remove, "remove", ctx, id, err);
+}
+
 int abox_sandbox_info_get(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error *err)
 {
 	API_NEED(ctx, "info");

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 
 #include "local/local.h"
+#include "local/create_oci.h"
 #include "caps/caps.h"
 #include "disk/disk.h"
 #include "layer/layer.h"
@@ -56,6 +57,7 @@ struct create {
 	struct userns_job uj; /* its user namespace, being made */
 	int userns_fd; /* the namespace, or -1 */
 	uint32_t id_base; /* its host ids' first, taken from the pool; 0: none */
+	struct oci_create oci; /* an OCI container (oci.root set), create_oci.c */
 };
 
 /* Tells init it is recorded and must outlive us; waits for its answer, so
@@ -79,7 +81,7 @@ static int create_check(struct create *c, const abox_sandbox_opts *opts, abox_er
 	abox_sandbox_opts *o = &c->o;
 	if (opts && versioned_copy_in(VERSIONED_SANDBOX_OPTS, o, opts) < 0)
 		return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
-	if (local_create_opts_check(o, err) < 0)
+	if (local_create_opts_check(o, err) < 0 || (o->oci_bundle && oci_create_check(o, &c->oci, err) < 0))
 		return abox_error_prefix(err, "create");
 	for (size_t i = 0; o->env && o->env[i]; i++)
 		if (!strchr(o->env[i], '=') || o->env[i][0] == '=')
@@ -134,7 +136,7 @@ static int create_prepare(struct create *c, abox_error *err)
 					       c->stk.top.id, c->stk.top.template_name, c->o.template_name);
 		c->o.template_name = c->stk.top.template_name;
 	}
-	c->tmpl_name = c->o.template_name ? c->o.template_name : "host";
+	c->tmpl_name = c->oci.root ? "oci" : c->o.template_name ? c->o.template_name : "host";
 
 	abox_sandbox *sb = c->sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -164,8 +166,9 @@ static int create_prepare(struct create *c, abox_error *err)
 	/* from a snapshot: the very template version its layers were made on
 	 * (a re-import or rebuild since must not slide under them) */
 	const char *pinned = c->o.snapshot ? c->stk.top.template_root : NULL;
-	if ((r = pinned ? template_open_version(c->tmpl_name, pinned, &c->tmpl, err)
-			: template_open(ctx->state_dir, c->tmpl_name, &c->tmpl, err)) < 0 ||
+	if ((r = c->oci.root ? 0
+		 : pinned    ? template_open_version(c->tmpl_name, pinned, &c->tmpl, err)
+			     : template_open(ctx->state_dir, c->tmpl_name, &c->tmpl, err)) < 0 ||
 	    (c->o.snapshot && (r = stack_lowers(&c->stk, &c->tmpl, err)) < 0))
 		return abox_error_prefix(err, "create");
 
@@ -284,6 +287,8 @@ static void create_init_args(struct create *c, struct init_args *a)
 		a->argv[ai++] = (char *)"ephemeral";
 	if (o->flags & ABOX_SANDBOX_NO_SUDO)
 		a->argv[ai++] = (char *)"nosudo";
+	if (c->oci.root)
+		a->argv[ai++] = (char *)"oci";
 	/* commands forked, never started in init's memory (see
 	 * src/init/child.c): for hosts and debugging that want the plain way */
 	const char *how = getenv("ABOX_INIT_SPAWN");
@@ -382,6 +387,8 @@ static int create_spawn(struct create *c, abox_error *err)
 		cfg.rootfs.trees[i] = c->tmpl.trees[i];
 		cfg.rootfs.tree_lowers[i] = c->stk.tree_lowers[i];
 	}
+	if (c->oci.root)
+		oci_create_spawn(&c->oci, &cfg);
 	_cleanup_free_ char *with_extras = NULL;
 	if (!(o->flags & ABOX_SANDBOX_NO_SUDO) &&
 	    (r = local_extras_apply(ctx, &cfg.rootfs, &with_extras, err)) < 0)
@@ -484,7 +491,8 @@ static int create_ready(struct create *c, abox_error *err)
 	sb->env = TAKE_PTR(c->merged_env);
 	sb->def_user = c->tmpl.meta.user ? strdup(c->tmpl.meta.user) : NULL;
 	sb->def_cwd = c->tmpl.meta.workdir ? strdup(c->tmpl.meta.workdir) : NULL;
-	int r = backend_template_start(sb, &c->tmpl.meta, err);
+	int r = c->oci.root ? oci_create_hold(sb, &c->oci.spec, err)
+			    : backend_template_start(sb, &c->tmpl.meta, err);
 	if (r < 0) {
 		abox_error_prefix(err, "create %s", sb->id);
 		(void)local_kill(sb, NULL);
@@ -507,6 +515,7 @@ static void create_undo(struct create *c, bool failed)
 	if (c->disk_fd >= 0)
 		close(c->disk_fd);
 	template_info_free(&c->tmpl);
+	oci_create_free(&c->oci);
 	policy_bpf_free(&c->bpf);
 	stack_free(&c->stk);
 	net_policy_free(&c->net);
@@ -554,10 +563,12 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.disk_fd = -1,
 		.userns_fd = -1,
 		.uj = { .pid = -1, .ready_fd = -1 },
+		.oci = { .netns_fd = -1 },
 	};
 	int r = create_check(&c, opts, err);
 	if (r < 0) {
 		net_policy_free(&c.net);
+		oci_create_free(&c.oci);
 		return r;
 	}
 	if (create_from_memory(&c, out, &r, err)) {

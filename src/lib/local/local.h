@@ -276,6 +276,12 @@ int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error 
  * that hold the sandbox's lock, which the keeper may need, and for the
  * keeper itself). */
 int local_connect_now(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+/* local_connect that also gives a handle on a sandbox whose init is gone
+ * (sb->dead: it can only be killed, which removes what it left). */
+int local_connect_any(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err);
+/* start.c */
+int local_start(abox_sandbox *sb, int *pid, abox_error *err);
+int local_remove(abox_ctx *ctx, const char *id, abox_error *err);
 int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err);
 /* network.c */

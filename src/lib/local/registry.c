@@ -76,7 +76,8 @@ int local_info(abox_ctx *ctx, const char *id, abox_sandbox_info *out, abox_error
 	return 0;
 }
 
-static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sandbox **out, abox_error *err)
+static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, bool dead_ok, abox_sandbox **out,
+			abox_error *err)
 {
 	struct sb_state st = { 0 };
 	int r = read_recovered(ctx, id, &st, err);
@@ -85,7 +86,7 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 	/* pidfd first, then the start time: if the pid was reused between
 	 * the two, the start time differs; if it matches, the pidfd holds
 	 * the very init we recorded and can never point to another process */
-	bool cold = st.cold && st.paused_ms;
+	bool cold = st.cold && st.paused_ms, dead = false;
 	int pidfd = cold ? -1 : (int)syscall(SYS_pidfd_open, st.pid, 0);
 	uint64_t start;
 	if (cold) {
@@ -94,6 +95,10 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 	} else if (pidfd < 0 || proc_start_time(st.pid, &start) < 0 || start != st.pid_start) {
 		if (pidfd >= 0)
 			close(pidfd);
+		pidfd = -1;
+		dead = true;
+	}
+	if (dead && !dead_ok) {
 		sb_state_free(&st);
 		return abox_error_setx(err, ESRCH, "sandbox %s is not running (its init is gone; `abox gc` removes it)", id);
 	}
@@ -106,7 +111,8 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 	memcpy(sb->id, st.id, sizeof(sb->id));
 	sb->ctx = ctx;
 	sb->attached = true;
-	sb->pid = cold ? 0 : st.pid;
+	sb->pid = cold || dead ? 0 : st.pid;
+	sb->dead = dead;
 	sb->pidfd = pidfd;
 	sb->cold = cold;
 	sb->template_lock = -1;
@@ -130,8 +136,8 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 	safe_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/init.sock", ctx->runtime_dir, sb->id);
 	/* A handle without a connection still kills: that needs only the
 	 * pidfd, the cgroups and the paths. Requests then fail clearly. */
-	sb->conn = cold ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (cold)
+	sb->conn = cold || dead ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cold || dead)
 		sb->conn_errno = ESRCH;
 	if (sb->conn >= 0 && connect(sb->conn, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		sb->conn_errno = errno;
@@ -141,7 +147,7 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 		 * is done (init re-armed, or the tree on disk), as found then */
 		if (wait_keeper && sb->conn_errno == ECONNREFUSED && local_keeper_wait(ctx, id)) {
 			local_free(sb);
-			return connect_impl(ctx, id, false, out, err); /* once */
+			return connect_impl(ctx, id, false, false, out, err); /* once */
 		}
 	}
 	if (sb->conn >= 0)
@@ -153,12 +159,17 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, abox_sa
 
 int local_connect(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
 {
-	return connect_impl(ctx, id, true, out, err);
+	return connect_impl(ctx, id, true, false, out, err);
+}
+
+int local_connect_any(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
+{
+	return connect_impl(ctx, id, true, true, out, err);
 }
 
 int local_connect_now(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_error *err)
 {
-	return connect_impl(ctx, id, false, out, err);
+	return connect_impl(ctx, id, false, false, out, err);
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -329,35 +329,6 @@ static int setup_proc(const char *root, uint32_t present, abox_error *err)
 	return bind_ro(id, p, 0, "bind the boot id over", "make the boot id read-only at", err);
 }
 
-#ifndef FSCONFIG_CMD_CREATE
-#define FSCONFIG_CMD_CREATE 6
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
-#define MOUNT_ATTR_NOEXEC 0x00000008
-#endif
-#ifndef FSMOUNT_CLOEXEC
-#define FSMOUNT_CLOEXEC 0x00000001
-#endif
-
-int rootfs_sysfs_new(abox_error *err)
-{
-	int fs = (int)syscall(SYS_fsopen, "sysfs", 1 /* FSOPEN_CLOEXEC */);
-	if (fs < 0)
-		return abox_error_set(err, errno, "fsopen sysfs");
-	int m = -1;
-	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-		m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-				 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	int e = errno;
-	close(fs);
-	if (m < 0)
-		return abox_error_set(err, e, "make a sysfs");
-	return m;
-}
-
 int rootfs_sys(int sysfs_fd, abox_error *err)
 {
 	int r;
@@ -424,38 +395,14 @@ static int link_lowers(const char *lower, const char *tag, int userns_fd, char *
 	return 0;
 }
 
-int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
+/* The root overlay: the template's (and snapshots') layers under the
+ * writable layer's upper folder, with /etc/hostname, /etc/hosts (and
+ * /etc/resolv.conf) written there first. Leaves the cwd on the layer. */
+static int overlay_root(const struct rootfs_plan *plan, int layer_fd, const char *root, abox_error *err)
 {
 	char p[PATH_BUF], q[PATH_BUF], data[4096];
 	const char *s = plan->scratch;
 	int r;
-
-	/* Nothing we mount may propagate back to the host's namespace. */
-	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
-		return abox_error_prefix(err, "make / private");
-	spawn_mark(plan->marks, MARK_PRIVATE);
-
-	/* The writable layer: its size is the sandbox's disk limit. */
-	if (plan->on_disk) {
-		/* made by the creator (a disk of its own, see disk/): only
-		 * attached here, in this namespace, so the host never has it
-		 * mounted and it ends with the namespace */
-		if (syscall(SYS_move_mount, plan->disk_fd, "", AT_FDCWD, s, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			return abox_error_set(err, errno, "attach the writable layer on '%s'", s);
-	} else {
-		uint64_t inodes = plan->disk_bytes / 8192;
-		if (inodes < 16384)
-			inodes = 16384;
-		safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
-			      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
-		if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
-			return r;
-	}
-	int lfd = open(s, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (lfd < 0 || (*layer_fd = fcntl(lfd, F_DUPFD_CLOEXEC, 10)) < 0)
-		return abox_error_set(err, errno, "open the writable layer");
-	close(lfd);
-
 	static const char *const dirs[] = { "upper",      "work",      "root",
 					    "upper/root", "work/root", "upper/root/etc" };
 	owner_base = plan->userns_fd >= 0 ? plan->id_base : 0;
@@ -482,12 +429,10 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 			return r;
 	}
 
-	char root[PATH_BUF], lower[2048];
-	safe_snprintf(root, sizeof(root), "%s/root", s);
+	char lower[2048];
 	/* the overlay options below are relative to the layer (see
-	 * link_lowers); a restore goes back to its working folder after */
-	_cleanup_close_ int old_cwd = plan->restore ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -EBADF;
-	if (fchdir(*layer_fd) < 0)
+	 * link_lowers) */
+	if (fchdir(layer_fd) < 0)
 		return abox_error_set(err, errno, "chdir to the writable layer");
 	if ((r = mkdir_p1("l", 0755, err)) < 0 ||
 	    (r = link_lowers(plan->lower, "root", plan->userns_fd, lower, sizeof(lower), err)) < 0)
@@ -496,10 +441,19 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	if ((r = do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 		return r;
 
-	/* Host trees (/usr, ...) get their own overlays: an overlay does not
-	 * show mounts below its lower directory, and the template borrows
-	 * these trees from the host instead of copying them. Writes land in
-	 * the sandbox's layer; the host's files are never touched. */
+	return 0;
+}
+
+/* Host trees (/usr, ...) get their own overlays: an overlay does not
+ * show mounts below its lower directory, and the template borrows these
+ * trees from the host instead of copying them. Writes land in the
+ * sandbox's layer; the host's files are never touched. The cwd is the
+ * layer (overlay_root). */
+static int host_trees(const struct rootfs_plan *plan, const char *root, abox_error *err)
+{
+	char p[PATH_BUF], lower[2048], data[4096];
+	const char *s = plan->scratch;
+	int r;
 	if (plan->restore) {
 		safe_snprintf(p, sizeof(p), "%s/trees", s);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
@@ -546,6 +500,59 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if ((r = do_mount("overlay", p, "overlay", MS_NOSUID | MS_NODEV, data, err)) < 0)
 			return r;
 	}
+	return 0;
+}
+
+int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
+{
+	char data[4096];
+	const char *s = plan->scratch;
+	int r;
+
+	/* Nothing we mount may propagate back to the host's namespace. */
+	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
+		return abox_error_prefix(err, "make / private");
+	spawn_mark(plan->marks, MARK_PRIVATE);
+
+	/* The writable layer: its size is the sandbox's disk limit. */
+	if (plan->on_disk) {
+		/* made by the creator (a disk of its own, see disk/): only
+		 * attached here, in this namespace, so the host never has it
+		 * mounted and it ends with the namespace */
+		if (syscall(SYS_move_mount, plan->disk_fd, "", AT_FDCWD, s, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return abox_error_set(err, errno, "attach the writable layer on '%s'", s);
+	} else {
+		uint64_t inodes = plan->disk_bytes / 8192;
+		if (inodes < 16384)
+			inodes = 16384;
+		safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
+			      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
+		if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
+			return r;
+	}
+	int lfd = open(s, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lfd < 0 || (*layer_fd = fcntl(lfd, F_DUPFD_CLOEXEC, 10)) < 0)
+		return abox_error_set(err, errno, "open the writable layer");
+	close(lfd);
+
+	char root[PATH_BUF];
+	safe_snprintf(root, sizeof(root), "%s/root", s);
+	/* a restore goes back to its working folder after the overlays */
+	_cleanup_close_ int old_cwd = plan->restore ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+	if (plan->oci) {
+		/* an OCI container's own folder, in place: its writes land where
+		 * its engine looks for them (no overlay, no host trees) */
+		if ((r = mkdir_p1(root, 0755, err)) < 0 ||
+		    (r = do_mount(plan->oci->root, root, NULL, MS_BIND | MS_REC, NULL, err)) < 0)
+			return abox_error_prefix(err, "root.path");
+		safe_snprintf(data, sizeof(data), "%s/sys", root);
+		if ((r = mkdir_p1(data, 0755, err)) < 0)
+			return r;
+	} else if ((r = overlay_root(plan, *layer_fd, root, err)) < 0) {
+		return r;
+	}
+	if (!plan->oci && (r = host_trees(plan, root, err)) < 0)
+		return r;
 	if (plan->restore) {
 		if (old_cwd >= 0 && fchdir(old_cwd) < 0)
 			return abox_error_set(err, errno, "chdir back");
@@ -559,6 +566,8 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)
 		return r;
 	spawn_mark(plan->marks, MARK_PROC);
+	if (plan->oci && (r = rootfs_oci_open(plan, err)) < 0)
+		return r;
 
 	/* pivot_root and detach the old root: unlike chroot, no fd or cwd
 	 * trick can walk back up to the host's tree afterwards. */

@@ -21,6 +21,32 @@
 
 #define ROOTFS_MAX_TREES 8
 
+/* One mount of an OCI container's config (mount/oci_mounts.c), made
+ * ready by the creator: abox's own /proc, /dev, /dev/pts and /sys are
+ * not among them. */
+struct rootfs_oci_mount {
+	const char *source; /* a bind's host path; a filesystem's source name */
+	const char *dest; /* absolute, in the container, without ".." */
+	const char *type; /* NULL: a bind */
+	const char *data; /* a filesystem's options, or NULL */
+	unsigned long flags; /* MS_* of a filesystem */
+	uint64_t attr_set; /* MOUNT_ATTR_* of a bind */
+	bool recursive; /* rbind */
+	bool file; /* a bind of a file: the destination is a file */
+};
+
+/* An OCI container's root: its own folder, bound in place (its writes
+ * land there, as the container engine expects), then its mounts. */
+struct rootfs_oci {
+	const char *root; /* host path of the container's root folder */
+	bool readonly;
+	const char *domainname; /* or NULL */
+	const struct rootfs_oci_mount *mounts;
+	unsigned nmounts;
+	const char *const *masked; /* NULL-terminated paths, or NULL */
+	const char *const *readonly_paths;
+};
+
 struct rootfs_plan {
 	const char *scratch;   /* host dir the scratch tmpfs is mounted on (in the child's namespace only) */
 	const char *lower;     /* lowerdir of the root overlay: snapshot layers' root/ folders,
@@ -58,6 +84,9 @@ struct rootfs_plan {
 	 * writable layer and /dev is owned by id_base. */
 	int userns_fd;
 	uid_t id_base;
+	/* an OCI container (lower, trees, hosts and resolv unused), or NULL */
+	const struct rootfs_oci *oci;
+	int *oci_fds; /* the child's: one per OCI mount, for its bind's tree */
 };
 
 /* A detached copy of the mount at src (fd, close-on-exec) seen through
@@ -77,6 +106,15 @@ uint32_t rootfs_proc_masks_present(void);
  * the sandbox can reach by path after pivot_root: init keeps it to report
  * disk use. With plan->restore: only the layer and the overlays. */
 int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err);
+
+/* An OCI container's binds, taken while the host's tree is in view
+ * (rootfs_setup calls it before pivot_root): each one's tree detached
+ * into plan->oci_fds. */
+int rootfs_oci_open(const struct rootfs_plan *plan, abox_error *err);
+/* Its mounts in order, then its masked and read-only paths and a
+ * read-only root: after pivot_root, /sys and the cgroup namespace, so a
+ * destination's symlinks resolve inside the container and nowhere else. */
+int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err);
 
 /* A detached, read-only sysfs mount (fd) of the caller's network
  * namespace: a sysfs shows the network devices of the namespace it was

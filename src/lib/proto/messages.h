@@ -39,6 +39,11 @@ enum proto_type {
 	 * checkpointer cannot dump those) and waits, serving nobody, until
 	 * SIGUSR2 tells it to fetch new ones (see INIT_REARM_NAME). */
 	MSG_REQ_CHECKPOINT = 27,
+	/* an OCI container's process, held by MSG_REQ_EXEC with EXEC_HELD
+	 * (init's "oci" mode): run it now with init's own stdin, stdout and
+	 * stderr -> EV_START {F_PID}, then EV_OK once it runs, or EV_END with
+	 * its exec error; when it ends, init ends with its status */
+	MSG_REQ_START = 28,
 	/* files, done by init as F_UID/F_GID inside the sandbox's tree; errors
 	 * are EV_ERROR {F_ERRNO, F_MESSAGE} with the kernel's errno */
 	MSG_REQ_FS_READ = 32,  /* F_PATH -> EV_DATA* then EV_OK {F_SIZE} */
@@ -115,6 +120,9 @@ enum proto_tag {
 	 * older than this field, which then runs it as nobody rather than
 	 * as some real user */
 	F_LOOKUP = 42,
+	F_GROUP = 43, /* exec: a supplementary group id, repeated (none: the uid's gid alone) */
+	F_UMASK = 44, /* exec: the file mode creation mask (else 022) */
+	F_RLIMIT = 45, /* exec: "RESOURCE SOFT HARD" (decimal; RLIM_INFINITY as is), repeated */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
@@ -130,6 +138,7 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 /* F_FLAGS of MSG_REQ_EXEC */
 #define EXEC_STDIN (1u << 0)   /* keep a stdin pipe open (else /dev/null) */
 #define EXEC_ONESHOT (1u << 1) /* init exits when this process ends */
+#define EXEC_HELD (1u << 2) /* an OCI container's process: kept until MSG_REQ_START */
 /* F_FLAGS of MSG_REQ_SET_TIMEOUT: the commands' own timeouts stand still
  * (the sandbox is about to be frozen) or run again (it was thawed) */
 #define CLOCKS_STOP (1u << 0)

@@ -216,6 +216,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 
 
 	int layer_fd = -1;
+	int oci_fds[plan.oci ? plan.oci->nmounts + 1 : 1];
+	plan.oci_fds = oci_fds;
 	if ((r = rootfs_setup(&plan, &layer_fd, &e)) < 0)
 		child_fail(err_fd, &e);
 
@@ -265,7 +267,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
 	spawn_mark(cfg->rootfs.marks, MARK_SYS);
-	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) {
+	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0 ||
+	    (plan.oci && plan.oci->domainname &&
+	     setdomainname(plan.oci->domainname, strlen(plan.oci->domainname)) < 0)) {
 		abox_error_set(&e, errno, "sethostname");
 		child_fail(err_fd, &e);
 	}
@@ -275,6 +279,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		abox_error_set(&e, errno, "unshare cgroup namespace");
 		child_fail(err_fd, &e);
 	}
+	/* an OCI container's own mounts: in its namespaces, after its root */
+	if (plan.oci && rootfs_oci_finish(&plan, &e) < 0)
+		child_fail(err_fd, &e);
 	/* v2 memory: init's own leaf, below the namespace's root so that
 	 * the commands' cgroup next to it stays in view (a cgroup2 mounted
 	 * with nsdelegate refuses moves into cgroups outside it). This write
@@ -313,7 +320,18 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	/* init's stdio: the sandbox's /dev/null, never a host terminal or file
 	 * (a host fd inside could be reopened through /proc/self/fd). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) {
+	bool keep = cfg->keep_stdio;
+	/* (an OCI container's engine gives its pipes, as to runc's init; a
+	 * closed one of them is /dev/null all the same) */
+	bool fail = null < 0;
+	for (int fd = 0; fd < 3 && !fail; fd++) {
+		/* close-on-exec there: one of ours, in a slot the caller left
+		 * free */
+		int fl = keep ? fcntl(fd, F_GETFD) : -1;
+		if (fl < 0 || (fl & FD_CLOEXEC))
+			fail = dup2(null, fd) < 0;
+	}
+	if (fail) {
 		abox_error_set(&e, errno, "open /dev/null");
 		child_fail(err_fd, &e);
 	}

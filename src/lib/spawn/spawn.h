@@ -44,6 +44,10 @@ struct spawn_config {
 	 * instead of a new one when net_premade (the fd stays the caller's) */
 	bool net_premade;
 	int net_premade_fd;
+	/* init keeps the creator's stdin, stdout and stderr (an OCI
+	 * container's: its engine's pipes or terminal, for its process)
+	 * instead of the sandbox's /dev/null */
+	bool keep_stdio;
 };
 
 struct spawn_result {

@@ -1,0 +1,305 @@
+/* oci/manage.c — what runc's callers ask of a container once it exists:
+ * `state` (the OCI state, 2-space indented, no newline after it), `list`,
+ * `kill`, `delete`, `pause`, `resume` and `ps`. */
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <abox/abox.h>
+
+#include "oci.h"
+
+static json_object *state_json(abox_ctx *ctx, const struct oci_ctr *c)
+{
+	int pid;
+	const char *st = oci_status(ctx, c, &pid);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ociVersion",
+			       json_object_new_string(c->oci_version[0] ? c->oci_version : OCI_SPEC_VERSION));
+	json_object_object_add(o, "id", json_object_new_string(c->id));
+	json_object_object_add(o, "pid", json_object_new_int(pid));
+	json_object_object_add(o, "status", json_object_new_string(st));
+	json_object_object_add(o, "bundle", json_object_new_string(c->bundle));
+	json_object_object_add(o, "rootfs", json_object_new_string(c->rootfs));
+	json_object_object_add(o, "created", json_object_new_string(c->created));
+	if (c->annotations_json)
+		json_object_object_add(o, "annotations", json_tokener_parse(c->annotations_json));
+	json_object_object_add(o, "owner", json_object_new_string(""));
+	return o;
+}
+
+/* One id argument after the verb's options (none known here). */
+static int one_id(int argc, char **argv, const char **id)
+{
+	if (argc != 2)
+		return oci_error("%s: exactly one container id is needed", argv[0]);
+	*id = argv[1];
+	return 0;
+}
+
+int oci_state(int argc, char **argv)
+{
+	const char *id = NULL;
+	struct oci_ctr c;
+	abox_ctx *ctx = NULL;
+	if (one_id(argc, argv, &id) || oci_ctr_load(id, &c))
+		return 1;
+	if (oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
+		return 1;
+	}
+	json_object *o = state_json(ctx, &c);
+	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							JSON_C_TO_STRING_NOSLASHESCAPE),
+	      stdout);
+	json_object_put(o);
+	oci_ctr_free(&c);
+	abox_ctx_free(ctx);
+	return 0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int oci_list(int argc, char **argv)
+{
+	const char *format = "table";
+	bool quiet = false;
+	for (int i = 1; i < argc; i++) {
+		char name[64];
+		const char *val;
+		if (!oci_option(argv[i], name, sizeof(name), &val))
+			return oci_error("list: no arguments expected");
+		if ((!strcmp(name, "format") || !strcmp(name, "f")) && !val && i + 1 < argc)
+			val = argv[++i];
+		if (!strcmp(name, "format") || !strcmp(name, "f"))
+			format = val ? val : "";
+		else if (!strcmp(name, "quiet") || !strcmp(name, "q"))
+			quiet = true;
+		else
+			return oci_error("flag provided but not defined: -%s", name);
+	}
+	if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
+		return oci_error("invalid format option: %s", format);
+	abox_ctx *ctx = NULL;
+	if (oci_ctx(&ctx))
+		return 1;
+	DIR *d = opendir(oci_g.root);
+	char **ids = NULL;
+	size_t n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char **more = oci_id_ok(e->d_name) ? realloc(ids, (n + 1) * sizeof(*ids)) : NULL;
+		if (more && (more[n] = strdup(e->d_name)))
+			ids = more, n++;
+		else if (more)
+			ids = more;
+	}
+	if (d)
+		closedir(d);
+	qsort(ids, n, sizeof(*ids), cmp);
+	json_object *all = json_object_new_array();
+	if (!strcmp(format, "table") && !quiet)
+		printf("%-12s %-8s %-10s %-40s %-30s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED",
+		       "OWNER");
+	for (size_t i = 0; i < n; i++) {
+		struct oci_ctr c;
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s/state.json", oci_g.root, ids[i]);
+		if (access(path, F_OK) == 0 && oci_ctr_load(ids[i], &c) == 0) {
+			json_object *o = state_json(ctx, &c);
+			json_object *v;
+			if (quiet)
+				printf("%s\n", c.id);
+			else if (!strcmp(format, "table") && json_object_object_get_ex(o, "pid", &v))
+				printf("%-12s %-8d %-10s %-40s %-30s %s\n", c.id, json_object_get_int(v),
+				       json_object_get_string(json_object_object_get(o, "status")), c.bundle,
+				       c.created, "root");
+			json_object_array_add(all, o);
+			oci_ctr_free(&c);
+		}
+		free(ids[i]);
+	}
+	free(ids);
+	if (!quiet && !strcmp(format, "json"))
+		printf("%s\n", json_object_array_length(all)
+				       ? json_object_to_json_string_ext(
+						 all, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+				       : "null");
+	json_object_put(all);
+	abox_ctx_free(ctx);
+	return 0;
+}
+
+/* "9", "KILL", "SIGKILL" */
+static int signal_number(const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (*s && !*end)
+		return n > 0 && n < NSIG ? (int)n : -1;
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "HUP", SIGHUP },       { "INT", SIGINT },   { "QUIT", SIGQUIT },     { "ILL", SIGILL },
+		{ "TRAP", SIGTRAP },     { "ABRT", SIGABRT }, { "IOT", SIGIOT },       { "BUS", SIGBUS },
+		{ "FPE", SIGFPE },       { "KILL", SIGKILL }, { "USR1", SIGUSR1 },     { "SEGV", SIGSEGV },
+		{ "USR2", SIGUSR2 },     { "PIPE", SIGPIPE }, { "ALRM", SIGALRM },     { "TERM", SIGTERM },
+		{ "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD }, { "CONT", SIGCONT },     { "STOP", SIGSTOP },
+		{ "TSTP", SIGTSTP },     { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },     { "URG", SIGURG },
+		{ "XCPU", SIGXCPU },     { "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+		{ "WINCH", SIGWINCH },   { "IO", SIGIO },     { "PWR", SIGPWR },       { "SYS", SIGSYS },
+	};
+	if (!strncmp(s, "SIG", 3))
+		s += 3;
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (!strcmp(names[k].name, s))
+			return names[k].sig;
+	return -1;
+}
+
+int oci_kill(int argc, char **argv)
+{
+	int i = 1;
+	bool all = false;
+	for (; i < argc; i++) {
+		char name[64];
+		const char *val;
+		if (!oci_option(argv[i], name, sizeof(name), &val))
+			break;
+		if (!strcmp(name, "all") || !strcmp(name, "a"))
+			all = !val || !strcmp(val, "true");
+		else
+			return oci_error("flag provided but not defined: -%s", name);
+	}
+	if (i >= argc || argc - i > 2)
+		return oci_error("kill: a container id and at most one signal are needed");
+	const char *id = argv[i];
+	int sig = argc - i == 2 ? signal_number(argv[i + 1]) : SIGTERM;
+	if (sig < 0)
+		return oci_error("unknown signal \"%s\"", argv[i + 1]);
+	struct oci_ctr c;
+	abox_ctx *ctx = NULL;
+	if (oci_ctr_load(id, &c))
+		return 1;
+	if (oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
+		return 1;
+	}
+	/* a pidfd on the pid, then the status again: if it still names the
+	 * container's init, the pidfd holds it and no reused pid is hit */
+	int pid, r = 0;
+	oci_status(ctx, &c, &pid);
+	int pfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	int again = 0;
+	const char *st = pfd >= 0 ? oci_status(ctx, &c, &again) : "stopped";
+	if (pfd < 0 || again != pid || !strcmp(st, "stopped"))
+		r = all ? 0 : oci_error("container not running");
+	/* a paused container's init cannot act on a signal it forwards:
+	 * only SIGKILL (the kernel's) ends it frozen, as runc's */
+	else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+		r = oci_error("kill: %s", strerror(errno));
+	if (pfd >= 0)
+		close(pfd);
+	oci_ctr_free(&c);
+	abox_ctx_free(ctx);
+	return r;
+}
+
+int oci_delete(int argc, char **argv)
+{
+	int i = 1;
+	bool force = false;
+	for (; i < argc; i++) {
+		char name[64];
+		const char *val;
+		if (!oci_option(argv[i], name, sizeof(name), &val))
+			break;
+		if (!strcmp(name, "force") || !strcmp(name, "f"))
+			force = !val || !strcmp(val, "true");
+		else
+			return oci_error("flag provided but not defined: -%s", name);
+	}
+	if (i != argc - 1)
+		return oci_error("delete: exactly one container id is needed");
+	const char *id = argv[i];
+	char dir[4200], path[4300];
+	snprintf(dir, sizeof(dir), "%s/%s", oci_g.root, id);
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	struct oci_ctr c;
+	if (force && oci_id_ok(id) && access(path, F_OK) < 0) {
+		rmdir(dir);
+		return 0; /* nothing there: what --force asks for holds */
+	}
+	abox_ctx *ctx = NULL;
+	if (oci_ctr_load(id, &c))
+		return 1;
+	if (oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
+		return 1;
+	}
+	int pid, r = 0;
+	const char *st = oci_status(ctx, &c, &pid);
+	if (!force && (!strcmp(st, "running") || !strcmp(st, "paused"))) {
+		r = oci_error("cannot delete container %s that is not stopped: %s", id, st);
+	} else {
+		abox_error err = ABOX_ERROR_INIT;
+		if (c.sandbox[0] && abox_sandbox_remove(ctx, c.sandbox, &err) < 0 && err.code != ENOENT)
+			r = oci_error("%s", err.msg);
+		if (!r) {
+			unlink(path);
+			if (rmdir(dir) < 0)
+				r = oci_error("remove '%s': %s", dir, strerror(errno));
+		}
+	}
+	oci_ctr_free(&c);
+	abox_ctx_free(ctx);
+	return r;
+}
+
+static int freeze(int argc, char **argv, bool pause)
+{
+	const char *id = NULL;
+	struct oci_ctr c;
+	abox_ctx *ctx = NULL;
+	if (one_id(argc, argv, &id) || oci_ctr_load(id, &c))
+		return 1;
+	if (oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
+		return 1;
+	}
+	int pid, r = 0;
+	const char *st = oci_status(ctx, &c, &pid);
+	abox_sandbox *sb = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	if (pause && strcmp(st, "running") != 0 && strcmp(st, "created") != 0)
+		r = oci_error("container not running");
+	else if (!pause && strcmp(st, "paused") != 0)
+		r = oci_error("container not paused");
+	else if (abox_sandbox_connect(ctx, c.sandbox, &sb, &err) < 0 ||
+		 (pause ? abox_sandbox_pause(sb, &err) : abox_sandbox_resume(sb, &err)) < 0)
+		r = oci_error("%s", err.msg);
+	abox_sandbox_free(sb);
+	oci_ctr_free(&c);
+	abox_ctx_free(ctx);
+	return r;
+}
+
+int oci_pause(int argc, char **argv)
+{
+	return freeze(argc, argv, true);
+}
+
+int oci_resume(int argc, char **argv)
+{
+	return freeze(argc, argv, false);
+}

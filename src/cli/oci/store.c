@@ -1,0 +1,142 @@
+/* oci/store.c — containers' records under --root, the library context
+ * for them, and a container's status (see oci.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <abox/abox.h>
+
+#include "oci.h"
+
+int oci_ctx(abox_ctx **out)
+{
+	/* '=' is in no container id: these never meet one's folder */
+	char state[4200], run[4200];
+	snprintf(state, sizeof(state), "%s/abox=state", oci_g.root);
+	snprintf(run, sizeof(run), "%s/abox=run", oci_g.root);
+	if ((mkdir(oci_g.root, 0711) < 0 && errno != EEXIST) || (mkdir(state, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(run, 0700) < 0 && errno != EEXIST))
+		return oci_error("make the state folders under '%s': %s", oci_g.root, strerror(errno));
+	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
+	o.state_dir = state;
+	o.runtime_dir = run;
+	o.log_max = ABOX_LOG_WARNING;
+	abox_error err = ABOX_ERROR_INIT;
+	if (abox_ctx_new(&o, out, &err) < 0)
+		return oci_error("%s", err.msg);
+	return 0;
+}
+
+bool oci_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > 1024 || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      strchr("_+-.", *p)))
+			return false;
+	return true;
+}
+
+int oci_write_file(const char *path, const char *text)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(text);
+	ssize_t w = write(fd, text, len);
+	int e = w == (ssize_t)len ? 0 : w < 0 ? errno : EIO;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e)
+		unlink(tmp);
+	return -e;
+}
+
+static void copy(char *dst, size_t n, json_object *o, const char *key)
+{
+	json_object *v;
+	snprintf(dst, n, "%s",
+		 json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+			 ? json_object_get_string(v)
+			 : "");
+}
+
+int oci_ctr_load(const char *id, struct oci_ctr *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!oci_id_ok(id))
+		return oci_error("invalid container id '%s'", id), 1;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s/state.json", oci_g.root, id);
+	json_object *o = json_object_from_file(path);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return oci_error("container does not exist: %s", id), 1;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	copy(c->sandbox, sizeof(c->sandbox), o, "sandbox");
+	copy(c->bundle, sizeof(c->bundle), o, "bundle");
+	copy(c->rootfs, sizeof(c->rootfs), o, "rootfs");
+	copy(c->created, sizeof(c->created), o, "created");
+	copy(c->oci_version, sizeof(c->oci_version), o, "ociVersion");
+	json_object *v;
+	c->started = json_object_object_get_ex(o, "started", &v) && json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "annotations", &v) && json_object_is_type(v, json_type_object))
+		c->annotations_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return 0;
+}
+
+int oci_ctr_save(const struct oci_ctr *c)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "sandbox", json_object_new_string(c->sandbox));
+	json_object_object_add(o, "bundle", json_object_new_string(c->bundle));
+	json_object_object_add(o, "rootfs", json_object_new_string(c->rootfs));
+	json_object_object_add(o, "created", json_object_new_string(c->created));
+	json_object_object_add(o, "ociVersion", json_object_new_string(c->oci_version));
+	json_object_object_add(o, "started", json_object_new_boolean(c->started));
+	if (c->annotations_json)
+		json_object_object_add(o, "annotations", json_tokener_parse(c->annotations_json));
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s/state.json", oci_g.root, c->id);
+	int r = oci_write_file(path, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	if (r < 0)
+		return oci_error("write '%s': %s", path, strerror(-r));
+	return 0;
+}
+
+void oci_ctr_free(struct oci_ctr *c)
+{
+	free(c->annotations_json);
+	c->annotations_json = NULL;
+}
+
+const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
+{
+	abox_sandbox_info info = { .version = ABOX_SANDBOX_INFO_VERSION };
+	*pid = 0;
+	if (!c->sandbox[0] || abox_sandbox_info_get(ctx, c->sandbox, &info, NULL) < 0)
+		return "stopped";
+	abox_sandbox_state st = info.state;
+	int p = info.pid;
+	abox_sandbox_info_clear(&info);
+	if (st == ABOX_STATE_DEAD || p <= 0)
+		return "stopped";
+	*pid = p;
+	if (st == ABOX_STATE_PAUSED)
+		return "paused";
+	return c->started ? "running" : "created";
+}

@@ -1,0 +1,123 @@
+/* oci.c — abox-init in an OCI container (its "oci" argument): the
+ * container's process, held from the create until the start as runc's
+ * init waits on its fifo, then run with the stdin, stdout and stderr init
+ * was given (the container engine's pipes or terminal); its end is init's,
+ * with its status, so the engine that reaps init reads the container's
+ * exit code. The signals an engine sends to the container's pid (init's)
+ * go to the process, as they would reach runc's init.
+ * Runs only inside the sandbox, as its PID 1. */
+#include <signal.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "init.h"
+#include "proto/messages.h"
+#include "tables.h"
+
+bool oci_mode;
+static struct exec_req held;
+static bool have_held, started;
+static pid_t main_pid;
+
+/* What `kill` asks of a container: termination, a reload, a user
+ * signal. SIGUSR2 is init's own (re-arm after a checkpoint); SIGKILL and
+ * SIGSTOP cannot be caught and end or stop init itself. */
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCONT };
+
+void oci_signals(sigset_t *mask)
+{
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		sigaddset(mask, forwarded[i]);
+}
+
+void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
+{
+	if (!oci_mode || have_held || started) {
+		init_send_error(ci, f->id, EALREADY,
+				oci_mode ? "exec: the container's process is set already"
+					 : "exec: not an OCI container");
+		exec_req_free(req);
+		return;
+	}
+	held = *req;
+	memset(req, 0, sizeof(*req));
+	held.flags &= ~EXEC_HELD;
+	have_held = true;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	init_queue(ci, &m);
+}
+
+void oci_start(int ci, const struct proto_frame *f)
+{
+	if (!have_held) {
+		init_send_error(ci, f->id, started ? EALREADY : ENOENT,
+				started ? "start: the container's process was started already"
+					: "start: this sandbox has no container process");
+		return;
+	}
+	struct proc *p = procs_slot();
+	if (!p) {
+		init_send_error(ci, f->id, EAGAIN, "start: too many processes tracked by init");
+		return;
+	}
+	char cmd[256];
+	size_t used = 0;
+	cmd[0] = '\0';
+	for (size_t i = 0; held.argv[i] && used + 2 < sizeof(cmd); i++)
+		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", held.argv[i]);
+	static const int stdio[3] = { 0, 1, 2 };
+	pid_t pid = 0;
+	int ep = -1;
+	bool stalled = false;
+	int r = child_spawn_stdio(&held, stdio, &pid, &ep, &stalled);
+	exec_req_free(&held);
+	have_held = false;
+	started = true;
+	if (r < 0) {
+		init_send_error(ci, f->id, r, "start: could not make the container's process");
+		init_end_after_flush(125);
+		return;
+	}
+	main_pid = pid;
+	*p = (struct proc){ .state = P_STARTING,
+			    .pid = pid,
+			    .owner = ci,
+			    .owner_req = f->id,
+			    .cmd = strdup(cmd),
+			    .in = -1,
+			    .out = -1,
+			    .err = -1,
+			    .ep = ep,
+			    .tee_out = -1,
+			    .tee_err = -1,
+			    .stalled = stalled,
+			    .oci_main = true };
+	p->att_req[ci] = f->id;
+	proc_started(p); /* usually not known yet: the poll loop watches ep */
+}
+
+bool oci_signal(int sig)
+{
+	bool ours = false;
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		ours |= forwarded[i] == sig;
+	if (!oci_mode || !ours)
+		return false;
+	if (main_pid > 0) {
+		kill(main_pid, sig);
+		return true;
+	}
+	/* not started: the container ends as runc's waiting init would, by
+	 * the signal's default action */
+	if (sig != SIGWINCH && sig != SIGCONT)
+		init_shutdown(128 + sig);
+	return true;
+}
+
+/* procs.c: the container's process ended (or never ran). */
+void oci_main_ended(const struct proc *p)
+{
+	main_pid = 0;
+	init_end_after_flush(p->exit_code);
+}

@@ -1,0 +1,382 @@
+/* local/create_oci.c — see create_oci.h. What a config asks that abox
+ * cannot do is refused here, before anything is made, naming its JSON
+ * path; nothing in a config makes a container less confined than abox's
+ * own sandboxes (its seccomp policy, capability set, /proc and /sys
+ * masks, no_new_privs always stand). */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "local/local.h"
+#include "local/create_oci.h"
+#include "base/mountapi.h"
+#include "caps/caps.h"
+#include "proto/messages.h"
+#include "spawn/spawn.h"
+
+#ifndef NS_GET_NSTYPE
+#define NS_GET_NSTYPE _IO(0xb7, 0x3)
+#endif
+
+static char *own(struct oci_create *oc, char *s)
+{
+	if (!s)
+		return NULL;
+	char **n = realloc(oc->owned, (oc->nowned + 2) * sizeof(*n));
+	if (!n) {
+		free(s);
+		return NULL;
+	}
+	oc->owned = n;
+	n[oc->nowned++] = s;
+	n[oc->nowned] = NULL;
+	return s;
+}
+
+/* The mount options runc knows as flags; the rest is the filesystem's. */
+static const struct {
+	const char *name;
+	unsigned long flag; /* MS_* set */
+	uint64_t attr; /* the same as MOUNT_ATTR_* (binds) */
+	bool clear;
+} flag_opts[] = {
+	{ "ro", MS_RDONLY, MOUNT_ATTR_RDONLY, false },
+	{ "rw", MS_RDONLY, MOUNT_ATTR_RDONLY, true },
+	{ "nosuid", MS_NOSUID, MOUNT_ATTR_NOSUID, false },
+	{ "suid", MS_NOSUID, MOUNT_ATTR_NOSUID, true },
+	{ "nodev", MS_NODEV, MOUNT_ATTR_NODEV, false },
+	{ "dev", MS_NODEV, MOUNT_ATTR_NODEV, true },
+	{ "noexec", MS_NOEXEC, MOUNT_ATTR_NOEXEC, false },
+	{ "exec", MS_NOEXEC, MOUNT_ATTR_NOEXEC, true },
+	{ "sync", MS_SYNCHRONOUS, 0, false },
+	{ "async", MS_SYNCHRONOUS, 0, true },
+	{ "dirsync", MS_DIRSYNC, 0, false },
+	{ "noatime", MS_NOATIME, 0, false },
+	{ "atime", MS_NOATIME, 0, true },
+	{ "nodiratime", MS_NODIRATIME, 0, false },
+	{ "relatime", MS_RELATIME, 0, false },
+	{ "norelatime", MS_RELATIME, 0, true },
+	{ "strictatime", MS_STRICTATIME, 0, false },
+	{ "nostrictatime", MS_STRICTATIME, 0, true },
+};
+
+/* Propagation: every mount of a container is private to it whatever the
+ * config says (a shared one would let its mounts reach the host). */
+static bool propagation_opt(const char *o)
+{
+	static const char *const p[] = { "private", "rprivate", "slave",      "rslave",
+					 "shared",  "rshared",  "unbindable", "runbindable" };
+	for (size_t i = 0; i < ELEMENTSOF(p); i++)
+		if (!strcmp(o, p[i]))
+			return true;
+	return false;
+}
+
+/* abox makes these itself (its own /proc with masks, /dev with its
+ * nodes, a private devpts, a read-only /sys of the container's network):
+ * the config's are the same thing asked for. */
+static bool abox_owns(const struct oci_mount *m)
+{
+	static const struct {
+		const char *dest, *type;
+	} own_mounts[] = {
+		{ "/proc", "proc" }, { "/dev", "tmpfs" }, { "/dev/pts", "devpts" }, { "/sys", "sysfs" }
+	};
+	for (size_t i = 0; i < ELEMENTSOF(own_mounts); i++)
+		if (!strcmp(m->destination, own_mounts[i].dest) && m->type &&
+		    !strcmp(m->type, own_mounts[i].type))
+			return true;
+	return false;
+}
+
+static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, struct rootfs_oci_mount *out,
+			 abox_error *err)
+{
+	const struct oci_mount *m = &oc->spec.mounts[i];
+	const char *type = m->type && *m->type ? m->type : NULL;
+	bool bind = type && !strcmp(type, "bind");
+	char data[4096];
+	size_t used = 0;
+	data[0] = '\0';
+	if (m->nuid || m->ngid)
+		return abox_error_setx(err, EOPNOTSUPP, "mounts[%zu]: idmapped mounts are not supported yet",
+				       i);
+	for (size_t k = 0; m->options && m->options[k]; k++) {
+		const char *o = m->options[k];
+		if (!strcmp(o, "bind") || !strcmp(o, "rbind")) {
+			bind = true;
+			out->recursive |= o[0] == 'r';
+			continue;
+		}
+		if (propagation_opt(o))
+			continue;
+		if (!strcmp(o, "idmap") || !strcmp(o, "ridmap") || !strcmp(o, "tmpcopyup") ||
+		    !strcmp(o, "remount") || !strcmp(o, "mand") || !strcmp(o, "nomand") ||
+		    !strncmp(o, "rro", 3) || !strncmp(o, "rnosuid", 7))
+			return abox_error_setx(err, EOPNOTSUPP, "mounts[%zu].options: '%s' is not supported",
+					       i, o);
+		bool known = false;
+		for (size_t f = 0; f < ELEMENTSOF(flag_opts) && !known; f++) {
+			if (strcmp(o, flag_opts[f].name) != 0)
+				continue;
+			known = true;
+			if (flag_opts[f].clear) {
+				out->flags &= ~flag_opts[f].flag;
+				out->attr_set &= ~flag_opts[f].attr;
+			} else {
+				out->flags |= flag_opts[f].flag;
+				out->attr_set |= flag_opts[f].attr;
+			}
+		}
+		if (known)
+			continue;
+		int n = snprintf(data + used, sizeof(data) - used, "%s%s", used ? "," : "", o);
+		if (n < 0 || (size_t)n >= sizeof(data) - used)
+			return abox_error_setx(err, E2BIG, "mounts[%zu].options: too long", i);
+		used += (size_t)n;
+	}
+	out->dest = m->destination;
+	if (bind) {
+		if (!m->source || !*m->source)
+			return abox_error_setx(err, EINVAL, "mounts[%zu].source: a bind needs one", i);
+		char path[4096];
+		if (m->source[0] == '/')
+			snprintf(path, sizeof(path), "%s", m->source);
+		else
+			snprintf(path, sizeof(path), "%s/%s", bundle, m->source);
+		struct stat st;
+		if (stat(path, &st) < 0)
+			return abox_error_set(err, errno, "mounts[%zu].source: '%s'", i, path);
+		if (!(out->source = own(oc, strdup(path))))
+			return abox_error_set(err, ENOMEM, "mounts");
+		out->file = !S_ISDIR(st.st_mode);
+		out->type = NULL;
+		if (used)
+			return abox_error_setx(err, EINVAL,
+					       "mounts[%zu].options: '%s' is not a bind's option", i, data);
+		return 0;
+	}
+	if (!type)
+		return abox_error_setx(err, EINVAL, "mounts[%zu].type: missing (and not a bind)", i);
+	if (!strcmp(type, "cgroup") || !strcmp(type, "cgroup2")) {
+		/* the container's own cgroup (its namespace's root) and only it,
+		 * never writable: limits are abox's */
+		type = "cgroup2";
+		out->flags |= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+		used = 0;
+	} else if (strcmp(type, "tmpfs") != 0 && strcmp(type, "mqueue") != 0) {
+		return abox_error_setx(
+			err, EOPNOTSUPP,
+			"mounts[%zu]: a '%s' mount on '%s' is not supported (abox makes /proc, /dev, "
+			"/dev/pts and /sys itself; others may be bind, tmpfs, mqueue or cgroup)",
+			i, type, m->destination);
+	}
+	out->type = type;
+	out->source = m->source && *m->source ? m->source : type;
+	out->data = used ? own(oc, strdup(data)) : NULL;
+	if (used && !out->data)
+		return abox_error_set(err, ENOMEM, "mounts");
+	return 0;
+}
+
+static int namespaces(struct oci_create *oc, abox_error *err)
+{
+	const struct oci_spec *s = &oc->spec;
+	static const enum oci_ns needed[] = { OCI_NS_PID, OCI_NS_MOUNT, OCI_NS_IPC, OCI_NS_UTS, OCI_NS_NET };
+	for (size_t i = 0; i < ELEMENTSOF(needed); i++)
+		if (!s->ns_wanted[needed[i]])
+			return abox_error_setx(err, EOPNOTSUPP,
+					       "linux.namespaces: no '%s' namespace: abox does not share the "
+					       "host's with a container",
+					       oci_ns_name(needed[i]));
+	if (s->ns_wanted[OCI_NS_USER] || s->ns_wanted[OCI_NS_TIME])
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "linux.namespaces: a '%s' namespace is not supported yet",
+				       oci_ns_name(s->ns_wanted[OCI_NS_USER] ? OCI_NS_USER : OCI_NS_TIME));
+	for (int t = 0; t < OCI_NS_COUNT; t++)
+		if (s->ns_path[t] && t != OCI_NS_NET)
+			return abox_error_setx(err, EOPNOTSUPP,
+					       "linux.namespaces: joining a '%s' namespace is not supported "
+					       "(only network)",
+					       oci_ns_name((enum oci_ns)t));
+	const char *p = s->ns_path[OCI_NS_NET];
+	if (!p)
+		return 0;
+	/* the one its engine (a CNI plugin) made and set up */
+	oc->netns_fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (oc->netns_fd < 0)
+		return abox_error_set(err, errno, "linux.namespaces: network path '%s'", p);
+	if (ioctl(oc->netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a network namespace", p);
+	return 0;
+}
+
+static int refuse(const struct oci_spec *s, abox_error *err)
+{
+	for (int k = 0; k < OCI_HOOK_KINDS; k++)
+		if (s->nhooks[k])
+			return abox_error_setx(err, EOPNOTSUPP, "hooks: not supported yet");
+	if (s->seccomp_json)
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "linux.seccomp: abox does not load OCI seccomp profiles yet (its own "
+				       "policy always applies); leave it out");
+	if (s->sysctl && s->sysctl[0])
+		return abox_error_setx(err, EOPNOTSUPP, "linux.sysctl: not supported yet");
+	if (s->ndevices)
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "linux.devices: abox gives a container its own fixed /dev");
+	if (s->mount_label && *s->mount_label)
+		return abox_error_setx(err, EOPNOTSUPP, "linux.mountLabel: SELinux labels are not supported");
+	if (s->resources.hugepage_json || s->resources.unified_json)
+		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
+				       s->resources.unified_json ? "unified" : "hugepageLimits");
+	if (s->process.terminal)
+		return abox_error_setx(err, EOPNOTSUPP, "process.terminal: not supported yet");
+	uint64_t beyond = s->process.cap_bounding & ~caps_default();
+	for (int c = 0; c < 64 && beyond; c++)
+		if (beyond & (1ull << c))
+			return abox_error_setx(
+				err, EPERM,
+				"process.capabilities.bounding: %s is beyond what abox grants a "
+				"sandbox",
+				caps_name(c) ? caps_name(c) : "a capability");
+	return 0;
+}
+
+int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err)
+{
+	*oc = (struct oci_create){ .netns_fd = -1 };
+	int r = oci_spec_load(bundle, &oc->spec, err);
+	if (r < 0)
+		return r;
+	struct oci_spec *s = &oc->spec;
+	if (!s->process.present || !s->process.args || !s->process.args[0])
+		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
+	if ((r = refuse(s, err)) < 0 || (r = namespaces(oc, err)) < 0)
+		return r;
+	if (!s->root_path)
+		return abox_error_setx(err, EINVAL, "root.path: missing");
+	char path[4096];
+	if (s->root_path[0] == '/')
+		snprintf(path, sizeof(path), "%s", s->root_path);
+	else
+		snprintf(path, sizeof(path), "%s/%s", bundle, s->root_path);
+	struct stat st;
+	if (!(oc->root = realpath(path, NULL)) || stat(oc->root, &st) < 0)
+		return abox_error_set(err, errno, "root.path: '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return abox_error_setx(err, ENOTDIR, "root.path: '%s' is not a folder", path);
+	if (!(oc->mounts = calloc(s->nmounts + 1, sizeof(*oc->mounts))))
+		return abox_error_set(err, ENOMEM, "mounts");
+	unsigned n = 0;
+	for (size_t i = 0; i < s->nmounts; i++) {
+		if (abox_owns(&s->mounts[i]))
+			continue;
+		if ((r = mount_prepare(oc, bundle, i, &oc->mounts[n], err)) < 0)
+			return r;
+		n++;
+	}
+	oc->ro = (struct rootfs_oci){ .root = oc->root,
+				      .readonly = s->root_readonly,
+				      .domainname = s->domainname,
+				      .mounts = oc->mounts,
+				      .nmounts = n,
+				      .masked = (const char *const *)s->masked_paths,
+				      .readonly_paths = (const char *const *)s->readonly_paths };
+	oc->caps = s->process.cap_bounding;
+	const struct oci_resources *res = &s->resources;
+	if (res->memory_limit > 0)
+		oc->memory_bytes = (uint64_t)res->memory_limit;
+	if (res->pids_limit > 0)
+		oc->pids = (uint64_t)res->pids_limit;
+	if (res->cpu_quota > 0 && res->cpu_quota_period > 0)
+		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / res->cpu_quota_period) ?: 1;
+	return 0;
+}
+
+void oci_create_free(struct oci_create *oc)
+{
+	oci_spec_free(&oc->spec);
+	free(oc->root);
+	free(oc->mounts);
+	for (size_t i = 0; i < oc->nowned; i++)
+		free(oc->owned[i]);
+	free(oc->owned);
+	if (oc->netns_fd >= 0)
+		close(oc->netns_fd);
+	*oc = (struct oci_create){ .netns_fd = -1 };
+}
+
+int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, abox_error *err)
+{
+	const struct oci_process *p = &spec->process;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
+	for (size_t i = 0; p->args[i]; i++)
+		proto_put_str(&m, F_ARG, p->args[i]);
+	for (size_t i = 0; p->env && p->env[i]; i++)
+		proto_put_str(&m, F_ENV, p->env[i]);
+	proto_put_str(&m, F_CWD, p->cwd && *p->cwd ? p->cwd : "/");
+	proto_put_u64(&m, F_UID, p->uid);
+	proto_put_u64(&m, F_GID, p->gid);
+	/* its gid first: setgroups replaces the whole list */
+	proto_put_u64(&m, F_GROUP, p->gid);
+	for (size_t i = 0; i < p->nadditional_gids; i++)
+		proto_put_u64(&m, F_GROUP, p->additional_gids[i]);
+	if (p->has_umask)
+		proto_put_u64(&m, F_UMASK, p->umask);
+	for (size_t i = 0; i < p->nrlimits; i++) {
+		char rl[80];
+		snprintf(rl, sizeof(rl), "%d %llu %llu", p->rlimits[i].resource,
+			 (unsigned long long)p->rlimits[i].soft, (unsigned long long)p->rlimits[i].hard);
+		proto_put_str(&m, F_RLIMIT, rl);
+	}
+	proto_put_u64(&m, F_FLAGS, EXEC_HELD);
+	return backend_call(sb, &m, "create: the container's process", NULL, NULL, err);
+}
+
+int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *err)
+{
+	if (o->template_name || o->snapshot || (o->net && o->net->mode != ABOX_NET_NONE) || o->env ||
+	    o->memory_bytes || o->pids || o->cpu_millis || o->disk_bytes || o->seccomp_policy ||
+	    o->timeout_ms)
+		return abox_error_setx(
+			err, EINVAL,
+			"an OCI container takes everything from its bundle: no template, snapshot, "
+			"network, environment, limits, policy or timeout besides");
+	if (o->flags & (ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_USERNS))
+		return abox_error_setx(
+			err, EINVAL, "an OCI container is long-lived, without auto-pause or user namespace");
+	int r = oci_create_prepare(o->oci_bundle, oc, err);
+	if (r < 0)
+		return r;
+	/* its files are its bundle's: the writable layer only holds what
+	 * abox itself writes */
+	o->flags |= ABOX_SANDBOX_NO_USERNS | ABOX_SANDBOX_NO_SUDO | ABOX_SANDBOX_LAYER_TMPFS;
+	o->disk_bytes = 16u << 20;
+	o->memory_bytes = oc->memory_bytes;
+	o->pids = oc->pids;
+	o->cpu_millis = oc->cpu_millis;
+	return 0;
+}
+
+void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
+{
+	cfg->rootfs.oci = &oc->ro;
+	cfg->rootfs.lower = NULL;
+	cfg->rootfs.ntrees = 0;
+	if (oc->spec.hostname && *oc->spec.hostname)
+		cfg->rootfs.hostname = oc->spec.hostname;
+	/* at most abox's own set (refused above when it asked for more) */
+	cfg->caps_keep = oc->caps & caps_default();
+	cfg->keep_stdio = true;
+	if (oc->netns_fd >= 0) {
+		cfg->net_premade = true;
+		cfg->net_premade_fd = oc->netns_fd;
+	}
+}

@@ -1,0 +1,44 @@
+/* local/create_oci — an OCI container's sandbox (abox_sandbox_opts
+ * oci_bundle): its config read and turned into what the create's phases
+ * use (the root bound in place, its mounts, limits, capabilities, the
+ * network namespace to join), then its process handed to init, held until
+ * abox_sandbox_start. Runs in the CLI/daemon. */
+#ifndef ABOX_LOCAL_CREATE_OCI_H
+#define ABOX_LOCAL_CREATE_OCI_H
+
+#include <abox/sandbox.h>
+
+#include "mount/rootfs.h"
+#include "oci/spec.h"
+
+struct abox_sandbox;
+
+struct oci_create {
+	struct oci_spec spec;
+	char *root; /* root.path, resolved */
+	struct rootfs_oci ro;
+	struct rootfs_oci_mount *mounts;
+	char **owned; /* strings made here, NULL-terminated */
+	size_t nowned;
+	int netns_fd; /* linux.namespaces' network path, or -1 */
+	uint64_t caps;
+	uint64_t memory_bytes, pids;
+	uint32_t cpu_millis;
+};
+
+struct spawn_config;
+/* The create's options checked against an OCI bundle's (which must give
+ * everything), the config read (oci_create_prepare) and the options
+ * completed from it. */
+int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *err);
+/* The clone's configuration for the container: its root, mounts,
+ * hostname, capabilities, network namespace, stdio. */
+void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg);
+/* Reads bundle/config.json; errors name the JSON path of what abox
+ * cannot honour. */
+int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err);
+void oci_create_free(struct oci_create *oc);
+/* Hands the container's process to init, held until the start. */
+int oci_create_hold(struct abox_sandbox *sb, const struct oci_spec *spec, abox_error *err);
+
+#endif

@@ -1,0 +1,180 @@
+/* mount/oci_mounts.c — an OCI container's own mounts (see rootfs.h):
+ * binds taken from the host's tree before pivot_root, everything placed
+ * after it. Runs between clone and exec in the sandbox child: system
+ * calls only, on the strings the creator prepared. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/mountapi.h"
+#include "mount/rootfs.h"
+
+#ifndef RESOLVE_NO_MAGICLINKS
+#define RESOLVE_NO_MAGICLINKS 0x02
+#endif
+
+struct how {
+	uint64_t flags, mode, resolve;
+};
+
+int rootfs_oci_open(const struct rootfs_plan *plan, abox_error *err)
+{
+	const struct rootfs_oci *o = plan->oci;
+	for (unsigned i = 0; i < o->nmounts; i++) {
+		const struct rootfs_oci_mount *m = &o->mounts[i];
+		plan->oci_fds[i] = -1;
+		if (m->type)
+			continue;
+		unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->recursive ? AT_RECURSIVE : 0);
+		int fd = (int)syscall(SYS_open_tree, AT_FDCWD, m->source, flags);
+		if (fd < 0)
+			return abox_error_set(err, errno, "mounts: bind source '%s' (for '%s')", m->source,
+					      m->dest);
+		struct mount_attr a = { .attr_set = m->attr_set };
+		if (m->attr_set &&
+		    syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (m->recursive ? AT_RECURSIVE : 0), &a,
+			    sizeof(a)) < 0) {
+			int e = errno;
+			close(fd);
+			return abox_error_set(err, e, "mounts: options of the bind of '%s'", m->source);
+		}
+		plan->oci_fds[i] = fd;
+	}
+	return 0;
+}
+
+/* An O_PATH fd on dest in the container, made (a folder, or an empty file
+ * when file) where missing. Symlinks are followed — after pivot_root they
+ * can only lead inside the container — but never /proc's magic links,
+ * which could name a file of the host through a descriptor. */
+static int target(const char *dest, bool file, bool make, abox_error *err)
+{
+	char comp[256];
+	int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return abox_error_set(err, errno, "open /");
+	const char *p = dest;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return dir;
+		const char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len >= sizeof(comp)) {
+			close(dir);
+			return abox_error_setx(err, ENAMETOOLONG, "mount destination '%s'", dest);
+		}
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		p += len;
+		while (*p == '/')
+			p++;
+		bool last = !*p;
+		struct how h = { .flags = O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY),
+				 .resolve = RESOLVE_NO_MAGICLINKS };
+		int next = (int)syscall(SYS_openat2, dir, comp, &h, sizeof(h));
+		if (next < 0 && errno == ENOENT && make) {
+			if (last && file) {
+				int f = openat(dir, comp,
+					       O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+				if (f >= 0)
+					close(f);
+			} else {
+				(void)mkdirat(dir, comp, 0755);
+			}
+			next = (int)syscall(SYS_openat2, dir, comp, &h, sizeof(h));
+		}
+		int e = errno;
+		close(dir);
+		if (next < 0)
+			return e == ENOENT && !make
+				       ? -ENOENT
+				       : abox_error_set(err, e, "mount destination '%s' (at '%s')", dest,
+							comp);
+		dir = next;
+	}
+}
+
+static int mount_at(const char *src, int fd, const char *type, unsigned long flags, const char *data,
+		    const char *dest, abox_error *err)
+{
+	char at[64];
+	safe_snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+	if (mount(src, at, type, flags, data) < 0)
+		return abox_error_set(err, errno, "mount %s on '%s'", type ? type : "bind", dest);
+	return 0;
+}
+
+/* maskedPaths: a folder under an empty read-only tmpfs, a file under
+ * /dev/null; readonlyPaths: bound read-only over themselves. Missing
+ * paths are skipped, as the spec says. */
+static int protect(const char *const *paths, bool mask, abox_error *err)
+{
+	for (size_t i = 0; paths && paths[i]; i++) {
+		int fd = target(paths[i], true, false, err);
+		if (fd == -ENOENT)
+			continue;
+		if (fd < 0)
+			return fd;
+		struct stat st;
+		int r = fstat(fd, &st) < 0 ? abox_error_set(err, errno, "stat '%s'", paths[i]) : 0;
+		bool dir = S_ISDIR(st.st_mode);
+		if (r >= 0 && mask)
+			r = dir ? mount_at("tmpfs", fd, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+					   "size=0", paths[i], err)
+				: mount_at("/dev/null", fd, NULL, MS_BIND, NULL, paths[i], err);
+		if (r >= 0 && !mask) {
+			char at[64];
+			safe_snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+			r = mount_at(at, fd, NULL, MS_BIND | MS_REC, NULL, paths[i], err);
+			/* the new mount is on top: name it by path again */
+			int top = r >= 0 ? target(paths[i], true, false, err) : -1;
+			if (r >= 0 && top < 0)
+				r = top;
+			if (r >= 0) {
+				r = mount_at(NULL, top, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, NULL,
+					     paths[i], err);
+				close(top);
+			}
+		}
+		close(fd);
+		if (r < 0)
+			return abox_error_prefix(err, "%s", mask ? "maskedPaths" : "readonlyPaths");
+	}
+	return 0;
+}
+
+int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
+{
+	const struct rootfs_oci *o = plan->oci;
+	int r;
+	for (unsigned i = 0; i < o->nmounts; i++) {
+		const struct rootfs_oci_mount *m = &o->mounts[i];
+		int fd = target(m->dest, m->file, true, err);
+		if (fd < 0)
+			return abox_error_prefix(err, "mounts");
+		if (m->type)
+			r = mount_at(m->source, fd, m->type, m->flags, m->data, m->dest, err);
+		else if (syscall(SYS_move_mount, plan->oci_fds[i], "", fd, "",
+				 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			r = abox_error_set(err, errno, "bind '%s' on '%s'", m->source, m->dest);
+		else
+			r = 0;
+		close(fd);
+		if (!m->type) {
+			close(plan->oci_fds[i]);
+			plan->oci_fds[i] = -1;
+		}
+		if (r < 0)
+			return abox_error_prefix(err, "mounts");
+	}
+	if ((r = protect(o->masked, true, err)) < 0 || (r = protect(o->readonly_paths, false, err)) < 0)
+		return r;
+	if (o->readonly && mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		return abox_error_set(err, errno, "root.readonly: remount / read-only");
+	return 0;
+}
