@@ -8,6 +8,7 @@
  * Runs only inside the sandbox, as its PID 1. */
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "init.h"
@@ -30,12 +31,54 @@ void oci_signals(sigset_t *mask)
 		sigaddset(mask, forwarded[i]);
 }
 
+/* Whether the process's program is there to run, as runc's init checks
+ * before it waits: a create whose start would fail fails now, in runc's
+ * words. */
+static bool runnable(const struct exec_req *req, char *why, size_t n)
+{
+	const char *a0 = req->argv[0], *path = NULL;
+	char buf[4200];
+	if (strchr(a0, '/')) {
+		if (a0[0] != '/' && req->cwd)
+			safe_snprintf(buf, sizeof(buf), "%s/%s", req->cwd, a0);
+		else
+			safe_snprintf(buf, sizeof(buf), "%s", a0);
+		if (access(buf, X_OK) == 0)
+			return true;
+		safe_snprintf(why, n, "exec: \"%s\": %s", a0,
+			      errno == ENOENT   ? "no such file or directory"
+			      : errno == EACCES ? "permission denied"
+						: "cannot be run");
+		return false;
+	}
+	for (size_t i = 0; req->env && req->env[i]; i++)
+		if (!strncmp(req->env[i], "PATH=", 5))
+			path = req->env[i] + 5;
+	if (!path)
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		safe_snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, a0);
+		if (len && access(buf, X_OK) == 0)
+			return true;
+		path += len + (path[len] == ':');
+	}
+	safe_snprintf(why, n, "exec: \"%s\": executable file not found in $PATH", a0);
+	return false;
+}
+
 void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
 {
+	char why[480];
 	if (!oci_mode || have_held || started) {
 		init_send_error(ci, f->id, EALREADY,
 				oci_mode ? "exec: the container's process is set already"
 					 : "exec: not an OCI container");
+		exec_req_free(req);
+		return;
+	}
+	if (!runnable(req, why, sizeof(why))) {
+		init_send_error(ci, f->id, ENOENT, why);
 		exec_req_free(req);
 		return;
 	}

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""abox as an OCI runtime, driven as containerd's runc shim drives runc,
+as TAP: this test is the shim (a child subreaper, so a container's init is
+its child once `create` has exited, and its exit status is read here);
+each container is a busybox bundle made by the test. Covered: create with
+--pid-file (the pid, no newline) and the container's stdio; state through
+created, running, paused, stopped; start; the exit status; kill by name
+and number, and --all; delete, forced or not; pause/resume; ps; list;
+run (foreground and --detach); features; the config honoured (user and
+groups, env, cwd, rlimits, hostname, binds, tmpfs, a read-only root,
+masked paths, a network namespace joined by path); bad bundles refused
+with the error on stderr and in the JSON log, nothing left behind.
+
+usage: lifecycle.py BUILD_DIR"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from harness import broke, check, finish  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+ABOX = os.path.join(BUILD, "abox")
+PR_SET_CHILD_SUBREAPER = 36
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+work = tempfile.mkdtemp(prefix="abox-oci-life-")
+root = os.path.join(work, "state")
+log = os.path.join(work, "log.json")
+helpers = []  # processes this test started
+
+
+class Done:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+    def __repr__(self):
+        return f"exit {self.returncode}, stdout {self.stdout!r}, stderr {self.stderr!r}"
+
+
+def oci(*args, stdout=None, timeout=60):
+    """A command's result; its stdio are files, never pipes: a container
+    keeps the stdio its create was given (as runc's does), and a pipe
+    would then never end."""
+    cmd = [ABOX, "oci", "--root", root, "--log", log, "--log-format", "json"] + list(args)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=stdout or out, stderr=err, timeout=timeout)
+        out.seek(0)
+        err.seek(0)
+        return Done(p.returncode, out.read(), err.read())
+
+
+def bundle(name, args, edit=None):
+    b = os.path.join(work, name)
+    rootfs = os.path.join(b, "rootfs")
+    os.makedirs(os.path.join(rootfs, "bin"))
+    shutil.copy("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
+    for tool in ("sh", "echo", "id", "hostname", "cat", "ls", "sleep", "touch", "ulimit", "readlink", "grep"):
+        os.symlink("busybox", os.path.join(rootfs, "bin", tool))
+    for d in ("proc", "dev", "sys", "tmp", "etc"):
+        os.makedirs(os.path.join(rootfs, d), exist_ok=True)
+    subprocess.run([ABOX, "oci", "spec", "--bundle", b], check=True)
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["terminal"] = False
+    cfg["process"]["args"] = args
+    if edit:
+        edit(cfg)
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return b
+
+
+def state(cid):
+    r = oci("state", cid)
+    return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
+
+
+def reap(pid, timeout=20):
+    """The container's init ended: its wait status (it is our child)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got == pid:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    return None
+
+
+def create(cid, b, out=None):
+    pidfile = os.path.join(work, cid + ".pid")
+    r = oci("create", "--bundle", b, "--pid-file", pidfile, cid, stdout=out)
+    pid = int(open(pidfile).read()) if r.returncode == 0 else 0
+    return r, pid, pidfile
+
+
+def sandbox_of(cid):
+    with open(os.path.join(root, cid, "state.json")) as f:
+        return json.load(f)["sandbox"]
+
+
+def leftovers(sandbox):
+    """What a removed container's sandbox could have left: its cgroups,
+    records and runtime folder, mounts naming it."""
+    found = []
+    for base, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if sandbox in d:
+                found.append(os.path.join(base, d))
+        if base.count("/") > 9:
+            dirs[:] = []
+    for sub in ("abox=run", "abox=state/sandboxes"):
+        p = os.path.join(root, sub)
+        if os.path.isdir(p):
+            found += [os.path.join(p, e) for e in os.listdir(p) if sandbox in e]
+    with open("/proc/self/mountinfo") as f:
+        found += [ln for ln in f if sandbox in ln]
+    return found
+
+
+try:
+    # -- the life of a container, as the shim sees it ---------------------
+    b = bundle("life", ["/bin/sh", "-c", "echo out; echo err >&2; read x; echo got=$x; exit 3"])
+    outp = open(os.path.join(work, "life.out"), "w+")
+    errp = open(os.path.join(work, "life.err"), "w+")
+    inr, inw = os.pipe()
+    pidfile = os.path.join(work, "life.pid")
+    p = subprocess.run([ABOX, "oci", "--root", root, "create", "--bundle", b, "--pid-file", pidfile, "life"],
+                       stdin=inr, stdout=outp, stderr=errp, timeout=60)
+    os.close(inr)
+    raw = open(pidfile).read() if os.path.exists(pidfile) else ""
+    pid = int(raw) if raw.isdigit() else 0
+    st = state("life")
+    check("create: exit 0, --pid-file holds the pid (no newline), state 'created' with that pid",
+          p.returncode == 0 and raw.isdigit() and st.get("status") == "created" and st.get("pid") == pid
+          and st.get("id") == "life" and st.get("bundle") == b and st.get("rootfs") == os.path.join(b, "rootfs"),
+          (p, raw, st))
+    with open(f"/proc/{pid}/status") as f:
+        ppid = next(int(ln.split()[1]) for ln in f if ln.startswith("PPid:"))
+    check("create: the container's init is the caller's (a subreaper's) child once create has exited",
+          ppid == os.getpid(), ppid)
+    outp.seek(0)
+    check("create: the process has not run before start", outp.read() == "", "")
+    r = oci("start", "life")
+    st = state("life")
+    check("start: exit 0, state 'running'", r.returncode == 0 and st.get("status") == "running", (r, st))
+    r2 = oci("start", "life")
+    check("start again: refused", r2.returncode != 0 and "running" in r2.stderr, r2)
+    os.write(inw, b"hello\n")
+    os.close(inw)
+    code = reap(pid)
+    outp.seek(0)
+    errp.seek(0)
+    out, err = outp.read(), errp.read()
+    check("the process's stdin, stdout and stderr are the ones create was given", out == "out\ngot=hello\n"
+          and err == "err\n", (out, err))
+    check("the container's exit status is its process's (3), read by its reaper", code == 3, code)
+    st = state("life")
+    check("state after the end: 'stopped', pid 0", st.get("status") == "stopped" and st.get("pid") == 0, st)
+    r = oci("kill", "life", "KILL")
+    check("kill of a stopped container: 'container not running'",
+          r.returncode != 0 and "container not running" in r.stderr, r)
+    r = oci("kill", "--all", "life", "9")
+    check("kill --all of a stopped container: success (what the shim sends after its init's end)",
+          r.returncode == 0, r)
+    sb = sandbox_of("life")
+    r = oci("delete", "life")
+    st = state("life")
+    check("delete of a stopped container: exit 0; then 'container does not exist'",
+          r.returncode == 0 and "container does not exist" in st.get("error", ""), (r, st))
+    check("delete left nothing of its sandbox (cgroups, records, runtime folder, mounts)",
+          leftovers(sb) == [], leftovers(sb))
+    r = oci("delete", "--force", "life")
+    check("delete --force of a container that is not there: success", r.returncode == 0, r)
+
+    # -- signals, pause, ps, delete of a running one -------------------------
+    b = bundle("sleeper", ["/bin/sh", "-c", "trap 'echo term; exit 7' TERM; while :; do sleep 0.1; done"])
+    so = open(os.path.join(work, "sleeper.out"), "w+")
+    r, pid, _ = create("sleeper", b, out=so)
+    r2 = oci("start", "sleeper")
+    check("a second container: create and start", r.returncode == 0 and r2.returncode == 0, (r, r2))
+    r = oci("ps", "--format", "json", "sleeper")
+    pids = json.loads(r.stdout) if r.returncode == 0 else []
+    check("ps --format json: the container's pids, its init's among them", pid in pids and len(pids) >= 2,
+          (r, pids))
+    r = oci("ps", "sleeper")
+    check("ps (table): ps's header and the container's lines", r.returncode == 0 and "PID" in r.stdout
+          and str(pid) in r.stdout, r)
+    r = oci("pause", "sleeper")
+    st = state("sleeper")
+    check("pause: state 'paused'", r.returncode == 0 and st.get("status") == "paused", (r, st))
+    r = oci("resume", "sleeper")
+    st = state("sleeper")
+    check("resume: state 'running' again", r.returncode == 0 and st.get("status") == "running", (r, st))
+    r = oci("list", "--format", "json")
+    lst = json.loads(r.stdout) if r.returncode == 0 else None
+    check("list --format json: the container's state, with owner",
+          isinstance(lst, list) and [x["id"] for x in lst] == ["sleeper"] and lst[0]["status"] == "running"
+          and "owner" in lst[0], (r, lst))
+    r = oci("delete", "sleeper")
+    check("delete of a running container: refused, as runc says it",
+          r.returncode != 0 and "cannot delete container sleeper that is not stopped: running" in r.stderr, r)
+    r = oci("kill", "sleeper", "SIGTERM")
+    code = reap(pid)
+    so.seek(0)
+    check("kill ID SIGTERM: the process gets it (its trap runs) and its status is the container's",
+          r.returncode == 0 and code == 7 and so.read() == "term\n", (r, code))
+    oci("delete", "sleeper")
+
+    r, pid, _ = create("forced", bundle("forced", ["/bin/sleep", "600"]))
+    oci("start", "forced")
+    sb = sandbox_of("forced")
+    r = oci("delete", "--force", "forced")
+    code = reap(pid)
+    check("delete --force of a running container: its init killed, nothing left",
+          r.returncode == 0 and code == -9 and leftovers(sb) == [] and not os.path.exists(os.path.join(root, "forced")),
+          (r, code, leftovers(sb)))
+
+    r, pid, _ = create("unstarted", bundle("unstarted", ["/bin/sleep", "600"]))
+    r2 = oci("kill", "unstarted", "TERM")
+    code = reap(pid)
+    check("kill of a created container: it ends by the signal's default (143) without its process running",
+          r.returncode == 0 and r2.returncode == 0 and code == 143, (r, r2, code))
+    oci("delete", "unstarted")
+
+    # -- the config honoured -------------------------------------------------
+    hostdir = os.path.join(work, "hostdir")
+    os.makedirs(hostdir)
+    open(os.path.join(hostdir, "file"), "w").write("from the host\n")
+
+    def honour(cfg):
+        cfg["process"]["user"] = {"uid": 1000, "gid": 1000, "additionalGids": [5, 7]}
+        cfg["process"]["env"] = ["PATH=/bin", "FOO=bar"]
+        cfg["process"]["cwd"] = "/tmp"
+        cfg["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 77, "hard": 88}]
+        cfg["hostname"] = "ctr-host"
+        cfg["root"]["readonly"] = True
+        cfg["mounts"] += [{"destination": "/data", "type": "bind", "source": hostdir, "options": ["rbind", "ro"]},
+                          {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["mode=1777"]}]
+        cfg["linux"]["maskedPaths"] = ["/etc"]
+    cmd = ("echo $(id -u) $(id -g) $(id -G) $FOO $(pwd) $(ulimit -n) $(ulimit -Hn) $(hostname); cat /data/file; "
+           "touch /data/x 2>/dev/null && echo data-writable; touch /tmp/y && echo tmp-writable; "
+           "touch /z 2>/dev/null && echo root-writable; ls -A /etc | wc -l")
+    b = bundle("honour", ["/bin/sh", "-c", cmd], honour)
+    os.symlink("busybox", os.path.join(b, "rootfs", "bin", "wc"))
+    os.symlink("busybox", os.path.join(b, "rootfs", "bin", "pwd"))
+    ho = open(os.path.join(work, "honour.out"), "w+")
+    r = oci("run", "--bundle", b, "honour", stdout=ho)
+    ho.seek(0)
+    lines = ho.read().splitlines()
+    check("run: the config's user, groups, env, cwd, rlimits, hostname; a read-only bind, a tmpfs, a read-only "
+          "root, a masked path; run's exit status is the process's",
+          r.returncode == 0 and lines == ["1000 1000 1000 5 7 bar /tmp 77 88 ctr-host", "from the host",
+                                          "tmp-writable", "0"], (r, lines))
+    check("run (foreground) deletes the container after its end", not os.path.exists(os.path.join(root, "honour")),
+          os.listdir(root))
+    check("the host folder bound read-only was not written", os.listdir(hostdir) == ["file"], os.listdir(hostdir))
+
+    r = oci("run", "--bundle", bundle("runexit", ["/bin/sh", "-c", "exit 42"]), "runexit")
+    check("run: exit status 42 from the process", r.returncode == 42, r)
+
+    # a network namespace made by the test (as a CNI plugin's), joined
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "600"])
+    helpers.append(holder)
+    time.sleep(0.3)
+    nspath = f"/proc/{holder.pid}/ns/net"
+    ns_ino = os.stat(nspath).st_ino
+
+    def join(cfg):
+        cfg["linux"]["namespaces"] = [n if n["type"] != "network" else {"type": "network", "path": nspath}
+                                      for n in cfg["linux"]["namespaces"]]
+    no = open(os.path.join(work, "netns.out"), "w+")
+    r = oci("run", "--bundle", bundle("netns", ["/bin/readlink", "/proc/self/ns/net"], join), "netns", stdout=no)
+    no.seek(0)
+    got = no.read().strip()
+    check("linux.namespaces network with a path: the container is in that namespace",
+          r.returncode == 0 and got == f"net:[{ns_ino}]", (r, got, ns_ino))
+
+    r = oci("features")
+    feat = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("features: runc's JSON (ociVersionMax, linux.namespaces, cgroup, seccomp, mountOptions)",
+          feat.get("ociVersionMax", "").startswith("1.") and "network" in feat["linux"]["namespaces"]
+          and feat["linux"]["seccomp"]["enabled"] is True and "rbind" in feat["mountOptions"]
+          and r.stdout.startswith('{\n    "ociVersionMin"'), r)
+
+    # -- bad bundles ----------------------------------------------------------
+    def bad(name, setup, want):
+        b = os.path.join(work, "bad-" + name)
+        if os.path.exists(b):
+            shutil.rmtree(b)
+        shutil.copytree(os.path.join(work, "runexit"), b, symlinks=True)
+        setup(b)
+        before = sorted(os.listdir(root))
+        open(log, "w").close()
+        r = oci("create", "--bundle", b, "bad-" + name)
+        entries = [json.loads(ln) for ln in open(log)]
+        msg = entries[-1]["msg"] if entries and entries[-1].get("level") == "error" else ""
+        check(f"bad bundle ({name}): exit non-zero, '{want}' on stderr and as the JSON log's last error, "
+              "nothing left", r.returncode != 0 and want in r.stderr and want in msg
+              and sorted(os.listdir(root)) == before, (r, msg, sorted(os.listdir(root)), before))
+
+    def edit_cfg(fn):
+        def setup(b):
+            path = os.path.join(b, "config.json")
+            cfg = json.load(open(path))
+            fn(cfg)
+            json.dump(cfg, open(path, "w"))
+        return setup
+
+    bad("malformed", lambda b: open(os.path.join(b, "config.json"), "w").write('{"ociVersion": "1.0.2", '),
+        "config.json")
+    bad("nsunknown", edit_cfg(lambda c: c["linux"]["namespaces"].append({"type": "foo"})),
+        "unknown namespace type 'foo'")
+    bad("noroot", lambda b: shutil.rmtree(os.path.join(b, "rootfs")), "root.path")
+    bad("dotdot", edit_cfg(lambda c: c["mounts"].append({"destination": "/../../etc", "type": "tmpfs",
+                                                          "source": "tmpfs"})), "..")
+    bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
+        "abox does not share the host's")
+    bad("caps", edit_cfg(lambda c: c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")),
+        "CAP_SYS_ADMIN is beyond what abox grants")
+    bad("noexec", edit_cfg(lambda c: c["process"].update(args=["/bin/no-such-program"])),
+        'exec: "/bin/no-such-program": no such file or directory')
+    bad("notinpath", edit_cfg(lambda c: c["process"].update(args=["no-such-program"])),
+        'exec: "no-such-program": executable file not found in $PATH')
+
+    # a symlink in the rootfs pointing out of it: the mount lands inside
+    outside = os.path.join(work, "outside")
+    os.makedirs(outside)
+
+    def escape(b):
+        os.symlink(outside, os.path.join(b, "rootfs", "evil"))
+        edit_cfg(lambda c: c["mounts"].append({"destination": "/evil/sub", "type": "tmpfs",
+                                               "source": "tmpfs"}))(b)
+    b = os.path.join(work, "escape")
+    shutil.copytree(os.path.join(work, "runexit"), b, symlinks=True)
+    escape(b)
+    cfgp = os.path.join(b, "config.json")
+    cfg = json.load(open(cfgp))
+    cfg["process"]["args"] = ["/bin/sh", "-c", "touch /evil/sub/inside && echo ok"]
+    json.dump(cfg, open(cfgp, "w"))
+    r = oci("run", "--bundle", b, "escape")
+    check("a mount destination through a symlink out of the rootfs never reaches the host folder it names "
+          "(refused, naming the destination)", os.listdir(outside) == [] and r.returncode != 0
+          and "mount destination '/evil/sub'" in r.stderr, (r, os.listdir(outside)))
+except Exception:
+    broke()
+finally:
+    for h in helpers:
+        h.kill()
+        h.wait()
+    # anything a failed step left: killed and removed through the runtime
+    if os.path.isdir(root):
+        for cid in os.listdir(root):
+            if "=" not in cid:
+                oci("delete", "--force", cid)
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    shutil.rmtree(work, ignore_errors=True)
+finish()
