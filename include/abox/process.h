@@ -90,6 +90,16 @@ typedef void (*abox_event_fn)(const abox_event *ev, void *userdata);
  * *out is owned by the caller (abox_proc_free). */
 ABOX_EXPORT int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **out,
 				abox_error *err);
+/* Starts a process described as an OCI runtime spec process (the JSON
+ * `runc exec --process` reads: args, env, cwd, user with uid, gid and
+ * additionalGids, rlimits) in an OCI container (abox_sandbox_opts
+ * oci_bundle). Its stdin, stdout and stderr are stdio's three fds of the
+ * caller (passed to the sandbox's init, which makes the process); it is
+ * killed when the caller's handle on the sandbox goes. Events as for
+ * abox_proc_start, without output (the fds carry it). A program that is
+ * not there ends it at once with exit code 127 and the reason. */
+ABOX_EXPORT int abox_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3],
+				    abox_proc **out, abox_error *err);
 /* A file descriptor for callers with their own poll loop, and the poll
  * events to wait for on it (POLLIN, plus POLLOUT while requests such as
  * stdin wait to be sent). Owned by the sandbox. */

@@ -199,6 +199,10 @@ void procs_exec(int ci, const struct proto_frame *f)
 		oci_hold(ci, f, &req); /* takes req */
 		return;
 	}
+	if (r >= 0 && (req.flags & EXEC_FDS)) {
+		oci_exec(ci, f, &req); /* takes req */
+		return;
+	}
 	if (r == -ABOX_ENOUSER) {
 		char m2[128];
 		safe_snprintf(m2, sizeof(m2), "exec: unknown user '%s' (not in the sandbox's /etc/passwd)",

@@ -162,6 +162,8 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req);
 extern bool oci_mode;
 void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req);
 void oci_start(int ci, const struct proto_frame *f);
+/* An exec with the caller's three fds as its stdio (EXEC_FDS): takes req. */
+void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req);
 bool oci_signal(int sig);
 void oci_signals(sigset_t *mask);
 

@@ -164,3 +164,50 @@ void oci_main_ended(const struct proc *p)
 	main_pid = 0;
 	init_end_after_flush(p->exit_code);
 }
+
+void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
+{
+	char why[480];
+	struct proc *p = NULL;
+	if (f->nfds != 3)
+		safe_snprintf(why, sizeof(why), "exec: the request carries %u descriptors, not 3", f->nfds);
+	else if (!runnable(req, why, sizeof(why)))
+		;
+	else if (!(p = procs_slot()))
+		safe_snprintf(why, sizeof(why), "exec: too many processes tracked by init");
+	if (!p) {
+		init_send_error(ci, f->id, ENOENT, why);
+		exec_req_free(req);
+		return;
+	}
+	char cmd[256];
+	size_t used = 0;
+	cmd[0] = '\0';
+	for (size_t i = 0; req->argv[i] && used + 2 < sizeof(cmd); i++)
+		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req->argv[i]);
+	pid_t pid = 0;
+	int ep = -1;
+	bool stalled = false;
+	int r = child_spawn_stdio(req, f->fds, &pid, &ep, &stalled);
+	bool bound = req->flags & EXEC_BOUND;
+	exec_req_free(req);
+	if (r < 0) {
+		init_send_error(ci, f->id, r, "exec: could not make the process");
+		return;
+	}
+	*p = (struct proc){ .state = P_STARTING,
+			    .pid = pid,
+			    .owner = ci,
+			    .owner_req = f->id,
+			    .cmd = strdup(cmd),
+			    .in = -1,
+			    .out = -1,
+			    .err = -1,
+			    .ep = ep,
+			    .tee_out = -1,
+			    .tee_err = -1,
+			    .stalled = stalled,
+			    .bound = bound };
+	p->att_req[ci] = f->id;
+	proc_started(p);
+}

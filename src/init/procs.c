@@ -303,6 +303,11 @@ void procs_client_gone(unsigned ci, unsigned last)
 		if (procs[i].state == P_FREE)
 			continue;
 		struct proc *p = &procs[i];
+		if (p->owner == (int)ci && p->bound && (p->state == P_STARTING || p->state == P_RUNNING) &&
+		    !p->exited) {
+			kill(-p->pid, SIGKILL);
+			kill(p->pid, SIGKILL);
+		}
 		if (p->owner == (int)ci)
 			p->owner = -1;
 		else if (p->owner == (int)last)

@@ -155,12 +155,16 @@ static const struct {
 
 void init_handle_frame(int ci, const struct proto_frame *f)
 {
-	for (unsigned i = 0; i < f->nfds; i++)
-		close(f->fds[i]); /* no request of this version passes fds in */
-	for (size_t i = 0; i < ELEMENTSOF(handlers); i++)
-		if (handlers[i].type == f->type) {
-			handlers[i].handle(ci, f);
-			return;
-		}
-	init_send_error(ci, f->id, EOPNOTSUPP, "unknown request type");
+	size_t i = 0;
+	while (i < ELEMENTSOF(handlers) && handlers[i].type != f->type)
+		i++;
+	if (i < ELEMENTSOF(handlers))
+		handlers[i].handle(ci, f);
+	else
+		init_send_error(ci, f->id, EOPNOTSUPP, "unknown request type");
+	/* the fds a request carries (an OCI exec's stdio) are its handler's
+	 * to use while it runs, and never kept: a client sending others
+	 * cannot fill init's table */
+	for (unsigned k = 0; k < f->nfds; k++)
+		close(f->fds[k]);
 }

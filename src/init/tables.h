@@ -78,6 +78,7 @@ struct proc {
 	bool timed_out;    /* killed at kill_at */
 	int sudo_fd; /* started for sudo: the connection its end goes to, else 0 (fd 0 is never one) */
 	bool oci_main; /* an OCI container's process (oci.c): its end is init's */
+	bool bound; /* EXEC_BOUND: killed when its owner goes */
 };
 
 /* Ended processes stay listed (and attachable, with their output) up to

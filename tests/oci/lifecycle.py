@@ -192,6 +192,38 @@ try:
     r = oci("ps", "sleeper")
     check("ps (table): ps's header and the container's lines", r.returncode == 0 and "PID" in r.stdout
           and str(pid) in r.stdout, r)
+    # -- exec, as the shim runs it (--detach, --pid-file) and in the foreground
+    eo = open(os.path.join(work, "exec.out"), "w+")
+    r = oci("exec", "--env", "X=from-exec", "sleeper", "/bin/sh", "-c", "echo $X $(id -u); exit 5", stdout=eo)
+    eo.seek(0)
+    check("exec (foreground): the command runs in the container with our stdio; its status is exec's",
+          r.returncode == 5 and eo.read() == "from-exec 0\n", r)
+    r = oci("exec", "sleeper", "/bin/no-such-program")
+    check("exec of a program that is not there: exit 255, runc's words",
+          r.returncode == 255 and 'exec: "/bin/no-such-program": no such file or directory' in r.stderr, r)
+    proc = os.path.join(work, "process.json")
+    with open(proc, "w") as f:
+        json.dump({"args": ["/bin/sh", "-c", "echo $(id -u):$(id -g) $(pwd); sleep 0.3; exit 6"], "cwd": "/tmp",
+                   "env": ["PATH=/bin"], "user": {"uid": 1000, "gid": 1000}}, f)
+    eo = open(os.path.join(work, "exec2.out"), "w+")
+    epid = os.path.join(work, "exec.pid")
+    r = oci("exec", "--process", proc, "--detach", "--pid-file", epid, "sleeper", stdout=eo)
+    wpid = int(open(epid).read()) if os.path.exists(epid) else 0
+    code = reap(wpid) if wpid else None
+    eo.seek(0)
+    check("exec --process FILE --detach --pid-file: returns at once; the pid is reaped by us with the "
+          "process's status (6); the process ran as the file says",
+          r.returncode == 0 and code == 6 and eo.read() == "1000:1000 /tmp\n", (r, code))
+    r = oci("exec", "--detach", "--pid-file", epid, "sleeper", "/bin/sleep", "600")
+    wpid = int(open(epid).read()) if r.returncode == 0 else 0
+    before = json.loads(oci("ps", "--format", "json", "sleeper").stdout)
+    os.kill(wpid, signal.SIGKILL)
+    reap(wpid)
+    time.sleep(0.3)
+    after = json.loads(oci("ps", "--format", "json", "sleeper").stdout)
+    check("exec --detach: killing the pid it gave (what the shim does at a timeout) ends the process too",
+          r.returncode == 0 and len(after) == len(before) - 1, (r, before, after))
+
     r = oci("pause", "sleeper")
     st = state("sleeper")
     check("pause: state 'paused'", r.returncode == 0 and st.get("status") == "paused", (r, st))

@@ -42,6 +42,7 @@ int oci_delete(int argc, char **argv);
 int oci_pause(int argc, char **argv);
 int oci_resume(int argc, char **argv);
 int oci_ps(int argc, char **argv);
+int oci_exec(int argc, char **argv);
 int oci_features(int argc, char **argv);
 
 /* A container's record, <root>/<id>/state.json (store.c): what the OCI

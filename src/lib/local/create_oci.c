@@ -312,30 +312,34 @@ void oci_create_free(struct oci_create *oc)
 	*oc = (struct oci_create){ .netns_fd = -1 };
 }
 
-int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, abox_error *err)
+void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 {
-	const struct oci_process *p = &spec->process;
-	struct proto_msg m;
-	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
 	for (size_t i = 0; p->args[i]; i++)
-		proto_put_str(&m, F_ARG, p->args[i]);
+		proto_put_str(m, F_ARG, p->args[i]);
 	for (size_t i = 0; p->env && p->env[i]; i++)
-		proto_put_str(&m, F_ENV, p->env[i]);
-	proto_put_str(&m, F_CWD, p->cwd && *p->cwd ? p->cwd : "/");
-	proto_put_u64(&m, F_UID, p->uid);
-	proto_put_u64(&m, F_GID, p->gid);
+		proto_put_str(m, F_ENV, p->env[i]);
+	proto_put_str(m, F_CWD, p->cwd && *p->cwd ? p->cwd : "/");
+	proto_put_u64(m, F_UID, p->uid);
+	proto_put_u64(m, F_GID, p->gid);
 	/* its gid first: setgroups replaces the whole list */
-	proto_put_u64(&m, F_GROUP, p->gid);
+	proto_put_u64(m, F_GROUP, p->gid);
 	for (size_t i = 0; i < p->nadditional_gids; i++)
-		proto_put_u64(&m, F_GROUP, p->additional_gids[i]);
+		proto_put_u64(m, F_GROUP, p->additional_gids[i]);
 	if (p->has_umask)
-		proto_put_u64(&m, F_UMASK, p->umask);
+		proto_put_u64(m, F_UMASK, p->umask);
 	for (size_t i = 0; i < p->nrlimits; i++) {
 		char rl[80];
 		snprintf(rl, sizeof(rl), "%d %llu %llu", p->rlimits[i].resource,
 			 (unsigned long long)p->rlimits[i].soft, (unsigned long long)p->rlimits[i].hard);
-		proto_put_str(&m, F_RLIMIT, rl);
+		proto_put_str(m, F_RLIMIT, rl);
 	}
+}
+
+int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, abox_error *err)
+{
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
+	oci_process_put(&m, &spec->process);
 	proto_put_u64(&m, F_FLAGS, EXEC_HELD);
 	return backend_call(sb, &m, "create: the container's process", NULL, NULL, err);
 }

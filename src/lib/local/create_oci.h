@@ -38,6 +38,10 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg);
  * cannot honour. */
 int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err);
 void oci_create_free(struct oci_create *oc);
+struct proto_msg;
+/* An OCI process's fields of an exec request (args, env, cwd, ids,
+ * groups, umask, rlimits). */
+void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* Hands the container's process to init, held until the start. */
 int oci_create_hold(struct abox_sandbox *sb, const struct oci_spec *spec, abox_error *err);
 

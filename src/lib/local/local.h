@@ -282,6 +282,8 @@ int local_connect_any(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_er
 /* start.c */
 int local_start(abox_sandbox *sb, int *pid, abox_error *err);
 int local_remove(abox_ctx *ctx, const char *id, abox_error *err);
+int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
+			 abox_error *err);
 int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err);
 /* network.c */

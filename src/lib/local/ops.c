@@ -16,6 +16,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.connect = local_connect,
 	.start = local_start,
 	.remove = local_remove,
+	.proc_start_oci = local_proc_start_oci,
 	.info = local_info,
 	.list = local_list,
 	.query = local_query,

@@ -1,9 +1,11 @@
 /* local/start.c — an OCI container's start (its held process run by init,
  * see src/init/oci.c) and the removal of a sandbox by id, dead or alive.
  * Runs in the CLI/daemon. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "local/local.h"
+#include "local/create_oci.h"
 #include "proto/messages.h"
 
 struct start_answer {
@@ -66,4 +68,54 @@ int local_remove(abox_ctx *ctx, const char *id, abox_error *err)
 	r = local_kill(sb, err);
 	local_free(sb);
 	return r;
+}
+
+int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
+			 abox_error *err)
+{
+	if (sb->paused)
+		return backend_not_paused(sb, "exec", err);
+	int r = backend_can_ask(sb, "exec", err);
+	if (r < 0)
+		return r;
+	if (sb->active)
+		return abox_error_setx(err, EBUSY, "exec: sandbox handle already runs a process");
+	struct oci_process op;
+	if ((r = oci_process_parse(process_json, strlen(process_json), "process", &op, err)) < 0)
+		return r;
+	if (op.terminal) {
+		oci_process_free(&op);
+		return abox_error_setx(err, EOPNOTSUPP, "process.terminal: not supported yet");
+	}
+	abox_proc *p = calloc(1, sizeof(*p));
+	if (!p) {
+		oci_process_free(&op);
+		return abox_error_set(err, ENOMEM, "exec");
+	}
+	p->sb = sb;
+	p->req = ++sb->next_req;
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_REQ_EXEC, p->req);
+	oci_process_put(&m, &op);
+	oci_process_free(&op);
+	/* the caller's stdio, passed; the process goes when the caller does
+	 * (a container engine's exec ends it by killing the caller) */
+	proto_put_u64(&m, F_FLAGS, EXEC_FDS | EXEC_BOUND);
+	for (int i = 0; i < 3; i++)
+		proto_put_fd(&m, stdio[i]);
+	/* fds ride on a byte of their own: what is queued goes first */
+	if ((r = backend_flush(sb, "exec", err)) < 0) {
+		proto_msg_free(&m);
+		free(p);
+		return r;
+	}
+	r = proto_send(sb->conn, &m);
+	proto_msg_free(&m);
+	if (r < 0) {
+		free(p);
+		return abox_error_set(err, -r, "exec: send request");
+	}
+	sb->active = p;
+	*out = p;
+	return 0;
 }

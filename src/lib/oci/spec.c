@@ -506,15 +506,38 @@ int oci_spec_load(const char *bundle, struct oci_spec *out, abox_error *err)
 	return r;
 }
 
+int oci_process_parse(const char *text, size_t len, const char *source, struct oci_process *out,
+		      abox_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct oci_pc c = { .source = source ? source : "process.json", .err = err };
+	char *copy = len <= OCI_MAX_CONFIG ? strndup(text, len) : NULL;
+	json_object *o = copy && strlen(copy) == len ? js_parse_object(copy, 64) : NULL;
+	free(copy);
+	if (!o)
+		return abox_error_setx(err, EINVAL, "%s: not one JSON object", c.source);
+	int r = parse_process(&c, o, out) < 0 ? -EINVAL : 0;
+	json_object_put(o);
+	if (r < 0)
+		oci_process_free(out);
+	return r;
+}
+
+void oci_process_free(struct oci_process *p)
+{
+	free(p->additional_gids);
+	strv_free(p->args);
+	strv_free(p->env);
+	free(p->cwd);
+	free(p->rlimits);
+	memset(p, 0, sizeof(*p));
+}
+
 void oci_spec_free(struct oci_spec *s)
 {
 	free(s->oci_version);
 	free(s->root_path);
-	free(s->process.additional_gids);
-	strv_free(s->process.args);
-	strv_free(s->process.env);
-	free(s->process.cwd);
-	free(s->process.rlimits);
+	oci_process_free(&s->process);
 	free(s->hostname);
 	free(s->domainname);
 	for (size_t i = 0; i < s->nmounts; i++) {

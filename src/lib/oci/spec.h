@@ -145,6 +145,11 @@ int oci_spec_parse(const char *text, size_t len, const char *source, struct oci_
 /* Reads bundle/config.json (at most 4 MiB) and parses it. */
 int oci_spec_load(const char *bundle, struct oci_spec *out, abox_error *err);
 void oci_spec_free(struct oci_spec *s);
+/* A process alone (what `runc exec --process FILE` reads: the config's
+ * "process" object), as strictly; paths in errors start at "process". */
+int oci_process_parse(const char *text, size_t len, const char *source, struct oci_process *out,
+		      abox_error *err);
+void oci_process_free(struct oci_process *p);
 /* The namespace type's name in the spec ("pid", "network", ...). */
 const char *oci_ns_name(enum oci_ns ns);
 
