@@ -18,8 +18,10 @@ packages=(
   # the pull tests: a registry server, a client that pushes into it and
   # a static busybox for the images they build
   docker-registry skopeo busybox-static
-  # the OCI runtime mode's peers: the configs they write must read
-  crun runc
+  # the OCI runtime mode's peers: the configs they write must read; the
+  # engine that drives it in its tests, its network plugins and the gRPC
+  # tools its Kubernetes (CRI) client is generated with
+  crun runc containerd containernetworking-plugins python3-grpcio python3-grpc-tools
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

@@ -19,8 +19,14 @@ int oci_ctx(abox_ctx **out)
 	char state[4200], run[4200];
 	snprintf(state, sizeof(state), "%s/abox=state", oci_g.root);
 	snprintf(run, sizeof(run), "%s/abox=run", oci_g.root);
-	if ((mkdir(oci_g.root, 0711) < 0 && errno != EEXIST) || (mkdir(state, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(run, 0700) < 0 && errno != EEXIST))
+	/* --root and the folders above it, as runc makes them */
+	for (char *s = strchr(state + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(state, 0711) < 0 && errno != EEXIST)
+			return oci_error("make '%s': %s", state, strerror(errno));
+		*s = '/';
+	}
+	if ((mkdir(state, 0700) < 0 && errno != EEXIST) || (mkdir(run, 0700) < 0 && errno != EEXIST))
 		return oci_error("make the state folders under '%s': %s", oci_g.root, strerror(errno));
 	abox_ctx_opts o = ABOX_CTX_OPTS_INIT;
 	o.state_dir = state;

@@ -216,15 +216,32 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 	return 0;
 }
 
+/* The annotation that lets abox's own confinement stand where the
+ * config asks for less (docs/kubernetes.md): capabilities beyond abox's
+ * set are dropped, and abox's seccomp policy applies in place of the
+ * config's profile. Without it those are errors: a config never weakens
+ * abox, nor is quietly made stricter than it says. */
+#define CONFINEMENT_ANNOTATION "abox.confinement"
+
+static bool abox_confinement(const struct oci_spec *s)
+{
+	for (size_t i = 0; s->annotations && s->annotations[i]; i++)
+		if (!strcmp(s->annotations[i], CONFINEMENT_ANNOTATION "=abox"))
+			return true;
+	return false;
+}
+
 static int refuse(const struct oci_spec *s, abox_error *err)
 {
+	bool ours = abox_confinement(s);
 	for (int k = 0; k < OCI_HOOK_KINDS; k++)
 		if (s->nhooks[k])
 			return abox_error_setx(err, EOPNOTSUPP, "hooks: not supported yet");
-	if (s->seccomp_json)
+	if (s->seccomp_json && !ours)
 		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.seccomp: abox does not load OCI seccomp profiles yet (its own "
-				       "policy always applies); leave it out");
+				       "linux.seccomp: abox does not load OCI seccomp profiles; with the "
+				       "annotation " CONFINEMENT_ANNOTATION
+				       "=abox its own policy applies instead");
 	if (s->sysctl && s->sysctl[0])
 		return abox_error_setx(err, EOPNOTSUPP, "linux.sysctl: not supported yet");
 	if (s->ndevices)
@@ -237,13 +254,13 @@ static int refuse(const struct oci_spec *s, abox_error *err)
 				       s->resources.unified_json ? "unified" : "hugepageLimits");
 	if (s->process.terminal)
 		return abox_error_setx(err, EOPNOTSUPP, "process.terminal: not supported yet");
-	uint64_t beyond = s->process.cap_bounding & ~caps_default();
+	uint64_t beyond = ours ? 0 : s->process.cap_bounding & ~caps_default();
 	for (int c = 0; c < 64 && beyond; c++)
 		if (beyond & (1ull << c))
 			return abox_error_setx(
 				err, EPERM,
 				"process.capabilities.bounding: %s is beyond what abox grants a "
-				"sandbox",
+				"sandbox (the annotation " CONFINEMENT_ANNOTATION "=abox drops it)",
 				caps_name(c) ? caps_name(c) : "a capability");
 	return 0;
 }
