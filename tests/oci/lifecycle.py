@@ -314,6 +314,25 @@ try:
     check("linux.namespaces network with a path: the container is in that namespace",
           r.returncode == 0 and got == f"net:[{ns_ino}]", (r, got, ns_ino))
 
+    # a pod's ipc and uts namespaces (its sandbox container's), joined
+    pod = subprocess.Popen(["unshare", "--uts", "--ipc", "sh", "-c", "hostname pod-host && exec sleep 600"])
+    helpers.append(pod)
+    time.sleep(0.3)
+    ipc_ino = os.stat(f"/proc/{pod.pid}/ns/ipc").st_ino
+
+    def podns(cfg):
+        cfg["linux"]["namespaces"] = [n if n["type"] not in ("ipc", "uts") else
+                                      {"type": n["type"], "path": f"/proc/{pod.pid}/ns/{n['type']}"}
+                                      for n in cfg["linux"]["namespaces"]]
+        cfg["hostname"] = ""
+    po = open(os.path.join(work, "pod.out"), "w+")
+    r = oci("run", "--bundle", bundle("pod", ["/bin/sh", "-c", "hostname; readlink /proc/self/ns/ipc"], podns),
+            "pod", stdout=po)
+    po.seek(0)
+    got = po.read().split()
+    check("linux.namespaces ipc and uts with paths (a pod's): joined, the pod's hostname kept",
+          r.returncode == 0 and got == ["pod-host", f"ipc:[{ipc_ino}]"], (r, got, ipc_ino))
+
     r = oci("features")
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
     check("features: runc's JSON (ociVersionMax, linux.namespaces, cgroup, seccomp, mountOptions)",
@@ -352,6 +371,8 @@ try:
     bad("noroot", lambda b: shutil.rmtree(os.path.join(b, "rootfs")), "root.path")
     bad("dotdot", edit_cfg(lambda c: c["mounts"].append({"destination": "/../../etc", "type": "tmpfs",
                                                           "source": "tmpfs"})), "..")
+    bad("joinpid", edit_cfg(lambda c: c["linux"]["namespaces"].__setitem__(0, {"type": "pid", "path": "/proc/1/ns/pid"})),
+        "joining a 'pid' namespace is not supported")
     bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
         "abox does not share the host's")
     bad("caps", edit_cfg(lambda c: c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")),

@@ -198,21 +198,36 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "linux.namespaces: a '%s' namespace is not supported yet",
 				       oci_ns_name(s->ns_wanted[OCI_NS_USER] ? OCI_NS_USER : OCI_NS_TIME));
-	for (int t = 0; t < OCI_NS_COUNT; t++)
-		if (s->ns_path[t] && t != OCI_NS_NET)
+	/* joined by path: the network one its engine (a CNI plugin) made,
+	 * and a pod's ipc and uts ones (its sandbox container's); never a pid
+	 * namespace (abox-init is the container's PID 1), mount or cgroup one */
+	static const struct {
+		enum oci_ns ns;
+		int type;
+	} joinable[] = { { OCI_NS_NET, CLONE_NEWNET },
+			 { OCI_NS_IPC, CLONE_NEWIPC },
+			 { OCI_NS_UTS, CLONE_NEWUTS } };
+	int *fds[] = { &oc->netns_fd, &oc->ro.ipc_fd, &oc->ro.uts_fd };
+	for (int t = 0; t < OCI_NS_COUNT; t++) {
+		const char *p = s->ns_path[t];
+		size_t k = 0;
+		while (k < ELEMENTSOF(joinable) && joinable[k].ns != (enum oci_ns)t)
+			k++;
+		if (!p)
+			continue;
+		if (k == ELEMENTSOF(joinable))
 			return abox_error_setx(err, EOPNOTSUPP,
 					       "linux.namespaces: joining a '%s' namespace is not supported "
-					       "(only network)",
+					       "(network, ipc and uts are)",
 					       oci_ns_name((enum oci_ns)t));
-	const char *p = s->ns_path[OCI_NS_NET];
-	if (!p)
-		return 0;
-	/* the one its engine (a CNI plugin) made and set up */
-	oc->netns_fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (oc->netns_fd < 0)
-		return abox_error_set(err, errno, "linux.namespaces: network path '%s'", p);
-	if (ioctl(oc->netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
-		return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a network namespace", p);
+		int fd = *fds[k] = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return abox_error_set(err, errno, "linux.namespaces: %s path '%s'",
+					      oci_ns_name((enum oci_ns)t), p);
+		if (ioctl(fd, NS_GET_NSTYPE) != joinable[k].type)
+			return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a %s namespace", p,
+					       oci_ns_name((enum oci_ns)t));
+	}
 	return 0;
 }
 
@@ -267,7 +282,7 @@ static int refuse(const struct oci_spec *s, abox_error *err)
 
 int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err)
 {
-	*oc = (struct oci_create){ .netns_fd = -1 };
+	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
 	int r = oci_spec_load(bundle, &oc->spec, err);
 	if (r < 0)
 		return r;
@@ -301,6 +316,8 @@ int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *er
 	oc->ro = (struct rootfs_oci){ .root = oc->root,
 				      .readonly = s->root_readonly,
 				      .domainname = s->domainname,
+				      .ipc_fd = oc->ro.ipc_fd,
+				      .uts_fd = oc->ro.uts_fd,
 				      .mounts = oc->mounts,
 				      .nmounts = n,
 				      .masked = (const char *const *)s->masked_paths,
@@ -326,7 +343,11 @@ void oci_create_free(struct oci_create *oc)
 	free(oc->owned);
 	if (oc->netns_fd >= 0)
 		close(oc->netns_fd);
-	*oc = (struct oci_create){ .netns_fd = -1 };
+	if (oc->ro.ipc_fd >= 0)
+		close(oc->ro.ipc_fd);
+	if (oc->ro.uts_fd >= 0)
+		close(oc->ro.uts_fd);
+	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
 }
 
 void oci_process_put(struct proto_msg *m, const struct oci_process *p)

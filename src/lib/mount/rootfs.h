@@ -41,6 +41,7 @@ struct rootfs_oci {
 	const char *root; /* host path of the container's root folder */
 	bool readonly;
 	const char *domainname; /* or NULL */
+	int ipc_fd, uts_fd; /* namespaces to join (a pod's), or -1 */
 	const struct rootfs_oci_mount *mounts;
 	unsigned nmounts;
 	const char *const *masked; /* NULL-terminated paths, or NULL */

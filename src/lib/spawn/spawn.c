@@ -214,7 +214,13 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	}
 	sync_fd = hi_sync;
 
-
+	/* an OCI container of a pod joins its sandbox's ipc and uts
+	 * namespaces (before its mounts: an mqueue mount is its ipc's) */
+	if (plan.oci && ((plan.oci->ipc_fd >= 0 && setns(plan.oci->ipc_fd, CLONE_NEWIPC) < 0) ||
+			 (plan.oci->uts_fd >= 0 && setns(plan.oci->uts_fd, CLONE_NEWUTS) < 0))) {
+		abox_error_set(&e, errno, "join the ipc or uts namespace given");
+		child_fail(err_fd, &e);
+	}
 	int layer_fd = -1;
 	int oci_fds[plan.oci ? plan.oci->nmounts + 1 : 1];
 	plan.oci_fds = oci_fds;
@@ -267,8 +273,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
 	spawn_mark(cfg->rootfs.marks, MARK_SYS);
-	if (sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0 ||
-	    (plan.oci && plan.oci->domainname &&
+	/* a joined uts namespace keeps the names its owner gave it */
+	bool own_uts = !plan.oci || plan.oci->uts_fd < 0;
+	if ((own_uts && sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) ||
+	    (own_uts && plan.oci && plan.oci->domainname &&
 	     setdomainname(plan.oci->domainname, strlen(plan.oci->domainname)) < 0)) {
 		abox_error_set(&e, errno, "sethostname");
 		child_fail(err_fd, &e);
