@@ -97,9 +97,12 @@ ABOX_EXPORT int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, ab
  * caller (passed to the sandbox's init, which makes the process); it is
  * killed when the caller's handle on the sandbox goes. Events as for
  * abox_proc_start, without output (the fds carry it). A program that is
- * not there ends it at once with exit code 127 and the reason. */
+ * not there ends it at once with exit code 127 and the reason. With
+ * process.terminal its stdio is a terminal made in the container instead,
+ * whose master *console receives (close-on-exec; console must then not
+ * be NULL). */
 ABOX_EXPORT int abox_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3],
-				    abox_proc **out, abox_error *err);
+				    int *console, abox_proc **out, abox_error *err);
 /* A file descriptor for callers with their own poll loop, and the poll
  * events to wait for on it (POLLIN, plus POLLOUT while requests such as
  * stdin wait to be sent). Owned by the sandbox. */

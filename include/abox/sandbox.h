@@ -120,10 +120,14 @@ typedef struct abox_sandbox_opts {
 	 * unset, the sandbox is long-lived, and its init keeps the creator's
 	 * stdin, stdout and stderr for the process. */
 	const char *oci_bundle;
+	/* with oci_bundle and the config's process.terminal: receives the
+	 * master of the process's terminal (close-on-exec; the caller's to
+	 * hand to its engine and close). NULL: it is closed. */
+	int *oci_console;
 } abox_sandbox_opts;
 #define ABOX_SANDBOX_OPTS_INIT                                                                               \
 	{                                                                                                    \
-		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL        \
+		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL  \
 	}
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is

@@ -370,9 +370,14 @@ int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid
 		close(e[1]);
 		return r;
 	}
-	struct child_args a = {
-		.req = req, .envp = ce.envp, .in = stdio[0], .out = stdio[1], .err = stdio[2], .ep = e[1]
-	};
+	/* a terminal given (an OCI process's): it becomes the controlling one */
+	struct child_args a = { .req = req,
+				.envp = ce.envp,
+				.in = stdio[0],
+				.out = stdio[1],
+				.err = stdio[2],
+				.ep = e[1],
+				.pty = (req->flags & EXEC_TTY) != 0 };
 	struct exec_fds fds = { 0 };
 	pid_t c = child_start(&a, &fds);
 	r = c < 0 ? -errno : 0;

@@ -6,6 +6,7 @@
  * exit code. The signals an engine sends to the container's pid (init's)
  * go to the process, as they would reach runc's init.
  * Runs only inside the sandbox, as its PID 1. */
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 bool oci_mode;
 static struct exec_req held;
 static bool have_held, started;
+static int held_tty = -1; /* the held process's terminal (EXEC_TTY), or -1 */
 static pid_t main_pid;
 
 /* What `kill` asks of a container: termination, a reload, a user
@@ -82,6 +84,12 @@ void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
 		exec_req_free(req);
 		return;
 	}
+	if ((req->flags & EXEC_TTY) &&
+	    (f->nfds != 1 || (held_tty = fcntl(f->fds[0], F_DUPFD_CLOEXEC, 3)) < 0)) {
+		init_send_error(ci, f->id, EINVAL, "exec: a terminal was announced and not passed");
+		exec_req_free(req);
+		return;
+	}
 	held = *req;
 	memset(req, 0, sizeof(*req));
 	held.flags &= ~EXEC_HELD;
@@ -109,12 +117,17 @@ void oci_start(int ci, const struct proto_frame *f)
 	cmd[0] = '\0';
 	for (size_t i = 0; held.argv[i] && used + 2 < sizeof(cmd); i++)
 		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", held.argv[i]);
-	static const int stdio[3] = { 0, 1, 2 };
+	int stdio[3] = { 0, 1, 2 };
+	if (held_tty >= 0)
+		stdio[0] = stdio[1] = stdio[2] = held_tty;
 	pid_t pid = 0;
 	int ep = -1;
 	bool stalled = false;
 	int r = child_spawn_stdio(&held, stdio, &pid, &ep, &stalled);
 	exec_req_free(&held);
+	if (held_tty >= 0)
+		close(held_tty);
+	held_tty = -1;
 	have_held = false;
 	started = true;
 	if (r < 0) {
@@ -169,8 +182,10 @@ void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 {
 	char why[480];
 	struct proc *p = NULL;
-	if (f->nfds != 3)
-		safe_snprintf(why, sizeof(why), "exec: the request carries %u descriptors, not 3", f->nfds);
+	unsigned want = (req->flags & EXEC_TTY) ? 1 : 3;
+	if (f->nfds != want)
+		safe_snprintf(why, sizeof(why), "exec: the request carries %u descriptors, not %u", f->nfds,
+			      want);
 	else if (!runnable(req, why, sizeof(why)))
 		;
 	else if (!(p = procs_slot()))
@@ -188,7 +203,8 @@ void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 	pid_t pid = 0;
 	int ep = -1;
 	bool stalled = false;
-	int r = child_spawn_stdio(req, f->fds, &pid, &ep, &stalled);
+	int stdio[3] = { f->fds[0], f->fds[want == 3 ? 1 : 0], f->fds[want == 3 ? 2 : 0] };
+	int r = child_spawn_stdio(req, stdio, &pid, &ep, &stalled);
 	bool bound = req->flags & EXEC_BOUND;
 	exec_req_free(req);
 	if (r < 0) {

@@ -186,8 +186,8 @@ struct abox_backend_ops {
 	int (*template_copy)(abox_ctx *ctx, const char *src, const char *dst, abox_error *err);
 	/* processes */
 	int (*proc_start)(abox_sandbox *sb, const abox_proc_opts *o, abox_proc **out, abox_error *err);
-	int (*proc_start_oci)(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
-			      abox_error *err);
+	int (*proc_start_oci)(abox_sandbox *sb, const char *process_json, const int stdio[3], int *console,
+			      abox_proc **out, abox_error *err);
 	int (*proc_attach)(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err);
 	int (*proc_list)(abox_sandbox *sb, abox_proc_info **out, size_t *n, abox_error *err);
 	int (*proc_input)(abox_proc *p, const void *buf, size_t len, bool close, abox_error *err);

@@ -16,7 +16,9 @@ import ctypes
 import json
 import os
 import shutil
+import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,7 +63,8 @@ def bundle(name, args, edit=None):
     rootfs = os.path.join(b, "rootfs")
     os.makedirs(os.path.join(rootfs, "bin"))
     shutil.copy("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
-    for tool in ("sh", "echo", "id", "hostname", "cat", "ls", "sleep", "touch", "ulimit", "readlink", "grep"):
+    for tool in ("sh", "echo", "id", "hostname", "cat", "ls", "sleep", "touch", "ulimit", "readlink", "grep", "tty",
+                 "stty"):
         os.symlink("busybox", os.path.join(rootfs, "bin", tool))
     for d in ("proc", "dev", "sys", "tmp", "etc"):
         os.makedirs(os.path.join(rootfs, d), exist_ok=True)
@@ -93,9 +96,9 @@ def reap(pid, timeout=20):
     return None
 
 
-def create(cid, b, out=None):
+def create(cid, b, out=None, extra=()):
     pidfile = os.path.join(work, cid + ".pid")
-    r = oci("create", "--bundle", b, "--pid-file", pidfile, cid, stdout=out)
+    r = oci("create", "--bundle", b, "--pid-file", pidfile, *extra, cid, stdout=out)
     pid = int(open(pidfile).read()) if r.returncode == 0 else 0
     return r, pid, pidfile
 
@@ -122,6 +125,32 @@ def leftovers(sandbox):
     with open("/proc/self/mountinfo") as f:
         found += [ln for ln in f if sandbox in ln]
     return found
+
+
+def console_socket(name):
+    path = os.path.join(work, name + ".sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    return srv, path
+
+def take_master(srv):
+    srv.settimeout(10)
+    c, _ = srv.accept()
+    msg, fds, _, _ = socket.recv_fds(c, 256, 2)
+    c.close()
+    return msg, fds
+
+def read_until(fd, want, timeout=10):
+    got, end = b"", time.time() + timeout
+    while want not in got and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                got += os.read(fd, 4096)
+            except OSError:
+                break
+    return got
 
 
 try:
@@ -214,6 +243,20 @@ try:
     check("exec --process FILE --detach --pid-file: returns at once; the pid is reaped by us with the "
           "process's status (6); the process ran as the file says",
           r.returncode == 0 and code == 6 and eo.read() == "1000:1000 /tmp\n", (r, code))
+    srv, sockp = console_socket("exec-tty")
+    r = oci("exec", "--tty", "--console-socket", sockp, "--detach", "--pid-file", epid, "sleeper", "/bin/sh", "-c",
+            "tty; read x; echo got:$x; exit 9")
+    msg, fds = take_master(srv) if r.returncode == 0 else (b"", [])
+    wpid = int(open(epid).read()) if r.returncode == 0 else 0
+    out, code = b"", None
+    if fds:
+        os.write(fds[0], b"typed\n")
+        out = read_until(fds[0], b"got:typed")
+        code = reap(wpid)
+        os.close(fds[0])
+    srv.close()
+    check("exec --tty --console-socket --detach: the process on a terminal handed over the socket; its status (9)",
+          b"/dev/pts/" in out and b"got:typed" in out and code == 9, (r, out, code))
     r = oci("exec", "--detach", "--pid-file", epid, "sleeper", "/bin/sleep", "600")
     wpid = int(open(epid).read()) if r.returncode == 0 else 0
     before = json.loads(oci("ps", "--format", "json", "sleeper").stdout)
@@ -260,6 +303,36 @@ try:
     check("kill of a created container: it ends by the signal's default (143) without its process running",
           r.returncode == 0 and r2.returncode == 0 and code == 143, (r, r2, code))
     oci("delete", "unstarted")
+
+    # -- a terminal, handed over the console socket ------------------------
+    def tty_cfg(cfg):
+        cfg["process"]["terminal"] = True
+        cfg["process"]["consoleSize"] = {"height": 30, "width": 100}
+    tb = bundle("tty", ["/bin/sh", "-c", "tty; stty size; read x; echo got:$x"], tty_cfg)
+    srv, sockp = console_socket("tty")
+    r, pid, _ = create("tty", tb, extra=["--console-socket", sockp])
+    msg, fds = take_master(srv) if r.returncode == 0 else (b"", [])
+    check("create with process.terminal and --console-socket: one message, the master as SCM_RIGHTS",
+          r.returncode == 0 and len(fds) == 1 and msg, (r, msg, fds))
+    if fds:
+        oci("start", "tty")
+        os.write(fds[0], b"hello\n")
+        out = read_until(fds[0], b"got:hello")
+        code = reap(pid)
+        check("the process runs on that terminal (its size the config's), reads what is typed into it",
+              b"/dev/pts/" in out and b"30 100" in out and b"got:hello" in out and code == 0, (out, code))
+        os.close(fds[0])
+    srv.close()
+    oci("delete", "--force", "tty")
+    r = oci("create", "--bundle", tb, "tty2")
+    check("a terminal without --console-socket: refused in runc's words",
+          r.returncode != 0 and "cannot allocate tty if runc will detach without setting console socket" in r.stderr,
+          r)
+    notsock = os.path.join(work, "not-a-socket")
+    open(notsock, "w").close()
+    r = oci("create", "--bundle", tb, "--console-socket", notsock, "tty3")
+    check("a console socket that is not a socket: refused, nothing left",
+          r.returncode != 0 and "not a socket" in r.stderr and not os.path.exists(os.path.join(root, "tty3")), r)
 
     # -- the config honoured -------------------------------------------------
     hostdir = os.path.join(work, "hostdir")

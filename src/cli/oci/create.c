@@ -22,7 +22,7 @@
 #include "oci.h"
 
 struct create_opts {
-	const char *bundle, *pid_file, *id;
+	const char *bundle, *pid_file, *id, *console_socket;
 	bool detach;
 };
 
@@ -48,7 +48,7 @@ static int parse(int argc, char **argv, bool run, struct create_opts *o)
 		else if (!strcmp(name, "pid-file"))
 			o->pid_file = *val ? val : NULL;
 		else if (!strcmp(name, "console-socket"))
-			; /* a terminal is refused with the config's process.terminal */
+			o->console_socket = *val ? val : NULL;
 		else if (!strcmp(name, "preserve-fds") && strcmp(val, "0") != 0)
 			return oci_error(
 				"--preserve-fds: passing descriptors to the container is not supported");
@@ -74,7 +74,7 @@ static int parse(int argc, char **argv, bool run, struct create_opts *o)
 
 /* The config's fields the OCI state repeats (the library reads it whole
  * and strictly). */
-static int bundle_facts(struct oci_ctr *c)
+static int bundle_facts(struct oci_ctr *c, bool *terminal)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/config.json", c->bundle);
@@ -82,7 +82,9 @@ static int bundle_facts(struct oci_ctr *c)
 	if (!o)
 		return oci_error("read '%s': %s", path,
 				 json_util_get_last_err() ? json_util_get_last_err() : "");
-	json_object *v, *root;
+	json_object *v, *root, *proc;
+	if (json_object_object_get_ex(o, "process", &proc) && json_object_object_get_ex(proc, "terminal", &v))
+		*terminal = json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "ociVersion", &v) && json_object_is_type(v, json_type_string))
 		snprintf(c->oci_version, sizeof(c->oci_version), "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "root", &root) && json_object_object_get_ex(root, "path", &v) &&
@@ -141,8 +143,18 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 		return oci_error("bundle '%s': %s", o->bundle ? o->bundle : ".", strerror(errno));
 	snprintf(c.bundle, sizeof(c.bundle), "%s", bundle);
 	free(bundle);
-	if (bundle_facts(&c))
+	bool terminal = false;
+	if (bundle_facts(&c, &terminal))
 		return 1;
+	/* runc's rules: a terminal goes to the engine through its socket */
+	if (terminal && !o->console_socket) {
+		oci_ctr_free(&c);
+		return oci_error("cannot allocate tty if runc will detach without setting console socket");
+	}
+	if (!terminal && o->console_socket) {
+		oci_ctr_free(&c);
+		return oci_error("cannot use console socket if runc will not detach or allocate tty");
+	}
 	char dir[4200];
 	snprintf(dir, sizeof(dir), "%s/%s", oci_g.root, o->id);
 	if (mkdir(dir, 0700) < 0) {
@@ -151,7 +163,9 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 				       : oci_error("make '%s': %s", dir, strerror(errno));
 	}
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
+	int console = -1;
 	so.oci_bundle = c.bundle;
+	so.oci_console = terminal ? &console : NULL;
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	now_rfc3339(c.created, sizeof(c.created));
@@ -169,6 +183,10 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 		r = oci_ctr_save(&c);
 	if (!r && o->pid_file)
 		r = write_pid_file(o->pid_file, *pid);
+	if (!r && console >= 0)
+		r = oci_console_send(o->console_socket, console);
+	if (console >= 0)
+		close(console);
 	if (r) {
 		(void)abox_sandbox_kill(sb, NULL);
 		remove_dir(o->id);

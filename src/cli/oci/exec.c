@@ -22,7 +22,7 @@
 #include "oci.h"
 
 struct exec_opts {
-	const char *process, *pid_file, *cwd, *user, *id;
+	const char *process, *pid_file, *cwd, *user, *id, *console_socket;
 	bool detach, tty;
 	const char *env[256];
 	size_t nenv;
@@ -82,8 +82,9 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 			o->detach = !val || !strcmp(val, "true");
 		else if (!strcmp(name, "tty") || !strcmp(name, "t"))
 			o->tty = !val || !strcmp(val, "true");
+		else if (!strcmp(name, "console-socket"))
+			o->console_socket = *val ? val : NULL;
 		else if (!strcmp(name, "no-new-privs") || !strcmp(name, "ignore-paused") ||
-			 !strcmp(name, "console-socket") ||
 			 (!strcmp(name, "preserve-fds") && !strcmp(val, "0")) ||
 			 ((!strcmp(name, "process-label") || !strcmp(name, "apparmor")) && !*val))
 			; /* no_new_privs always holds; a console only with --tty */
@@ -98,8 +99,9 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 	o->args = argv + i + 1;
 	if (!o->process && !o->args[0])
 		return oci_error("exec: a command is needed (or --process FILE)");
-	if (o->tty)
-		return oci_error("exec: --tty: terminals are not supported yet");
+	if (o->tty && !o->console_socket)
+		return oci_error(
+			"exec: --tty needs --console-socket (abox hands the terminal to its caller)");
 	return 0;
 }
 
@@ -128,7 +130,7 @@ static char *process_json(const struct exec_opts *o, const struct oci_ctr *c)
 		for (size_t i = 0; o->args[i]; i++)
 			json_object_array_add(args, json_object_new_string(o->args[i]));
 		json_object_object_add(p, "args", args);
-		json_object_object_add(p, "terminal", json_object_new_boolean(false));
+		json_object_object_add(p, "terminal", json_object_new_boolean(o->tty));
 		if (o->cwd)
 			json_object_object_add(p, "cwd", json_object_new_string(o->cwd));
 		json_object *env;
@@ -212,15 +214,27 @@ static void on_signal(int sig)
 
 /* Runs the process to its end, forwarding the signals we get. Its exit
  * code, or 255 with the error said when it could not start. */
-static int run_to_end(abox_sandbox *sb, const char *json, int report)
+static int run_to_end(abox_sandbox *sb, const char *json, const char *console_socket, int report)
 {
 	static const int stdio[3] = { 0, 1, 2 };
 	abox_proc *p = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	struct ended e = { .code = 255, .report = report };
-	if (abox_proc_start_oci(sb, json, stdio, &p, &err) < 0) {
+	int console = -1;
+	if (abox_proc_start_oci(sb, json, stdio, &console, &p, &err) < 0) {
 		oci_error("%s", err.msg);
 		return 255;
+	}
+	if (console >= 0) {
+		int k = console_socket ? oci_console_send(console_socket, console)
+				       : oci_error("exec: the process has a terminal and there is no "
+						   "--console-socket");
+		close(console);
+		if (k) {
+			(void)abox_proc_signal(p, SIGKILL, NULL);
+			abox_proc_free(p);
+			return 255;
+		}
 	}
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
 		static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
@@ -276,7 +290,7 @@ int oci_exec(int argc, char **argv)
 		goto out;
 	}
 	if (!o.detach) {
-		r = run_to_end(sb, json, -1);
+		r = run_to_end(sb, json, o.console_socket, -1);
 		goto out;
 	}
 	int rep[2];
@@ -292,7 +306,7 @@ int oci_exec(int argc, char **argv)
 	}
 	if (w == 0) {
 		close(rep[0]);
-		_exit(run_to_end(sb, json, rep[1]) & 0xff);
+		_exit(run_to_end(sb, json, o.console_socket, rep[1]) & 0xff);
 	}
 	close(rep[1]);
 	char b;

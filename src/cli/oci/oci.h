@@ -72,6 +72,9 @@ void oci_ctr_free(struct oci_ctr *c);
 /* created, running, paused or stopped; *pid the container's (its
  * init's) while it is not stopped, else 0. */
 const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
+/* Sends a terminal's master over the engine's console socket: 0, or 1
+ * with the error said. */
+int oci_console_send(const char *path, int master);
 /* Writes text to path through a new file renamed over it (readers never
  * see half of it): 0 or -errno. */
 int oci_write_file(const char *path, const char *text);

@@ -12,13 +12,13 @@ int abox_proc_start(abox_sandbox *sb, const abox_proc_opts *opts, abox_proc **ou
 	return API_CALL(sb->ctx, proc_start, "exec", sb, opts, out, err);
 }
 
-int abox_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
-			abox_error *err)
+int abox_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], int *console,
+			abox_proc **out, abox_error *err)
 {
 	API_NEED(sb, "exec");
 	API_NEED(process_json, "exec");
 	API_NEED(stdio, "exec");
-	return API_CALL(sb->ctx, proc_start_oci, "exec", sb, process_json, stdio, out, err);
+	return API_CALL(sb->ctx, proc_start_oci, "exec", sb, process_json, stdio, console, out, err);
 }
 
 int abox_proc_attach(abox_sandbox *sb, int pid, const char *tag, abox_proc **out, abox_error *err)

@@ -11,6 +11,10 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "local/local.h"
 #include "local/create_oci.h"
@@ -267,8 +271,6 @@ static int refuse(const struct oci_spec *s, abox_error *err)
 	if (s->resources.hugepage_json || s->resources.unified_json)
 		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
 				       s->resources.unified_json ? "unified" : "hugepageLimits");
-	if (s->process.terminal)
-		return abox_error_setx(err, EOPNOTSUPP, "process.terminal: not supported yet");
 	uint64_t beyond = ours ? 0 : s->process.cap_bounding & ~caps_default();
 	for (int c = 0; c < 64 && beyond; c++)
 		if (beyond & (1ull << c))
@@ -373,13 +375,67 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 	}
 }
 
-int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, abox_error *err)
+int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave, abox_error *err)
 {
+	/* the container's own devpts, reached through its init's root: a
+	 * lookup that stays inside it (no symlink, no magic link) and must
+	 * end on a devpts ptmx, whatever its processes did to /dev */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)init_pid);
+	int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return abox_error_set(err, errno, "terminal: the container's root");
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = { .flags = O_RDWR | O_NOCTTY | O_CLOEXEC, .resolve = 0x10 | 0x04 | 0x02 };
+	/* RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS */
+	*master = (int)syscall(SYS_openat2, root, "dev/pts/ptmx", &how, sizeof(how));
+	int e = errno;
+	close(root);
+	struct stat st;
+	struct statfs sf;
+	if (*master < 0)
+		return abox_error_set(err, e, "terminal: open the container's /dev/pts/ptmx");
+	if (fstat(*master, &st) < 0 || !S_ISCHR(st.st_mode) || fstatfs(*master, &sf) < 0 ||
+	    sf.f_type != 0x1cd1 /* DEVPTS_SUPER_MAGIC */) {
+		close(*master);
+		return abox_error_setx(err, EPERM,
+				       "terminal: the container's /dev/pts/ptmx is not its devpts");
+	}
+	int unlock = 0;
+	struct winsize ws = { .ws_row = (unsigned short)(p->console_height ? p->console_height : 24),
+			      .ws_col = (unsigned short)(p->console_width ? p->console_width : 80) };
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 ||
+	    (*slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		e = errno;
+		close(*master);
+		return abox_error_set(err, e, "terminal: its other end");
+	}
+	(void)ioctl(*master, TIOCSWINSZ, &ws);
+	return 0;
+}
+
+int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, int *console, abox_error *err)
+{
+	int master = -1, slave = -1, r;
+	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)
+		return r;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
 	oci_process_put(&m, &spec->process);
-	proto_put_u64(&m, F_FLAGS, EXEC_HELD);
-	return backend_call(sb, &m, "create: the container's process", NULL, NULL, err);
+	proto_put_u64(&m, F_FLAGS, EXEC_HELD | (slave >= 0 ? EXEC_TTY : 0));
+	if (slave >= 0)
+		proto_put_fd(&m, slave);
+	r = backend_call(sb, &m, "create: the container's process", NULL, NULL, err);
+	if (slave >= 0)
+		close(slave);
+	if (r < 0 || !console) {
+		if (master >= 0)
+			close(master);
+	} else {
+		*console = master;
+	}
+	return r;
 }
 
 int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *err)

@@ -42,7 +42,12 @@ struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */
 void oci_process_put(struct proto_msg *m, const struct oci_process *p);
-/* Hands the container's process to init, held until the start. */
-int oci_create_hold(struct abox_sandbox *sb, const struct oci_spec *spec, abox_error *err);
+/* A terminal in the container whose init is init_pid, of p's console
+ * size: *master (the caller's) and *slave (for the process). */
+int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave, abox_error *err);
+/* Hands the container's process to init, held until the start; with
+ * process.terminal, its terminal too, and *console (unless NULL) gets
+ * the terminal's master. */
+int oci_create_hold(struct abox_sandbox *sb, const struct oci_spec *spec, int *console, abox_error *err);
 
 #endif

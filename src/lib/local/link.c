@@ -223,10 +223,28 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		return r;
 	}
 	uint32_t id = m->id;
-	r = backend_send(sb, m);
+	r = backend_send_fds(sb, m, what, err);
 	if (r < 0)
-		return abox_error_set(err, -r, "%s", what);
+		return r;
 	return backend_answer(sb, id, what, refused, on_ok, ud, err);
+}
+
+int backend_send_fds(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err)
+{
+	if (!m->nfds) {
+		int r = backend_send(sb, m);
+		return r < 0 ? abox_error_set(err, -r, "%s", what) : 0;
+	}
+	/* fds ride on a byte of their own, so the frame goes out whole, after
+	 * what is queued */
+	int r = backend_flush(sb, what, err);
+	if (r < 0) {
+		proto_msg_free(m);
+		return r;
+	}
+	r = proto_send(sb->conn, m);
+	proto_msg_free(m);
+	return r < 0 ? abox_error_set(err, -r, "%s: send", what) : 0;
 }
 
 void local_link_lost(abox_sandbox *sb)

@@ -207,6 +207,9 @@ int backend_call(abox_sandbox *sb, struct proto_msg *m, const char *what,
 		 void (*on_ok)(const struct proto_frame *f, void *ud), void *ud, abox_error *err);
 /* Queues a request and writes what the socket takes (never blocks). */
 int backend_send(abox_sandbox *sb, struct proto_msg *m);
+/* backend_send, also for a request carrying fds (those go out whole,
+ * after what is queued, waiting for room); m is consumed. */
+int backend_send_fds(abox_sandbox *sb, struct proto_msg *m, const char *what, abox_error *err);
 
 /* path as the files of user see it: "~", "~/x" and relative paths are
  * below the user's home, as in envd; absolute ones as given. buf holds the
@@ -282,8 +285,8 @@ int local_connect_any(abox_ctx *ctx, const char *id, abox_sandbox **out, abox_er
 /* start.c */
 int local_start(abox_sandbox *sb, int *pid, abox_error *err);
 int local_remove(abox_ctx *ctx, const char *id, abox_error *err);
-int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
-			 abox_error *err);
+int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], int *console,
+			 abox_proc **out, abox_error *err);
 int local_query(abox_ctx *ctx, const abox_list_opts *opts, abox_sandbox_info **infos, size_t *n,
 		       char **next, abox_error *err);
 /* network.c */

@@ -70,8 +70,8 @@ int local_remove(abox_ctx *ctx, const char *id, abox_error *err)
 	return r;
 }
 
-int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], abox_proc **out,
-			 abox_error *err)
+int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int stdio[3], int *console,
+			 abox_proc **out, abox_error *err)
 {
 	if (sb->paused)
 		return backend_not_paused(sb, "exec", err);
@@ -83,13 +83,21 @@ int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int s
 	struct oci_process op;
 	if ((r = oci_process_parse(process_json, strlen(process_json), "process", &op, err)) < 0)
 		return r;
-	if (op.terminal) {
+	int master = -1, slave = -1;
+	if (op.terminal && !console) {
 		oci_process_free(&op);
-		return abox_error_setx(err, EOPNOTSUPP, "process.terminal: not supported yet");
+		return abox_error_setx(err, EINVAL,
+				       "exec: process.terminal needs a console to hand the terminal to");
+	}
+	if (op.terminal && (r = oci_pty(sb->pid, &op, &master, &slave, err)) < 0) {
+		oci_process_free(&op);
+		return r;
 	}
 	abox_proc *p = calloc(1, sizeof(*p));
 	if (!p) {
 		oci_process_free(&op);
+		close_if_open(master);
+		close_if_open(slave);
 		return abox_error_set(err, ENOMEM, "exec");
 	}
 	p->sb = sb;
@@ -100,21 +108,18 @@ int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int s
 	oci_process_free(&op);
 	/* the caller's stdio, passed; the process goes when the caller does
 	 * (a container engine's exec ends it by killing the caller) */
-	proto_put_u64(&m, F_FLAGS, EXEC_FDS | EXEC_BOUND);
-	for (int i = 0; i < 3; i++)
-		proto_put_fd(&m, stdio[i]);
-	/* fds ride on a byte of their own: what is queued goes first */
-	if ((r = backend_flush(sb, "exec", err)) < 0) {
-		proto_msg_free(&m);
+	proto_put_u64(&m, F_FLAGS, EXEC_FDS | EXEC_BOUND | (slave >= 0 ? EXEC_TTY : 0));
+	for (int i = 0; i < (slave >= 0 ? 1 : 3); i++)
+		proto_put_fd(&m, slave >= 0 ? slave : stdio[i]);
+	r = backend_send_fds(sb, &m, "exec: send request", err);
+	close_if_open(slave);
+	if (r < 0) {
+		close_if_open(master);
 		free(p);
 		return r;
 	}
-	r = proto_send(sb->conn, &m);
-	proto_msg_free(&m);
-	if (r < 0) {
-		free(p);
-		return abox_error_set(err, -r, "exec: send request");
-	}
+	if (console)
+		*console = master;
 	sb->active = p;
 	*out = p;
 	return 0;

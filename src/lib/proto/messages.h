@@ -141,6 +141,7 @@ enum { FS_TYPE_FILE = 1, FS_TYPE_DIR = 2, FS_TYPE_SYMLINK = 3, FS_TYPE_OTHER = 4
 #define EXEC_HELD (1u << 2) /* an OCI container's process: kept until MSG_REQ_START */
 #define EXEC_FDS (1u << 3) /* its stdin, stdout, stderr: the three fds the request carries */
 #define EXEC_BOUND (1u << 4) /* killed (its group, SIGKILL) when the client that started it goes */
+#define EXEC_TTY (1u << 5) /* the one fd the request carries is its terminal (stdio, controlling tty) */
 /* F_FLAGS of MSG_REQ_SET_TIMEOUT: the commands' own timeouts stand still
  * (the sandbox is about to be frozen) or run again (it was thawed) */
 #define CLOCKS_STOP (1u << 0)
