@@ -267,6 +267,13 @@ try:
     check("exec --detach: killing the pid it gave (what the shim does at a timeout) ends the process too",
           r.returncode == 0 and len(after) == len(before) - 1, (r, before, after))
 
+    r = oci("events", "--stats", "sleeper")
+    ev = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("events --stats: one line, runc's stats event (cpu, memory usage and limit, pids)",
+          ev.get("type") == "stats" and ev.get("id") == "sleeper" and ev["data"]["memory"]["usage"]["usage"] > 0
+          and ev["data"]["pids"]["current"] >= 2 and "total" in ev["data"]["cpu"]["usage"]
+          and r.stdout.count("\n") == 1, r)
+
     r = oci("pause", "sleeper")
     st = state("sleeper")
     check("pause: state 'paused'", r.returncode == 0 and st.get("status") == "paused", (r, st))

@@ -99,6 +99,7 @@ static const char usage_text[] =
 	"  ps [--format table|json] ID   its processes\n"
 	"  exec [--process F] [--detach] [--pid-file F] [--cwd D] [--env K=V] [--user U[:G]]\n"
 	"       ID [COMMAND ARGS...]    another process in it\n"
+	"  events [--stats] [--interval 5s] ID   its resource use, as JSON lines\n"
 	"  features                 what this runtime supports, as JSON\n"
 	"  spec [--bundle DIR] [--rootless]   write a config.json to start a bundle from\n"
 	"\n"
@@ -174,16 +175,18 @@ int cmd_oci(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} verbs[] = {
-		{ "spec", oci_spec },         { "create", oci_create }, { "start", oci_start },
-		{ "run", oci_run },           { "state", oci_state },   { "list", oci_list },
-		{ "kill", oci_kill },         { "delete", oci_delete }, { "pause", oci_pause },
-		{ "resume", oci_resume },     { "ps", oci_ps },         { "exec", oci_exec },
-		{ "features", oci_features },
+		{ "spec", oci_spec },     { "create", oci_create },
+		{ "start", oci_start },   { "run", oci_run },
+		{ "state", oci_state },   { "list", oci_list },
+		{ "kill", oci_kill },     { "delete", oci_delete },
+		{ "pause", oci_pause },   { "resume", oci_resume },
+		{ "ps", oci_ps },         { "exec", oci_exec },
+		{ "events", oci_events }, { "features", oci_features },
 	};
 	for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
 		if (!strcmp(verb, verbs[k].name))
 			return verbs[k].fn(argc - i, argv + i);
-	return oci_error("abox oci: no command '%s' (update, events, checkpoint and restore are not "
+	return oci_error("abox oci: no command '%s' (update, checkpoint and restore are not "
 			 "there yet)",
 			 verb);
 }

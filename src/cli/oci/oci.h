@@ -43,6 +43,7 @@ int oci_pause(int argc, char **argv);
 int oci_resume(int argc, char **argv);
 int oci_ps(int argc, char **argv);
 int oci_exec(int argc, char **argv);
+int oci_events(int argc, char **argv);
 int oci_features(int argc, char **argv);
 
 /* A container's record, <root>/<id>/state.json (store.c): what the OCI
