@@ -108,6 +108,11 @@ def sandbox_of(cid):
         return json.load(f)["sandbox"]
 
 
+def sandboxes_left():
+    p = os.path.join(root, "abox=state", "sandboxes")
+    return sorted(os.listdir(p)) if os.path.isdir(p) else []
+
+
 def leftovers(sandbox):
     """What a removed container's sandbox could have left: its cgroups,
     records and runtime folder, mounts naming it."""
@@ -373,6 +378,28 @@ try:
     check("run (foreground) deletes the container after its end", not os.path.exists(os.path.join(root, "honour")),
           os.listdir(root))
     check("the host folder bound read-only was not written", os.listdir(hostdir) == ["file"], os.listdir(hostdir))
+
+    # hooks the runtime runs, each with the state on its stdin
+    def hooked(cfg):
+        cfg["hooks"] = {k: [{"path": "/bin/sh", "args": ["sh", "-c", f"cat > {work}/hook-{k}.json"]}]
+                        for k in ("prestart", "createRuntime", "poststart", "poststop")}
+    r = oci("run", "--bundle", bundle("hooked", ["/bin/sh", "-c", "exit 0"], hooked), "hooked")
+    hs = {}
+    for k in ("prestart", "createRuntime", "poststart", "poststop"):
+        p = os.path.join(work, f"hook-{k}.json")
+        hs[k] = json.load(open(p)) if os.path.exists(p) else {}
+    check("hooks prestart, createRuntime, poststart and poststop run, each with the state on its stdin",
+          r.returncode == 0 and all(h.get("id") == "hooked" for h in hs.values())
+          and hs["createRuntime"].get("status") == "created" and hs["createRuntime"].get("pid", 0) > 0
+          and hs["poststop"].get("status") == "stopped", (r, hs))
+
+    def failing(cfg):
+        cfg["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "exit 3"]}]}
+    before = sorted(os.listdir(root))
+    r = oci("create", "--bundle", bundle("hookfail", ["/bin/sh", "-c", "exit 0"], failing), "hookfail")
+    check("a failing createRuntime hook fails the create, naming it; nothing left",
+          r.returncode != 0 and "hooks.createRuntime[0] '/bin/sh' failed: exit status 3" in r.stderr
+          and sorted(os.listdir(root)) == before and sandboxes_left() == [], (r, os.listdir(root)))
 
     r = oci("run", "--bundle", bundle("runexit", ["/bin/sh", "-c", "exit 42"]), "runexit")
     check("run: exit status 42 from the process", r.returncode == 42, r)

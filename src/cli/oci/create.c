@@ -181,6 +181,10 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	abox_sandbox_info_clear(&info);
 	if (!r)
 		r = oci_ctr_save(&c);
+	char *state = r ? NULL : oci_state_text(ctx, &c);
+	if (state && !(r = oci_hooks(c.bundle, "prestart", state, true)))
+		r = oci_hooks(c.bundle, "createRuntime", state, true);
+	free(state);
 	if (!r && o->pid_file)
 		r = write_pid_file(o->pid_file, *pid);
 	if (!r && console >= 0)
@@ -230,6 +234,10 @@ static int start(abox_ctx *ctx, const char *id)
 		c.started = true;
 		r = oci_ctr_save(&c);
 	}
+	char *state = r ? NULL : oci_state_text(ctx, &c);
+	if (state)
+		(void)oci_hooks(c.bundle, "poststart", state, false);
+	free(state);
 	oci_ctr_free(&c);
 	return r;
 }

@@ -35,6 +35,15 @@ static json_object *state_json(abox_ctx *ctx, const struct oci_ctr *c)
 	return o;
 }
 
+char *oci_state_text(abox_ctx *ctx, const struct oci_ctr *c)
+{
+	json_object *o = state_json(ctx, c);
+	char *t = strdup(
+		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return t;
+}
+
 /* One id argument after the verb's options (none known here). */
 static int one_id(int argc, char **argv, const char **id)
 {
@@ -255,11 +264,15 @@ int oci_delete(int argc, char **argv)
 		abox_error err = ABOX_ERROR_INIT;
 		if (c.sandbox[0] && abox_sandbox_remove(ctx, c.sandbox, &err) < 0 && err.code != ENOENT)
 			r = oci_error("%s", err.msg);
+		char *state = r ? NULL : oci_state_text(ctx, &c);
 		if (!r) {
 			unlink(path);
 			if (rmdir(dir) < 0)
 				r = oci_error("remove '%s': %s", dir, strerror(errno));
 		}
+		if (state)
+			(void)oci_hooks(c.bundle, "poststop", state, false);
+		free(state);
 	}
 	oci_ctr_free(&c);
 	abox_ctx_free(ctx);

@@ -46,6 +46,16 @@ static void log_line(const char *level, const char *msg)
 	free(line);
 }
 
+void oci_warn(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_line("warning", msg);
+}
+
 int oci_error(const char *fmt, ...)
 {
 	char msg[2048];

@@ -22,6 +22,8 @@ extern struct oci_globals oci_g;
  * "time"} with --log-format json, else text; when the log is a file, said
  * on stderr too (what runc does: its callers read either). Returns 1. */
 int oci_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning, one line to the log only. */
+void oci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* the OCI runtime spec version abox reads and writes */
 #define OCI_SPEC_VERSION "1.2.0"
@@ -73,6 +75,13 @@ void oci_ctr_free(struct oci_ctr *c);
 /* created, running, paused or stopped; *pid the container's (its
  * init's) while it is not stopped, else 0. */
 const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
+/* The config's hooks of one kind ("prestart", "createRuntime",
+ * "poststart", "poststop") in order, each with state (the OCI state
+ * JSON) on its stdin and its timeout: 0, or 1 when one failed and fatal
+ * (then the rest do not run; the error is said). Not fatal: warnings. */
+int oci_hooks(const char *bundle, const char *kind, const char *state, bool fatal);
+/* The OCI state of c, as `state` prints it (plain), malloc'd. */
+char *oci_state_text(struct abox_ctx *ctx, const struct oci_ctr *c);
 /* Sends a terminal's master over the engine's console socket: 0, or 1
  * with the error said. */
 int oci_console_send(const char *path, int master);

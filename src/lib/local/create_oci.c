@@ -253,9 +253,12 @@ static bool abox_confinement(const struct oci_spec *s)
 static int refuse(const struct oci_spec *s, abox_error *err)
 {
 	bool ours = abox_confinement(s);
-	for (int k = 0; k < OCI_HOOK_KINDS; k++)
-		if (s->nhooks[k])
-			return abox_error_setx(err, EOPNOTSUPP, "hooks: not supported yet");
+	/* the runtime's own hooks run in `abox oci` (prestart, createRuntime,
+	 * poststart, poststop); these two would run inside the container */
+	if (s->nhooks[OCI_HOOK_CREATE_CONTAINER] || s->nhooks[OCI_HOOK_START_CONTAINER])
+		return abox_error_setx(
+			err, EOPNOTSUPP, "hooks.%s: not supported (hooks that run inside the container)",
+			s->nhooks[OCI_HOOK_CREATE_CONTAINER] ? "createContainer" : "startContainer");
 	if (s->seccomp_json && !ours)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "linux.seccomp: abox does not load OCI seccomp profiles; with the "
