@@ -22,6 +22,7 @@ packages=(
   # engine that drives it in its tests, its network plugins and the gRPC
   # tools its Kubernetes (CRI) client is generated with
   crun runc containerd containernetworking-plugins python3-grpcio python3-grpc-tools
+  golang-github-gogo-protobuf-dev
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then

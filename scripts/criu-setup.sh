@@ -40,17 +40,9 @@ if [ "${ABOX_CRIU_FORCE:-0}" != 1 ] && [ -x "$prefix/criu" ] && [ "$prefix/prlim
   exit 0
 fi
 
-# the machine's Debian mirror: the first non-security source apt uses
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources; do
-  [ -f "$f" ] || continue
-  mirror=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f")
-  [ -n "$mirror" ] && break
-done
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/ && $i !~ /security/) { print $i; exit } }' /etc/apt/sources.list)
-fi
-if [ -z "$mirror" ]; then say "no Debian mirror in this machine's apt sources"; exit 1; fi
+# the machine's Debian mirror
+. scripts/debian-mirror.sh
+mirror=$(debian_mirror) || { say "no Debian mirror in this machine's apt sources"; exit 1; }
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 [ -f "$keyring" ] || { say "missing $keyring (apt-get install debian-archive-keyring)"; exit 1; }
 
