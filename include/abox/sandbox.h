@@ -54,6 +54,11 @@ typedef struct abox_sandbox abox_sandbox;
  * With this flag a process of the sandbox cannot become another user of
  * it unless it already is root. */
 #define ABOX_SANDBOX_NO_SUDO (1u << 7)
+/* An OCI container (oci_bundle) under abox's own confinement where its
+ * config asks for less, as with its annotation abox.confinement=abox:
+ * capabilities beyond abox's set are dropped, abox's seccomp policy
+ * replaces the config's profile (docs/kubernetes.md). */
+#define ABOX_SANDBOX_OCI_ABOX_CONFINEMENT (1u << 8)
 
 /* ---- networking -------------------------------------------------------- */
 

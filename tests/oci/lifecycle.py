@@ -482,6 +482,8 @@ try:
         "joining a 'pid' namespace is not supported")
     bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
         "abox does not share the host's")
+    bad("nnp", edit_cfg(lambda c: c["process"].update(noNewPrivileges=False)),
+        "process.noNewPrivileges: false: abox always sets no_new_privs")
     bad("caps", edit_cfg(lambda c: c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")),
         "CAP_SYS_ADMIN is beyond what abox grants")
     bad("noexec", edit_cfg(lambda c: c["process"].update(args=["/bin/no-such-program"])),

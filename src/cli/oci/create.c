@@ -165,6 +165,11 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	int console = -1;
 	so.oci_bundle = c.bundle;
+	/* a node's choice for all its containers (a container engine's
+	 * environment), as the annotation is a container's */
+	const char *conf = getenv("ABOX_OCI_CONFINEMENT");
+	if (conf && !strcmp(conf, "abox"))
+		so.flags |= ABOX_SANDBOX_OCI_ABOX_CONFINEMENT;
 	so.oci_console = terminal ? &console : NULL;
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
@@ -270,7 +275,21 @@ int oci_run(int argc, char **argv)
 	if (parse(argc, argv, true, &o) || oci_ctx(&ctx))
 		return 1;
 	int r = make(ctx, &o, &pid);
-	if (!r && (r = start(ctx, o.id)) != 0) {
+	if (!r) {
+		/* the container's init is our child, and its status ours to
+		 * read: the start is made by a child of ours, whose handle on
+		 * the sandbox can never reap it (a process that ends at once
+		 * would otherwise be reaped by the handle that started it) */
+		fflush(NULL);
+		pid_t s = fork();
+		if (s == 0)
+			_exit(start(ctx, o.id));
+		int st = 0;
+		while (s > 0 && waitpid(s, &st, 0) < 0 && errno == EINTR)
+			;
+		r = s < 0 ? oci_error("run: fork: %s", strerror(errno)) : WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	if (r) {
 		char *del[] = { (char *)"delete", (char *)"--force", (char *)o.id, NULL };
 		(void)oci_delete(3, del);
 	}
@@ -286,9 +305,14 @@ int oci_run(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	run_pid = 0;
+	if (w != pid) {
+		oci_error("run: the container's end could not be waited for: %s", strerror(errno));
+		status = 255 << 8;
+	}
 	char *del[] = { (char *)"delete", (char *)"--force", (char *)o.id, NULL };
 	(void)oci_delete(3, del);
 	abox_ctx_free(ctx);

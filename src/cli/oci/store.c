@@ -13,6 +13,14 @@
 
 #include "oci.h"
 
+/* the library's warnings and errors, into runc's log */
+static void library_log(abox_log_level level, const char *msg, void *ud)
+{
+	(void)ud;
+	if (level <= ABOX_LOG_WARNING)
+		oci_warn("%s", msg);
+}
+
 int oci_ctx(abox_ctx **out)
 {
 	/* '=' is in no container id: these never meet one's folder */
@@ -32,6 +40,7 @@ int oci_ctx(abox_ctx **out)
 	o.state_dir = state;
 	o.runtime_dir = run;
 	o.log_max = ABOX_LOG_WARNING;
+	o.log = library_log;
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_ctx_new(&o, out, &err) < 0)
 		return oci_error("%s", err.msg);

@@ -83,6 +83,8 @@ static int create_check(struct create *c, const abox_sandbox_opts *opts, abox_er
 		return abox_error_setx(err, EINVAL, "abox_sandbox_opts: bad version %u", opts->version);
 	if (local_create_opts_check(o, err) < 0 || (o->oci_bundle && oci_create_check(o, &c->oci, err) < 0))
 		return abox_error_prefix(err, "create");
+	if (c->oci.warning[0])
+		backend_log(c->ctx, ABOX_LOG_WARNING, "create: %s", c->oci.warning);
 	for (size_t i = 0; o->env && o->env[i]; i++)
 		if (!strchr(o->env[i], '=') || o->env[i][0] == '=')
 			return abox_error_setx(err, EINVAL, "create: environment entry '%s' is not K=V", o->env[i]);

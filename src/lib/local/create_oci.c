@@ -160,9 +160,11 @@ static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, st
 			return abox_error_set(err, ENOMEM, "mounts");
 		out->file = !S_ISDIR(st.st_mode);
 		out->type = NULL;
-		if (used)
-			return abox_error_setx(err, EINVAL,
-					       "mounts[%zu].options: '%s' is not a bind's option", i, data);
+		/* a filesystem's options on a bind mean nothing to the kernel
+		 * (runc passes them on, and they are dropped): said, not refused */
+		if (used && !oc->warning[0])
+			snprintf(oc->warning, sizeof(oc->warning),
+				 "mounts[%zu].options: '%s' are not a bind's options, ignored", i, data);
 		return 0;
 	}
 	if (!type)
@@ -250,9 +252,9 @@ static bool abox_confinement(const struct oci_spec *s)
 	return false;
 }
 
-static int refuse(const struct oci_spec *s, abox_error *err)
+static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 {
-	bool ours = abox_confinement(s);
+	ours |= abox_confinement(s);
 	/* the runtime's own hooks run in `abox oci` (prestart, createRuntime,
 	 * poststart, poststop); these two would run inside the container */
 	if (s->nhooks[OCI_HOOK_CREATE_CONTAINER] || s->nhooks[OCI_HOOK_START_CONTAINER])
@@ -274,6 +276,11 @@ static int refuse(const struct oci_spec *s, abox_error *err)
 	if (s->resources.hugepage_json || s->resources.unified_json)
 		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
 				       s->resources.unified_json ? "unified" : "hugepageLimits");
+	if (!s->process.no_new_privileges && !ours)
+		return abox_error_setx(err, EPERM,
+				       "process.noNewPrivileges: false: abox always sets no_new_privs (the "
+				       "annotation " CONFINEMENT_ANNOTATION
+				       "=abox keeps it without this error)");
 	uint64_t beyond = ours ? 0 : s->process.cap_bounding & ~caps_default();
 	for (int c = 0; c < 64 && beyond; c++)
 		if (beyond & (1ull << c))
@@ -285,7 +292,7 @@ static int refuse(const struct oci_spec *s, abox_error *err)
 	return 0;
 }
 
-int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err)
+int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abox_error *err)
 {
 	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
 	int r = oci_spec_load(bundle, &oc->spec, err);
@@ -294,7 +301,7 @@ int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *er
 	struct oci_spec *s = &oc->spec;
 	if (!s->process.present || !s->process.args || !s->process.args[0])
 		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
-	if ((r = refuse(s, err)) < 0 || (r = namespaces(oc, err)) < 0)
+	if ((r = refuse(s, ours, err)) < 0 || (r = namespaces(oc, err)) < 0)
 		return r;
 	if (!s->root_path)
 		return abox_error_setx(err, EINVAL, "root.path: missing");
@@ -453,7 +460,8 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 	if (o->flags & (ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_USERNS))
 		return abox_error_setx(
 			err, EINVAL, "an OCI container is long-lived, without auto-pause or user namespace");
-	int r = oci_create_prepare(o->oci_bundle, oc, err);
+	int r = oci_create_prepare(o->oci_bundle, (o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT) != 0, oc,
+				   err);
 	if (r < 0)
 		return r;
 	/* its files are its bundle's: the writable layer only holds what

@@ -24,6 +24,7 @@ struct oci_create {
 	uint64_t caps;
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
+	char warning[512]; /* what was read and not applied, for the log; or "" */
 };
 
 struct spawn_config;
@@ -36,7 +37,7 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg);
 /* Reads bundle/config.json; errors name the JSON path of what abox
  * cannot honour. */
-int oci_create_prepare(const char *bundle, struct oci_create *oc, abox_error *err);
+int oci_create_prepare(const char *bundle, bool abox_confinement, struct oci_create *oc, abox_error *err);
 void oci_create_free(struct oci_create *oc);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The OCI runtime-tools validation suite (opencontainers/runtime-tools'
+validation/, from Debian's source package, built with Debian's Go and Go
+library packages, offline) run against abox and, side by side in the same
+run, against Debian's crun and runc: a report of every test's result for
+the three, as TAP.
+
+    validation.py BUILD_DIR           the CI subset (SUBSET below): each
+                                      test crun passes, abox must pass
+    validation.py BUILD_DIR --all     every test of the suite, reported;
+                                      the same rule over all of them
+
+Each runtime runs in a mount namespace of its own with its own --root;
+the suite's bundles are made in a private TMPDIR and whatever a test
+leaves (mounts, containers, folders) is removed after it. abox runs with
+ABOX_OCI_CONFINEMENT=abox: the suite's configs grant containerd's default
+capabilities, which abox refuses otherwise (docs/kubernetes.md). crun
+runs with cgroup2 alone on /sys/fs/cgroup and its cgroup manager off (it
+refuses this kind of hybrid host), so its cgroup tests fail by design.
+The folders of the build are cached in $ABOX_TEST_CACHE (default
+/var/cache/abox-test) and remade when missing."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "daemon"))
+from harness import check, finish  # noqa: E402
+
+# What CI runs: the tests abox passes today among those crun passes on
+# this kind of host. --all runs the whole suite: most of its programs
+# check, inside the container, that noNewPrivileges is as the config says
+# (false in the suite's configs), and abox always sets it (its seccomp
+# policy stands on it; docs/kubernetes.md), so those fail with abox by
+# design; the others crun passes and abox does not are abox's to fix.
+SUBSET = ["create", "kill_no_effect", "state"]
+RUNTIMES = ("abox", "crun", "runc")
+CACHE = os.environ.get("ABOX_TEST_CACHE", "/var/cache/abox-test")
+
+
+def build(src, tests):
+    """The validation programs and runtimetest, built once per source,
+    test list and tap package."""
+    tap = os.path.join(HERE, "tap-go", "tap.go")
+    key = hashlib.sha256((open(tap).read() + src + " ".join(sorted(tests))).encode()).hexdigest()[:12]
+    out = os.path.join(CACHE, "runtime-tools-build", key)
+    if os.path.exists(os.path.join(out, ".done")):
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    gopath = tempfile.mkdtemp(prefix="abox-rt-gopath-")
+    try:
+        tree = os.path.join(gopath, "src", "github.com", "opencontainers", "runtime-tools")
+        shutil.copytree(src, tree, symlinks=True)
+        shutil.copytree(os.path.join(HERE, "tap-go"), os.path.join(gopath, "src", "github.com", "mndrix", "tap-go"))
+        env = dict(os.environ, GOPATH=gopath + ":/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
+                   GOCACHE=os.path.join(CACHE, "runtime-tools-build", "gocache"))
+        for t in tests:
+            subprocess.run(["go", "build", "-o", os.path.join(out, t + ".t"), "./validation/" + t], cwd=tree,
+                           env=env, check=True)
+        subprocess.run(["go", "build", "-tags", "netgo osusergo", "-o", os.path.join(out, "runtimetest"),
+                        "./cmd/runtimetest"], cwd=tree, env=dict(env, CGO_ENABLED="0"), check=True)
+    finally:
+        shutil.rmtree(gopath, ignore_errors=True)
+    open(os.path.join(out, ".done"), "w").close()
+    return out
+
+
+def classify(tap, rc):
+    """pass, fail or skip (all of its tests skipped). A program that
+    stops before any test line (the hook tests do, when their container
+    fails) says why in a YAML block with an "error" under an empty plan."""
+    lines = tap.splitlines()
+    ran = [ln for ln in lines if ln.startswith("ok") and "# SKIP" not in ln]
+    if rc != 0 or any(ln.startswith("not ok") for ln in lines) or (not ran and '"error"' in tap):
+        return "fail"
+    return "pass" if ran else "skip"
+
+
+def clean(tmp, wrapper):
+    """What a test left: its containers, mounts below TMPDIR, folders."""
+    r = subprocess.run([wrapper, "list", "-q"], capture_output=True, text=True)
+    for cid in r.stdout.split():
+        subprocess.run([wrapper, "delete", "--force", cid], capture_output=True)
+    with open("/proc/self/mountinfo") as f:
+        mps = [ln.split()[4] for ln in f if " " + tmp in ln]
+    for mp in sorted(mps, reverse=True):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+    for e in os.listdir(tmp):
+        subprocess.run(["rm", "-rf", "--one-file-system", os.path.join(tmp, e)], capture_output=True)
+
+
+def run_one_runtime(rt, built, src, work, tests):
+    """Inside this runtime's own mount namespace: every test, its result."""
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    wrapper = os.path.join(bindir, rt)
+    root = os.path.join(work, "roots", rt)
+    cmd = {"abox": f"ABOX_OCI_CONFINEMENT=abox exec {os.path.join(os.path.abspath(sys.argv[1]), 'abox')} oci "
+                   f"--root {root}",
+           "crun": f"exec crun --cgroup-manager=disabled --root {root}",
+           "runc": f"exec runc --root {root}"}[rt]
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\n{cmd} "$@"\n')
+    os.chmod(wrapper, 0o755)
+    cwd = os.path.join(work, "cwd-" + rt)
+    os.makedirs(cwd)
+    os.symlink(os.path.join(src, "rootfs-amd64.tar.gz"), os.path.join(cwd, "rootfs-amd64.tar.gz"))
+    shutil.copy(os.path.join(built, "runtimetest"), os.path.join(cwd, "runtimetest"))
+    tmp = os.path.join(work, "tmp-" + rt)
+    os.makedirs(tmp)
+    results = {}
+    for t in tests:
+        start = time.time()
+        try:
+            p = subprocess.run([os.path.join(built, t + ".t")], cwd=cwd, capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, RUNTIME=wrapper, TMPDIR=tmp), stdin=subprocess.DEVNULL)
+            res = classify(p.stdout, p.returncode)
+            detail = (p.stdout[-1500:] + p.stderr[-500:]) if res == "fail" else ""
+        except subprocess.TimeoutExpired:
+            res, detail = "fail", "timed out after 120 s"
+        results[t] = {"result": res, "seconds": round(time.time() - start, 1), "detail": detail}
+        clean(tmp, wrapper)
+    return results
+
+
+if len(sys.argv) > 2 and sys.argv[2] == "--runtime":
+    # the inner part: one runtime, in its namespace (see below)
+    rt, built, src, work, out = sys.argv[3:8]
+    tests = sys.argv[8:]
+    if rt == "crun":
+        subprocess.run(["mount", "-t", "cgroup2", "none", "/sys/fs/cgroup"], check=True)
+    with open(out, "w") as f:
+        json.dump(run_one_runtime(rt, built, src, work, tests), f)
+    sys.exit(0)
+
+full = "--all" in sys.argv[2:]
+work = tempfile.mkdtemp(prefix="abox-rt-")
+try:
+    src = subprocess.run(["bash", os.path.join(SRC, "scripts", "debian-source.sh"),
+                          "golang-github-opencontainers-runtime-tools", "sid", os.path.join(CACHE, "src")],
+                         capture_output=True, text=True)
+    check("the runtime-tools source from Debian (its sid source package)", src.returncode == 0, src.stderr)
+    src = src.stdout.strip()
+    tests = sorted(d for d in os.listdir(os.path.join(src, "validation"))
+                   if os.path.isfile(os.path.join(src, "validation", d, d + ".go"))) if full else SUBSET
+    built = build(src, tests)
+    check(f"{len(tests)} validation programs and runtimetest built with Debian's Go, offline", True)
+    results = {}
+    for rt in RUNTIMES:
+        out = os.path.join(work, rt + ".json")
+        subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, os.path.abspath(__file__),
+                        sys.argv[1], "--runtime", rt, built, src, os.path.join(work, rt), out] + tests,
+                       timeout=7200)
+        results[rt] = json.load(open(out)) if os.path.exists(out) else {}
+    print(f"# {'test':34} {'abox':6} {'crun':6} {'runc':6}")
+    for t in tests:
+        print("# " + f"{t:34} " + " ".join(f"{results[rt].get(t, {}).get('result', '-'):6}" for rt in RUNTIMES))
+    for rt in RUNTIMES:
+        n = {k: sum(1 for v in results[rt].values() if v["result"] == k) for k in ("pass", "fail", "skip")}
+        print(f"# {rt}: {n['pass']} pass, {n['fail']} fail, {n['skip']} skip")
+    for t in tests:
+        ab = results["abox"].get(t, {})
+        if results["crun"].get(t, {}).get("result") == "pass":
+            check(f"{t}: abox passes, as crun does", ab.get("result") == "pass", ab.get("detail", ""))
+        elif not full:
+            check(f"{t}: crun passes it here (the subset's premise)", False, results["crun"].get(t))
+finally:
+    with open("/proc/self/mountinfo") as f:
+        for mp in sorted((ln.split()[4] for ln in f if " " + work in ln), reverse=True):
+            subprocess.run(["umount", "-l", mp], capture_output=True)
+    shutil.rmtree(work, ignore_errors=True)
+finish()
