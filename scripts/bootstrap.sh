@@ -23,6 +23,12 @@ packages=(
   # tools its Kubernetes (CRI) client is generated with
   crun runc containerd containernetworking-plugins python3-grpcio python3-grpc-tools
   golang-github-gogo-protobuf-dev
+  # the OCI runtime-tools validation suite, built offline from Debian's
+  # Go and Go libraries (tests/oci/validation.py)
+  golang-go golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
+  golang-github-mrunalp-fileutils-dev golang-github-opencontainers-specs-dev golang-github-opencontainers-selinux-dev
+  golang-github-sirupsen-logrus-dev golang-gocapability-dev golang-golang-x-sys-dev golang-github-urfave-cli-dev
+  golang-github-cpuguy83-go-md2man-v2-dev golang-github-russross-blackfriday-v2-dev
 )
 
 if [ "${ABOX_SKIP_APT:-0}" != 1 ]; then
