@@ -90,6 +90,11 @@ void ckpt_handle(int ci, const struct proto_frame *f)
 /* SIGUSR2 while checkpointing: fetch the new listening socket and layer
  * fd from the host (see INIT_REARM_NAME). Anything odd leaves us waiting
  * for the next try. */
+bool ckpt_waiting(void)
+{
+	return checkpointing;
+}
+
 void ckpt_rearm(void)
 {
 	if (!checkpointing)

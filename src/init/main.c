@@ -206,8 +206,8 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 			bool want_rearm = false;
 			while (read(sfd, &si, sizeof(si)) > 0) {
-				want_rearm |= si.ssi_signo == INIT_REARM_SIGNAL;
-				(void)oci_signal((int)si.ssi_signo);
+				if (!oci_signal((int)si.ssi_signo, si.ssi_code))
+					want_rearm |= si.ssi_signo == INIT_REARM_SIGNAL;
 			}
 			procs_reap();
 			if (want_rearm)

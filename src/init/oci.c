@@ -22,10 +22,15 @@ static bool have_held, started;
 static int held_tty = -1; /* the held process's terminal (EXEC_TTY), or -1 */
 static pid_t main_pid;
 
-/* What `kill` asks of a container: termination, a reload, a user
- * signal. SIGUSR2 is init's own (re-arm after a checkpoint); SIGKILL and
- * SIGSTOP cannot be caught and end or stop init itself. */
-static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCONT };
+/* What `kill` may send a container, as runc's init would get it: the
+ * kernel drops signals init neither handles nor blocks, so these are
+ * blocked (read from its signalfd) and passed on. SIGKILL and SIGSTOP end
+ * or stop init itself; SIGCHLD is init's own; SIGUSR2 is passed on unless
+ * a checkpoint waits for it (init's re-arm); the faults and limits a
+ * process raises for itself are not signals to forward. */
+static const int forwarded[] = { SIGHUP,  SIGINT,   SIGQUIT, SIGABRT, SIGUSR1, SIGUSR2, SIGALRM,
+				 SIGTERM, SIGCONT,  SIGTSTP, SIGTTIN, SIGTTOU, SIGURG,  SIGVTALRM,
+				 SIGPROF, SIGWINCH, SIGIO,   SIGPWR,  SIGSYS };
 
 void oci_signals(sigset_t *mask)
 {
@@ -153,22 +158,27 @@ void oci_start(int ci, const struct proto_frame *f)
 	proc_started(p); /* usually not known yet: the poll loop watches ep */
 }
 
-bool oci_signal(int sig)
+bool oci_signal(int sig, int code)
 {
 	bool ours = false;
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		ours |= forwarded[i] == sig;
-	if (!oci_mode || !ours)
+	/* only what someone sent (kill, sigqueue): never a signal of init's
+	 * own making, nor the re-arm a checkpoint waits for */
+	if (!oci_mode || !ours || (code != SI_USER && code != SI_QUEUE) || (sig == SIGUSR2 && ckpt_waiting()))
 		return false;
 	if (main_pid > 0) {
 		kill(main_pid, sig);
 		return true;
 	}
 	/* not started: the container ends as runc's waiting init would, by
-	 * the signal's default action */
-	if (sig != SIGWINCH && sig != SIGCONT)
-		init_shutdown(128 + sig);
-	return true;
+	 * the signal's default action (those that stop or are ignored by
+	 * default do nothing) */
+	static const int harmless[] = { SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG, SIGWINCH };
+	for (size_t i = 0; i < ELEMENTSOF(harmless); i++)
+		if (harmless[i] == sig)
+			return true;
+	init_shutdown(128 + sig);
 }
 
 /* procs.c: the container's process ended (or never ran). */

@@ -131,6 +131,8 @@ struct proc *proc_of_frame(int ci, const struct proto_frame *f, uint64_t *sig, c
 void procs_list(int ci, const struct proto_frame *f);
 /* oci.c */
 void oci_main_ended(const struct proc *p);
+/* checkpoint.c: a checkpoint waits for its re-arm (INIT_REARM_SIGNAL) */
+bool ckpt_waiting(void);
 /* Client ci went away and client last takes its number. */
 void procs_client_gone(unsigned ci, unsigned last);
 void init_end_after_flush(int code);
