@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <termios.h>
 
@@ -166,6 +167,12 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 	bool cwd_first = req->flags & EXEC_CWD_FIRST;
 	if (cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
+	/* its own bounding set (an OCI process's), dropped while init's
+	 * CAP_SETPCAP is still ours, before the change of user */
+	for (int c = 0; req->has_caps && c < 64; c++)
+		if (!(req->caps & (1ULL << c)) && (r = RS2(SYS_prctl, PR_CAPBSET_DROP, c)) < 0 &&
+		    r != -EINVAL)
+			child_fail(ep, (int)-r, "capabilities", "process.capabilities.bounding");
 	for (unsigned i = 0; i < req->nrlimits; i++) {
 		uint64_t lim[2] = { req->rlimits[i].soft, req->rlimits[i].hard };
 		if ((r = RS4(SYS_prlimit64, 0, req->rlimits[i].resource, lim, NULL)) < 0)

@@ -138,6 +138,10 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req)
 		case F_RLIMIT:
 			r = parse_rlimit(&fl, req);
 			break;
+		case F_CAPS:
+			r = proto_field_u64(&fl, &req->caps);
+			req->has_caps = true;
+			break;
 		case F_FLAGS:
 			r = proto_field_u64(&fl, &v);
 			req->flags = (uint32_t)v & ~EXEC_CWD_FIRST;

@@ -67,6 +67,8 @@ struct exec_req {
 	gid_t groups[INIT_MAX_GROUPS];
 	uint32_t flags;
 	uint32_t umask; /* 0x1000 | mask when one was asked for, else 0 */
+	bool has_caps; /* F_CAPS: caps is the process's bounding set */
+	uint64_t caps;
 	unsigned nrlimits; /* set in the child before its exec */
 	struct {
 		int resource;

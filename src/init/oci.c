@@ -171,6 +171,10 @@ bool oci_signal(int sig, int code)
 		kill(main_pid, sig);
 		return true;
 	}
+	/* it ended: init is on its way out with the process's status, which
+	 * a late signal must not replace */
+	if (started)
+		return true;
 	/* not started: the container ends as runc's waiting init would, by
 	 * the signal's default action (those that stop or are ignored by
 	 * default do nothing) */

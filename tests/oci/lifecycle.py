@@ -19,6 +19,7 @@ import shutil
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -394,12 +395,39 @@ try:
           and hs["poststop"].get("status") == "stopped", (r, hs))
 
     def failing(cfg):
-        cfg["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "exit 3"]}]}
+        cfg["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "echo hook-said-this; exit 3"]}]}
     before = sorted(os.listdir(root))
     r = oci("create", "--bundle", bundle("hookfail", ["/bin/sh", "-c", "exit 0"], failing), "hookfail")
-    check("a failing createRuntime hook fails the create, naming it; nothing left",
-          r.returncode != 0 and "hooks.createRuntime[0] '/bin/sh' failed: exit status 3" in r.stderr
+    check("a failing createRuntime hook fails the create, naming it, with its output; nothing left",
+          r.returncode != 0 and "hooks.createRuntime[0] '/bin/sh' failed: exit status 3 (its output: hook-said-this"
+          in r.stderr
           and sorted(os.listdir(root)) == before and sandboxes_left() == [], (r, os.listdir(root)))
+
+    # a device node the image carries (as if unpacked as root) opens nothing
+    db = bundle("devnode", ["/bin/sh", "-c", "echo x > /hostnull && echo opened || echo refused; "
+                            "grep CapBnd /proc/self/status"],
+                lambda c: c["process"]["capabilities"].update(bounding=["CAP_KILL"], effective=["CAP_KILL"],
+                                                              permitted=["CAP_KILL"]))
+    os.mknod(os.path.join(db, "rootfs", "hostnull"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    do = open(os.path.join(work, "devnode.out"), "w+")
+    r = oci("run", "--bundle", db, "devnode", stdout=do)
+    do.seek(0)
+    got = do.read().split()
+    check("a device node in the root folder opens nothing (nodev); the process's bounding set is the config's "
+          "(CAP_KILL alone) while init keeps abox's", r.returncode == 0 and got == ["refused", "CapBnd:",
+                                                                                 "0000000000000020"], (r, got))
+
+    def nocaps(cfg):
+        cfg["process"]["capabilities"] = {}
+        cfg["process"]["user"] = {"uid": 1000, "gid": 1000}
+    no = open(os.path.join(work, "nocaps.out"), "w+")
+    r = oci("run", "--bundle", bundle("nocaps", ["/bin/sh", "-c", "id -u; grep CapBnd /proc/self/status"], nocaps),
+            "nocaps", stdout=no)
+    no.seek(0)
+    got = no.read().split()
+    check("every capability dropped and a user of 1000 (Kubernetes' restricted profile): the process starts as "
+          "that user with an empty bounding set", r.returncode == 0 and got == ["1000", "CapBnd:", "0000000000000000"],
+          (r, got))
 
     r = oci("run", "--bundle", bundle("runexit", ["/bin/sh", "-c", "exit 42"]), "runexit")
     check("run: exit status 42 from the process", r.returncode == 42, r)

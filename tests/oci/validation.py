@@ -84,8 +84,20 @@ def classify(tap, rc):
     return "pass" if ran else "skip"
 
 
+def cgroup_testdirs():
+    """The cgroup folders the suite's cgroup tests name (their configs'
+    cgroupsPath is /testdir/cgrouptest: runc and crun make it at each
+    hierarchy's root)."""
+    import glob
+    return set(glob.glob("/sys/fs/cgroup/*/testdir") + glob.glob("/sys/fs/cgroup/testdir"))
+
+
+CGROUPS_BEFORE = cgroup_testdirs()
+
+
 def clean(tmp, wrapper):
-    """What a test left: its containers, mounts below TMPDIR, folders."""
+    """What a test left: its containers, mounts below TMPDIR, folders, the
+    cgroups its config named."""
     r = subprocess.run([wrapper, "list", "-q"], capture_output=True, text=True)
     for cid in r.stdout.split():
         subprocess.run([wrapper, "delete", "--force", cid], capture_output=True)
@@ -95,6 +107,12 @@ def clean(tmp, wrapper):
         subprocess.run(["umount", "-l", mp], capture_output=True)
     for e in os.listdir(tmp):
         subprocess.run(["rm", "-rf", "--one-file-system", os.path.join(tmp, e)], capture_output=True)
+    for d in cgroup_testdirs() - CGROUPS_BEFORE:
+        for base, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass
 
 
 def run_one_runtime(rt, built, src, work, tests):

@@ -97,6 +97,8 @@ static int bundle_facts(struct oci_ctr *c, bool *terminal)
 	if (json_object_object_get_ex(o, "annotations", &v) && json_object_is_type(v, json_type_object) &&
 	    json_object_object_length(v) > 0)
 		c->annotations_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	if (json_object_object_get_ex(o, "hooks", &v) && json_object_is_type(v, json_type_object))
+		c->hooks_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return 0;
 }
@@ -187,8 +189,8 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	if (!r)
 		r = oci_ctr_save(&c);
 	char *state = r ? NULL : oci_state_text(ctx, &c);
-	if (state && !(r = oci_hooks(c.bundle, "prestart", state, true)))
-		r = oci_hooks(c.bundle, "createRuntime", state, true);
+	if (state && !(r = oci_hooks(c.hooks_json, "prestart", state, true)))
+		r = oci_hooks(c.hooks_json, "createRuntime", state, true);
 	free(state);
 	if (!r && o->pid_file)
 		r = write_pid_file(o->pid_file, *pid);
@@ -241,7 +243,7 @@ static int start(abox_ctx *ctx, const char *id)
 	}
 	char *state = r ? NULL : oci_state_text(ctx, &c);
 	if (state)
-		(void)oci_hooks(c.bundle, "poststart", state, false);
+		(void)oci_hooks(c.hooks_json, "poststart", state, false);
 	free(state);
 	oci_ctr_free(&c);
 	return r;

@@ -27,7 +27,10 @@ static char **strv(json_object *a)
 	return v;
 }
 
-/* One hook: 0, or -1 with why in msg. */
+/* One hook: 0, or -1 with why in msg (its last output among it). Its
+ * stdout and stderr go to a file of ours, never to the container's stdio
+ * (during create those are the engine's pipes: a hook that stays behind
+ * holding them would keep the engine from ever seeing their end). */
 static int run_one(json_object *h, const char *state, char *msg, size_t n)
 {
 	json_object *v;
@@ -40,15 +43,25 @@ static int run_one(json_object *h, const char *state, char *msg, size_t n)
 	json_object_object_get_ex(h, "env", &env);
 	char **argv = strv(args), **envp = strv(env);
 	char *self[] = { (char *)path, NULL };
-	int in[2];
-	if (!argv || !envp || pipe2(in, O_CLOEXEC) < 0) {
+	int in[2] = { -1, -1 };
+	FILE *out = tmpfile();
+	if (!argv || !envp || !out || pipe2(in, O_CLOEXEC) < 0) {
+		snprintf(msg, n, "%s", strerror(errno));
 		free(argv);
 		free(envp);
-		return snprintf(msg, n, "%s", strerror(errno)), -1;
+		if (out)
+			fclose(out);
+		return -1;
 	}
+	signal(SIGPIPE, SIG_IGN); /* a hook that reads nothing may close its stdin */
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* a group of its own: a timeout ends what it started too */
+		setpgid(0, 0);
+		signal(SIGPIPE, SIG_DFL);
 		dup2(in[0], 0);
+		dup2(fileno(out), 1);
+		dup2(fileno(out), 2);
 		execve(path, argv[0] ? argv : self, envp);
 		_exit(127);
 	}
@@ -57,46 +70,62 @@ static int run_one(json_object *h, const char *state, char *msg, size_t n)
 	close(in[0]);
 	if (pid < 0) {
 		close(in[1]);
+		fclose(out);
 		return snprintf(msg, n, "fork: %s", strerror(errno)), -1;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	if (write(in[1], state, strlen(state)) < 0) {
-		/* a hook that reads nothing may close its stdin */
+		/* it did not read its state: its status tells */
 	}
 	close(in[1]);
 	int status = 0;
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	bool timed_out = false;
 	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
+		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (timeout > 0 && now.tv_sec - start.tv_sec >= timeout) {
+			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			return snprintf(msg, n, "timed out after %d s", timeout), -1;
+			timed_out = true;
+			break;
 		}
 		poll(NULL, 0, 10);
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	char tail[256] = "";
+	long size = fseek(out, 0, SEEK_END) == 0 ? ftell(out) : 0;
+	if (size > 0 && fseek(out, size > 255 ? size - 255 : 0, SEEK_SET) == 0) {
+		size_t got = fread(tail, 1, sizeof(tail) - 1, out);
+		tail[got] = '\0';
+	}
+	fclose(out);
+	for (char *p = tail; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	if (WIFEXITED(status))
+	if (timed_out)
+		snprintf(msg, n, "timed out after %d s", timeout);
+	else if (WIFEXITED(status))
 		snprintf(msg, n, "exit status %d", WEXITSTATUS(status));
 	else
 		snprintf(msg, n, "killed by signal %d", WTERMSIG(status));
+	if (tail[0]) {
+		size_t k = strlen(msg);
+		snprintf(msg + k, n - k, " (its output: %s)", tail);
+	}
 	return -1;
 }
 
-int oci_hooks(const char *bundle, const char *kind, const char *state, bool fatal)
+int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal)
 {
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/config.json", bundle);
-	json_object *cfg = json_object_from_file(path), *hooks, *list;
+	json_object *hooks = hooks_json ? json_tokener_parse(hooks_json) : NULL, *list;
 	int r = 0;
-	if (cfg && json_object_object_get_ex(cfg, "hooks", &hooks) &&
-	    json_object_object_get_ex(hooks, kind, &list) && json_object_is_type(list, json_type_array)) {
+	if (hooks && json_object_object_get_ex(hooks, kind, &list) &&
+	    json_object_is_type(list, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(list); i++) {
 			char why[512];
 			json_object *h = json_object_array_get_idx(list, i);
@@ -112,6 +141,6 @@ int oci_hooks(const char *bundle, const char *kind, const char *state, bool fata
 			oci_warn("hooks.%s[%zu] '%s' failed: %s", kind, i, hp, why);
 		}
 	}
-	json_object_put(cfg);
+	json_object_put(hooks);
 	return r;
 }

@@ -271,7 +271,7 @@ int oci_delete(int argc, char **argv)
 				r = oci_error("remove '%s': %s", dir, strerror(errno));
 		}
 		if (state)
-			(void)oci_hooks(c.bundle, "poststop", state, false);
+			(void)oci_hooks(c.hooks_json, "poststop", state, false);
 		free(state);
 	}
 	oci_ctr_free(&c);

@@ -59,6 +59,9 @@ struct oci_ctr {
 	char oci_version[32];
 	bool started;
 	char *annotations_json; /* an object, or NULL */
+	/* the config's hooks as create read them (never read again from a
+	 * bundle a container may have written to), or NULL */
+	char *hooks_json;
 };
 
 struct abox_ctx;
@@ -75,11 +78,12 @@ void oci_ctr_free(struct oci_ctr *c);
 /* created, running, paused or stopped; *pid the container's (its
  * init's) while it is not stopped, else 0. */
 const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
-/* The config's hooks of one kind ("prestart", "createRuntime",
- * "poststart", "poststop") in order, each with state (the OCI state
- * JSON) on its stdin and its timeout: 0, or 1 when one failed and fatal
- * (then the rest do not run; the error is said). Not fatal: warnings. */
-int oci_hooks(const char *bundle, const char *kind, const char *state, bool fatal);
+/* The hooks (the config's "hooks" object as JSON text, or NULL) of one
+ * kind ("prestart", "createRuntime", "poststart", "poststop") in order,
+ * each with state (the OCI state JSON) on its stdin and its timeout, its
+ * output kept for the error: 0, or 1 when one failed and fatal (then the
+ * rest do not run; the error is said). Not fatal: warnings. */
+int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal);
 /* The OCI state of c, as `state` prints it (plain), malloc'd. */
 char *oci_state_text(struct abox_ctx *ctx, const struct oci_ctr *c);
 /* Sends a terminal's master over the engine's console socket: 0, or 1

@@ -109,6 +109,8 @@ int oci_ctr_load(const char *id, struct oci_ctr *c)
 	c->started = json_object_object_get_ex(o, "started", &v) && json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "annotations", &v) && json_object_is_type(v, json_type_object))
 		c->annotations_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	if (json_object_object_get_ex(o, "hooks", &v) && json_object_is_type(v, json_type_object))
+		c->hooks_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return 0;
 }
@@ -124,6 +126,8 @@ int oci_ctr_save(const struct oci_ctr *c)
 	json_object_object_add(o, "started", json_object_new_boolean(c->started));
 	if (c->annotations_json)
 		json_object_object_add(o, "annotations", json_tokener_parse(c->annotations_json));
+	if (c->hooks_json)
+		json_object_object_add(o, "hooks", json_tokener_parse(c->hooks_json));
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s/state.json", oci_g.root, c->id);
 	int r = oci_write_file(path, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -136,7 +140,8 @@ int oci_ctr_save(const struct oci_ctr *c)
 void oci_ctr_free(struct oci_ctr *c)
 {
 	free(c->annotations_json);
-	c->annotations_json = NULL;
+	free(c->hooks_json);
+	c->annotations_json = c->hooks_json = NULL;
 }
 
 const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)

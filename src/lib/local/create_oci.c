@@ -377,6 +377,11 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 		proto_put_u64(m, F_GROUP, p->additional_gids[i]);
 	if (p->has_umask)
 		proto_put_u64(m, F_UMASK, p->umask);
+	/* its bounding set, at most abox's (more was refused, or dropped
+	 * under abox's confinement): for root its permitted set too, as
+	 * no_new_privs lets no file grant more */
+	if (p->has_capabilities)
+		proto_put_u64(m, F_CAPS, p->cap_bounding & caps_default());
 	for (size_t i = 0; i < p->nrlimits; i++) {
 		char rl[80];
 		snprintf(rl, sizeof(rl), "%d %llu %llu", p->rlimits[i].resource,
@@ -481,8 +486,9 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	cfg->rootfs.ntrees = 0;
 	if (oc->spec.hostname && *oc->spec.hostname)
 		cfg->rootfs.hostname = oc->spec.hostname;
-	/* at most abox's own set (refused above when it asked for more) */
-	cfg->caps_keep = oc->caps & caps_default();
+	/* init keeps abox's own set: it needs CAP_SETUID, CAP_SETGID and
+	 * CAP_KILL for the process, whose set (at most abox's) it applies
+	 * to that process alone (oci_process_put) */
 	cfg->keep_stdio = true;
 	if (oc->netns_fd >= 0) {
 		cfg->net_premade = true;

@@ -147,7 +147,7 @@ static int connect_impl(abox_ctx *ctx, const char *id, bool wait_keeper, bool de
 		 * is done (init re-armed, or the tree on disk), as found then */
 		if (wait_keeper && sb->conn_errno == ECONNREFUSED && local_keeper_wait(ctx, id)) {
 			local_free(sb);
-			return connect_impl(ctx, id, false, false, out, err); /* once */
+			return connect_impl(ctx, id, false, dead_ok, out, err); /* once */
 		}
 	}
 	if (sb->conn >= 0)

@@ -33,9 +33,10 @@ int rootfs_oci_open(const struct rootfs_plan *plan, abox_error *err)
 		if (fd < 0)
 			return abox_error_set(err, errno, "mounts: bind source '%s' (for '%s')", m->source,
 					      m->dest);
-		struct mount_attr a = { .attr_set = m->attr_set };
-		if (m->attr_set &&
-		    syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (m->recursive ? AT_RECURSIVE : 0), &a,
+		/* nodev whatever the config says: a bound device node of the
+		 * host's would open it */
+		struct mount_attr a = { .attr_set = m->attr_set | MOUNT_ATTR_NODEV };
+		if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (m->recursive ? AT_RECURSIVE : 0), &a,
 			    sizeof(a)) < 0) {
 			int e = errno;
 			close(fd);
@@ -136,8 +137,11 @@ static int protect(const char *const *paths, bool mask, abox_error *err)
 			if (r >= 0 && top < 0)
 				r = top;
 			if (r >= 0) {
-				r = mount_at(NULL, top, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, NULL,
-					     paths[i], err);
+				/* read-only, its other flags kept, its submounts too */
+				struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+				if (syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro,
+					    sizeof(ro)) < 0)
+					r = abox_error_set(err, errno, "make '%s' read-only", paths[i]);
 				close(top);
 			}
 		}
@@ -158,7 +162,7 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 		if (fd < 0)
 			return abox_error_prefix(err, "mounts");
 		if (m->type)
-			r = mount_at(m->source, fd, m->type, m->flags, m->data, m->dest, err);
+			r = mount_at(m->source, fd, m->type, m->flags | MS_NODEV, m->data, m->dest, err);
 		else if (syscall(SYS_move_mount, plan->oci_fds[i], "", fd, "",
 				 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			r = abox_error_set(err, errno, "bind '%s' on '%s'", m->source, m->dest);
@@ -174,7 +178,8 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 	}
 	if ((r = protect(o->masked, true, err)) < 0 || (r = protect(o->readonly_paths, false, err)) < 0)
 		return r;
-	if (o->readonly && mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
-		return abox_error_set(err, errno, "root.readonly: remount / read-only");
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (o->readonly && syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)
+		return abox_error_set(err, errno, "root.readonly: make / read-only");
 	return 0;
 }

@@ -545,6 +545,12 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if ((r = mkdir_p1(root, 0755, err)) < 0 ||
 		    (r = do_mount(plan->oci->root, root, NULL, MS_BIND | MS_REC, NULL, err)) < 0)
 			return abox_error_prefix(err, "root.path");
+		/* nodev: a device node an image carries (a block device of the
+		 * host's disk, made when the image was unpacked as root) opens
+		 * nothing; nosuid as abox's own roots */
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
+		if (syscall(SYS_mount_setattr, AT_FDCWD, root, AT_RECURSIVE, &a, sizeof(a)) < 0)
+			return abox_error_set(err, errno, "root.path: nodev, nosuid");
 		safe_snprintf(data, sizeof(data), "%s/sys", root);
 		if ((r = mkdir_p1(data, 0755, err)) < 0)
 			return r;

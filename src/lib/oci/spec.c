@@ -314,6 +314,7 @@ static int parse_process(struct oci_pc *c, json_object *o, struct oci_process *p
 	if (p->cwd[0] != '/')
 		return oci_fail(c, "process.cwd", "must be an absolute path");
 	if (json_object_object_get_ex(o, "capabilities", &v)) {
+		p->has_capabilities = true;
 		static const char *const sets[] = { "bounding", "effective", "inheritable", "permitted",
 						    "ambient" };
 		uint64_t *dst[] = { &p->cap_bounding, &p->cap_effective, &p->cap_inheritable,

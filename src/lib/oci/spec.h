@@ -78,7 +78,9 @@ struct oci_process {
 	size_t nadditional_gids;
 	char **args, **env; /* NULL-terminated */
 	char *cwd;
-	/* capability sets as bit masks of CAP_* numbers */
+	/* capability sets as bit masks of CAP_* numbers (has_capabilities:
+	 * the object was there; without it a process keeps what it has) */
+	bool has_capabilities;
 	uint64_t cap_bounding, cap_effective, cap_inheritable, cap_permitted, cap_ambient;
 	struct oci_rlimit *rlimits;
 	size_t nrlimits;

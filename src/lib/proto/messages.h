@@ -123,6 +123,7 @@ enum proto_tag {
 	F_GROUP = 43, /* exec: a supplementary group id, repeated (none: the uid's gid alone) */
 	F_UMASK = 44, /* exec: the file mode creation mask (else 022) */
 	F_RLIMIT = 45, /* exec: "RESOURCE SOFT HARD" (decimal; RLIM_INFINITY as is), repeated */
+	F_CAPS = 46, /* exec: the process's capability bounding set (a mask of CAP_* bits); else init's */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent

@@ -326,15 +326,21 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		child_fail(err_fd, &e);
 
 	/* init's stdio: the sandbox's /dev/null, never a host terminal or file
-	 * (a host fd inside could be reopened through /proc/self/fd). */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	 * (a host fd inside could be reopened through /proc/self/fd) — but
+	 * for an OCI container, whose engine gives its own (pipes or a
+	 * terminal, as runc's init gets them): those are the container's
+	 * stdio by the contract. /dev/null is opened above the stdio numbers,
+	 * so that a dup2 onto a free slot is a real copy without
+	 * close-on-exec. */
+	int null0 = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int null = null0 >= 0 ? fcntl(null0, F_DUPFD_CLOEXEC, 10) : -1;
+	if (null0 >= 0)
+		close(null0);
 	bool keep = cfg->keep_stdio;
-	/* (an OCI container's engine gives its pipes, as to runc's init; a
-	 * closed one of them is /dev/null all the same) */
 	bool fail = null < 0;
 	for (int fd = 0; fd < 3 && !fail; fd++) {
 		/* close-on-exec there: one of ours, in a slot the caller left
-		 * free */
+		 * free (a closed one of the engine's is /dev/null all the same) */
 		int fl = keep ? fcntl(fd, F_GETFD) : -1;
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			fail = dup2(null, fd) < 0;
