@@ -166,7 +166,7 @@ void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req);
 void oci_start(int ci, const struct proto_frame *f);
 /* An exec with the caller's three fds as its stdio (EXEC_FDS): takes req. */
 void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req);
-bool oci_signal(int sig, int code);
+bool oci_signal(int sig, int code, int sender);
 void oci_signals(sigset_t *mask);
 
 /* users.c: the identity a request names (F_USER, F_UID, F_GID): `user`

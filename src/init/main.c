@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 			bool want_rearm = false;
 			while (read(sfd, &si, sizeof(si)) > 0) {
-				if (!oci_signal((int)si.ssi_signo, si.ssi_code))
+				if (!oci_signal((int)si.ssi_signo, si.ssi_code, (int)si.ssi_pid))
 					want_rearm |= si.ssi_signo == INIT_REARM_SIGNAL;
 			}
 			procs_reap();

@@ -23,19 +23,27 @@ static int held_tty = -1; /* the held process's terminal (EXEC_TTY), or -1 */
 static pid_t main_pid;
 
 /* What `kill` may send a container, as runc's init would get it: the
- * kernel drops signals init neither handles nor blocks, so these are
- * blocked (read from its signalfd) and passed on. SIGKILL and SIGSTOP end
- * or stop init itself; SIGCHLD is init's own; SIGUSR2 is passed on unless
- * a checkpoint waits for it (init's re-arm); the faults and limits a
- * process raises for itself are not signals to forward. */
-static const int forwarded[] = { SIGHUP,  SIGINT,   SIGQUIT, SIGABRT, SIGUSR1, SIGUSR2, SIGALRM,
-				 SIGTERM, SIGCONT,  SIGTSTP, SIGTTIN, SIGTTOU, SIGURG,  SIGVTALRM,
-				 SIGPROF, SIGWINCH, SIGIO,   SIGPWR,  SIGSYS };
+ * kernel drops signals init neither handles nor blocks, so every one a
+ * process can be sent is blocked (read from init's signalfd) and passed
+ * on, but SIGKILL and SIGSTOP (they end or stop init itself), SIGCHLD
+ * (init's own), the faults the kernel raises in a process for itself
+ * (blocking them changes nothing), the C library's own real-time signals
+ * (its threads' set*id calls wait on them) and init's watchdog timer.
+ * SIGUSR2 is passed on unless a checkpoint waits for it (init's re-arm). */
+static bool forwarded(int sig)
+{
+	static const int not_ours[] = { SIGKILL, SIGSTOP, SIGCHLD, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
+	for (size_t i = 0; i < ELEMENTSOF(not_ours); i++)
+		if (sig == not_ours[i])
+			return false;
+	return sig > 0 && sig < _NSIG && (sig < 32 || sig >= SIGRTMIN) && sig != watchdog_signal();
+}
 
 void oci_signals(sigset_t *mask)
 {
-	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
-		sigaddset(mask, forwarded[i]);
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (forwarded(sig))
+			sigaddset(mask, sig);
 }
 
 /* Whether the process's program is there to run, as runc's init checks
@@ -158,14 +166,14 @@ void oci_start(int ci, const struct proto_frame *f)
 	proc_started(p); /* usually not known yet: the poll loop watches ep */
 }
 
-bool oci_signal(int sig, int code)
+bool oci_signal(int sig, int code, int sender)
 {
-	bool ours = false;
-	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
-		ours |= forwarded[i] == sig;
-	/* only what someone sent (kill, sigqueue): never a signal of init's
-	 * own making, nor the re-arm a checkpoint waits for */
-	if (!oci_mode || !ours || (code != SI_USER && code != SI_QUEUE) || (sig == SIGUSR2 && ckpt_waiting()))
+	/* only what someone else sent (kill, sigqueue: a sender outside the
+	 * container is pid 0 here): never a signal of init's own making (a
+	 * write to a closed pipe is SI_USER from init itself), nor the re-arm
+	 * a checkpoint waits for */
+	if (!oci_mode || !forwarded(sig) || (code != SI_USER && code != SI_QUEUE) || sender == 1 ||
+	    (sig == SIGUSR2 && ckpt_waiting()))
 		return false;
 	if (main_pid > 0) {
 		kill(main_pid, sig);

@@ -215,7 +215,8 @@ try:
     check("delete --force of a container that is not there: success", r.returncode == 0, r)
 
     # -- signals, pause, ps, delete of a running one -------------------------
-    b = bundle("sleeper", ["/bin/sh", "-c", "trap 'echo term; exit 7' TERM; while :; do sleep 0.1; done"])
+    b = bundle("sleeper", ["/bin/sh", "-c", "trap 'echo term; exit 7' TERM; trap 'echo rt' 40; trap '' USR1; "
+                           "while :; do sleep 0.1; done"])
     so = open(os.path.join(work, "sleeper.out"), "w+")
     r, pid, _ = create("sleeper", b, out=so)
     r2 = oci("start", "sleeper")
@@ -291,6 +292,20 @@ try:
     check("list --format json: the container's state, with owner",
           isinstance(lst, list) and [x["id"] for x in lst] == ["sleeper"] and lst[0]["status"] == "running"
           and "owner" in lst[0], (r, lst))
+    # a real-time signal (systemd's stop signal is one) reaches the process
+    r = oci("kill", "sleeper", "40")
+    time.sleep(0.3)
+    st40 = state("sleeper").get("status")
+    # kill --all: every process of the container, not only its process
+    ep2 = os.path.join(work, "exec2.pid")
+    r2 = oci("exec", "--detach", "--pid-file", ep2, "sleeper", "/bin/sleep", "600")
+    w2 = int(open(ep2).read()) if r2.returncode == 0 else 0
+    r3 = oci("kill", "--all", "sleeper", "USR1")
+    code2 = reap(w2) if w2 else None
+    check("kill with a real-time signal (the process's trap runs) and kill --all with another: the process "
+          "ignores it, the exec'd sleep dies of SIGUSR1 (its waiter reports 138)",
+          r.returncode == 0 and r3.returncode == 0 and code2 == 138, (r, st40, r3, code2))
+
     r = oci("delete", "sleeper")
     check("delete of a running container: refused, as runc says it",
           r.returncode != 0 and "cannot delete container sleeper that is not stopped: running" in r.stderr, r)
@@ -298,7 +313,7 @@ try:
     code = reap(pid)
     so.seek(0)
     check("kill ID SIGTERM: the process gets it (its trap runs) and its status is the container's",
-          r.returncode == 0 and code == 7 and so.read() == "term\n", (r, code))
+          r.returncode == 0 and code == 7 and so.read() == "rt\nterm\n", (r, code))
     oci("delete", "sleeper")
 
     r, pid, _ = create("forced", bundle("forced", ["/bin/sleep", "600"]))
@@ -311,6 +326,11 @@ try:
           (r, code, leftovers(sb)))
 
     r, pid, _ = create("unstarted", bundle("unstarted", ["/bin/sleep", "600"]))
+    eo = open(os.path.join(work, "exec-created.out"), "w+")
+    r1 = oci("exec", "unstarted", "/bin/sh", "-c", "echo before-start", stdout=eo)
+    eo.seek(0)
+    check("exec in a created container (its process not started yet) works, as with runc",
+          r1.returncode == 0 and eo.read() == "before-start\n", r1)
     r2 = oci("kill", "unstarted", "TERM")
     code = reap(pid)
     check("kill of a created container: it ends by the signal's default (143) without its process running",

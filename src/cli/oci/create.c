@@ -265,8 +265,10 @@ static volatile sig_atomic_t run_pid;
 
 static void forward(int sig)
 {
+	int saved = errno;
 	if (run_pid > 0)
 		kill(run_pid, sig);
+	errno = saved;
 }
 
 int oci_run(int argc, char **argv)

@@ -207,9 +207,11 @@ static int sig_pipe[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
+	int saved = errno;
 	unsigned char b = (unsigned char)sig;
 	if (write(sig_pipe[1], &b, 1) < 0) {
 	}
+	errno = saved;
 }
 
 /* Runs the process to its end, forwarding the signals we get. Its exit
@@ -237,10 +239,16 @@ static int run_to_end(abox_sandbox *sb, const char *json, const char *console_so
 		}
 	}
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-		static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-		struct sigaction sa = { .sa_handler = on_signal };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			sigaction(sigs[i], &sa, NULL);
+		/* every signal a process can be sent goes on to the process
+		 * (what a container engine sends an exec's pid is for it): all
+		 * but those that stop or end us, SIGCHLD, the faults, the C
+		 * library's own real-time signals */
+		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+		for (int sig = 1; sig < _NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGSEGV &&
+			    sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
+			    sig != SIGPIPE && (sig < 32 || sig >= SIGRTMIN))
+				sigaction(sig, &sa, NULL);
 	}
 	int r = 0;
 	while (r == 0) {
@@ -279,8 +287,9 @@ int oci_exec(int argc, char **argv)
 	abox_error err = ABOX_ERROR_INIT;
 	if (oci_ctx(&ctx))
 		goto out;
-	if (strcmp(oci_status(ctx, &c, &pid), "running") != 0) {
-		oci_error("cannot exec in a stopped or paused container");
+	const char *st = oci_status(ctx, &c, &pid);
+	if (strcmp(st, "running") != 0 && strcmp(st, "created") != 0) {
+		oci_error("cannot exec in a %s container", st);
 		goto out;
 	}
 	if (!(json = process_json(&o, &c)))

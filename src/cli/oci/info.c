@@ -13,27 +13,6 @@
 
 #include "oci.h"
 
-/* Processes whose pid namespace is ns's (st_ino of /proc/P/ns/pid). */
-static size_t pids_in(ino_t ns, int *out, size_t max)
-{
-	size_t n = 0;
-	DIR *d = opendir("/proc");
-	for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
-		char *end;
-		long p = strtol(e->d_name, &end, 10);
-		if (*end || p <= 0)
-			continue;
-		char path[64];
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", p);
-		if (stat(path, &st) == 0 && st.st_ino == ns)
-			out[n++] = (int)p;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 int oci_ps(int argc, char **argv)
 {
 	const char *format = "table";
@@ -72,7 +51,7 @@ int oci_ps(int argc, char **argv)
 	if (!strcmp(st, "stopped") || stat(path, &ns) < 0)
 		return oci_error("container not running");
 	static int pids[65536];
-	size_t n = pids_in(ns.st_ino, pids, sizeof(pids) / sizeof(pids[0]));
+	size_t n = oci_pids(ns.st_ino, pids, sizeof(pids) / sizeof(pids[0]));
 	if (!strcmp(format, "json")) {
 		putchar('[');
 		for (size_t k = 0; k < n; k++)

@@ -176,6 +176,30 @@ static int signal_number(const char *s)
 	return -1;
 }
 
+static int kill_all(int init_pid, int sig)
+{
+	char path[64];
+	struct stat ns;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", init_pid);
+	if (stat(path, &ns) < 0)
+		return oci_error("container not running");
+	static int pids[65536];
+	size_t n = oci_pids(ns.st_ino, pids, sizeof(pids) / sizeof(pids[0]));
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] == init_pid)
+			continue;
+		int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+		struct stat again;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pids[i]);
+		/* the pid still names a process of the container */
+		if (fd >= 0 && stat(path, &again) == 0 && again.st_ino == ns.st_ino)
+			(void)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	return 0;
+}
+
 int oci_kill(int argc, char **argv)
 {
 	int i = 1;
@@ -213,6 +237,11 @@ int oci_kill(int argc, char **argv)
 	const char *st = pfd >= 0 ? oci_status(ctx, &c, &again) : "stopped";
 	if (pfd < 0 || again != pid || !strcmp(st, "stopped"))
 		r = all ? 0 : oci_error("container not running");
+	/* --all: every process of the container, as runc signals its
+	 * cgroup's (each through a pidfd taken while it is in the container's
+	 * pid namespace); SIGKILL to init does that at once */
+	else if (all && sig != SIGKILL)
+		r = kill_all(pid, sig);
 	/* a paused container's init cannot act on a signal it forwards:
 	 * only SIGKILL (the kernel's) ends it frozen, as runc's */
 	else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)

@@ -7,6 +7,8 @@
 #define ABOX_CLI_OCI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 struct oci_globals {
 	const char *root; /* --root: where containers' state lives */
@@ -89,6 +91,9 @@ char *oci_state_text(struct abox_ctx *ctx, const struct oci_ctr *c);
 /* Sends a terminal's master over the engine's console socket: 0, or 1
  * with the error said. */
 int oci_console_send(const char *path, int master);
+/* The pids of the processes in the pid namespace whose /proc/P/ns/pid
+ * inode is ns (a container's: its init's among them), at most max. */
+size_t oci_pids(ino_t ns, int *out, size_t max);
 /* Writes text to path through a new file renamed over it (readers never
  * see half of it): 0 or -errno. */
 int oci_write_file(const char *path, const char *text);

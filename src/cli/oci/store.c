@@ -1,5 +1,6 @@
 /* oci/store.c — containers' records under --root, the library context
  * for them, and a container's status (see oci.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -159,4 +160,25 @@ const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
 	if (st == ABOX_STATE_PAUSED)
 		return "paused";
 	return c->started ? "running" : "created";
+}
+
+/* Processes whose pid namespace is ns's (st_ino of /proc/P/ns/pid). */
+size_t oci_pids(ino_t ns, int *out, size_t max)
+{
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+	for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
+		char *end;
+		long p = strtol(e->d_name, &end, 10);
+		if (*end || p <= 0)
+			continue;
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", p);
+		if (stat(path, &st) == 0 && st.st_ino == ns)
+			out[n++] = (int)p;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
