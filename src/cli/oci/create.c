@@ -241,7 +241,7 @@ static int start(abox_ctx *ctx, const char *id)
 		c.started = true;
 		r = oci_ctr_save(&c);
 	}
-	char *state = r ? NULL : oci_state_text(ctx, &c);
+	char *state = r ? NULL : oci_state_text_as(ctx, &c, "running", pid);
 	if (state)
 		(void)oci_hooks(c.hooks_json, "poststart", state, false);
 	free(state);

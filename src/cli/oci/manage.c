@@ -37,7 +37,16 @@ static json_object *state_json(abox_ctx *ctx, const struct oci_ctr *c)
 
 char *oci_state_text(abox_ctx *ctx, const struct oci_ctr *c)
 {
+	return oci_state_text_as(ctx, c, NULL, 0);
+}
+
+char *oci_state_text_as(abox_ctx *ctx, const struct oci_ctr *c, const char *status, int pid)
+{
 	json_object *o = state_json(ctx, c);
+	if (status) {
+		json_object_object_add(o, "status", json_object_new_string(status));
+		json_object_object_add(o, "pid", json_object_new_int(pid));
+	}
 	char *t = strdup(
 		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

@@ -88,6 +88,9 @@ const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
 int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal);
 /* The OCI state of c, as `state` prints it (plain), malloc'd. */
 char *oci_state_text(struct abox_ctx *ctx, const struct oci_ctr *c);
+/* The same with this status and pid (a poststart hook's state says
+ * running, as runc's, even when the process has already ended). */
+char *oci_state_text_as(struct abox_ctx *ctx, const struct oci_ctr *c, const char *status, int pid);
 /* Sends a terminal's master over the engine's console socket: 0, or 1
  * with the error said. */
 int oci_console_send(const char *path, int master);

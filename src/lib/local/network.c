@@ -113,13 +113,15 @@ static int take_answer(struct local_net *ln, json_object **o, abox_error *err)
 {
 	ln->asked = false;
 	int r = net_client_wait_fd(ln->conn, o, &ln->netns_fd, err);
-	for (int again = 0; r == -ECONNRESET && again < 3; again++) {
+	for (int again = 0; r == -ECONNRESET && again < 8; again++) {
 		/* the connection closed unanswered: netd was leaving (a minute
 		 * idle, or asked to stop) as this create connected, and never
 		 * read the take. Again, to a netd started anew once the
-		 * leaving one is gone. */
+		 * leaving one is gone: waits growing from 20 ms (a busy
+		 * machine may take a while to let the old one go, and each
+		 * try can meet it again) to 2.5 s in all */
 		close(ln->conn);
-		usleep(20000);
+		usleep(20000u << (again < 4 ? again : 4));
 		ln->conn = net_client_connect(ln->state_dir, ln->netd_path, err);
 		if (ln->conn < 0)
 			return ln->conn;
