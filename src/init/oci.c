@@ -112,6 +112,44 @@ void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
 	init_queue(ci, &m);
 }
 
+/* Makes req's process with stdio as its stdin, stdout and stderr in slot
+ * p, owned by client ci's request f (its start and end go there); takes
+ * req. The pid, or -errno with nothing made. */
+static pid_t spawn(int ci, const struct proto_frame *f, struct proc *p, struct exec_req *req,
+		   const int stdio[3], bool oci_main)
+{
+	char cmd[256];
+	size_t used = 0;
+	cmd[0] = '\0';
+	for (size_t i = 0; req->argv[i] && used + 2 < sizeof(cmd); i++)
+		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req->argv[i]);
+	pid_t pid = 0;
+	int ep = -1;
+	bool stalled = false;
+	int r = child_spawn_stdio(req, stdio, &pid, &ep, &stalled);
+	bool bound = req->flags & EXEC_BOUND;
+	exec_req_free(req);
+	if (r < 0)
+		return r;
+	*p = (struct proc){ .state = P_STARTING,
+			    .pid = pid,
+			    .owner = ci,
+			    .owner_req = f->id,
+			    .cmd = strdup(cmd),
+			    .in = -1,
+			    .out = -1,
+			    .err = -1,
+			    .ep = ep,
+			    .tee_out = -1,
+			    .tee_err = -1,
+			    .stalled = stalled,
+			    .oci_main = oci_main,
+			    .bound = bound };
+	p->att_req[ci] = f->id;
+	proc_started(p); /* usually not known yet: the poll loop watches ep */
+	return pid;
+}
+
 void oci_start(int ci, const struct proto_frame *f)
 {
 	if (!have_held) {
@@ -125,45 +163,24 @@ void oci_start(int ci, const struct proto_frame *f)
 		init_send_error(ci, f->id, EAGAIN, "start: too many processes tracked by init");
 		return;
 	}
-	char cmd[256];
-	size_t used = 0;
-	cmd[0] = '\0';
-	for (size_t i = 0; held.argv[i] && used + 2 < sizeof(cmd); i++)
-		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", held.argv[i]);
 	int stdio[3] = { 0, 1, 2 };
 	if (held_tty >= 0)
 		stdio[0] = stdio[1] = stdio[2] = held_tty;
-	pid_t pid = 0;
-	int ep = -1;
-	bool stalled = false;
-	int r = child_spawn_stdio(&held, stdio, &pid, &ep, &stalled);
-	exec_req_free(&held);
+	/* set before the spawn: a process that ends at once is then known
+	 * as the container's when its end is read */
+	have_held = false;
+	started = true;
+	pid_t pid = spawn(ci, f, p, &held, stdio, true);
 	if (held_tty >= 0)
 		close(held_tty);
 	held_tty = -1;
-	have_held = false;
-	started = true;
-	if (r < 0) {
-		init_send_error(ci, f->id, r, "start: could not make the container's process");
+	if (pid < 0) {
+		init_send_error(ci, f->id, pid, "start: could not make the container's process");
 		init_end_after_flush(125);
 		return;
 	}
-	main_pid = pid;
-	*p = (struct proc){ .state = P_STARTING,
-			    .pid = pid,
-			    .owner = ci,
-			    .owner_req = f->id,
-			    .cmd = strdup(cmd),
-			    .in = -1,
-			    .out = -1,
-			    .err = -1,
-			    .ep = ep,
-			    .tee_out = -1,
-			    .tee_err = -1,
-			    .stalled = stalled,
-			    .oci_main = true };
-	p->att_req[ci] = f->id;
-	proc_started(p); /* usually not known yet: the poll loop watches ep */
+	if (p->state != P_EXITED)
+		main_pid = pid;
 }
 
 bool oci_signal(int sig, int code, int sender)
@@ -217,35 +234,8 @@ void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 		exec_req_free(req);
 		return;
 	}
-	char cmd[256];
-	size_t used = 0;
-	cmd[0] = '\0';
-	for (size_t i = 0; req->argv[i] && used + 2 < sizeof(cmd); i++)
-		used += safe_snprintf(cmd + used, sizeof(cmd) - used, "%s%s", i ? " " : "", req->argv[i]);
-	pid_t pid = 0;
-	int ep = -1;
-	bool stalled = false;
 	int stdio[3] = { f->fds[0], f->fds[want == 3 ? 1 : 0], f->fds[want == 3 ? 2 : 0] };
-	int r = child_spawn_stdio(req, stdio, &pid, &ep, &stalled);
-	bool bound = req->flags & EXEC_BOUND;
-	exec_req_free(req);
-	if (r < 0) {
-		init_send_error(ci, f->id, r, "exec: could not make the process");
-		return;
-	}
-	*p = (struct proc){ .state = P_STARTING,
-			    .pid = pid,
-			    .owner = ci,
-			    .owner_req = f->id,
-			    .cmd = strdup(cmd),
-			    .in = -1,
-			    .out = -1,
-			    .err = -1,
-			    .ep = ep,
-			    .tee_out = -1,
-			    .tee_err = -1,
-			    .stalled = stalled,
-			    .bound = bound };
-	p->att_req[ci] = f->id;
-	proc_started(p);
+	pid_t pid = spawn(ci, f, p, req, stdio, false);
+	if (pid < 0)
+		init_send_error(ci, f->id, pid, "exec: could not make the process");
 }
