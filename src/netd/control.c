@@ -503,11 +503,20 @@ static void serve(int c)
 		}
 		if (!nfds)
 			fd = -1;
+		pthread_mutex_lock(&netd.lock);
+		bool leaving = netd.leaving;
+		pthread_mutex_unlock(&netd.lock);
+		if (leaving) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
 		json_object *ans = handle(buf, (size_t)n, fd, &cn, &stop);
 		if (fd >= 0)
 			close(fd);
 		pthread_mutex_lock(&netd.lock);
 		netd.last_busy_ms = clock_mono_ms();
+		netd.leaving |= stop; /* before the answer: see netd.leaving */
 		pthread_mutex_unlock(&netd.lock);
 		const char *s = json_object_to_json_string_ext(ans, JSON_C_TO_STRING_PLAIN);
 		ssize_t sent =
@@ -535,9 +544,15 @@ static void serve(int c)
 static void *serve_main(void *arg)
 {
 	int c = (int)(intptr_t)arg;
+	pthread_mutex_lock(&netd.lock);
+	netd.nconns++;
+	pthread_mutex_unlock(&netd.lock);
 	if (peer_allowed(c))
 		serve(c);
 	close(c);
+	pthread_mutex_lock(&netd.lock);
+	netd.nconns--;
+	pthread_mutex_unlock(&netd.lock);
 	return NULL;
 }
 

@@ -12,6 +12,7 @@
  * Runs as its own process, started by the library (net/client.c). */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +44,43 @@ static int listen_control(abox_error *err)
 		return abox_error_set(err, e, "bind the control socket");
 	}
 	return fd;
+}
+
+/* Whether a netd that serves answers on the control socket's name. The
+ * name taken says another netd holds it, not that it serves: one asked to
+ * stop (or leaving idle) keeps it until its process is gone, and a create
+ * that met it leaving started this one, which must not leave too (the
+ * create would find no netd at all). */
+static bool holder_serves(void)
+{
+	struct sockaddr_un sa;
+	unsigned len;
+	net_netd_address(netd.state_dir, &sa, &len);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	static const char ask[] = "{\"op\":\"status\"}";
+	char buf[512];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	bool ok = connect(fd, (struct sockaddr *)&sa, len) == 0 && send(fd, ask, sizeof(ask) - 1, 0) > 0 &&
+		  poll(&p, 1, 1000) == 1 && recv(fd, buf, sizeof(buf), 0) > 0;
+	close(fd);
+	return ok;
+}
+
+/* The control socket, once the name is free (5 s at most); *served when
+ * a netd that serves holds it (then -EADDRINUSE). */
+static int listen_when_free(bool *served, abox_error *err)
+{
+	int lfd = listen_control(err);
+	for (int i = 0; lfd == -EADDRINUSE && i < 250; i++) {
+		if ((*served = holder_serves()))
+			return lfd;
+		usleep(20000);
+		*err = (abox_error)ABOX_ERROR_INIT;
+		lfd = listen_control(err);
+	}
+	return lfd;
 }
 
 /* The table as the slots say: every recorded sandbox's elements put back
@@ -206,11 +244,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	netd.relay = !net_can_admin();
-	int lfd = listen_control(&e);
+	bool served = false;
+	int lfd = listen_when_free(&served, &e);
+	if (served) /* another netd serves this state folder here */
+		return 0;
 	if (lfd < 0) {
-		/* EADDRINUSE: another netd serves this state folder here */
-		if (-lfd == EADDRINUSE)
-			return 0;
 		fprintf(stderr, "abox-netd: %s\n", e.msg);
 		return 1;
 	}
@@ -254,8 +292,9 @@ int main(int argc, char **argv)
 			(void)sbx_load_all(NULL);
 			scanned_ms = clock_mono_ms();
 		}
-		bool idle = netd.nsbx == 0 && netd.active_proxied == 0 &&
+		bool idle = netd.nsbx == 0 && netd.active_proxied == 0 && netd.nconns == 0 &&
 			    clock_mono_ms() - netd.last_busy_ms > idle_ms;
+		netd.leaving |= idle;
 		pthread_mutex_unlock(&netd.lock);
 		if (idle) {
 			netd_log("no sandbox to serve: leaving");

@@ -67,6 +67,13 @@ struct netd {
 	int64_t last_busy_ms; /* when a sandbox was last served or attached */
 	struct netd_counters total; /* every sandbox's, also those gone: they only grow */
 	unsigned active_proxied;
+	/* clients connected now: netd does not leave idle while one is (a
+	 * create's take and attach come on one connection) */
+	unsigned nconns;
+	/* on its way out (asked to stop, or idle): requests from here on are
+	 * not answered, their connections closed, so a create asks a netd
+	 * started anew and is never answered by one about to be gone */
+	bool leaving;
 	/* no CAP_NET_ADMIN: no veths and no table; every sandbox's egress
 	 * goes through the relay on its loopback (relay.h) */
 	bool relay;

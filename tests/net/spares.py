@@ -207,6 +207,27 @@ try:
         if r.returncode != 0:
             bad.append(r.stderr.strip())
     check("creates racing netd's leaving all succeed", not bad, bad)
+
+    # the netd `abox run` started blocks no signal: run blocks those it
+    # passes on to its process, and a netd it started once inherited the
+    # mask and ignored a plain kill
+    def netd_pids():
+        found = []
+        for p in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if cmd[:1] == [b"abox-netd"] and w.state.encode() in cmd:
+                found.append(int(p))
+        return found
+    pids = netd_pids()
+    blocked = [ln for p in pids for ln in open(f"/proc/{p}/status") if ln.startswith("SigBlk:")]
+    check("the netd a run started blocks no signal", len(pids) == 1 and blocked == ["SigBlk:\t0000000000000000\n"],
+          (pids, blocked))
+    if pids:
+        os.kill(pids[0], signal.SIGTERM)
+    check("... and SIGTERM ends it", until(lambda: not netd_pids()), netd_pids())
     w.netd_request({"op": "stop"})
     until(lambda: not links("abp"))
 

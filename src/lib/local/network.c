@@ -101,7 +101,9 @@ int local_net_ask(abox_ctx *ctx, const char *id, const char *resumed, const stru
 	 * with its veth: asked for now and answered by local_net_answer,
 	 * so netd's part runs while the creator readies the rest */
 	int r = net_client_take(ln->conn, id, ln->policy_json, prefer, err);
-	if (r < 0)
+	/* reset: the netd connected to was leaving; the answer's wait
+	 * (take_answer) asks a netd started anew */
+	if (r < 0 && r != -ECONNRESET && r != -EPIPE)
 		return abox_error_prefix(err, "network");
 	ln->asked = true;
 	return 0;
@@ -113,7 +115,7 @@ static int take_answer(struct local_net *ln, json_object **o, abox_error *err)
 {
 	ln->asked = false;
 	int r = net_client_wait_fd(ln->conn, o, &ln->netns_fd, err);
-	for (int again = 0; r == -ECONNRESET && again < 8; again++) {
+	for (int again = 0; (r == -ECONNRESET || r == -EPIPE) && again < 8; again++) {
 		/* the connection closed unanswered: netd was leaving (a minute
 		 * idle, or asked to stop) as this create connected, and never
 		 * read the take. Again, to a netd started anew once the

@@ -92,6 +92,12 @@ static int start_netd(const char *state_dir, const char *netd_path, abox_error *
 		setsid();
 		if (fork() != 0)
 			_exit(0);
+		/* the caller's blocked signals would survive the exec: a netd
+		 * started by `abox run` (which blocks SIGTERM, SIGINT, SIGHUP
+		 * to pass them on) then ignored a plain kill */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 		int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (nul < 0 || lf < 0)
@@ -123,6 +129,7 @@ int net_client_connect(const char *state_dir, const char *netd_path, abox_error 
 		return r;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t started_ms = 0;
 	for (unsigned wait_us = 200;; wait_us = wait_us < 20000 ? wait_us * 2 : wait_us) {
 		if ((fd = try_connect(state_dir, &who)) >= 0)
 			return fd;
@@ -130,8 +137,18 @@ int net_client_connect(const char *state_dir, const char *netd_path, abox_error 
 			return impostor(&who, err);
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > START_TIMEOUT_MS)
+		int64_t ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms > START_TIMEOUT_MS)
 			break;
+		/* still nobody after half a second: the one started may have
+		 * left (it found the name held by a netd that served when it
+		 * asked, and was gone the moment after); another, which
+		 * leaves at once if one serves by then */
+		if (ms - started_ms > 500) {
+			started_ms = ms;
+			if ((r = start_netd(state_dir, netd_path, err)) < 0)
+				return r;
+		}
 		usleep(wait_us);
 	}
 	return abox_error_set(err, -fd, "net: abox-netd did not start (its log: %s/net/netd.log)", state_dir);
