@@ -60,7 +60,21 @@ void exec_req_free(struct exec_req *req)
 	strv_free(req->env);
 	for (size_t i = 0; i < ELEMENTSOF(strings); i++)
 		free(*string_at(req, i));
+	free(req->filter);
 	memset(req, 0, sizeof(*req));
+}
+
+/* A seccomp program: whole instructions, as many as the kernel takes */
+static int parse_filter(const struct proto_field *fl, struct exec_req *req)
+{
+	if (req->filter || !fl->len || fl->len % sizeof(*req->filter) ||
+	    fl->len / sizeof(*req->filter) > 4096 /* BPF_MAXINSNS */)
+		return -EINVAL;
+	if (!(req->filter = malloc(fl->len)))
+		return -ENOMEM;
+	memcpy(req->filter, fl->val, fl->len);
+	req->filter_len = (unsigned short)(fl->len / sizeof(*req->filter));
+	return 0;
 }
 
 /* "RESOURCE SOFT HARD" */
@@ -141,6 +155,9 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req)
 		case F_CAPS:
 			r = proto_field_u64(&fl, &req->caps);
 			req->has_caps = true;
+			break;
+		case F_SECCOMP:
+			r = parse_filter(&fl, req);
 			break;
 		case F_FLAGS:
 			r = proto_field_u64(&fl, &v);

@@ -69,6 +69,9 @@ struct exec_req {
 	uint32_t umask; /* 0x1000 | mask when one was asked for, else 0 */
 	bool has_caps; /* F_CAPS: caps is the process's bounding set */
 	uint64_t caps;
+	uint64_t *filter; /* F_SECCOMP: a BPF program (struct sock_filter, 8 bytes each),
+			   * installed last, before the exec */
+	unsigned short filter_len;
 	unsigned nrlimits; /* set in the child before its exec */
 	struct {
 		int resource;

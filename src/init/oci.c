@@ -8,6 +8,7 @@
  * Runs only inside the sandbox, as its PID 1. */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,6 +22,10 @@ static struct exec_req held;
 static bool have_held, started;
 static int held_tty = -1; /* the held process's terminal (EXEC_TTY), or -1 */
 static pid_t main_pid;
+/* the container's seccomp profile (linux.seccomp), for its execs as for
+ * its process: runc's exec runs under the container's profile too */
+static uint64_t *filter;
+static unsigned short filter_len;
 
 /* What `kill` may send a container, as runc's init would get it: the
  * kernel drops signals init neither handles nor blocks, so every one a
@@ -102,6 +107,16 @@ void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
 		init_send_error(ci, f->id, EINVAL, "exec: a terminal was announced and not passed");
 		exec_req_free(req);
 		return;
+	}
+	if (req->filter_len) {
+		size_t n = req->filter_len * sizeof(*filter);
+		if (!(filter = malloc(n))) {
+			init_send_error(ci, f->id, ENOMEM, "exec: the container's seccomp profile");
+			exec_req_free(req);
+			return;
+		}
+		memcpy(filter, req->filter, n);
+		filter_len = req->filter_len;
 	}
 	held = *req;
 	memset(req, 0, sizeof(*req));
@@ -231,6 +246,14 @@ void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 		safe_snprintf(why, sizeof(why), "exec: too many processes tracked by init");
 	if (!p) {
 		init_send_error(ci, f->id, ENOENT, why);
+		exec_req_free(req);
+		return;
+	}
+	if (filter_len && !req->filter_len && (req->filter = malloc(filter_len * sizeof(*filter)))) {
+		memcpy(req->filter, filter, filter_len * sizeof(*filter));
+		req->filter_len = filter_len;
+	} else if (filter_len && !req->filter_len) {
+		init_send_error(ci, f->id, ENOMEM, "exec: the container's seccomp profile");
 		exec_req_free(req);
 		return;
 	}

@@ -52,6 +52,15 @@ Test(base, safe_format_numbers_and_strings)
 	cr_assert_str_eq(b, "abc|");
 }
 
+Test(base, safe_format_width_and_zeros)
+{
+	/* a cache folder was once named "extras-N-N.%?9ld": the nanoseconds'
+	 * "%09ld" was not understood */
+	char b[128];
+	safe_snprintf(b, sizeof(b), "%09ld|%3d|%05d|%2u|%04x|%1d", 1234L, 7, -42, 123u, 255u, 99);
+	cr_assert_str_eq(b, "000001234|  7|-0042|123|00ff|99");
+}
+
 Test(base, safe_format_truncates)
 {
 	char b[6];

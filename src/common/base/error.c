@@ -35,8 +35,10 @@ static size_t put_str(char *buf, size_t size, size_t pos, const char *s, size_t 
 	return pos;
 }
 
-static size_t put_num(char *buf, size_t size, size_t pos, unsigned long long v, bool neg,
-		      unsigned base)
+/* width: at least that many characters, padded with zeros after the sign
+ * when zero (a file name's "%09ld" nanoseconds), else with spaces before */
+static size_t put_num(char *buf, size_t size, size_t pos, unsigned long long v, bool neg, unsigned base,
+		      size_t width, bool zero)
 {
 	char tmp[24];
 	size_t n = 0;
@@ -46,9 +48,19 @@ static size_t put_num(char *buf, size_t size, size_t pos, unsigned long long v, 
 		tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
 		v /= base;
 	} while (v && n < sizeof(tmp));
+	for (size_t w = n + neg; !zero && w < width; w++) {
+		if (pos + 1 < size)
+			buf[pos] = ' ';
+		pos++;
+	}
 	if (neg) {
 		if (pos + 1 < size)
 			buf[pos] = '-';
+		pos++;
+	}
+	for (size_t w = n + neg; zero && w < width; w++) {
+		if (pos + 1 < size)
+			buf[pos] = '0';
 		pos++;
 	}
 	while (n) {
@@ -75,8 +87,10 @@ size_t safe_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		}
 		p++;
 		int lng = 0;
-		size_t prec = (size_t)-1;
-		bool is_size = false;
+		size_t prec = (size_t)-1, width = 0;
+		bool is_size = false, zero = *p == '0';
+		while (*p >= '0' && *p <= '9' && width < 64)
+			width = width * 10 + (size_t)(*p++ - '0');
 		if (p[0] == '.' && p[1] == '*' && p[2] == 's') {
 			prec = (size_t)va_arg(ap, int);
 			p += 2;
@@ -103,7 +117,9 @@ size_t safe_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		case 'd':
 		case 'i': {
 			long long v = lng >= 2 ? va_arg(ap, long long) : lng == 1 ? va_arg(ap, long) : is_size ? va_arg(ap, ssize_t) : va_arg(ap, int);
-			pos = put_num(buf, size, pos, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0, 10);
+			pos = put_num(buf, size, pos,
+				      v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0, 10,
+				      width, zero);
 			break;
 		}
 		case 'u':
@@ -112,7 +128,7 @@ size_t safe_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 					       : lng == 1 ? va_arg(ap, unsigned long)
 					       : is_size  ? va_arg(ap, size_t)
 							  : va_arg(ap, unsigned);
-			pos = put_num(buf, size, pos, v, false, *p == 'x' ? 16 : 10);
+			pos = put_num(buf, size, pos, v, false, *p == 'x' ? 16 : 10, width, zero);
 			break;
 		}
 		case '%':

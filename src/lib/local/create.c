@@ -493,7 +493,7 @@ static int create_ready(struct create *c, abox_error *err)
 	sb->env = TAKE_PTR(c->merged_env);
 	sb->def_user = c->tmpl.meta.user ? strdup(c->tmpl.meta.user) : NULL;
 	sb->def_cwd = c->tmpl.meta.workdir ? strdup(c->tmpl.meta.workdir) : NULL;
-	int r = c->oci.root ? oci_create_hold(sb, &c->oci.spec, c->o.oci_console, err)
+	int r = c->oci.root ? oci_create_hold(sb, &c->oci, c->o.oci_console, err)
 			    : backend_template_start(sb, &c->tmpl.meta, err);
 	if (r < 0) {
 		abox_error_prefix(err, "create %s", sb->id);

@@ -239,9 +239,9 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 
 /* The annotation that lets abox's own confinement stand where the
  * config asks for less (docs/kubernetes.md): capabilities beyond abox's
- * set are dropped, and abox's seccomp policy applies in place of the
- * config's profile. Without it those are errors: a config never weakens
- * abox, nor is quietly made stricter than it says. */
+ * set are dropped, no_new_privs stays. Without it those are errors: a
+ * config never weakens abox, nor is quietly made stricter than it says.
+ * (A seccomp profile needs no annotation: it runs over abox's policy.) */
 #define CONFINEMENT_ANNOTATION "abox.confinement"
 
 static bool abox_confinement(const struct oci_spec *s)
@@ -261,11 +261,6 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 		return abox_error_setx(
 			err, EOPNOTSUPP, "hooks.%s: not supported (hooks that run inside the container)",
 			s->nhooks[OCI_HOOK_CREATE_CONTAINER] ? "createContainer" : "startContainer");
-	if (s->seccomp_json && !ours)
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.seccomp: abox does not load OCI seccomp profiles; with the "
-				       "annotation " CONFINEMENT_ANNOTATION
-				       "=abox its own policy applies instead");
 	if (s->sysctl && s->sysctl[0])
 		return abox_error_setx(err, EOPNOTSUPP, "linux.sysctl: not supported yet");
 	if (s->ndevices)
@@ -335,6 +330,19 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 				      .masked = (const char *const *)s->masked_paths,
 				      .readonly_paths = (const char *const *)s->readonly_paths };
 	oc->caps = s->process.cap_bounding;
+	/* the config's profile over abox's own policy (both run, the
+	 * stricter answer wins), matched against the capabilities the
+	 * process keeps; compiled now, so a profile abox cannot load fails
+	 * the create before anything is made */
+	if (s->seccomp_json) {
+		struct policy_env env = { .caps = (s->process.has_capabilities ? s->process.cap_bounding
+									       : caps_default()) &
+						  caps_default(),
+					  .kernel = local_kernel_version() };
+		if ((r = policy_compile(s->seccomp_json, strlen(s->seccomp_json), "linux.seccomp", &env,
+					&oc->seccomp, err)) < 0)
+			return r;
+	}
 	const struct oci_resources *res = &s->resources;
 	if (res->memory_limit > 0)
 		oc->memory_bytes = (uint64_t)res->memory_limit;
@@ -348,6 +356,7 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 void oci_create_free(struct oci_create *oc)
 {
 	oci_spec_free(&oc->spec);
+	policy_bpf_free(&oc->seccomp);
 	free(oc->root);
 	free(oc->mounts);
 	for (size_t i = 0; i < oc->nowned; i++)
@@ -430,8 +439,9 @@ int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave
 	return 0;
 }
 
-int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, int *console, abox_error *err)
+int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console, abox_error *err)
 {
+	const struct oci_spec *spec = &oc->spec;
 	int master = -1, slave = -1, r;
 	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)
 		return r;
@@ -439,6 +449,9 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_spec *spec, int *console,
 	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
 	oci_process_put(&m, &spec->process);
 	proto_put_u64(&m, F_FLAGS, EXEC_HELD | (slave >= 0 ? EXEC_TTY : 0));
+	if (oc->seccomp.len)
+		proto_put_bytes(&m, F_SECCOMP, oc->seccomp.insns,
+				oc->seccomp.len * sizeof(*oc->seccomp.insns));
 	if (slave >= 0)
 		proto_put_fd(&m, slave);
 	r = backend_call(sb, &m, "create: the container's process", NULL, NULL, err);

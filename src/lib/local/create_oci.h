@@ -10,6 +10,7 @@
 
 #include "mount/rootfs.h"
 #include "oci/spec.h"
+#include "seccomp/policy.h"
 
 struct abox_sandbox;
 
@@ -24,6 +25,7 @@ struct oci_create {
 	uint64_t caps;
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
+	struct policy_bpf seccomp; /* linux.seccomp compiled, or empty */
 	char warning[512]; /* what was read and not applied, for the log; or "" */
 };
 
@@ -46,9 +48,9 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */
 int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave, abox_error *err);
-/* Hands the container's process to init, held until the start; with
- * process.terminal, its terminal too, and *console (unless NULL) gets
- * the terminal's master. */
-int oci_create_hold(struct abox_sandbox *sb, const struct oci_spec *spec, int *console, abox_error *err);
+/* Hands the container's process to init, held until the start, with the
+ * config's seccomp profile; with process.terminal, its terminal too, and
+ * *console (unless NULL) gets the terminal's master. */
+int oci_create_hold(struct abox_sandbox *sb, const struct oci_create *oc, int *console, abox_error *err);
 
 #endif

@@ -124,6 +124,8 @@ enum proto_tag {
 	F_UMASK = 44, /* exec: the file mode creation mask (else 022) */
 	F_RLIMIT = 45, /* exec: "RESOURCE SOFT HARD" (decimal; RLIM_INFINITY as is), repeated */
 	F_CAPS = 46, /* exec: the process's capability bounding set (a mask of CAP_* bits); else init's */
+	F_SECCOMP = 47, /* exec (held): an OCI container's seccomp program (struct sock_filter[]),
+			 * installed over init's own in its processes */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
