@@ -214,6 +214,25 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 
+#define ABOX_LIMITS_VERSION 1
+typedef struct abox_limits {
+	uint32_t version; /* ABOX_LIMITS_VERSION */
+	uint64_t memory_bytes; /* the commands' memory (as abox_sandbox_opts'); 0: unchanged */
+	uint64_t pids; /* 0: unchanged */
+	uint32_t cpu_millis; /* 1000 = one CPU; 0: unchanged */
+} abox_limits;
+#define ABOX_LIMITS_INIT                                                                                     \
+	{                                                                                                    \
+		ABOX_LIMITS_VERSION, 0, 0, 0                                                                 \
+	}
+/* Changes a running sandbox's limits (`abox oci update`): those set in l,
+ * the others stay; recorded, so a resume or restore keeps them. A memory
+ * limit below what the sandbox uses makes the kernel reclaim, or fail
+ * with -EBUSY (cgroup v1) or OOM-kill (v2) as for any cgroup. A sandbox
+ * made without a memory limit gets one on its whole cgroup (init's
+ * share included). Not over a remote daemon (-EOPNOTSUPP). */
+ABOX_EXPORT int abox_sandbox_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err);
+
 /* Freezes every process of a long-lived sandbox (its cgroup's freezer)
  * and returns once the kernel reports it frozen. A paused sandbox uses no
  * CPU, keeps its memory, and its timeout clock stops; commands and file

@@ -157,6 +157,7 @@ struct abox_backend_ops {
 	 * the struct itself is freed by the caller */
 	void (*release)(abox_sandbox *sb);
 	int (*set_timeout)(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
+	int (*set_limits)(abox_sandbox *sb, const abox_limits *l, abox_error *err);
 	int (*oom_kills)(abox_sandbox *sb, uint64_t *out, abox_error *err);
 	int (*set_network)(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
 	int (*network)(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);

@@ -4,11 +4,14 @@ shim, tests/oci/shim.py): linux.seccomp is loaded with abox's strict
 loader and runs over abox's policy in the container's process and in
 every exec (the kernel runs both filters and the stricter answer wins,
 so a profile can take away and never give back); a profile abox cannot
-load fails the create, naming it, with nothing left behind.
+load fails the create, naming it, with nothing left behind. `update`
+changes a running container's memory, pids and CPU limits (the shim's
+--resources on stdin, or runc's flags).
 
 usage: confinement.py BUILD_DIR"""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -107,6 +110,55 @@ try:
             "seccomp user notification is not supported")
     refused("an-unknown-field", {"defaultAction": "SCMP_ACT_ALLOW", "defaultAktion": "SCMP_ACT_KILL"},
             "linux.seccomp: unknown top-level field 'defaultAktion'")
+    # update: new limits for a running container, as the shim asks (a pod
+    # resized in place: the resources object on stdin)
+    def knob(sandbox, name):
+        for base, dirs, files in os.walk("/sys/fs/cgroup"):
+            if sandbox in os.path.basename(base) and name in files:
+                return open(os.path.join(base, name)).read().strip()
+            if base.count("/") > 8:
+                dirs[:] = []
+        return None
+
+    def limits(c):
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
+    b = bundle("upd", ["/bin/sleep", "60"], limits)
+    r, pid, _ = create("upd", b)
+    oci("start", "upd")
+    sb = json.load(open(os.path.join(root, "upd", "state.json")))["sandbox"]
+    mem_knob = "memory.max" if knob(sb, "memory.max") else "memory.limit_in_bytes"
+    before = (knob(sb, mem_knob), knob(sb, "pids.max"))
+    res = json.dumps({"memory": {"limit": 128 << 20}, "pids": {"limit": 6},
+                      "cpu": {"quota": 50000, "period": 100000, "shares": 512}})
+    open(log, "w").close()
+    with tempfile.TemporaryFile("w+") as f:
+        f.write(res)
+        f.seek(0)
+        u = subprocess.run([shim.ABOX, "oci", "--root", root, "--log", log, "--log-format", "json", "update",
+                            "--resources", "-", "upd"], stdin=f, capture_output=True, text=True, timeout=30)
+    after = (knob(sb, mem_knob), knob(sb, "pids.max"))
+    # the sandbox's own bound is the commands' limit plus init's headroom
+    check("update --resources -: the memory and pids limits change in the container's cgroups",
+          u.returncode == 0 and int(after[0]) - int(before[0]) == 64 << 20 and after[1] == "6", (u, before, after))
+    warned = [json.loads(ln) for ln in open(log) if ln.strip()]
+    check("... and what abox does not enforce (cpu.shares) is named in the log as a warning",
+          any(e.get("level") == "warning" and "cpu.shares" in e.get("msg", "") for e in warned), warned)
+    e = oci("exec", "upd", "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait; echo done")
+    check("... in force: the 6-process limit stops a shell's eighth child", "can't fork" in e.stderr
+          or "Resource temporarily unavailable" in e.stderr, e)
+    u = oci("update", "--memory", "96m", "--pids-limit", "40", "upd")
+    check("update --memory 96m --pids-limit 40 (runc's flags)", u.returncode == 0
+          and int(knob(sb, mem_knob)) - int(after[0]) == -(32 << 20) and knob(sb, "pids.max") == "40",
+          (u, knob(sb, mem_knob), knob(sb, "pids.max")))
+    u = oci("update", "--memory", "-1", "upd")
+    check("update to unlimited (-1) is refused, saying abox keeps a limit", u.returncode != 0
+          and "abox keeps a limit once set" in u.stderr, u)
+    oci("kill", "upd", "KILL")
+    reap(pid)
+    u = oci("update", "--pids-limit", "10", "upd")
+    check("update of a stopped container: 'container not running'", u.returncode != 0
+          and "container not running" in u.stderr, u)
+    oci("delete", "upd")
 except Exception:
     broke()
 finally:

@@ -8,7 +8,7 @@ handler `abox` (its runc shim with abox as the runtime binary) and the
 bridge CNI plugin of containernetworking-plugins (tests/oci/crienv.py).
 RunPodSandbox with runtime_handler abox (a pause image built by the
 test), CreateContainer, StartContainer, ExecSync, ContainerStats,
-ListContainers, the container's log, StopContainer, RemoveContainer,
+UpdateContainerResources, ListContainers, the container's log, StopContainer, RemoveContainer,
 StopPodSandbox, RemovePodSandbox. Everything runs in mount and network
 namespaces of the test's own (a fresh /run, the CNI bridge and the pod's
 network there, 203.0.113.0/24): no packet leaves, nothing outlives the
@@ -53,6 +53,7 @@ try:
     check("RunPodSandbox with runtime_handler abox: READY, an address from the bridge CNI plugin (203.0.113.0/24), "
           "its sandbox an abox sandbox", st.state == pb.SANDBOX_READY and st.network.ip.startswith("203.0.113.")
           and len(sandboxes()) == 1, (st, sandboxes()))
+    pod_sbs = sandboxes()
 
     c_cfg = crienv.container_config(pb, ns, "main", ["-c", "echo started; exec sleep 600"])
     ctr_id = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=c_cfg,
@@ -72,6 +73,24 @@ try:
 
     s = rt.ContainerStats(pb.ContainerStatsRequest(container_id=ctr_id), timeout=30).stats
     check("ContainerStats: the container's own numbers", s.attributes.id == ctr_id, s)
+
+    # a pod resized in place: containerd's shim runs `update --resources -`
+    ctr_sb = [x for x in sandboxes() if x not in pod_sbs]
+    rt.UpdateContainerResources(pb.UpdateContainerResourcesRequest(
+        container_id=ctr_id, linux=pb.LinuxContainerResources(memory_limit_in_bytes=96 << 20, cpu_period=100000,
+                                                              cpu_quota=50000)), timeout=60)
+    got = {}
+    for base, dirs, files in os.walk("/sys/fs/cgroup"):
+        if ctr_sb and ctr_sb[0] in os.path.basename(base):
+            for k in ("memory.max", "memory.limit_in_bytes", "cpu.max", "cpu.cfs_quota_us"):
+                if k in files and k not in got:
+                    got[k] = open(os.path.join(base, k)).read().split()[0]
+        if base.count("/") > 8:
+            dirs[:] = []
+    mem = int(got.get("memory.max", got.get("memory.limit_in_bytes", "0")))
+    cpu = got.get("cpu.max", got.get("cpu.cfs_quota_us"))
+    check("UpdateContainerResources: the container's sandbox gets the new memory limit (plus init's headroom) "
+          "and CPU quota", mem - (96 << 20) in (0, 64 << 20) and cpu == "50000", got)
     lc = rt.ListContainers(pb.ListContainersRequest(), timeout=30).containers
     check("ListContainers: the container, RUNNING", [(c.id, c.state) for c in lc] ==
           [(ctr_id, pb.CONTAINER_RUNNING)], lc)

@@ -110,6 +110,8 @@ static const char usage_text[] =
 	"  exec [--process F] [--detach] [--pid-file F] [--cwd D] [--env K=V] [--user U[:G]]\n"
 	"       ID [COMMAND ARGS...]    another process in it\n"
 	"  events [--stats] [--interval 5s] ID   its resource use, as JSON lines\n"
+	"  update [--resources F|-] [--memory N] [--pids-limit N] [--cpu-quota N]\n"
+	"       [--cpu-period N] ID     new limits for it\n"
 	"  features                 what this runtime supports, as JSON\n"
 	"  spec [--bundle DIR] [--rootless]   write a config.json to start a bundle from\n"
 	"\n"
@@ -192,11 +194,10 @@ int cmd_oci(int argc, char **argv)
 		{ "pause", oci_pause },   { "resume", oci_resume },
 		{ "ps", oci_ps },         { "exec", oci_exec },
 		{ "events", oci_events }, { "features", oci_features },
+		{ "update", oci_update },
 	};
 	for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
 		if (!strcmp(verb, verbs[k].name))
 			return verbs[k].fn(argc - i, argv + i);
-	return oci_error("abox oci: no command '%s' (update, checkpoint and restore are not "
-			 "there yet)",
-			 verb);
+	return oci_error("abox oci: no command '%s' (checkpoint and restore are not there yet)", verb);
 }

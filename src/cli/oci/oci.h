@@ -49,6 +49,7 @@ int oci_ps(int argc, char **argv);
 int oci_exec(int argc, char **argv);
 int oci_events(int argc, char **argv);
 int oci_features(int argc, char **argv);
+int oci_update(int argc, char **argv);
 
 /* A container's record, <root>/<id>/state.json (store.c): what the OCI
  * state tells besides what abox knows of its sandbox. */

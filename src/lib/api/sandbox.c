@@ -81,6 +81,16 @@ int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *
 	return API_CALL(sb->ctx, set_timeout, "set-timeout", sb, timeout_ms, err);
 }
 
+int abox_sandbox_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
+{
+	API_NEED(sb, "set-limits");
+	API_NEED(l, "set-limits");
+	abox_limits o = ABOX_LIMITS_INIT;
+	if (versioned_copy_in(VERSIONED_LIMITS, &o, l) < 0)
+		return abox_error_setx(err, EINVAL, "abox_limits: bad version %u", l->version);
+	return API_CALL(sb->ctx, set_limits, "set-limits", sb, &o, err);
+}
+
 int abox_sandbox_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 {
 	API_NEED(sb, "oom kills");

@@ -159,6 +159,11 @@ int cgroup_destroy(struct cg_sandbox *cg, abox_error *err);
 /* Frees the handle without touching the kernel objects. Accepts NULL. */
 void cgroup_sandbox_free(struct cg_sandbox *cg);
 /* Limit actually written (for messages like "limit 512M"). */
+/* New limits for a running sandbox (those set in lim; the others stay):
+ * memory on the sandbox and its commands' cgroup, pids, CPU. A memory
+ * limit below what is in use makes the kernel reclaim, or refuse (v1:
+ * EBUSY), or kill (v2), as it would for any cgroup. */
+int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err);
 const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg);
 
 #endif

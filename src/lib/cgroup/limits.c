@@ -27,17 +27,37 @@ static void tcp_bound(uint64_t bytes, char out[24])
 	snprintf(out, 24, "%" PRIu64, bytes < CG_V1_TCP_MAX ? bytes : CG_V1_TCP_MAX);
 }
 
+/* A memory limit without swap past it: v1 memsw counts memory + swap, so
+ * the same value leaves none; v2 limits swap separately. v1 keeps the
+ * limit at most memsw: a limit raised past it is refused (EINVAL), so
+ * memsw goes first then (an update; at a create memsw is unlimited). */
+static int mem_write(const struct cg_dir *d, uint64_t bytes, abox_error *err)
+{
+	bool v1 = d->version == CG_V1;
+	char mem[24];
+	snprintf(mem, sizeof(mem), "%" PRIu64, bytes);
+	abox_error e = ABOX_ERROR_INIT;
+	int r = cgroup_knob_write(d, v1 ? "memory.limit_in_bytes" : "memory.max", mem, false, &e);
+	if (r == -EINVAL && v1) {
+		if ((r = cgroup_knob_write(d, "memory.memsw.limit_in_bytes", mem, true, err)) < 0)
+			return r;
+		return cgroup_knob_write(d, "memory.limit_in_bytes", mem, false, err);
+	}
+	if (r < 0) {
+		if (err)
+			*err = e;
+		return r;
+	}
+	return cgroup_knob_write(d, v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", v1 ? mem : "0",
+				 true, err);
+}
+
 /* The user's memory limit on the commands' cgroup, without swap past it. */
 static int cmds_limit(struct cg_sandbox *cg, uint64_t bytes, abox_error *err)
 {
 	const struct cg_dir *d = &cg->dir[cg->cmds];
 	bool v1 = d->version == CG_V1;
-	char mem[24];
-	snprintf(mem, sizeof(mem), "%" PRIu64, bytes);
-	int r = cgroup_knob_write(d, v1 ? "memory.limit_in_bytes" : "memory.max", mem, false, err);
-	if (r >= 0)
-		r = cgroup_knob_write(d, v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", v1 ? mem : "0",
-				      true, err);
+	int r = mem_write(d, bytes, err);
 	/* the commands' sockets are charged where they are made: the
 	 * accounting is turned on here too (see CG_V1_TCP_MAX) */
 	char tcp[24];
@@ -56,12 +76,11 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	const struct cg_dir *c = lim->cpu_millis ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
 	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1;
 	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
-	char mem[24], pids[24], cpu[48], tcp[24];
+	char pids[24], cpu[48], tcp[24];
 
 	/* with a commands' cgroup below, the sandbox's own bound is the
 	 * commands' limit plus init's headroom (see CG_INIT_HEADROOM) */
 	uint64_t total = lim->memory_bytes + (cg->cmds >= 0 ? CG_INIT_HEADROOM : 0);
-	snprintf(mem, sizeof(mem), "%" PRIu64, total);
 	tcp_bound(lim->memory_bytes, tcp);
 	snprintf(pids, sizeof(pids), "%" PRIu64, lim->pids);
 	if (c1)
@@ -73,10 +92,6 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		const char *file, *val;
 		bool optional;
 	} knobs[] = {
-		{ m, m1 ? "memory.limit_in_bytes" : "memory.max", mem, false },
-		/* no swap past the limit: v1 memsw counts memory + swap, so
-		 * the same value leaves none; v2 limits swap separately */
-		{ m, m1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max", m1 ? mem : "0", true },
 		/* v1: socket buffers bounded (CG_V1_TCP_MAX); a kernel without
 		 * the knob has no such accounting to turn on */
 		{ m1 ? m : NULL, "memory.kmem.tcp.limit_in_bytes", tcp, true },
@@ -85,11 +100,14 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		 * starts at the kernel's default of 100 ms (not inherited) */
 		{ c, c1 ? "cpu.cfs_quota_us" : "cpu.max", cpu, false },
 	};
+	int r;
+	if (m && (r = mem_write(m, total, err)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(knobs); i++) {
 		if (!knobs[i].d)
 			continue;
-		int r = cgroup_knob_write(knobs[i].d, knobs[i].file, knobs[i].val, knobs[i].optional, err);
-		if (r < 0)
+		if ((r = cgroup_knob_write(knobs[i].d, knobs[i].file, knobs[i].val, knobs[i].optional, err)) <
+		    0)
 			return r;
 	}
 	/* v1: the commands' limit now; v2 needs the controller handed down
@@ -109,6 +127,25 @@ int cgroup_nest_finish(struct cg_sandbox *cg, abox_error *err)
 	if (r < 0)
 		return r;
 	return cmds_limit(cg, cg->lim.memory_bytes, err);
+}
+
+int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err)
+{
+	/* the sandbox's bound and, on v1, the commands' (cgroup_write_limits);
+	 * on v2 the commands' too once init has left the sandbox's folder
+	 * (the limit of a sandbox made with one) */
+	int r = cgroup_write_limits(cg, lim, err);
+	if (r >= 0 && lim->memory_bytes && cg->cmds >= 0 && cg->dir[cg->cmds].version != CG_V1)
+		r = cmds_limit(cg, lim->memory_bytes, err);
+	if (r < 0)
+		return r;
+	if (lim->memory_bytes)
+		cg->lim.memory_bytes = lim->memory_bytes;
+	if (lim->pids)
+		cg->lim.pids = lim->pids;
+	if (lim->cpu_millis)
+		cg->lim.cpu_millis = lim->cpu_millis;
+	return 0;
 }
 
 const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg)

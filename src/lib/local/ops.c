@@ -23,6 +23,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.kill = local_kill,
 	.release = local_release,
 	.set_timeout = local_set_timeout,
+	.set_limits = local_set_limits,
 	.oom_kills = local_oom_kills,
 	.set_network = local_set_network,
 	.network = local_network,

@@ -45,6 +45,35 @@ int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 	return r;
 }
 
+int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
+{
+	if (!l->memory_bytes && !l->pids && !l->cpu_millis)
+		return 0;
+	_cleanup_close_ int lock = -EBADF;
+	struct sb_state st = { 0 };
+	int r = backend_lock_read(sb, &lock, &st, err);
+	if (r < 0)
+		return r;
+	/* paused without memory: no cgroup until the resume, which makes it
+	 * with the limits recorded here */
+	if (!st.cold) {
+		struct cg_limits lim = { .memory_bytes = l->memory_bytes,
+					 .pids = l->pids,
+					 .cpu_millis = l->cpu_millis };
+		if ((r = backend_cgroups(sb, err)) >= 0)
+			r = sb->cg ? cgroup_update_limits(sb->cg, &lim, err)
+				   : abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
+	}
+	if (r >= 0) {
+		st.memory_bytes = l->memory_bytes ? l->memory_bytes : st.memory_bytes;
+		st.pids = l->pids ? l->pids : st.pids;
+		st.cpu_millis = l->cpu_millis ? l->cpu_millis : st.cpu_millis;
+		r = state_write(sb->ctx->state_dir, &st, err);
+	}
+	sb_state_free(&st);
+	return r < 0 ? abox_error_prefix(err, "set-limits") : 0;
+}
+
 int local_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err)
 {
 	*out = 0;

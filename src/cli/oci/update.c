@@ -1,0 +1,214 @@
+/* oci/update.c — `update`: new limits for a container that runs, as
+ * containerd's shim asks for them (`update --resources -`, the config's
+ * linux.resources object on stdin: a pod resized in place) or with runc's
+ * flags (--memory, --pids-limit, --cpu-quota, --cpu-period). What abox
+ * enforces changes (memory, pids, CPU quota); what it does not (shares,
+ * cpusets, block I/O...) is named in the log, never silently dropped. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <abox/abox.h>
+
+#include "oci.h"
+
+/* what runc's update takes and abox does not enforce: accepted, warned */
+static const char *const ignored_flags[] = { "memory-reservation", "memory-swap",     "kernel-memory",
+					     "kernel-memory-tcp",  "cpu-shares",      "cpu-rt-period",
+					     "cpu-rt-runtime",     "cpuset-cpus",     "cpuset-mems",
+					     "blkio-weight",       "l3-cache-schema", "mem-bw-schema" };
+
+struct want {
+	int64_t memory, pids, quota, period; /* 0: not given; -1: unlimited */
+	char ignored[256];
+};
+
+static void note_ignored(struct want *w, const char *name)
+{
+	size_t n = strlen(w->ignored);
+	snprintf(w->ignored + n, sizeof(w->ignored) - n, "%s%s", n ? ", " : "", name);
+}
+
+/* "512m", "1G", "1048576": bytes (runc takes docker's sizes) */
+static int size_arg(const char *name, const char *v, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (errno || end == v || *end || n < -1 || (n > 0 && n > (INT64_MAX >> shift)))
+		return oci_error("update: invalid value for --%s: %s", name, v);
+	*out = n > 0 ? n << shift : n;
+	return 0;
+}
+
+/* A number field of obj (absent: left as is). */
+static int field(json_object *obj, const char *key, const char *path, int64_t *out)
+{
+	json_object *v;
+	if (!obj || !json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_int))
+		return oci_error("update: %s.%s: a number is needed", path, key);
+	*out = json_object_get_int64(v);
+	return 0;
+}
+
+static int from_json(const char *path, struct want *w)
+{
+	json_object *o = !strcmp(path, "-") ? json_object_from_fd(0) : json_object_from_file(path);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return oci_error("update: %s: not a JSON resources object (%s)",
+				 !strcmp(path, "-") ? "stdin" : path,
+				 json_util_get_last_err() ? json_util_get_last_err() : "not an object");
+	}
+	json_object *mem = NULL, *cpu = NULL, *pids = NULL, *v;
+	json_object_object_get_ex(o, "memory", &mem);
+	json_object_object_get_ex(o, "cpu", &cpu);
+	json_object_object_get_ex(o, "pids", &pids);
+	int r = field(mem, "limit", "memory", &w->memory) || field(pids, "limit", "pids", &w->pids) ||
+		field(cpu, "quota", "cpu", &w->quota) || field(cpu, "period", "cpu", &w->period);
+	static const struct {
+		const char *obj, *key;
+	} unenforced[] = {
+		{ "memory", "reservation" },  { "memory", "swap" },       { "memory", "kernel" },
+		{ "memory", "kernelTCP" },    { "cpu", "shares" },        { "cpu", "realtimePeriod" },
+		{ "cpu", "realtimeRuntime" }, { "cpu", "cpus" },          { "cpu", "mems" },
+		{ NULL, "blockIO" },          { NULL, "hugepageLimits" }, { NULL, "devices" },
+		{ NULL, "unified" },          { NULL, "rdma" },           { NULL, "network" }
+	};
+	for (size_t i = 0; !r && i < sizeof(unenforced) / sizeof(unenforced[0]); i++) {
+		json_object *in = o;
+		if (unenforced[i].obj && !json_object_object_get_ex(o, unenforced[i].obj, &in))
+			continue;
+		if (json_object_is_type(in, json_type_object) &&
+		    json_object_object_get_ex(in, unenforced[i].key, &v) &&
+		    !json_object_is_type(v, json_type_null)) {
+			char name[64];
+			snprintf(name, sizeof(name), "%s%s%s", unenforced[i].obj ? unenforced[i].obj : "",
+				 unenforced[i].obj ? "." : "", unenforced[i].key);
+			note_ignored(w, name);
+		}
+	}
+	json_object_put(o);
+	return r;
+}
+
+static int parse(int argc, char **argv, struct want *w, const char **id)
+{
+	const char *resources = NULL;
+	int i = 1;
+	for (; i < argc; i++) {
+		char name[64];
+		const char *val;
+		if (!oci_option(argv[i], name, sizeof(name), &val))
+			break;
+		if (!val) {
+			if (i + 1 >= argc)
+				return oci_error("update: option --%s needs a value", name);
+			val = argv[++i];
+		}
+		int r = 0;
+		if (!strcmp(name, "resources") || !strcmp(name, "r"))
+			resources = val;
+		else if (!strcmp(name, "memory"))
+			r = size_arg(name, val, &w->memory);
+		else if (!strcmp(name, "pids-limit"))
+			r = size_arg(name, val, &w->pids);
+		else if (!strcmp(name, "cpu-quota"))
+			r = size_arg(name, val, &w->quota);
+		else if (!strcmp(name, "cpu-period"))
+			r = size_arg(name, val, &w->period);
+		else {
+			size_t k = 0;
+			while (k < sizeof(ignored_flags) / sizeof(ignored_flags[0]) &&
+			       strcmp(name, ignored_flags[k]))
+				k++;
+			if (k == sizeof(ignored_flags) / sizeof(ignored_flags[0]))
+				return oci_error("flag provided but not defined: -%s", name);
+			note_ignored(w, name);
+		}
+		if (r)
+			return r;
+	}
+	if (i + 1 != argc)
+		return oci_error("update: exactly one container id is needed");
+	*id = argv[i];
+	/* runc: --resources and the flags are one or the other */
+	return resources ? from_json(resources, w) : 0;
+}
+
+/* The request as abox's limits: -1 (unlimited) is refused, since abox
+ * keeps every sandbox bounded once it has a bound. */
+static int to_limits(const struct want *w, abox_limits *l)
+{
+	if (w->memory < 0 || w->pids < 0 || w->quota < 0)
+		return oci_error("update: %s -1 (unlimited): abox keeps a limit once set; give a number",
+				 w->memory < 0 ? "memory limit"
+				 : w->pids < 0 ? "pids limit"
+					       : "cpu quota");
+	l->memory_bytes = (uint64_t)w->memory;
+	l->pids = (uint64_t)w->pids;
+	if (w->quota > 0) {
+		int64_t period = w->period > 0 ? w->period : 100000;
+		uint64_t millis = (uint64_t)w->quota * 1000 / (uint64_t)period;
+		l->cpu_millis = millis > UINT32_MAX ? UINT32_MAX : millis ? (uint32_t)millis : 1;
+	}
+	return 0;
+}
+
+int oci_update(int argc, char **argv)
+{
+	struct want w = { 0 };
+	const char *id = NULL;
+	abox_limits l = ABOX_LIMITS_INIT;
+	struct oci_ctr c;
+	if (parse(argc, argv, &w, &id) || to_limits(&w, &l) || oci_ctr_load(id, &c))
+		return 1;
+	abox_ctx *ctx = NULL;
+	if (oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
+		return 1;
+	}
+	int pid, r = 0;
+	const char *st = oci_status(ctx, &c, &pid);
+	abox_sandbox *sb = NULL;
+	abox_error err = ABOX_ERROR_INIT;
+	if (!strcmp(st, "stopped"))
+		r = oci_error("container not running");
+	else if (abox_sandbox_connect(ctx, c.sandbox, &sb, &err) < 0 ||
+		 abox_sandbox_set_limits(sb, &l, &err) < 0)
+		r = oci_error("update: %s", err.msg);
+	else if (w.ignored[0])
+		oci_warn("update: not enforced by abox, left as they were: %s", w.ignored);
+	abox_sandbox_free(sb);
+	oci_ctr_free(&c);
+	abox_ctx_free(ctx);
+	return r;
+}
