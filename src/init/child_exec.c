@@ -144,11 +144,16 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		(void)RS1(SYS_close, pfd);
 	}
 	/* init is shielded from the OOM killer (-1000); commands must not
-	 * inherit that, or a memory hog could never be stopped */
+	 * inherit that, or a memory hog could never be stopped. An OCI
+	 * process gets its config's oomScoreAdj, and fails without it */
 	long oom = RS4(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC, 0);
 	if (oom >= 0) {
-		(void)RS3(SYS_write, oom, "0", 1);
+		char adj[16];
+		size_t len = safe_snprintf(adj, sizeof(adj), "%d", req->has_oom ? req->oom_adj : 0);
+		r = RS3(SYS_write, oom, adj, len);
 		(void)RS1(SYS_close, oom);
+		if (r < 0 && req->has_oom)
+			child_fail(ep, (int)-r, "oom_score_adj", "process.oomScoreAdj");
 	}
 	if (a->pty && (r = RS3(SYS_ioctl, a->err, TIOCSCTTY, 0)) < 0)
 		child_fail(ep, (int)-r, "ioctl", "TIOCSCTTY"); /* the terminal becomes ours */

@@ -159,6 +159,13 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req)
 		case F_SECCOMP:
 			r = parse_filter(&fl, req);
 			break;
+		case F_OOM_ADJ:
+			r = proto_field_u64(&fl, &v);
+			if (r >= 0 && v > 2000)
+				r = -EINVAL;
+			req->oom_adj = (int)v - 1000;
+			req->has_oom = true;
+			break;
 		case F_FLAGS:
 			r = proto_field_u64(&fl, &v);
 			req->flags = (uint32_t)v & ~EXEC_CWD_FIRST;

@@ -67,6 +67,8 @@ struct exec_req {
 	gid_t groups[INIT_MAX_GROUPS];
 	uint32_t flags;
 	uint32_t umask; /* 0x1000 | mask when one was asked for, else 0 */
+	bool has_oom; /* F_OOM_ADJ: oom_adj is the process's oom_score_adj, else 0 */
+	int oom_adj;
 	bool has_caps; /* F_CAPS: caps is the process's bounding set */
 	uint64_t caps;
 	uint64_t *filter; /* F_SECCOMP: a BPF program (struct sock_filter, 8 bytes each),

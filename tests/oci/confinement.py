@@ -4,7 +4,9 @@ shim, tests/oci/shim.py): linux.seccomp is loaded with abox's strict
 loader and runs over abox's policy in the container's process and in
 every exec (the kernel runs both filters and the stricter answer wins,
 so a profile can take away and never give back); a profile abox cannot
-load fails the create, naming it, with nothing left behind. `update`
+load fails the create, naming it, with nothing left behind. linux.sysctl
+sets the container's own namespaces' settings (and refuses the host
+kernel's). `update`
 changes a running container's memory, pids and CPU limits (the shim's
 --resources on stdin, or runc's flags).
 
@@ -37,9 +39,9 @@ def with_profile(profile):
     return edit
 
 
-def run(name, args, profile):
+def run(name, args, profile, edit=None):
     """Runs a container to its end: (exit status, its output)."""
-    b = bundle(name, args, with_profile(profile))
+    b = bundle(name, args, edit or with_profile(profile))
     with tempfile.TemporaryFile("w+") as out:
         r, pid, _ = create(name, b, out)
         if r.returncode != 0:
@@ -110,6 +112,33 @@ try:
             "seccomp user notification is not supported")
     refused("an-unknown-field", {"defaultAction": "SCMP_ACT_ALLOW", "defaultAktion": "SCMP_ACT_KILL"},
             "linux.seccomp: unknown top-level field 'defaultAktion'")
+    # linux.sysctl: the container's own namespaces' settings (what
+    # containerd 2 gives every pod: unprivileged ports and ping)
+    def host(key):
+        return open("/proc/sys/" + key.replace(".", "/")).read().strip()
+    keys = {"net.ipv4.ip_unprivileged_port_start": "0", "net.ipv4.ping_group_range": "0 2147483647",
+            "kernel.shm_rmid_forced": "1", "fs.mqueue.msg_max": "20"}
+    was = {k: host(k) for k in keys}
+    code, out = run("sysctl", ["/bin/sh", "-c", "cat " + " ".join("/proc/sys/" + k.replace(".", "/") for k in keys)],
+                    None, lambda c: c["linux"].update(sysctl=keys))
+    check("linux.sysctl: network, ipc and mqueue settings hold in the container", code == 0
+          and out.split("\n")[:5] == ["0", "0\t2147483647", "1", "20", ""], (code, out))
+    check("... and the host's stay as they were", {k: host(k) for k in keys} == was, was)
+
+    def refused_sysctl(name, kv, want):
+        before = sorted(os.listdir(root))
+        r, _, _ = create(name, bundle(name, ["/bin/true"], lambda c: c["linux"].update(sysctl=kv)))
+        check(f"linux.sysctl {kv}: refused at create, naming it, nothing left", r.returncode != 0
+              and want in r.stderr and sorted(os.listdir(root)) == before, r)
+    refused_sysctl("sysctl-host", {"vm.swappiness": "10"}, "'vm.swappiness' is not the container's own")
+    refused_sysctl("sysctl-climb", {"net/../../kernel/pid_max": "100"}, "is not a sysctl name")
+    refused_sysctl("sysctl-missing", {"net.ipv4.no_such_knob": "1"}, "net.ipv4.no_such_knob=1: No such file")
+
+    # process.oomScoreAdj: the process's, never init's shield (-1000)
+    code, out = run("oom", ["/bin/cat", "/proc/self/oom_score_adj"], None,
+                    lambda c: c["process"].update(oomScoreAdj=500))
+    check("process.oomScoreAdj: the process gets it", code == 0 and out.strip() == "500", (code, out))
+
     # update: new limits for a running container, as the shim asks (a pod
     # resized in place: the resources object on stdin)
     def knob(sandbox, name):

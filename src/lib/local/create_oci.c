@@ -261,8 +261,9 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 		return abox_error_setx(
 			err, EOPNOTSUPP, "hooks.%s: not supported (hooks that run inside the container)",
 			s->nhooks[OCI_HOOK_CREATE_CONTAINER] ? "createContainer" : "startContainer");
-	if (s->sysctl && s->sysctl[0])
-		return abox_error_setx(err, EOPNOTSUPP, "linux.sysctl: not supported yet");
+	int r = oci_sysctl_check(s->sysctl, err);
+	if (r < 0)
+		return r;
 	if (s->ndevices)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "linux.devices: abox gives a container its own fixed /dev");
@@ -386,6 +387,8 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 		proto_put_u64(m, F_GROUP, p->additional_gids[i]);
 	if (p->has_umask)
 		proto_put_u64(m, F_UMASK, p->umask);
+	if (p->has_oom_score_adj)
+		proto_put_u64(m, F_OOM_ADJ, (uint64_t)(p->oom_score_adj + 1000));
 	/* its bounding set, at most abox's (more was refused, or dropped
 	 * under abox's confinement): for root its permitted set too, as
 	 * no_new_privs lets no file grant more */
@@ -443,6 +446,9 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 {
 	const struct oci_spec *spec = &oc->spec;
 	int master = -1, slave = -1, r;
+	/* before the process exists, as runc writes them in its init */
+	if ((r = oci_sysctl_apply(sb->pidfd, spec->sysctl, err)) < 0)
+		return r;
 	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)
 		return r;
 	struct proto_msg m;

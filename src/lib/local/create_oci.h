@@ -48,6 +48,12 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */
 int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave, abox_error *err);
+/* linux.sysctl ("key=value" entries): every key one of the container's
+ * own namespaces (network, ipc, uts), checked before anything is made;
+ * then written from a child that joined the namespaces of the container
+ * whose init pidfd is given. */
+int oci_sysctl_check(char *const *kv, abox_error *err);
+int oci_sysctl_apply(int pidfd, char *const *kv, abox_error *err);
 /* Hands the container's process to init, held until the start, with the
  * config's seccomp profile; with process.terminal, its terminal too, and
  * *console (unless NULL) gets the terminal's master. */
