@@ -139,6 +139,18 @@ try:
                     lambda c: c["process"].update(oomScoreAdj=500))
     check("process.oomScoreAdj: the process gets it", code == 0 and out.strip() == "500", (code, out))
 
+    # what a config asks for and abox does not enforce is said, not dropped
+    open(log, "w").close()
+
+    def unenforced(c):
+        c["linux"]["resources"] = {"cpu": {"shares": 512, "cpus": "0"}, "memory": {"limit": 64 << 20}}
+        c["linux"]["cgroupsPath"] = "/kubepods/burstable/pod1/ctr"
+    code, out = run("unenforced", ["/bin/sh", "-c", "true"], None, unenforced)
+    warned = [json.loads(ln).get("msg", "") for ln in open(log) if ln.strip()]
+    check("cpu.shares, cpu.cpus and cgroupsPath, read and not enforced: a warning in the log names them",
+          code == 0 and any("linux.resources.cpu.shares, linux.resources.cpu.cpus, linux.cgroupsPath" in m
+                            for m in warned), (code, warned))
+
     # update: new limits for a running container, as the shim asks (a pod
     # resized in place: the resources object on stdin)
     def knob(sandbox, name):

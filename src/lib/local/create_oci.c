@@ -351,6 +351,31 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		oc->pids = (uint64_t)res->pids_limit;
 	if (res->cpu_quota > 0 && res->cpu_quota_period > 0)
 		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / res->cpu_quota_period) ?: 1;
+	/* read and not enforced: said in the log, never dropped silently
+	 * (devices: the container gets abox's own fixed /dev instead) */
+	const struct {
+		bool set;
+		const char *name;
+	} unenforced[] = { { res->cpu_shares > 0, "resources.cpu.shares" },
+			   { res->cpu_cpus && *res->cpu_cpus, "resources.cpu.cpus" },
+			   { res->cpu_mems && *res->cpu_mems, "resources.cpu.mems" },
+			   { res->memory_reservation > 0, "resources.memory.reservation" },
+			   { res->memory_swap > 0 && res->memory_swap != res->memory_limit,
+			     "resources.memory.swap" },
+			   { res->has_blkio_weight, "resources.blockIO.weight" },
+			   { s->cgroups_path && *s->cgroups_path, "cgroupsPath" } };
+	char names[256] = "";
+	for (size_t i = 0; i < ELEMENTSOF(unenforced); i++)
+		if (unenforced[i].set)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", linux." : "", unenforced[i].name);
+	if (names[0]) {
+		size_t w = strlen(oc->warning);
+		snprintf(oc->warning + w, sizeof(oc->warning) - w,
+			 "%sread and not enforced by abox (its limits are memory, pids and CPU quota, in "
+			 "cgroups under the one create runs in): linux.%s",
+			 w ? "; " : "", names);
+	}
 	return 0;
 }
 
