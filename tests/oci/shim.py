@@ -99,6 +99,12 @@ def cleanup():
         for cid in os.listdir(root):
             if "=" not in cid:
                 oci("delete", "--force", cid)
+        # sandboxes no container names (a failure between the two):
+        # killed through abox itself, never left running
+        sbs = os.path.join(root, "abox=state", "sandboxes")
+        for sb in (os.listdir(sbs) if os.path.isdir(sbs) else []):
+            subprocess.run([ABOX, "--root", os.path.join(root, "abox=state"), "--runtime-dir",
+                            os.path.join(root, "abox=run"), "kill", sb], capture_output=True, timeout=60)
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:

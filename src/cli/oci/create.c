@@ -167,6 +167,19 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	int console = -1;
 	so.oci_bundle = c.bundle;
+	/* recorded before the sandbox exists, and the sandbox named after the
+	 * container: a create killed half-way leaves a container that state
+	 * reports and delete --force removes, sandbox and all */
+	char meta[1200];
+	snprintf(meta, sizeof(meta), OCI_META_KEY "=%s", o->id);
+	const char *const metadata[] = { meta, NULL };
+	so.metadata = metadata;
+	now_rfc3339(c.created, sizeof(c.created));
+	if (oci_ctr_save(&c)) {
+		oci_ctr_free(&c);
+		remove_dir(o->id);
+		return 1;
+	}
 	/* a node's choice for all its containers (a container engine's
 	 * environment), as the annotation is a container's */
 	const char *conf = getenv("ABOX_OCI_CONFINEMENT");
@@ -175,7 +188,6 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	so.oci_console = terminal ? &console : NULL;
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
-	now_rfc3339(c.created, sizeof(c.created));
 	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
 		oci_ctr_free(&c);
 		remove_dir(o->id);

@@ -283,17 +283,28 @@ int oci_delete(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s/%s", oci_g.root, id);
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	struct oci_ctr c;
-	if (force && oci_id_ok(id) && access(path, F_OK) < 0) {
-		rmdir(dir);
-		return 0; /* nothing there: what --force asks for holds */
-	}
 	abox_ctx *ctx = NULL;
+	if (force && oci_id_ok(id) && access(path, F_OK) < 0) {
+		/* no record: nothing there, or a create killed before its first
+		 * write, whose sandbox carries the id */
+		memset(&c, 0, sizeof(c));
+		snprintf(c.id, sizeof(c.id), "%s", id);
+		if (access(dir, F_OK) == 0 && !oci_ctx(&ctx)) {
+			oci_ctr_resolve(ctx, &c);
+			if (c.sandbox[0])
+				(void)abox_sandbox_remove(ctx, c.sandbox, NULL);
+			abox_ctx_free(ctx);
+		}
+		rmdir(dir);
+		return 0; /* what --force asks for holds */
+	}
 	if (oci_ctr_load(id, &c))
 		return 1;
 	if (oci_ctx(&ctx)) {
 		oci_ctr_free(&c);
 		return 1;
 	}
+	oci_ctr_resolve(ctx, &c);
 	int pid, r = 0;
 	const char *st = oci_status(ctx, &c, &pid);
 	if (!force && (!strcmp(st, "running") || !strcmp(st, "paused"))) {

@@ -77,6 +77,11 @@ bool oci_id_ok(const char *id);
  * exist" when there is none: the shim looks for those words). */
 int oci_ctr_load(const char *id, struct oci_ctr *c);
 int oci_ctr_save(const struct oci_ctr *c);
+/* The metadata key that names a container's id on its sandbox: a create
+ * killed before it recorded the sandbox leaves it findable (delete). */
+#define OCI_META_KEY "oci.container"
+/* c's sandbox found by its metadata when the record has none yet. */
+void oci_ctr_resolve(struct abox_ctx *ctx, struct oci_ctr *c);
 void oci_ctr_free(struct oci_ctr *c);
 /* created, running, paused or stopped; *pid the container's (its
  * init's) while it is not stopped, else 0. */

@@ -145,11 +145,43 @@ void oci_ctr_free(struct oci_ctr *c)
 	c->annotations_json = c->hooks_json = NULL;
 }
 
+/* The sandbox that carries container id in its metadata (create gives
+ * it that before anything else), into out; "" when there is none. */
+static void sandbox_by_metadata(abox_ctx *ctx, const char *id, char *out, size_t n)
+{
+	char kv[1200];
+	snprintf(kv, sizeof(kv), OCI_META_KEY "=%s", id);
+	const char *const md[] = { kv, NULL };
+	abox_list_opts lo = ABOX_LIST_OPTS_INIT;
+	lo.metadata = md;
+	abox_sandbox_info *infos = NULL;
+	size_t found = 0;
+	out[0] = '\0';
+	if (abox_sandbox_query(ctx, &lo, &infos, &found, NULL, NULL) < 0)
+		return;
+	for (size_t i = 0; i < found; i++) {
+		if (i == 0)
+			snprintf(out, n, "%s", infos[i].id);
+		abox_sandbox_info_clear(&infos[i]);
+	}
+	free(infos);
+}
+
+void oci_ctr_resolve(abox_ctx *ctx, struct oci_ctr *c)
+{
+	if (!c->sandbox[0])
+		sandbox_by_metadata(ctx, c->id, c->sandbox, sizeof(c->sandbox));
+}
+
 const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
 {
 	abox_sandbox_info info = { .version = ABOX_SANDBOX_INFO_VERSION };
 	*pid = 0;
-	if (!c->sandbox[0] || abox_sandbox_info_get(ctx, c->sandbox, &info, NULL) < 0)
+	char sandbox[sizeof(c->sandbox)];
+	snprintf(sandbox, sizeof(sandbox), "%s", c->sandbox);
+	if (!sandbox[0])
+		sandbox_by_metadata(ctx, c->id, sandbox, sizeof(sandbox));
+	if (!sandbox[0] || abox_sandbox_info_get(ctx, sandbox, &info, NULL) < 0)
 		return "stopped";
 	abox_sandbox_state st = info.state;
 	int p = info.pid;
