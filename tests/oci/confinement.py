@@ -161,6 +161,20 @@ try:
                 dirs[:] = []
         return None
 
+    # no limits in the config: the node's (memory, CPUs) and 32768 pids,
+    # not abox's defaults for agents' sandboxes (512 MiB, one CPU)
+    b = bundle("nolimits", ["/bin/sleep", "60"], lambda c: c["linux"].pop("resources", None))
+    r, pid, _ = create("nolimits", b)
+    sb = json.load(open(os.path.join(root, "nolimits", "state.json")))["sandbox"]
+    mem = int(knob(sb, "memory.max") or knob(sb, "memory.limit_in_bytes") or 0)
+    quota = knob(sb, "cpu.max") or knob(sb, "cpu.cfs_quota_us") or ""
+    node = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    check("a config without limits: the node's memory and CPUs, 32768 pids", r.returncode == 0 and mem >= node
+          and knob(sb, "pids.max") == "32768" and quota.split()[0] == str(os.cpu_count() * 100000),
+          (r, mem, node, knob(sb, "pids.max"), quota))
+    oci("delete", "--force", "nolimits")
+    reap(pid)
+
     def limits(c):
         c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
     b = bundle("upd", ["/bin/sleep", "60"], limits)

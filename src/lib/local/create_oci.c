@@ -517,9 +517,17 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 	 * abox itself writes */
 	o->flags |= ABOX_SANDBOX_NO_USERNS | ABOX_SANDBOX_NO_SUDO | ABOX_SANDBOX_LAYER_TMPFS;
 	o->disk_bytes = 16u << 20;
-	o->memory_bytes = oc->memory_bytes;
-	o->pids = oc->pids;
-	o->cpu_millis = oc->cpu_millis;
+	/* a limit the config does not set is the node's, as a container
+	 * engine's user expects of a pod without limits (abox's own defaults,
+	 * made for agents' sandboxes, would cap it at 512 MiB and one CPU):
+	 * still a bound, as every sandbox has */
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE),
+	     cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	o->memory_bytes = oc->memory_bytes        ? oc->memory_bytes
+			  : pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page
+						  : 0;
+	o->pids = oc->pids ? oc->pids : OCI_NODE_PIDS;
+	o->cpu_millis = oc->cpu_millis ? oc->cpu_millis : cpus > 0 ? (uint32_t)cpus * 1000u : 0;
 	return 0;
 }
 

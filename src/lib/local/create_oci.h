@@ -29,6 +29,9 @@ struct oci_create {
 	char warning[512]; /* what was read and not applied, for the log; or "" */
 };
 
+/* the pids limit of a container whose config sets none */
+#define OCI_NODE_PIDS 32768
+
 struct spawn_config;
 /* The create's options checked against an OCI bundle's (which must give
  * everything), the config read (oci_create_prepare) and the options
