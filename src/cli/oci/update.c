@@ -164,18 +164,20 @@ static int parse(int argc, char **argv, struct want *w, const char **id)
 	return resources ? from_json(resources, w) : 0;
 }
 
-/* The request as abox's limits: -1 (unlimited) is refused, since abox
- * keeps every sandbox bounded once it has a bound. */
+/* The request as abox's limits. -1 (unlimited) is the node's, as at a
+ * create whose config sets no limit: its memory, 32768 processes, all its
+ * CPUs (every sandbox keeps a bound). */
 static int to_limits(const struct want *w, abox_limits *l)
 {
-	if (w->memory < 0 || w->pids < 0 || w->quota < 0)
-		return oci_error("update: %s -1 (unlimited): abox keeps a limit once set; give a number",
-				 w->memory < 0 ? "memory limit"
-				 : w->pids < 0 ? "pids limit"
-					       : "cpu quota");
-	l->memory_bytes = (uint64_t)w->memory;
-	l->pids = (uint64_t)w->pids;
-	if (w->quota > 0) {
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE),
+	     cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if ((w->memory < 0 && (pages <= 0 || page <= 0)) || (w->quota < 0 && cpus <= 0))
+		return oci_error("update: this node's memory or CPUs are unknown: give a number, not -1");
+	l->memory_bytes = w->memory < 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)w->memory;
+	l->pids = w->pids < 0 ? 32768 : (uint64_t)w->pids;
+	if (w->quota < 0)
+		l->cpu_millis = (uint32_t)cpus * 1000u;
+	else if (w->quota > 0) {
 		int64_t period = w->period > 0 ? w->period : 100000;
 		uint64_t millis = (uint64_t)w->quota * 1000 / (uint64_t)period;
 		l->cpu_millis = millis > UINT32_MAX ? UINT32_MAX : millis ? (uint32_t)millis : 1;
