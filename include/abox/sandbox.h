@@ -220,10 +220,12 @@ typedef struct abox_limits {
 	uint64_t memory_bytes; /* the commands' memory (as abox_sandbox_opts'); 0: unchanged */
 	uint64_t pids; /* 0: unchanged */
 	uint32_t cpu_millis; /* 1000 = one CPU; 0: unchanged */
+	/* CPU weight as OCI's cpu.shares (2..262144, 1024 the default); 0: unchanged */
+	uint32_t cpu_shares;
 } abox_limits;
 #define ABOX_LIMITS_INIT                                                                                     \
 	{                                                                                                    \
-		ABOX_LIMITS_VERSION, 0, 0, 0                                                                 \
+		ABOX_LIMITS_VERSION, 0, 0, 0, 0                                                              \
 	}
 /* Changes a running sandbox's limits (`abox oci update`): those set in l,
  * the others stay; recorded, so a resume or restore keeps them. A memory

@@ -143,12 +143,12 @@ try:
     open(log, "w").close()
 
     def unenforced(c):
-        c["linux"]["resources"] = {"cpu": {"shares": 512, "cpus": "0"}, "memory": {"limit": 64 << 20}}
+        c["linux"]["resources"] = {"cpu": {"shares": 512, "cpus": "0", "mems": "0"}, "memory": {"limit": 64 << 20}}
         c["linux"]["cgroupsPath"] = "/kubepods/burstable/pod1/ctr"
     code, out = run("unenforced", ["/bin/sh", "-c", "true"], None, unenforced)
     warned = [json.loads(ln).get("msg", "") for ln in open(log) if ln.strip()]
-    check("cpu.shares, cpu.cpus and cgroupsPath, read and not enforced: a warning in the log names them",
-          code == 0 and any("linux.resources.cpu.shares, linux.resources.cpu.cpus, linux.cgroupsPath" in m
+    check("cpu.cpus, cpu.mems and cgroupsPath, read and not enforced: a warning in the log names them",
+          code == 0 and any("linux.resources.cpu.cpus, linux.resources.cpu.mems, linux.cgroupsPath" in m
                             for m in warned), (code, warned))
 
     # update: new limits for a running container, as the shim asks (a pod
@@ -176,15 +176,20 @@ try:
     reap(pid)
 
     def limits(c):
-        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}, "cpu": {"shares": 256}}
     b = bundle("upd", ["/bin/sleep", "60"], limits)
     r, pid, _ = create("upd", b)
     oci("start", "upd")
     sb = json.load(open(os.path.join(root, "upd", "state.json")))["sandbox"]
     mem_knob = "memory.max" if knob(sb, "memory.max") else "memory.limit_in_bytes"
     before = (knob(sb, mem_knob), knob(sb, "pids.max"))
-    res = json.dumps({"memory": {"limit": 128 << 20}, "pids": {"limit": 6},
-                      "cpu": {"quota": 50000, "period": 100000, "shares": 512}})
+    v2cpu = knob(sb, "cpu.weight") is not None
+    weight = knob(sb, "cpu.weight") or knob(sb, "cpu.shares")
+    check("linux.resources.cpu.shares: the container's CPU weight (cpu.shares, or cpu.weight on v2)",
+          weight == ("10" if v2cpu else "256"), weight)
+    res = json.dumps({"pids": {"limit": 6},
+                      "cpu": {"quota": 50000, "period": 100000, "shares": 512},
+                      "memory": {"limit": 128 << 20, "reservation": 64 << 20}})
     open(log, "w").close()
     with tempfile.TemporaryFile("w+") as f:
         f.write(res)
@@ -192,12 +197,14 @@ try:
         u = subprocess.run([shim.ABOX, "oci", "--root", root, "--log", log, "--log-format", "json", "update",
                             "--resources", "-", "upd"], stdin=f, capture_output=True, text=True, timeout=30)
     after = (knob(sb, mem_knob), knob(sb, "pids.max"))
+    weight = knob(sb, "cpu.weight") or knob(sb, "cpu.shares")
     # the sandbox's own bound is the commands' limit plus init's headroom
-    check("update --resources -: the memory and pids limits change in the container's cgroups",
-          u.returncode == 0 and int(after[0]) - int(before[0]) == 64 << 20 and after[1] == "6", (u, before, after))
+    check("update --resources -: the memory and pids limits and the CPU weight change in the container's cgroups",
+          u.returncode == 0 and int(after[0]) - int(before[0]) == 64 << 20 and after[1] == "6"
+          and weight == ("20" if v2cpu else "512"), (u, before, after, weight))
     warned = [json.loads(ln) for ln in open(log) if ln.strip()]
-    check("... and what abox does not enforce (cpu.shares) is named in the log as a warning",
-          any(e.get("level") == "warning" and "cpu.shares" in e.get("msg", "") for e in warned), warned)
+    check("... and what abox does not enforce (memory.reservation) is named in the log as a warning",
+          any(e.get("level") == "warning" and "memory.reservation" in e.get("msg", "") for e in warned), warned)
     e = oci("exec", "upd", "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait; echo done")
     check("... in force: the 6-process limit stops a shell's eighth child", "can't fork" in e.stderr
           or "Resource temporarily unavailable" in e.stderr, e)

@@ -2,7 +2,7 @@
  * containerd's shim asks for them (`update --resources -`, the config's
  * linux.resources object on stdin: a pod resized in place) or with runc's
  * flags (--memory, --pids-limit, --cpu-quota, --cpu-period). What abox
- * enforces changes (memory, pids, CPU quota); what it does not (shares,
+ * enforces changes (memory, pids, CPU quota and shares); what it does not (
  * cpusets, block I/O...) is named in the log, never silently dropped. */
 #include <errno.h>
 #include <json-c/json.h>
@@ -17,13 +17,14 @@
 #include "oci.h"
 
 /* what runc's update takes and abox does not enforce: accepted, warned */
-static const char *const ignored_flags[] = { "memory-reservation", "memory-swap",     "kernel-memory",
-					     "kernel-memory-tcp",  "cpu-shares",      "cpu-rt-period",
-					     "cpu-rt-runtime",     "cpuset-cpus",     "cpuset-mems",
-					     "blkio-weight",       "l3-cache-schema", "mem-bw-schema" };
+static const char *const ignored_flags[] = { "memory-reservation", "memory-swap",   "kernel-memory",
+					     "kernel-memory-tcp",  "cpu-rt-period", "cpu-rt-runtime",
+					     "cpuset-cpus",        "cpuset-mems",   "blkio-weight",
+					     "l3-cache-schema",    "mem-bw-schema" };
 
 struct want {
 	int64_t memory, pids, quota, period; /* 0: not given; -1: unlimited */
+	int64_t shares; /* 0: not given */
 	char ignored[256];
 };
 
@@ -93,16 +94,24 @@ static int from_json(const char *path, struct want *w)
 	json_object_object_get_ex(o, "cpu", &cpu);
 	json_object_object_get_ex(o, "pids", &pids);
 	int r = field(mem, "limit", "memory", &w->memory) || field(pids, "limit", "pids", &w->pids) ||
-		field(cpu, "quota", "cpu", &w->quota) || field(cpu, "period", "cpu", &w->period);
+		field(cpu, "quota", "cpu", &w->quota) || field(cpu, "period", "cpu", &w->period) ||
+		field(cpu, "shares", "cpu", &w->shares);
 	static const struct {
 		const char *obj, *key;
-	} unenforced[] = {
-		{ "memory", "reservation" },  { "memory", "swap" },       { "memory", "kernel" },
-		{ "memory", "kernelTCP" },    { "cpu", "shares" },        { "cpu", "realtimePeriod" },
-		{ "cpu", "realtimeRuntime" }, { "cpu", "cpus" },          { "cpu", "mems" },
-		{ NULL, "blockIO" },          { NULL, "hugepageLimits" }, { NULL, "devices" },
-		{ NULL, "unified" },          { NULL, "rdma" },           { NULL, "network" }
-	};
+	} unenforced[] = { { "memory", "reservation" },
+			   { "memory", "swap" },
+			   { "memory", "kernel" },
+			   { "memory", "kernelTCP" },
+			   { "cpu", "realtimePeriod" },
+			   { "cpu", "realtimeRuntime" },
+			   { "cpu", "cpus" },
+			   { "cpu", "mems" },
+			   { NULL, "blockIO" },
+			   { NULL, "hugepageLimits" },
+			   { NULL, "devices" },
+			   { NULL, "unified" },
+			   { NULL, "rdma" },
+			   { NULL, "network" } };
 	for (size_t i = 0; !r && i < sizeof(unenforced) / sizeof(unenforced[0]); i++) {
 		json_object *in = o;
 		if (unenforced[i].obj && !json_object_object_get_ex(o, unenforced[i].obj, &in))
@@ -145,6 +154,8 @@ static int parse(int argc, char **argv, struct want *w, const char **id)
 			r = size_arg(name, val, &w->quota);
 		else if (!strcmp(name, "cpu-period"))
 			r = size_arg(name, val, &w->period);
+		else if (!strcmp(name, "cpu-shares"))
+			r = size_arg(name, val, &w->shares);
 		else {
 			size_t k = 0;
 			while (k < sizeof(ignored_flags) / sizeof(ignored_flags[0]) &&
@@ -175,6 +186,8 @@ static int to_limits(const struct want *w, abox_limits *l)
 		return oci_error("update: this node's memory or CPUs are unknown: give a number, not -1");
 	l->memory_bytes = w->memory < 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)w->memory;
 	l->pids = w->pids < 0 ? 32768 : (uint64_t)w->pids;
+	if (w->shares > 0)
+		l->cpu_shares = w->shares > 262144 ? 262144 : w->shares < 2 ? 2 : (uint32_t)w->shares;
 	if (w->quota < 0)
 		l->cpu_millis = (uint32_t)cpus * 1000u;
 	else if (w->quota > 0) {

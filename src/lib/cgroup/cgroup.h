@@ -61,6 +61,10 @@ struct cg_limits {
 	uint64_t memory_bytes; /* 0 = no limit */
 	uint64_t pids;         /* 0 = no limit */
 	uint32_t cpu_millis;   /* 1000 = one CPU; 0 = no limit */
+	/* CPU weight against other cgroups as OCI's cpu.shares (2..262144,
+	 * 1024 the kernel's default; v2: turned into cpu.weight); 0 = the
+	 * kernel's default */
+	uint32_t cpu_shares;
 };
 
 struct cg_sandbox; /* opaque: one sandbox's cgroups */

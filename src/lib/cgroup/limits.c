@@ -74,9 +74,13 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	const struct cg_dir *m = lim->memory_bytes ? &cg->dir[cg->ctl[CG_MEMORY]] : NULL;
 	const struct cg_dir *p = lim->pids ? &cg->dir[cg->ctl[CG_PIDS]] : NULL;
 	const struct cg_dir *c = lim->cpu_millis ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
-	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1;
+	const struct cg_dir *w = lim->cpu_shares && cg->ctl[CG_CPU] >= 0 ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
+	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1, w1 = w && w->version == CG_V1;
 	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
-	char pids[24], cpu[48], tcp[24];
+	char pids[24], cpu[48], tcp[24], weight[24];
+	/* v2's weight from shares, as runc maps them: 2..262144 onto 1..10000 */
+	uint64_t shares = lim->cpu_shares < 2 ? 2 : lim->cpu_shares > 262144 ? 262144 : lim->cpu_shares;
+	snprintf(weight, sizeof(weight), "%" PRIu64, w1 ? shares : 1 + ((shares - 2) * 9999) / 262142);
 
 	/* with a commands' cgroup below, the sandbox's own bound is the
 	 * commands' limit plus init's headroom (see CG_INIT_HEADROOM) */
@@ -99,6 +103,7 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		/* v1 cpu.cfs_period_us is not written: a new cgroup always
 		 * starts at the kernel's default of 100 ms (not inherited) */
 		{ c, c1 ? "cpu.cfs_quota_us" : "cpu.max", cpu, false },
+		{ w, w1 ? "cpu.shares" : "cpu.weight", weight, false },
 	};
 	int r;
 	if (m && (r = mem_write(m, total, err)) < 0)
@@ -145,6 +150,8 @@ int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abo
 		cg->lim.pids = lim->pids;
 	if (lim->cpu_millis)
 		cg->lim.cpu_millis = lim->cpu_millis;
+	if (lim->cpu_shares)
+		cg->lim.cpu_shares = lim->cpu_shares;
 	return 0;
 }
 

@@ -223,6 +223,7 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 		.memory_bytes = c->o.memory_bytes ? c->o.memory_bytes : DEFAULT_MEMORY,
 		.pids = c->o.pids ? c->o.pids : DEFAULT_PIDS,
 		.cpu_millis = c->o.cpu_millis ? c->o.cpu_millis : DEFAULT_CPU,
+		.cpu_shares = c->oci.cpu_shares,
 	};
 	sb->memory_limit = c->lim.memory_bytes;
 	sb->created_wall_ms = clock_wall_ms();

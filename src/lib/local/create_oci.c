@@ -351,13 +351,14 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		oc->pids = (uint64_t)res->pids_limit;
 	if (res->cpu_quota > 0 && res->cpu_quota_period > 0)
 		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / res->cpu_quota_period) ?: 1;
+	if (res->cpu_shares > 0)
+		oc->cpu_shares = res->cpu_shares > 262144 ? 262144 : (uint32_t)res->cpu_shares;
 	/* read and not enforced: said in the log, never dropped silently
 	 * (devices: the container gets abox's own fixed /dev instead) */
 	const struct {
 		bool set;
 		const char *name;
-	} unenforced[] = { { res->cpu_shares > 0, "resources.cpu.shares" },
-			   { res->cpu_cpus && *res->cpu_cpus, "resources.cpu.cpus" },
+	} unenforced[] = { { res->cpu_cpus && *res->cpu_cpus, "resources.cpu.cpus" },
 			   { res->cpu_mems && *res->cpu_mems, "resources.cpu.mems" },
 			   { res->memory_reservation > 0, "resources.memory.reservation" },
 			   { res->memory_swap > 0 && res->memory_swap != res->memory_limit,

@@ -25,6 +25,7 @@ struct oci_create {
 	uint64_t caps;
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
+	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
 	struct policy_bpf seccomp; /* linux.seccomp compiled, or empty */
 	char warning[512]; /* what was read and not applied, for the log; or "" */
 };

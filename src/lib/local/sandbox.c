@@ -47,7 +47,7 @@ int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 
 int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 {
-	if (!l->memory_bytes && !l->pids && !l->cpu_millis)
+	if (!l->memory_bytes && !l->pids && !l->cpu_millis && !l->cpu_shares)
 		return 0;
 	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
@@ -59,7 +59,8 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 	if (!st.cold) {
 		struct cg_limits lim = { .memory_bytes = l->memory_bytes,
 					 .pids = l->pids,
-					 .cpu_millis = l->cpu_millis };
+					 .cpu_millis = l->cpu_millis,
+					 .cpu_shares = l->cpu_shares };
 		if ((r = backend_cgroups(sb, err)) >= 0)
 			r = sb->cg ? cgroup_update_limits(sb->cg, &lim, err)
 				   : abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
