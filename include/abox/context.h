@@ -29,7 +29,7 @@ typedef enum abox_log_level {
 
 typedef void (*abox_log_fn)(abox_log_level level, const char *msg, void *userdata);
 
-#define ABOX_CTX_OPTS_VERSION 3
+#define ABOX_CTX_OPTS_VERSION 4
 typedef struct abox_ctx_opts {
 	uint32_t version;
 	const char *state_dir;   /* NULL: $ABOX_ROOT or /var/lib/abox */
@@ -48,16 +48,26 @@ typedef struct abox_ctx_opts {
 	 * warnings and errors only; the library then also skips the timing
 	 * it does for debug messages); 0: every level */
 	abox_log_level log_max;
+	/* version 4: the cgroup sandboxes' cgroups are made below, instead of
+	 * the one the caller runs in (an OCI config's cgroupsPath: a path
+	 * from each hierarchy's root, or relative to the caller's cgroup; no
+	 * "." or ".." parts). It is made when missing, with cgroup v2's
+	 * controllers handed down along it; abox_ctx_remove_cgroup_parent
+	 * removes it once empty. NULL: the caller's own. */
+	const char *cgroup_parent;
 } abox_ctx_opts;
 #define ABOX_CTX_OPTS_INIT                                                                                   \
 	{                                                                                                    \
-		ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (abox_log_level)0           \
+		ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (abox_log_level)0, NULL     \
 	}
 
 /* opts may be NULL for defaults. *out is owned by the caller. */
 ABOX_EXPORT int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err);
 /* Accepts NULL. Sandboxes made from the context must be freed first. */
 ABOX_EXPORT void abox_ctx_free(abox_ctx *ctx);
+/* Removes the context's cgroup_parent in every hierarchy where it holds
+ * no cgroup any more (after its sandboxes were removed); 0 without one. */
+ABOX_EXPORT int abox_ctx_remove_cgroup_parent(abox_ctx *ctx, abox_error *err);
 
 /* One finding about what this host offers ctx's sandboxes, as the library
  * sees it (`abox doctor` prints them). The struct and its strings belong

@@ -37,6 +37,7 @@ struct abox_ctx {
 	void *log_userdata;
 	struct cg_layout cg;
 	bool cg_ready;
+	char *cgroup_parent; /* abox_ctx_opts' (version 4), or NULL */
 	uint32_t proc_masks;
 	int last_cap;
 	/* what the reaper last read of each record (autopause.c): a context
@@ -158,6 +159,7 @@ struct abox_backend_ops {
 	void (*release)(abox_sandbox *sb);
 	int (*set_timeout)(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 	int (*set_limits)(abox_sandbox *sb, const abox_limits *l, abox_error *err);
+	int (*remove_cgroup_parent)(abox_ctx *ctx, abox_error *err);
 	int (*oom_kills)(abox_sandbox *sb, uint64_t *out, abox_error *err);
 	int (*set_network)(abox_sandbox *sb, const abox_net_opts *net, abox_error *err);
 	int (*network)(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);

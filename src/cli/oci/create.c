@@ -99,8 +99,30 @@ static int bundle_facts(struct oci_ctr *c, bool *terminal)
 		c->annotations_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	if (json_object_object_get_ex(o, "hooks", &v) && json_object_is_type(v, json_type_object))
 		c->hooks_json = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	json_object *lin;
+	int r = 0;
+	if (json_object_object_get_ex(o, "linux", &lin) &&
+	    json_object_object_get_ex(lin, "cgroupsPath", &v) && json_object_is_type(v, json_type_string))
+		r = oci_cgroup_path(json_object_get_string(v), c->cgroup_path, sizeof(c->cgroup_path));
 	json_object_put(o);
-	return 0;
+	return r;
+}
+
+/* The bundle's cgroupsPath, for the context create makes its sandbox
+ * with (read again, whole, by the create). */
+static int bundle_cgroups(const char *bundle)
+{
+	struct oci_ctr c = { 0 };
+	char *b = realpath(bundle ? bundle : ".", NULL);
+	if (!b)
+		return oci_error("bundle '%s': %s", bundle ? bundle : ".", strerror(errno));
+	snprintf(c.bundle, sizeof(c.bundle), "%s", b);
+	free(b);
+	bool terminal;
+	int r = bundle_facts(&c, &terminal);
+	snprintf(oci_g.cgroup_parent, sizeof(oci_g.cgroup_parent), "%s", c.cgroup_path);
+	oci_ctr_free(&c);
+	return r;
 }
 
 static void now_rfc3339(char *out, size_t n)
@@ -224,7 +246,7 @@ int oci_create(int argc, char **argv)
 	struct create_opts o = { 0 };
 	abox_ctx *ctx = NULL;
 	int pid;
-	if (parse(argc, argv, false, &o) || oci_ctx(&ctx))
+	if (parse(argc, argv, false, &o) || bundle_cgroups(o.bundle) || oci_ctx(&ctx))
 		return 1;
 	int r = make(ctx, &o, &pid);
 	abox_ctx_free(ctx);
@@ -266,6 +288,10 @@ int oci_start(int argc, char **argv)
 	if (argc != 2)
 		return oci_error("start: exactly one container id is needed");
 	abox_ctx *ctx = NULL;
+	struct oci_ctr c; /* read first: the context finds its cgroups */
+	if (oci_ctr_load(argv[1], &c))
+		return 1;
+	oci_ctr_free(&c);
 	if (oci_ctx(&ctx))
 		return 1;
 	int r = start(ctx, argv[1]);
@@ -288,7 +314,7 @@ int oci_run(int argc, char **argv)
 	struct create_opts o = { 0 };
 	abox_ctx *ctx = NULL;
 	int pid;
-	if (parse(argc, argv, true, &o) || oci_ctx(&ctx))
+	if (parse(argc, argv, true, &o) || bundle_cgroups(o.bundle) || oci_ctx(&ctx))
 		return 1;
 	int r = make(ctx, &o, &pid);
 	if (!r) {

@@ -314,6 +314,9 @@ int oci_delete(int argc, char **argv)
 		if (c.sandbox[0] && abox_sandbox_remove(ctx, c.sandbox, &err) < 0 && err.code != ENOENT)
 			r = oci_error("%s", err.msg);
 		char *state = r ? NULL : oci_state_text(ctx, &c);
+		/* the cgroupsPath folder create made for it (runc removes it) */
+		if (!r && c.cgroup_path[0] && abox_ctx_remove_cgroup_parent(ctx, &err) < 0)
+			oci_warn("delete: %s", err.msg);
 		if (!r) {
 			unlink(path);
 			if (rmdir(dir) < 0)

@@ -16,6 +16,9 @@ struct oci_globals {
 	bool log_json; /* --log-format json */
 	bool debug, systemd_cgroup;
 	const char *rootless; /* --rootless true|false|auto */
+	/* the container's cgroupsPath as a cgroup path (its record's, or its
+	 * bundle's at create): oci_ctx makes sandboxes' cgroups below it */
+	char cgroup_parent[2048];
 };
 
 extern struct oci_globals oci_g;
@@ -59,6 +62,7 @@ struct oci_ctr {
 	char bundle[4096]; /* absolute */
 	char rootfs[4096];
 	char created[48]; /* RFC 3339, nanoseconds, UTC */
+	char cgroup_path[2048]; /* the config's cgroupsPath as a cgroup path, or "" */
 	char oci_version[32];
 	bool started;
 	char *annotations_json; /* an object, or NULL */
@@ -68,6 +72,11 @@ struct oci_ctr {
 };
 
 struct abox_ctx;
+/* A config's linux.cgroupsPath as a cgroup path into out ("" without
+ * one): with --systemd-cgroup "slice:prefix:name" is the systemd unit's
+ * path ("/a.slice/a-b.slice/prefix-name.scope"), as runc's systemd
+ * driver names it. 0, or 1 with the error said. */
+int oci_cgroup_path(const char *config_value, char *out, size_t n);
 /* The library's context for --root: sandboxes' state and runtime folders
  * below it (names no container id can take). Prints the error. */
 int oci_ctx(struct abox_ctx **out);

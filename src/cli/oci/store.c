@@ -42,9 +42,50 @@ int oci_ctx(abox_ctx **out)
 	o.runtime_dir = run;
 	o.log_max = ABOX_LOG_WARNING;
 	o.log = library_log;
+	o.cgroup_parent = oci_g.cgroup_parent[0] ? oci_g.cgroup_parent : NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_ctx_new(&o, out, &err) < 0)
 		return oci_error("%s", err.msg);
+	return 0;
+}
+
+int oci_cgroup_path(const char *v, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (!v || !*v)
+		return 0;
+	const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!oci_g.systemd_cgroup || !c2) {
+		if (oci_g.systemd_cgroup)
+			return oci_error(
+				"linux.cgroupsPath: '%s' is not slice:prefix:name (--systemd-cgroup)", v);
+		if ((size_t)snprintf(out, n, "%s", v) >= n)
+			return oci_error("linux.cgroupsPath: too long");
+		return 0;
+	}
+	/* "a-b.slice" lives in "a.slice" in "-.slice": each dash a level */
+	char slice[512];
+	snprintf(slice, sizeof(slice), "%.*s", (int)(c1 - v), v);
+	if (!slice[0])
+		snprintf(slice, sizeof(slice), "system.slice");
+	size_t sl = strlen(slice);
+	if (sl < 7 || strcmp(slice + sl - 6, ".slice") != 0 || strchr(slice, '/') || c2[1] == '\0' ||
+	    strchr(c2 + 1, '/') || memchr(c1 + 1, '/', (size_t)(c2 - c1 - 1)))
+		return oci_error("linux.cgroupsPath: '%s' is not slice:prefix:name (--systemd-cgroup)", v);
+	size_t used = 0;
+	slice[sl - 6] = '\0';
+	for (char *dash = slice; used < n; dash = strchr(dash + 1, '-')) {
+		size_t upto = dash ? (size_t)(dash - slice) : strlen(slice);
+		if (upto)
+			used += (size_t)snprintf(out + used, n - used, "/%.*s.slice", (int)upto, slice);
+		if (!dash)
+			break;
+	}
+	if (used < n)
+		used += (size_t)snprintf(out + used, n - used, "/%.*s%s%s.scope", (int)(c2 - c1 - 1), c1 + 1,
+					 c2 - c1 > 1 ? "-" : "", c2 + 1);
+	if (used >= n)
+		return oci_error("linux.cgroupsPath: too long");
 	return 0;
 }
 
@@ -106,6 +147,10 @@ int oci_ctr_load(const char *id, struct oci_ctr *c)
 	copy(c->rootfs, sizeof(c->rootfs), o, "rootfs");
 	copy(c->created, sizeof(c->created), o, "created");
 	copy(c->oci_version, sizeof(c->oci_version), o, "ociVersion");
+	copy(c->cgroup_path, sizeof(c->cgroup_path), o, "cgroupPath");
+	/* the context of a verb on this container makes and finds its
+	 * cgroups where its create did */
+	snprintf(oci_g.cgroup_parent, sizeof(oci_g.cgroup_parent), "%s", c->cgroup_path);
 	json_object *v;
 	c->started = json_object_object_get_ex(o, "started", &v) && json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "annotations", &v) && json_object_is_type(v, json_type_object))
@@ -124,6 +169,8 @@ int oci_ctr_save(const struct oci_ctr *c)
 	json_object_object_add(o, "rootfs", json_object_new_string(c->rootfs));
 	json_object_object_add(o, "created", json_object_new_string(c->created));
 	json_object_object_add(o, "ociVersion", json_object_new_string(c->oci_version));
+	if (c->cgroup_path[0])
+		json_object_object_add(o, "cgroupPath", json_object_new_string(c->cgroup_path));
 	json_object_object_add(o, "started", json_object_new_boolean(c->started));
 	if (c->annotations_json)
 		json_object_object_add(o, "annotations", json_tokener_parse(c->annotations_json));

@@ -113,6 +113,10 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	ctx->log = o.log;
 	ctx->log_userdata = o.log_userdata;
 	ctx->log_max = o.version >= 3 ? o.log_max : 0;
+	if (o.version >= 4 && o.cgroup_parent && !(ctx->cgroup_parent = strdup(o.cgroup_parent))) {
+		abox_ctx_free(ctx);
+		return abox_error_set(err, ENOMEM, "context");
+	}
 	ctx->last_cap = caps_last_cap();
 
 	const char *env_remote = getenv("ABOX_REMOTE"), *env_key = getenv("ABOX_API_KEY");
@@ -164,9 +168,18 @@ void abox_ctx_free(abox_ctx *ctx)
 	free(ctx->unpack_path);
 	free(ctx->pull_path);
 	free(ctx->default_policy);
+	free(ctx->cgroup_parent);
 	cgroup_layout_free(&ctx->cg);
 	backend_reap_seen_free(ctx);
 	free(ctx);
+}
+
+int abox_ctx_remove_cgroup_parent(abox_ctx *ctx, abox_error *err)
+{
+	API_NEED(ctx, "remove cgroup parent");
+	if (!ctx->cgroup_parent || !ctx->be->remove_cgroup_parent)
+		return 0;
+	return ctx->be->remove_cgroup_parent(ctx, err);
 }
 
 int abox_ctx_describe(abox_ctx *ctx, abox_host_check_fn fn, void *ud, abox_error *err)

@@ -73,6 +73,19 @@ int cgroup_kv_get(const char *text, const char *key, uint64_t *v)
 	return -ENOENT;
 }
 
+bool cgroup_list_has(const char *list, const char *tok, const char *seps)
+{
+	size_t n = strlen(tok);
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, seps);
+		if (len == n && strncmp(p, tok, n) == 0)
+			return true;
+		p += len;
+		p += *p != '\0';
+	}
+	return false;
+}
+
 char *cgroup_self_dir(const char *mount, const char *self)
 {
 	char *p = NULL;

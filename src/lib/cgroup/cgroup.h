@@ -54,6 +54,14 @@ int cgroup_layout_parse(const char *mountinfo, const char *self_cgroup, const ch
 			struct cg_layout *out, abox_error *err);
 /* Reads /proc/self/mountinfo and /proc/self/cgroup and calls the parser. */
 int cgroup_layout_detect(struct cg_layout *out, abox_error *err);
+/* The same as if the caller ran in parent (a cgroup path: absolute from
+ * each hierarchy's root, or relative to the caller's own cgroup; no "."
+ * or ".." parts), which is made in every hierarchy abox uses, with v2's
+ * controllers handed down along it (never at a root). */
+int cgroup_layout_detect_at(const char *parent, struct cg_layout *out, abox_error *err);
+/* Removes the layout's own cgroup in every hierarchy when it is empty
+ * (the parent cgroup_layout_detect_at made; never a root). */
+void cgroup_layout_remove_self(const struct cg_layout *l);
 void cgroup_layout_free(struct cg_layout *l);
 const char *cgroup_controller_name(enum cg_controller c);
 

@@ -54,6 +54,8 @@ int cgroup_knob_write(const struct cg_dir *d, const char *file, const char *val,
 int cgroup_kv_get(const char *text, const char *key, uint64_t *v);
 /* "<mount><self>" (self "/" adds nothing), malloc'd, or NULL. */
 char *cgroup_self_dir(const char *mount, const char *self);
+/* Whether list (tokens separated by any of seps) holds tok exactly. */
+bool cgroup_list_has(const char *list, const char *tok, const char *seps);
 /* Fake trees only: rmdir needs the knob files we created gone. */
 void cgroup_clear_fake_dir(const struct cg_dir *d);
 /* Writes the limits in lim that are set (limits.c). */

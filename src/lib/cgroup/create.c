@@ -19,11 +19,7 @@
 
 static bool list_has(const char *list, const char *tok)
 {
-	size_t n = strlen(tok);
-	for (const char *p = list; (p = strstr(p, tok)); p += n)
-		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
-			return true;
-	return false;
+	return cgroup_list_has(list, tok, " \n");
 }
 
 /* The name becomes a cgroup path component: no '/', and no newline or ':'

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cgroup/cgroup.h"
+#include "cgroup/cgroup_internal.h"
 #include "mount/mountinfo.h"
 
 /* Input limit: the text comes from our own /proc, but must not make us
@@ -111,18 +111,10 @@ static int parse_mountinfo(char *text, struct mount_table *t, abox_error *err)
 	return r;
 }
 
-/* Does the comma-separated list contain the exact token? */
 static bool list_has(const char *list, const char *tok, char sep)
 {
-	size_t n = strlen(tok);
-	for (const char *p = list; p && *p;) {
-		const char *end = strchr(p, sep);
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len == n && strncmp(p, tok, n) == 0)
-			return true;
-		p = end ? end + 1 : NULL;
-	}
-	return false;
+	char seps[2] = { sep, '\0' };
+	return cgroup_list_has(list, tok, seps);
 }
 
 /* Is `dir` equal to `path` or one of its parents? */

@@ -363,8 +363,7 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 			   { res->memory_reservation > 0, "resources.memory.reservation" },
 			   { res->memory_swap > 0 && res->memory_swap != res->memory_limit,
 			     "resources.memory.swap" },
-			   { res->has_blkio_weight, "resources.blockIO.weight" },
-			   { s->cgroups_path && *s->cgroups_path, "cgroupsPath" } };
+			   { res->has_blkio_weight, "resources.blockIO.weight" } };
 	char names[256] = "";
 	for (size_t i = 0; i < ELEMENTSOF(unenforced); i++)
 		if (unenforced[i].set)

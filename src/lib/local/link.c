@@ -62,11 +62,21 @@ void backend_reap_init(abox_sandbox *sb, bool wait)
 	}
 }
 
+int local_remove_cgroup_parent(abox_ctx *ctx, abox_error *err)
+{
+	int r = backend_layout(ctx, err);
+	if (r < 0)
+		return r;
+	cgroup_layout_remove_self(&ctx->cg);
+	return 0;
+}
+
 int backend_layout(abox_ctx *ctx, abox_error *err)
 {
 	if (ctx->cg_ready)
 		return 0;
-	int r = cgroup_layout_detect(&ctx->cg, err);
+	int r = ctx->cgroup_parent ? cgroup_layout_detect_at(ctx->cgroup_parent, &ctx->cg, err)
+				   : cgroup_layout_detect(&ctx->cg, err);
 	if (r < 0)
 		return r;
 	ctx->proc_masks = rootfs_proc_masks_present();

@@ -294,6 +294,7 @@ int local_set_network(abox_sandbox *sb, const abox_net_opts *net, abox_error *er
 int local_network(abox_ctx *ctx, const char *id, abox_net_info *out, abox_error *err);
 int local_net_totals(abox_ctx *ctx, abox_net_totals *out, abox_error *err);
 /* sandbox.c */
+int local_remove_cgroup_parent(abox_ctx *ctx, abox_error *err);
 int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err);
 int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 int local_oom_kills(abox_sandbox *sb, uint64_t *out, abox_error *err);

@@ -24,6 +24,7 @@ const struct abox_backend_ops local_backend_ops = {
 	.release = local_release,
 	.set_timeout = local_set_timeout,
 	.set_limits = local_set_limits,
+	.remove_cgroup_parent = local_remove_cgroup_parent,
 	.oom_kills = local_oom_kills,
 	.set_network = local_set_network,
 	.network = local_network,

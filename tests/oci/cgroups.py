@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""linux.cgroupsPath honoured, as TAP (this test is the shim,
+tests/oci/shim.py): the container's sandbox gets its cgroups below the
+path in every hierarchy abox uses, as the kubelet's pod cgroups expect
+(a relative path below the runtime's own cgroup, an absolute one from
+each hierarchy's root, systemd's slice:prefix:name with
+--systemd-cgroup); every verb finds them there; delete removes the
+container's folder and leaves the pod's; paths that climb are refused.
+
+usage: cgroups.py BUILD_DIR"""
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import broke, check, finish  # noqa: E402
+
+import shim  # noqa: E402
+from shim import bundle, create, oci, reap  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+work, root, log = shim.init(BUILD, "abox-oci-cgroups-")
+POD = f"abox-oci-test-{os.getpid()}"
+made = []  # the pods' folders (the kubelet's part), removed at the end
+
+
+def dirs_named(name):
+    """every cgroup folder whose path has name in it"""
+    found = []
+    for base, dirs, _ in os.walk("/sys/fs/cgroup"):
+        found += [os.path.join(base, d) for d in dirs if name in os.path.join(base, d)]
+        if base.count("/") > 9:
+            dirs[:] = []
+    return found
+
+
+def own_cgroups(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        return [ln.strip().split(":", 2)[2] for ln in f if ln.strip()]
+
+
+def container(cid, path, extra=()):
+    def edit(c):
+        c["linux"]["cgroupsPath"] = path
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40}}
+    b = bundle(cid, ["/bin/sleep", "60"], edit)
+    pidfile = os.path.join(work, cid + ".pid")
+    r = shim.oci(*extra, "create", "--bundle", b, "--pid-file", pidfile, cid)
+    return r, int(open(pidfile).read()) if r.returncode == 0 else 0
+
+
+try:
+    # relative: below the runtime's own cgroup in each hierarchy
+    r, pid = container("rel", f"{POD}/pod1/ctr1")
+    made += [d for d in dirs_named(POD) if d.endswith(POD)]
+    groups = own_cgroups(pid) if pid else []
+    sb = json.load(open(os.path.join(root, "rel", "state.json")))["sandbox"] if pid else ""
+    check("a relative cgroupsPath: the container's init is below it, in its own abox cgroup, in the "
+          "hierarchies abox uses", r.returncode == 0 and any(f"/{POD}/pod1/ctr1/abox-{sb}" in g for g in groups),
+          (r, groups))
+    mem = [d for d in dirs_named(f"{POD}/pod1/ctr1/abox-{sb}") if "memory" in d and d.endswith("/cmds")]
+    lim = open(os.path.join(mem[0], "memory.limit_in_bytes")).read().strip() if mem else None
+    pids = [d for d in dirs_named(f"{POD}/pod1/ctr1/abox-{sb}") if "/pids/" in d]
+    check("... with the config's limits there (memory, pids)", lim == str(64 << 20) and pids
+          and open(os.path.join(pids[0], "pids.max")).read().strip() == "40", (lim, pids))
+    s = oci("start", "rel")
+    p = oci("pause", "rel")
+    st = shim.state("rel").get("status")
+    oci("resume", "rel")
+    u = oci("update", "--pids-limit", "33", "rel")
+    check("start, pause, update find the container's cgroups there", s.returncode == 0 and p.returncode == 0
+          and st == "paused" and u.returncode == 0 and open(os.path.join(pids[0], "pids.max")).read().strip() == "33",
+          (s, p, st, u))
+    oci("kill", "rel", "KILL")
+    reap(pid)
+    d = oci("delete", "rel")
+    left = dirs_named(f"{POD}/pod1/ctr1")
+    pod_left = [x for x in dirs_named(f"{POD}/pod1") if x.endswith("/pod1")]
+    check("delete removes the container's folder (and its sandbox's) everywhere, the pod's stays (the kubelet's)",
+          d.returncode == 0 and not left and pod_left, (d, left, pod_left))
+
+    # systemd's form, with --systemd-cgroup: absolute, the slice's levels
+    r, pid = container("sd", f"{POD}-pod2.slice:cri:ctr2", ("--systemd-cgroup",))
+    groups = own_cgroups(pid) if pid else []
+    want = f"/{POD.split('-')[0]}.slice/"
+    made += [d for d in dirs_named(want.strip("/")) if d.endswith(want.rstrip("/"))]
+    check("--systemd-cgroup slice:prefix:name: the unit's path, each dash of the slice a level "
+          f"({want}.../{POD}-pod2.slice/cri-ctr2.scope)", r.returncode == 0 and
+          any(g.startswith(want) and f"/{POD}-pod2.slice/cri-ctr2.scope/abox-" in g for g in groups), (r, groups))
+    oci("delete", "--force", "sd")
+    reap(pid)
+    check("... and delete removes the scope", not dirs_named("cri-ctr2.scope"), dirs_named("cri-ctr2.scope"))
+
+    # refused: climbing out of the hierarchy, a malformed systemd path
+    climb = f"/tmp/abox-oci-climb-{os.getpid()}"
+    for cid, path, extra, want in (("climb", "../../.." + climb, (), "is not a cgroup path"),
+                                   ("sdbad", "/plain/path", ("--systemd-cgroup",), "is not slice:prefix:name")):
+        before = sorted(os.listdir(root))
+        r, pid = container(cid, path, extra)
+        check(f"cgroupsPath '{path}' {' '.join(extra)}: refused, naming why, nothing left", r.returncode != 0
+              and want in r.stderr and sorted(os.listdir(root)) == before and not os.path.exists(climb),
+              (r, sorted(os.listdir(root)), before))
+except Exception:
+    broke()
+finally:
+    shim.cleanup()
+    # the pods' folders, deepest first
+    for top in made:
+        for base, dirs, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass
+    shutil.rmtree(work, ignore_errors=True)
+finish()
