@@ -46,7 +46,9 @@ try:
     check("the CRI client generated from the CRI API reaches containerd's CRI socket",
           v.runtime_name == "containerd", v)
 
-    pod_cfg, ns = crienv.pod_config(pb, "abox-pod", os.path.join(env.work, "logs"), {"abox.confinement": "abox"})
+    pod_cgroup = env.cgroup_parent + "/pod-abox"
+    pod_cfg, ns = crienv.pod_config(pb, "abox-pod", os.path.join(env.work, "logs"), {"abox.confinement": "abox"},
+                                    pod_cgroup)
     pod_id = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod_cfg, runtime_handler="abox"),
                               timeout=120).pod_sandbox_id
     st = rt.PodSandboxStatus(pb.PodSandboxStatusRequest(pod_sandbox_id=pod_id), timeout=30).status
@@ -62,6 +64,13 @@ try:
     cs = rt.ContainerStatus(pb.ContainerStatusRequest(container_id=ctr_id), timeout=30).status
     check("CreateContainer and StartContainer: RUNNING, in an abox sandbox of its own",
           cs.state == pb.CONTAINER_RUNNING and len(sandboxes()) == 2, (cs, sandboxes()))
+    ctr_sb = [x for x in sandboxes() if x not in pod_sbs]
+    mine = open(f"/proc/{cs.pid}/cgroup").read() if hasattr(cs, "pid") and cs.pid else ""
+    if not mine:
+        procs = [d for d, _, f in os.walk("/sys/fs/cgroup") if ctr_sb and ctr_sb[0] in d and "cgroup.procs" in f]
+        mine = "\n".join(procs)
+    check("... its cgroups below the pod's cgroup parent (the config's cgroupsPath), as the kubelet's pod "
+          "cgroups expect", f"{pod_cgroup}/{ctr_id}/abox-" in mine, mine)
 
     r = rt.ExecSync(pb.ExecSyncRequest(container_id=ctr_id, cmd=[
         "/bin/sh", "-c", "cat /proc/1/comm; hostname; ip -4 addr show eth0 | grep -o '203.0.113.[0-9]*'; exit 3"],

@@ -49,6 +49,12 @@ class Env:
         self.aroot = os.path.join(work, "abox-root")
         self.proc = None
         self.handlers = handlers
+        # the pods' cgroup parent, as the kubelet gives one (cgroupfs
+        # driver): removed at the end, with containerd's own "k8s.io"
+        # folders when they were not there before
+        self.cgroup_parent = f"/abox-cri-{os.getpid()}"
+        self.k8s_before = os.path.exists("/sys/fs/cgroup/memory/k8s.io") or \
+            os.path.exists("/sys/fs/cgroup/unified/k8s.io") or os.path.exists("/sys/fs/cgroup/k8s.io")
 
     def ctr(self, *args):
         return subprocess.run(["ctr", "--address", self.sock, "-n", "k8s.io"] + list(args), capture_output=True,
@@ -141,16 +147,26 @@ state = "{w}/state"
                 self.proc.wait()
         subprocess.run(["umount", "-R", self.work], capture_output=True)
         shutil.rmtree(self.work, ignore_errors=True)
+        names = [self.cgroup_parent.strip("/")] + ([] if self.k8s_before else ["k8s.io"])
+        for top in [os.path.join(b, n) for b, _, _ in os.walk("/sys/fs/cgroup") for n in names
+                    if b.count("/") <= 4 and os.path.isdir(os.path.join(b, n))]:
+            for d, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
 
 
-def pod_config(pb, name, log_dir, annotations=None):
+def pod_config(pb, name, log_dir, annotations=None, cgroup_parent=""):
     """A pod as the kubelet describes one without shareProcessNamespace,
-    and its namespace options (for its containers)."""
+    and its namespace options (for its containers); cgroup_parent: the
+    pod's cgroup (the kubelet's), or "" for containerd's default."""
     ns = pb.NamespaceOption(network=pb.POD, pid=pb.CONTAINER, ipc=pb.POD)
     cfg = pb.PodSandboxConfig(
         metadata=pb.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="default", attempt=0),
         hostname=name, log_directory=log_dir, annotations=annotations or {},
-        linux=pb.LinuxPodSandboxConfig(security_context=pb.LinuxSandboxSecurityContext(namespace_options=ns)))
+        linux=pb.LinuxPodSandboxConfig(cgroup_parent=cgroup_parent,
+                                       security_context=pb.LinuxSandboxSecurityContext(namespace_options=ns)))
     return cfg, ns
 
 
