@@ -209,6 +209,62 @@ static int kill_all(int init_pid, int sig)
 	return 0;
 }
 
+/* A process's start time (clock ticks since boot) and parent, or -1. */
+static long long started_at(int pid, int *ppid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	/* after the name's closing parenthesis: state, ppid, ... field 22 */
+	char *p = strrchr(buf, ')');
+	long long start = -1;
+	int parent = 0;
+	if (!p ||
+	    sscanf(p + 2, "%*c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld",
+		   &parent, &start) != 2)
+		return -1;
+	*ppid = parent;
+	return start;
+}
+
+/* SIGSTOP to the container's process: sent to init, it would stop init
+ * itself (no process can catch or pass it on) and with it every exec and
+ * file request; runc's init is the process, so it is that one that
+ * stops. The process is init's first child (the others are execs, made
+ * after it); a container not started yet has none, and nothing to stop. */
+static int stop_main(int init_pid, int sig)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", init_pid, init_pid);
+	FILE *f = fopen(path, "re");
+	int child, main_pid = 0, ppid;
+	long long first = -1;
+	while (f && fscanf(f, "%d", &child) == 1) {
+		long long t = started_at(child, &ppid);
+		if (t >= 0 && (first < 0 || t < first)) {
+			first = t;
+			main_pid = child;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!main_pid)
+		return 0;
+	int fd = (int)syscall(SYS_pidfd_open, main_pid, 0);
+	/* the pidfd holds the pid; it is still init's child */
+	int r = fd >= 0 && started_at(main_pid, &ppid) == first && ppid == init_pid &&
+				syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0
+			? oci_error("kill: %s", strerror(errno))
+			: 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 int oci_kill(int argc, char **argv)
 {
 	int i = 1;
@@ -251,6 +307,8 @@ int oci_kill(int argc, char **argv)
 	 * pid namespace); SIGKILL to init does that at once */
 	else if (all && sig != SIGKILL)
 		r = kill_all(pid, sig);
+	else if (sig == SIGSTOP)
+		r = stop_main(pid, sig);
 	/* a paused container's init cannot act on a signal it forwards:
 	 * only SIGKILL (the kernel's) ends it frozen, as runc's */
 	else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
