@@ -422,8 +422,9 @@ try:
 
     r = oci("features")
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
-    check("features: runc's JSON (ociVersionMax, linux.namespaces, cgroup, seccomp, mountOptions)",
+    check("features: runc's JSON (ociVersionMax, the hooks run, linux.namespaces, cgroup, seccomp, mountOptions)",
           feat.get("ociVersionMax", "").startswith("1.") and "network" in feat["linux"]["namespaces"]
+          and feat.get("hooks") == ["prestart", "createRuntime", "poststart", "poststop"]
           and feat["linux"]["seccomp"]["enabled"] is True and "rbind" in feat["mountOptions"]
           and r.stdout.startswith('{\n    "ociVersionMin"'), r)
 
