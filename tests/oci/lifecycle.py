@@ -355,6 +355,35 @@ try:
           in r.stderr
           and sorted(os.listdir(root)) == before and sandboxes_left() == [], (r, os.listdir(root)))
 
+    # startContainer: inside the container (its root, its pid namespace,
+    # abox-init its PID 1), before the process, with the state on stdin
+    def start_hooked(cfg):
+        cfg["root"]["readonly"] = False
+        cfg["hooks"] = {"startContainer": [{"path": "/bin/sh", "args": [
+            "sh", "-c", "cat > /tmp/state.json; cat /proc/1/comm > /tmp/pid1"]}]}
+    sb_ = bundle("starthook", ["/bin/sh", "-c", "test -s /tmp/state.json && echo after-hook > /tmp/main"],
+                 start_hooked)
+    r, pid, _ = create("starthook", sb_)
+    s = oci("start", "starthook")
+    reap(pid)
+    rf = os.path.join(sb_, "rootfs", "tmp")
+    got = {n: open(os.path.join(rf, n)).read() for n in ("state.json", "pid1", "main")
+           if os.path.exists(os.path.join(rf, n))}
+    check("a startContainer hook runs inside the container before its process, with the state on its stdin",
+          s.returncode == 0 and json.loads(got.get("state.json", "{}")).get("id") == "starthook"
+          and got.get("pid1", "").strip() == "abox-init" and got.get("main", "").strip() == "after-hook", (s, got))
+    oci("delete", "--force", "starthook")
+
+    def start_failing(cfg):
+        cfg["hooks"] = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "echo no-go; exit 4"]}]}
+    r, pid, _ = create("startfail", bundle("startfail", ["/bin/sh", "-c", "exit 0"], start_failing))
+    s = oci("start", "startfail")
+    check("a failing startContainer hook fails the start, naming it, with its output",
+          s.returncode != 0 and "hooks.startContainer[0] '/bin/sh' failed: exit status 4 (its output: no-go"
+          in s.stderr, s)
+    oci("delete", "--force", "startfail")
+    reap(pid)
+
     # a device node the image carries (as if unpacked as root) opens nothing
     db = bundle("devnode", ["/bin/sh", "-c", "echo x > /hostnull && echo opened || echo refused; "
                             "grep CapBnd /proc/self/status"],
@@ -424,7 +453,7 @@ try:
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
     check("features: runc's JSON (ociVersionMax, the hooks run, linux.namespaces, cgroup, seccomp, mountOptions)",
           feat.get("ociVersionMax", "").startswith("1.") and "network" in feat["linux"]["namespaces"]
-          and feat.get("hooks") == ["prestart", "createRuntime", "poststart", "poststop"]
+          and feat.get("hooks") == ["prestart", "createRuntime", "startContainer", "poststart", "poststop"]
           and feat["linux"]["seccomp"]["enabled"] is True and "rbind" in feat["mountOptions"]
           and r.stdout.startswith('{\n    "ociVersionMin"'), r)
 

@@ -268,8 +268,17 @@ static int start(abox_ctx *ctx, const char *id)
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	int r = 0;
-	if (abox_sandbox_connect(ctx, c.sandbox, &sb, &err) < 0 || abox_sandbox_start(sb, NULL, &err) < 0)
+	char *created = NULL;
+	if (abox_sandbox_connect(ctx, c.sandbox, &sb, &err) < 0)
 		r = oci_error("%s", err.msg);
+	/* startContainer: inside the container, before its process */
+	else if (c.hooks_json && strstr(c.hooks_json, "\"startContainer\"") &&
+		 (!(created = oci_state_text(ctx, &c)) ||
+		  oci_hooks_in(sb, c.hooks_json, "startContainer", created)))
+		r = 1;
+	else if (abox_sandbox_start(sb, NULL, &err) < 0)
+		r = oci_error("%s", err.msg);
+	free(created);
 	abox_sandbox_free(sb);
 	if (!r) {
 		c.started = true;

@@ -2,8 +2,8 @@
  * namespaces with the container's state on their stdin: prestart and
  * createRuntime at the end of `create` (a failure fails the create),
  * poststart after `start` and poststop after `delete` (a failure is a
- * warning). createContainer and startContainer, which run inside the
- * container, are refused when the container is made (the library). */
+ * warning). startContainer runs inside the container (hooks_in.c);
+ * createContainer is refused when the container is made (the library). */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>

@@ -115,7 +115,7 @@ static const char features_json[] =
 	"{\n"
 	"    \"ociVersionMin\": \"1.0.0\",\n"
 	"    \"ociVersionMax\": \"" OCI_SPEC_VERSION "\",\n"
-	"    \"hooks\": [\"prestart\", \"createRuntime\", \"poststart\", \"poststop\"],\n"
+	"    \"hooks\": [\"prestart\", \"createRuntime\", \"startContainer\", \"poststart\", \"poststop\"],\n"
 	"    \"mountOptions\": [\n"
 	"        \"async\", \"atime\", \"bind\", \"dev\", \"dirsync\", \"exec\", \"noatime\", \"nodev\",\n"
 	"        \"nodiratime\", \"noexec\", \"norelatime\", \"nostrictatime\", \"nosuid\", \"private\",\n"

@@ -101,6 +101,11 @@ const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
  * output kept for the error: 0, or 1 when one failed and fatal (then the
  * rest do not run; the error is said). Not fatal: warnings. */
 int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal);
+struct abox_sandbox;
+/* The hooks of kind that run inside the container (startContainer), each
+ * as a process in sb with state on its stdin: 0, or 1 with the first
+ * failure said. */
+int oci_hooks_in(struct abox_sandbox *sb, const char *hooks_json, const char *kind, const char *state);
 /* The OCI state of c, as `state` prints it (plain), malloc'd. */
 char *oci_state_text(struct abox_ctx *ctx, const struct oci_ctr *c);
 /* The same with this status and pid (a poststart hook's state says

@@ -255,12 +255,15 @@ static bool abox_confinement(const struct oci_spec *s)
 static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 {
 	ours |= abox_confinement(s);
-	/* the runtime's own hooks run in `abox oci` (prestart, createRuntime,
-	 * poststart, poststop); these two would run inside the container */
-	if (s->nhooks[OCI_HOOK_CREATE_CONTAINER] || s->nhooks[OCI_HOOK_START_CONTAINER])
-		return abox_error_setx(
-			err, EOPNOTSUPP, "hooks.%s: not supported (hooks that run inside the container)",
-			s->nhooks[OCI_HOOK_CREATE_CONTAINER] ? "createContainer" : "startContainer");
+	/* `abox oci` runs the hooks (prestart, createRuntime, poststart,
+	 * poststop in its own namespaces, startContainer as a process in the
+	 * container); createContainer would run a host program inside the
+	 * container's namespaces before its root is in place, which abox's
+	 * create (root and mounts made in one step) has no moment for */
+	if (s->nhooks[OCI_HOOK_CREATE_CONTAINER])
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "hooks.createContainer: not supported (a host program run in the "
+				       "container's namespaces before its root is in place)");
 	int r = oci_sysctl_check(s->sysctl, err);
 	if (r < 0)
 		return r;
