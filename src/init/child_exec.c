@@ -193,6 +193,20 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
 	if (req->umask)
 		(void)RS1(SYS_umask, req->umask & 0777);
+	/* an OCI process's AppArmor profile, entered at its exec (the
+	 * kernel's attr file of the LSM, or the older shared one) */
+	if (req->apparmor) {
+		long fd = RS4(SYS_openat, AT_FDCWD, "/proc/self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC, 0);
+		if (fd < 0)
+			fd = RS4(SYS_openat, AT_FDCWD, "/proc/self/attr/exec", O_WRONLY | O_CLOEXEC, 0);
+		char cmd[300];
+		size_t len = safe_snprintf(cmd, sizeof(cmd), "exec %s", req->apparmor);
+		r = fd < 0 ? fd : RS3(SYS_write, fd, cmd, len);
+		if (fd >= 0)
+			(void)RS1(SYS_close, fd);
+		if (r < 0)
+			child_fail(ep, (int)-r, "apparmor", req->apparmor);
+	}
 	/* an OCI container's own profile, over init's (the kernel runs both,
 	 * the stricter answer wins: it can only take away): the last step,
 	 * so it judges the program and not this set-up */

@@ -35,9 +35,12 @@ static const struct {
 	uint16_t tag;
 	size_t off;
 } strings[] = {
-	{ F_CWD, offsetof(struct exec_req, cwd) },         { F_HOME, offsetof(struct exec_req, home) },
-	{ F_USER, offsetof(struct exec_req, user) },       { F_TAG, offsetof(struct exec_req, tag) },
+	{ F_CWD, offsetof(struct exec_req, cwd) },
+	{ F_HOME, offsetof(struct exec_req, home) },
+	{ F_USER, offsetof(struct exec_req, user) },
+	{ F_TAG, offsetof(struct exec_req, tag) },
 	{ F_TEE_DIR, offsetof(struct exec_req, tee_dir) },
+	{ F_APPARMOR, offsetof(struct exec_req, apparmor) },
 };
 
 static char **string_at(struct exec_req *req, size_t i)

@@ -59,6 +59,7 @@ struct exec_req {
 	char *user;
 	char *tag;
 	char *tee_dir; /* keep the complete output here (truncation) */
+	char *apparmor; /* F_APPARMOR: the profile its exec enters, or NULL */
 	unsigned pty_rows, pty_cols; /* a terminal of this size, or 0 */
 	uint32_t timeout_ms;         /* kill its group this long after the start, or 0 */
 	uid_t uid;

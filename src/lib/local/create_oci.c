@@ -291,6 +291,29 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 	return 0;
 }
 
+int oci_apparmor_check(const struct oci_process *p, abox_error *err)
+{
+	const char *prof = p->apparmor_profile;
+	if (!prof || !*prof)
+		return 0;
+	if (strlen(prof) > 255 || strpbrk(prof, "\n "))
+		return abox_error_setx(err, EINVAL, "process.apparmorProfile: not a profile name");
+	/* as runc: a profile asked for on a host without AppArmor is an
+	 * error, never a container run unconfined by it */
+	char on[4] = "";
+	FILE *f = fopen("/sys/module/apparmor/parameters/enabled", "re");
+	if (f) {
+		if (!fgets(on, sizeof(on), f))
+			on[0] = '\0';
+		fclose(f);
+	}
+	if (on[0] != 'Y')
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "process.apparmorProfile: '%s': AppArmor is not enabled on this host",
+				       prof);
+	return 0;
+}
+
 int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abox_error *err)
 {
 	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
@@ -300,7 +323,8 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 	struct oci_spec *s = &oc->spec;
 	if (!s->process.present || !s->process.args || !s->process.args[0])
 		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
-	if ((r = refuse(s, ours, err)) < 0 || (r = namespaces(oc, err)) < 0)
+	if ((r = refuse(s, ours, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
+	    (r = oci_apparmor_check(&s->process, err)) < 0)
 		return r;
 	if (!s->root_path)
 		return abox_error_setx(err, EINVAL, "root.path: missing");
@@ -375,8 +399,8 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 	if (names[0]) {
 		size_t w = strlen(oc->warning);
 		snprintf(oc->warning + w, sizeof(oc->warning) - w,
-			 "%sread and not enforced by abox (its limits are memory, pids and CPU quota, in "
-			 "cgroups under the one create runs in): linux.%s",
+			 "%sread and not enforced by abox (it enforces memory, pids, CPU quota and "
+			 "shares): linux.%s",
 			 w ? "; " : "", names);
 	}
 	return 0;
@@ -417,6 +441,8 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 		proto_put_u64(m, F_UMASK, p->umask);
 	if (p->has_oom_score_adj)
 		proto_put_u64(m, F_OOM_ADJ, (uint64_t)(p->oom_score_adj + 1000));
+	if (p->apparmor_profile && *p->apparmor_profile)
+		proto_put_str(m, F_APPARMOR, p->apparmor_profile);
 	/* its bounding set, at most abox's (more was refused, or dropped
 	 * under abox's confinement): for root its permitted set too, as
 	 * no_new_privs lets no file grant more */

@@ -343,9 +343,11 @@ static int parse_process(struct oci_pc *c, json_object *o, struct oci_process *p
 		p->has_oom_score_adj = true;
 		p->oom_score_adj = (int)i;
 	}
+	if (json_object_object_get_ex(o, "apparmorProfile", &v) && !json_object_is_type(v, json_type_null) &&
+	    oci_str(c, v, "process.apparmorProfile", true, &p->apparmor_profile) < 0)
+		return -EINVAL;
 	/* what abox has no way to apply is refused rather than dropped */
-	static const char *const refused[] = { "apparmorProfile", "selinuxLabel", "ioPriority", "scheduler",
-					       "execCPUAffinity" };
+	static const char *const refused[] = { "selinuxLabel", "ioPriority", "scheduler", "execCPUAffinity" };
 	for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
 		json_object *r;
 		if (json_object_object_get_ex(o, refused[k], &r) && !json_object_is_type(r, json_type_null) &&
@@ -531,6 +533,7 @@ void oci_process_free(struct oci_process *p)
 	strv_free(p->env);
 	free(p->cwd);
 	free(p->rlimits);
+	free(p->apparmor_profile);
 	memset(p, 0, sizeof(*p));
 }
 

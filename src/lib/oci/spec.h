@@ -89,6 +89,7 @@ struct oci_process {
 	int oom_score_adj;
 	bool has_umask;
 	uint32_t umask;
+	char *apparmor_profile; /* process.apparmorProfile, or NULL */
 };
 
 struct oci_resources {

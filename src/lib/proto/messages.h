@@ -127,6 +127,7 @@ enum proto_tag {
 	F_SECCOMP = 47, /* exec (held): an OCI container's seccomp program (struct sock_filter[]),
 			 * installed over init's own in its processes */
 	F_OOM_ADJ = 48, /* exec: the process's oom_score_adj + 1000 (0..2000); else 0 */
+	F_APPARMOR = 49, /* exec: the AppArmor profile the process is started under */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
