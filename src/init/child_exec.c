@@ -183,18 +183,9 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		if ((r = RS4(SYS_prlimit64, 0, req->rlimits[i].resource, lim, NULL)) < 0)
 			child_fail(ep, (int)-r, "setrlimit", "process.rlimits");
 	}
-	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
-		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
-		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
-	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
-		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
-		child_fail(ep, (int)-r, "cwd", req->cwd);
-	if (req->umask)
-		(void)RS1(SYS_umask, req->umask & 0777);
 	/* an OCI process's AppArmor profile, entered at its exec (the
-	 * kernel's attr file of the LSM, or the older shared one) */
+	 * kernel's attr file of the LSM, or the older shared one), asked for
+	 * while the child is still root, as runc does */
 	if (req->apparmor) {
 		long fd = RS4(SYS_openat, AT_FDCWD, "/proc/self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC, 0);
 		if (fd < 0)
@@ -207,6 +198,16 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		if (r < 0)
 			child_fail(ep, (int)-r, "apparmor", req->apparmor);
 	}
+	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
+		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
+		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
+	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
+		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
+	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
+		child_fail(ep, (int)-r, "cwd", req->cwd);
+	if (req->umask)
+		(void)RS1(SYS_umask, req->umask & 0777);
 	/* an OCI container's own profile, over init's (the kernel runs both,
 	 * the stricter answer wins: it can only take away): the last step,
 	 * so it judges the program and not this set-up */
