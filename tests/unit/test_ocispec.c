@@ -143,8 +143,8 @@ Test(ocispec, hostile_and_malformed_configs_are_refused_naming_the_field)
 		"unknown rlimit type 'RLIMIT_FOO'");
 	refused("{" MIN "," PROC(",\"env\":[\"NOEQUALS\"]") "}", "process.env: entry 0 is not NAME=VALUE");
 	refused("{" MIN "," PROC(",\"oomScoreAdj\":5000") "}", "process.oomScoreAdj: must be -1000 to 1000");
-	refused("{" MIN "," PROC(",\"apparmorProfile\":\"x\"") "}",
-		"process.apparmorProfile: is not supported");
+	refused("{" MIN "," PROC(",\"selinuxLabel\":\"x\"") "}", "process.selinuxLabel: is not supported");
+	refused("{" MIN "," PROC(",\"apparmorProfile\":7") "}", "process.apparmorProfile: must be a string");
 	refused("{" MIN ",\"process\":{\"user\":{\"uid\":-1,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\"}}",
 		"process.user.uid: must not be negative");
 	refused("{" MIN ",\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[],\"cwd\":\"/\"}}",
