@@ -351,8 +351,19 @@ int oci_delete(int argc, char **argv)
 			oci_ctr_resolve(ctx, &c);
 			if (c.sandbox[0])
 				(void)abox_sandbox_remove(ctx, c.sandbox, NULL);
+			/* a sandbox whose create died before its own record was
+			 * whole: not found by its metadata, it is gc's (its
+			 * creator's lock is gone) */
+			(void)abox_gc(ctx, NULL, NULL);
 			abox_ctx_free(ctx);
 		}
+		/* a record's temporary copy, if the create died writing it */
+		DIR *d = opendir(dir);
+		for (struct dirent *e; d && (e = readdir(d));)
+			if (!strncmp(e->d_name, "state.json.tmp", 14))
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		if (d)
+			closedir(d);
 		rmdir(dir);
 		return 0; /* what --force asks for holds */
 	}
@@ -371,6 +382,10 @@ int oci_delete(int argc, char **argv)
 		abox_error err = ABOX_ERROR_INIT;
 		if (c.sandbox[0] && abox_sandbox_remove(ctx, c.sandbox, &err) < 0 && err.code != ENOENT)
 			r = oci_error("%s", err.msg);
+		/* no sandbox named: its create may have died before the
+		 * sandbox's record was whole (gc's, see above) */
+		if (!r && !c.sandbox[0])
+			(void)abox_gc(ctx, NULL, NULL);
 		char *state = r ? NULL : oci_state_text(ctx, &c);
 		/* the cgroupsPath folder create made for it (runc removes it) */
 		if (!r && c.cgroup_path[0] && abox_ctx_remove_cgroup_parent(ctx, &err) < 0)

@@ -429,6 +429,10 @@ int store_gc(const char *runtime_dir, const char *state_dir, const struct cg_lay
 		}
 	}
 	closedir(d);
+	/* again: a create killed before its record was whole leaves a state
+	 * folder that waits for its runtime folder's end, which the loop
+	 * above has just seen to (else it stayed until the next gc) */
+	n += clean_records(runtime_dir, state_dir, layout);
 	if (layout)
 		n += sweep_orphans(runtime_dir, state_dir, layout);
 	if (removed)
