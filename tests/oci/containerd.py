@@ -37,7 +37,10 @@ import ociimage  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 work = tempfile.mkdtemp(prefix="abox-ctrd-")
 sock = os.path.join(work, "c.sock")
-NS = "abox"
+# containerd's namespace; also the parent of its containers' cgroupsPath
+# ("/NS/ID"), a folder abox leaves to the engine (as runc does): the
+# test's own, removed at the end
+NS = f"abox-test-{os.getpid()}"
 IMAGE = "docker.io/library/abox-busybox:test"
 runc = os.path.join(work, "bin", "runc")
 os.makedirs(os.path.dirname(runc))
@@ -159,4 +162,12 @@ finally:
     # only; its folders go with the test's
     subprocess.run(["umount", "-R", work], capture_output=True)
     shutil.rmtree(work, ignore_errors=True)
+    for base, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if NS in dirs:
+            try:
+                os.rmdir(os.path.join(base, NS))
+            except OSError:
+                pass
+        if base.count("/") > 5:
+            dirs[:] = []
 finish()
