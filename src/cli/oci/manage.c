@@ -320,6 +320,19 @@ int oci_kill(int argc, char **argv)
 	return r;
 }
 
+/* A container's folder: its record and the record's temporary copies (a
+ * create or start that died writing one), then the folder. */
+static int remove_record(const char *dir)
+{
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (!strncmp(e->d_name, "state.json", 10))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	return rmdir(dir);
+}
+
 int oci_delete(int argc, char **argv)
 {
 	int i = 1;
@@ -357,14 +370,7 @@ int oci_delete(int argc, char **argv)
 			(void)abox_gc(ctx, NULL, NULL);
 			abox_ctx_free(ctx);
 		}
-		/* a record's temporary copy, if the create died writing it */
-		DIR *d = opendir(dir);
-		for (struct dirent *e; d && (e = readdir(d));)
-			if (!strncmp(e->d_name, "state.json.tmp", 14))
-				(void)unlinkat(dirfd(d), e->d_name, 0);
-		if (d)
-			closedir(d);
-		rmdir(dir);
+		(void)remove_record(dir);
 		return 0; /* what --force asks for holds */
 	}
 	if (oci_ctr_load(id, &c))
@@ -390,11 +396,8 @@ int oci_delete(int argc, char **argv)
 		/* the cgroupsPath folder create made for it (runc removes it) */
 		if (!r && c.cgroup_path[0] && abox_ctx_remove_cgroup_parent(ctx, &err) < 0)
 			oci_warn("delete: %s", err.msg);
-		if (!r) {
-			unlink(path);
-			if (rmdir(dir) < 0)
-				r = oci_error("remove '%s': %s", dir, strerror(errno));
-		}
+		if (!r && remove_record(dir) < 0)
+			r = oci_error("remove '%s': %s", dir, strerror(errno));
 		if (state)
 			(void)oci_hooks(c.hooks_json, "poststop", state, false);
 		free(state);
