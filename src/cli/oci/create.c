@@ -108,20 +108,18 @@ static int bundle_facts(struct oci_ctr *c, bool *terminal)
 	return r;
 }
 
-/* The bundle's cgroupsPath, for the context create makes its sandbox
- * with (read again, whole, by the create). */
-static int bundle_cgroups(const char *bundle)
+/* The bundle's facts into c (its id still to set): read once, before the
+ * context, which makes the sandbox's cgroups below its cgroupsPath. */
+static int read_bundle(const struct create_opts *o, struct oci_ctr *c, bool *terminal)
 {
-	struct oci_ctr c = { 0 };
-	char *b = realpath(bundle ? bundle : ".", NULL);
-	if (!b)
-		return oci_error("bundle '%s': %s", bundle ? bundle : ".", strerror(errno));
-	snprintf(c.bundle, sizeof(c.bundle), "%s", b);
-	free(b);
-	bool terminal;
-	int r = bundle_facts(&c, &terminal);
-	snprintf(oci_g.cgroup_parent, sizeof(oci_g.cgroup_parent), "%s", c.cgroup_path);
-	oci_ctr_free(&c);
+	char *bundle = realpath(o->bundle ? o->bundle : ".", NULL);
+	if (!bundle)
+		return oci_error("bundle '%s': %s", o->bundle ? o->bundle : ".", strerror(errno));
+	snprintf(c->bundle, sizeof(c->bundle), "%s", bundle);
+	free(bundle);
+	snprintf(c->id, sizeof(c->id), "%s", o->id);
+	int r = bundle_facts(c, terminal);
+	snprintf(oci_g.cgroup_parent, sizeof(oci_g.cgroup_parent), "%s", c->cgroup_path);
 	return r;
 }
 
@@ -158,37 +156,27 @@ static void remove_dir(const char *id)
 
 /* Makes the container; *pid its init's. 0, or 1 with the error said and
  * nothing left behind. */
-static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
+static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, bool terminal, int *pid)
 {
-	struct oci_ctr c = { 0 };
-	snprintf(c.id, sizeof(c.id), "%s", o->id);
-	char *bundle = realpath(o->bundle ? o->bundle : ".", NULL);
-	if (!bundle)
-		return oci_error("bundle '%s': %s", o->bundle ? o->bundle : ".", strerror(errno));
-	snprintf(c.bundle, sizeof(c.bundle), "%s", bundle);
-	free(bundle);
-	bool terminal = false;
-	if (bundle_facts(&c, &terminal))
-		return 1;
 	/* runc's rules: a terminal goes to the engine through its socket */
 	if (terminal && !o->console_socket) {
-		oci_ctr_free(&c);
+		oci_ctr_free(c);
 		return oci_error("cannot allocate tty if runc will detach without setting console socket");
 	}
 	if (!terminal && o->console_socket) {
-		oci_ctr_free(&c);
+		oci_ctr_free(c);
 		return oci_error("cannot use console socket if runc will not detach or allocate tty");
 	}
 	char dir[4200];
 	snprintf(dir, sizeof(dir), "%s/%s", oci_g.root, o->id);
 	if (mkdir(dir, 0700) < 0) {
-		oci_ctr_free(&c);
+		oci_ctr_free(c);
 		return errno == EEXIST ? oci_error("container with id exists: %s", o->id)
 				       : oci_error("make '%s': %s", dir, strerror(errno));
 	}
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	int console = -1;
-	so.oci_bundle = c.bundle;
+	so.oci_bundle = c->bundle;
 	/* recorded before the sandbox exists, and the sandbox named after the
 	 * container: a create killed half-way leaves a container that state
 	 * reports and delete --force removes, sandbox and all */
@@ -196,9 +184,9 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	snprintf(meta, sizeof(meta), OCI_META_KEY "=%s", o->id);
 	const char *const metadata[] = { meta, NULL };
 	so.metadata = metadata;
-	now_rfc3339(c.created, sizeof(c.created));
-	if (oci_ctr_save(&c)) {
-		oci_ctr_free(&c);
+	now_rfc3339(c->created, sizeof(c->created));
+	if (oci_ctr_save(c)) {
+		oci_ctr_free(c);
 		remove_dir(o->id);
 		return 1;
 	}
@@ -211,20 +199,20 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
-		oci_ctr_free(&c);
+		oci_ctr_free(c);
 		remove_dir(o->id);
 		return oci_error("%s", err.msg);
 	}
-	snprintf(c.sandbox, sizeof(c.sandbox), "%s", abox_sandbox_id(sb));
+	snprintf(c->sandbox, sizeof(c->sandbox), "%s", abox_sandbox_id(sb));
 	abox_sandbox_info info = { .version = ABOX_SANDBOX_INFO_VERSION };
-	int r = abox_sandbox_info_get(ctx, c.sandbox, &info, &err) < 0 ? oci_error("%s", err.msg) : 0;
+	int r = abox_sandbox_info_get(ctx, c->sandbox, &info, &err) < 0 ? oci_error("%s", err.msg) : 0;
 	*pid = info.pid;
 	abox_sandbox_info_clear(&info);
 	if (!r)
-		r = oci_ctr_save(&c);
-	char *state = r ? NULL : oci_state_text(ctx, &c);
-	if (state && !(r = oci_hooks(c.hooks_json, "prestart", state, true)))
-		r = oci_hooks(c.hooks_json, "createRuntime", state, true);
+		r = oci_ctr_save(c);
+	char *state = r ? NULL : oci_state_text(ctx, c);
+	if (state && !(r = oci_hooks(c->hooks_json, "prestart", state, true)))
+		r = oci_hooks(c->hooks_json, "createRuntime", state, true);
 	free(state);
 	if (!r && o->pid_file)
 		r = write_pid_file(o->pid_file, *pid);
@@ -237,7 +225,7 @@ static int make(abox_ctx *ctx, const struct create_opts *o, int *pid)
 		remove_dir(o->id);
 	}
 	abox_sandbox_free(sb);
-	oci_ctr_free(&c);
+	oci_ctr_free(c);
 	return r;
 }
 
@@ -246,9 +234,13 @@ int oci_create(int argc, char **argv)
 	struct create_opts o = { 0 };
 	abox_ctx *ctx = NULL;
 	int pid;
-	if (parse(argc, argv, false, &o) || bundle_cgroups(o.bundle) || oci_ctx(&ctx))
+	struct oci_ctr c = { 0 };
+	bool terminal = false;
+	if (parse(argc, argv, false, &o) || read_bundle(&o, &c, &terminal) || oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
 		return 1;
-	int r = make(ctx, &o, &pid);
+	}
+	int r = make(ctx, &o, &c, terminal, &pid);
 	abox_ctx_free(ctx);
 	return r;
 }
@@ -323,9 +315,13 @@ int oci_run(int argc, char **argv)
 	struct create_opts o = { 0 };
 	abox_ctx *ctx = NULL;
 	int pid;
-	if (parse(argc, argv, true, &o) || bundle_cgroups(o.bundle) || oci_ctx(&ctx))
+	struct oci_ctr c = { 0 };
+	bool terminal = false;
+	if (parse(argc, argv, true, &o) || read_bundle(&o, &c, &terminal) || oci_ctx(&ctx)) {
+		oci_ctr_free(&c);
 		return 1;
-	int r = make(ctx, &o, &pid);
+	}
+	int r = make(ctx, &o, &c, terminal, &pid);
 	if (!r) {
 		/* the container's init is our child, and its status ours to
 		 * read: the start is made by a child of ours, whose handle on
