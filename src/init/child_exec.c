@@ -115,6 +115,36 @@ static long child_dup(int old, int new)
 	return old == new ? RS3(SYS_fcntl, new, F_SETFD, 0) : RS3(SYS_dup3, old, new, 0);
 }
 
+/* An OCI process's inheritable and ambient sets, after its change of
+ * user (its permitted set kept): the inheritable one set, then each
+ * ambient capability raised, which the kernel allows only for one both
+ * permitted and inheritable. A process that is not root keeps its ambient
+ * set through its exec, and nothing else (as with runc). */
+static long child_capsets(uint64_t inh, uint64_t amb)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2];
+	long r = RS2(SYS_capget, &hdr, data);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < 2; i++) {
+		data[i].inheritable = (uint32_t)(inh >> (32 * i)) & data[i].permitted;
+		data[i].effective = data[i].permitted;
+	}
+	if ((r = RS2(SYS_capset, &hdr, data)) < 0)
+		return r;
+	for (int c = 0; c < 64; c++)
+		if ((amb & (1ULL << c)) &&
+		    (r = RS4(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0)) < 0)
+			return r;
+	return 0;
+}
+
 /* The child, between its start and its exec. */
 __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 {
@@ -198,12 +228,20 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		if (r < 0)
 			child_fail(ep, (int)-r, "apparmor", req->apparmor);
 	}
+	/* inheritable or ambient sets asked for: the permitted set must
+	 * survive the change of user to give them (the kernel clears the
+	 * flag at the exec) */
+	uint64_t inh = req->caps_inh & (req->has_caps ? req->caps : ~0ULL), amb = req->caps_amb;
+	if ((inh || amb) && (r = RS2(SYS_prctl, PR_SET_KEEPCAPS, 1)) < 0)
+		child_fail(ep, (int)-r, "capabilities", "PR_SET_KEEPCAPS");
 	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
 		child_fail(ep, (int)-r, "setgroups", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresgid, req->gid, req->gid, req->gid)) < 0)
 		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
 		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
+	if ((inh || amb) && (r = child_capsets(inh, amb)) < 0)
+		child_fail(ep, (int)-r, "capabilities", "process.capabilities.inheritable/ambient");
 	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
 	if (req->umask)

@@ -159,6 +159,12 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req)
 			r = proto_field_u64(&fl, &req->caps);
 			req->has_caps = true;
 			break;
+		case F_CAPS_INH:
+			r = proto_field_u64(&fl, &req->caps_inh);
+			break;
+		case F_CAPS_AMB:
+			r = proto_field_u64(&fl, &req->caps_amb);
+			break;
 		case F_SECCOMP:
 			r = parse_filter(&fl, req);
 			break;

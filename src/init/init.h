@@ -72,6 +72,7 @@ struct exec_req {
 	int oom_adj;
 	bool has_caps; /* F_CAPS: caps is the process's bounding set */
 	uint64_t caps;
+	uint64_t caps_inh, caps_amb; /* F_CAPS_INH, F_CAPS_AMB (0: none) */
 	uint64_t *filter; /* F_SECCOMP: a BPF program (struct sock_filter, 8 bytes each),
 			   * installed last, before the exec */
 	unsigned short filter_len;

@@ -157,6 +157,44 @@ try:
                     lambda c: c["process"].update(oomScoreAdj=500))
     check("process.oomScoreAdj: the process gets it", code == 0 and out.strip() == "500", (code, out))
 
+    # capability sets: a process that is not root keeps its ambient set
+    # through its exec (the kernel raises one only when inheritable too)
+    def capsets(user, inh, amb):
+        def edit(c):
+            c["process"]["user"] = {"uid": user, "gid": user}
+            c["process"]["capabilities"]["inheritable"] = inh
+            c["process"]["capabilities"]["ambient"] = amb
+        return edit
+
+    def caps_of(out):
+        return {ln.split(":")[0]: int(ln.split(":")[1], 16) for ln in out.splitlines() if ln.startswith("Cap")}
+    bind, kill = 1 << 10, 1 << 5
+    code, out = run("ambient", ["/bin/grep", "^Cap", "/proc/self/status"], None,
+                    capsets(1000, ["CAP_NET_BIND_SERVICE", "CAP_KILL"], ["CAP_NET_BIND_SERVICE"]))
+    c = caps_of(out)
+    check("capabilities.ambient for a process that is not root: it holds exactly its ambient set "
+          "(inheritable as asked)", code == 0 and c.get("CapAmb") == bind and c.get("CapEff") == bind
+          and c.get("CapPrm") == bind and c.get("CapInh") == bind | kill, (code, out))
+    code, out = run("ambient-none", ["/bin/grep", "^Cap", "/proc/self/status"], None, capsets(1000, [], []))
+    c = caps_of(out)
+    check("... and without one it holds none", code == 0 and c.get("CapEff") == 0 and c.get("CapAmb") == 0,
+          (code, out))
+    code, out = run("inh-root", ["/bin/grep", "^Cap", "/proc/self/status"], None,
+                    capsets(0, ["CAP_KILL"], []))
+    c = caps_of(out)
+    check("capabilities.inheritable for root: set as asked, its bounding set effective",
+          code == 0 and c.get("CapInh") == kill and c.get("CapEff") == c.get("CapBnd") and c.get("CapBnd", 0) & bind,
+          (code, out))
+    before = sorted(os.listdir(root))
+    code, out = run("amb-not-inh", ["/bin/true"], None, capsets(1000, [], ["CAP_NET_BIND_SERVICE"]))
+    check("an ambient capability that is not inheritable: the create fails naming it, nothing left",
+          code is None and "process.capabilities.ambient: CAP_NET_BIND_SERVICE is not in the inheritable" in out
+          and sorted(os.listdir(root)) == before, (code, out))
+    code, out = run("amb-beyond", ["/bin/true"], None,
+                    capsets(1000, ["CAP_SYS_ADMIN"], ["CAP_SYS_ADMIN"]))
+    check("an ambient capability beyond abox's set: refused by name",
+          code is None and "process.capabilities.inheritable: CAP_SYS_ADMIN is beyond" in out, (code, out))
+
     # what a config asks for and abox does not enforce is said, not dropped
     open(log, "w").close()
 

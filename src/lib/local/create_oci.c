@@ -280,37 +280,20 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 				       "process.noNewPrivileges: false: abox always sets no_new_privs (the "
 				       "annotation " CONFINEMENT_ANNOTATION
 				       "=abox keeps it without this error)");
-	uint64_t beyond = ours ? 0 : s->process.cap_bounding & ~caps_default();
-	for (int c = 0; c < 64 && beyond; c++)
-		if (beyond & (1ull << c))
-			return abox_error_setx(
-				err, EPERM,
-				"process.capabilities.bounding: %s is beyond what abox grants a "
-				"sandbox (the annotation " CONFINEMENT_ANNOTATION "=abox drops it)",
-				caps_name(c) ? caps_name(c) : "a capability");
-	return 0;
-}
-
-int oci_apparmor_check(const struct oci_process *p, abox_error *err)
-{
-	const char *prof = p->apparmor_profile;
-	if (!prof || !*prof)
-		return 0;
-	if (strlen(prof) > 255 || strpbrk(prof, "\n "))
-		return abox_error_setx(err, EINVAL, "process.apparmorProfile: not a profile name");
-	/* as runc: a profile asked for on a host without AppArmor is an
-	 * error, never a container run unconfined by it */
-	char on[4] = "";
-	FILE *f = fopen("/sys/module/apparmor/parameters/enabled", "re");
-	if (f) {
-		if (!fgets(on, sizeof(on), f))
-			on[0] = '\0';
-		fclose(f);
+	const struct oci_process *p = &s->process;
+	const uint64_t sets[] = { p->cap_bounding, p->cap_effective, p->cap_permitted, p->cap_inheritable,
+				  p->cap_ambient };
+	static const char *const names[] = { "bounding", "effective", "permitted", "inheritable", "ambient" };
+	for (size_t i = 0; i < 5 && !ours; i++) {
+		uint64_t beyond = sets[i] & ~caps_default();
+		for (int c = 0; c < 64 && beyond; c++)
+			if (beyond & (1ull << c))
+				return abox_error_setx(
+					err, EPERM,
+					"process.capabilities.%s: %s is beyond what abox grants a "
+					"sandbox (the annotation " CONFINEMENT_ANNOTATION "=abox drops it)",
+					names[i], caps_name(c) ? caps_name(c) : "a capability");
 	}
-	if (on[0] != 'Y')
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "process.apparmorProfile: '%s': AppArmor is not enabled on this host",
-				       prof);
 	return 0;
 }
 
@@ -324,7 +307,7 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 	if (!s->process.present || !s->process.args || !s->process.args[0])
 		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
 	if ((r = refuse(s, ours, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
-	    (r = oci_apparmor_check(&s->process, err)) < 0)
+	    (r = oci_process_check(&s->process, err)) < 0)
 		return r;
 	if (!s->root_path)
 		return abox_error_setx(err, EINVAL, "root.path: missing");
@@ -446,8 +429,18 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 	/* its bounding set, at most abox's (more was refused, or dropped
 	 * under abox's confinement): for root its permitted set too, as
 	 * no_new_privs lets no file grant more */
-	if (p->has_capabilities)
-		proto_put_u64(m, F_CAPS, p->cap_bounding & caps_default());
+	if (p->has_capabilities) {
+		uint64_t bounding = p->cap_bounding & caps_default();
+		proto_put_u64(m, F_CAPS, bounding);
+		/* for a process that is not root, the ambient set is what it
+		 * keeps (an inheritable one is needed to raise it); the kernel
+		 * refuses an ambient capability outside the inheritable set,
+		 * so the process fails as it would with runc */
+		if (p->cap_inheritable & bounding)
+			proto_put_u64(m, F_CAPS_INH, p->cap_inheritable & bounding);
+		if (p->cap_ambient & caps_default())
+			proto_put_u64(m, F_CAPS_AMB, p->cap_ambient & caps_default());
+	}
 	for (size_t i = 0; i < p->nrlimits; i++) {
 		char rl[80];
 		snprintf(rl, sizeof(rl), "%d %llu %llu", p->rlimits[i].resource,

@@ -48,9 +48,10 @@ void oci_create_free(struct oci_create *oc);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */
-/* A process's apparmorProfile can be entered here (AppArmor on, a sane
+/* A process's ambient capabilities can be raised (each inheritable and
+ * bounding too) and its apparmorProfile entered here (AppArmor on, a sane
  * name), or the error that says why not. */
-int oci_apparmor_check(const struct oci_process *p, abox_error *err);
+int oci_process_check(const struct oci_process *p, abox_error *err);
 void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */

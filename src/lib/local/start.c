@@ -83,7 +83,7 @@ int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int s
 	struct oci_process op;
 	if ((r = oci_process_parse(process_json, strlen(process_json), "process", &op, err)) < 0)
 		return r;
-	if ((r = oci_apparmor_check(&op, err)) < 0) {
+	if ((r = oci_process_check(&op, err)) < 0) {
 		oci_process_free(&op);
 		return r;
 	}

@@ -128,6 +128,9 @@ enum proto_tag {
 			 * installed over init's own in its processes */
 	F_OOM_ADJ = 48, /* exec: the process's oom_score_adj + 1000 (0..2000); else 0 */
 	F_APPARMOR = 49, /* exec: the AppArmor profile the process is started under */
+	F_CAPS_INH = 50, /* exec: the process's inheritable set (a mask; within F_CAPS) */
+	F_CAPS_AMB = 51, /* exec: its ambient set (a mask; within F_CAPS and F_CAPS_INH): what a
+			  * process that is not root keeps through its exec */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent
