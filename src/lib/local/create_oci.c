@@ -270,8 +270,12 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 	if (s->ndevices)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "linux.devices: abox gives a container its own fixed /dev");
-	if (s->mount_label && *s->mount_label)
-		return abox_error_setx(err, EOPNOTSUPP, "linux.mountLabel: SELinux labels are not supported");
+	/* a mount label means nothing where SELinux is off (runc and crun
+	 * drop it there too; oci_create_prepare says so in the log); where it
+	 * is on, abox cannot apply one */
+	if (s->mount_label && *s->mount_label && access("/sys/fs/selinux/enforce", F_OK) == 0)
+		return abox_error_setx(err, EOPNOTSUPP,
+				       "linux.mountLabel: SELinux labels are not supported by abox");
 	if (s->resources.hugepage_json || s->resources.unified_json)
 		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
 				       s->resources.unified_json ? "unified" : "hugepageLimits");
@@ -379,6 +383,12 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		if (unenforced[i].set)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 names[0] ? ", linux." : "", unenforced[i].name);
+	if (s->mount_label && *s->mount_label) {
+		size_t w = strlen(oc->warning);
+		snprintf(oc->warning + w, sizeof(oc->warning) - w,
+			 "%slinux.mountLabel: SELinux is not enabled on this host, the label is ignored",
+			 w ? "; " : "");
+	}
 	if (names[0]) {
 		size_t w = strlen(oc->warning);
 		snprintf(oc->warning + w, sizeof(oc->warning) - w,
