@@ -97,7 +97,7 @@ typedef struct abox_net_opts {
  * traffic."). */
 ABOX_EXPORT int abox_net_check(const abox_net_opts *net, abox_error *err);
 
-#define ABOX_SANDBOX_OPTS_VERSION 4
+#define ABOX_SANDBOX_OPTS_VERSION 5
 typedef struct abox_sandbox_opts {
 	uint32_t version;
 	uint32_t flags;            /* ABOX_SANDBOX_* */
@@ -129,10 +129,15 @@ typedef struct abox_sandbox_opts {
 	 * master of the process's terminal (close-on-exec; the caller's to
 	 * hand to its engine and close). NULL: it is closed. */
 	int *oci_console;
+	/* version 5: with oci_bundle, the caller's fds 3 .. 3 + N - 1 are
+	 * given to the container's process as its own 3 .. 3 + N - 1 (runc's
+	 * --preserve-fds; at most 256, each must be open) */
+	unsigned oci_preserve_fds;
 } abox_sandbox_opts;
 #define ABOX_SANDBOX_OPTS_INIT                                                                               \
 	{                                                                                                    \
-		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL  \
+		ABOX_SANDBOX_OPTS_VERSION, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+			0                                                                                    \
 	}
 
 /* Creates and starts a sandbox. On failure nothing is left behind. *out is

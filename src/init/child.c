@@ -357,6 +357,12 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds)
 
 int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid, int *ep, bool *stalled)
 {
+	return child_spawn_extra(req, stdio, NULL, 0, pid, ep, stalled);
+}
+
+int child_spawn_extra(const struct exec_req *req, const int stdio[3], const int *extra, unsigned nextra,
+		      pid_t *pid, int *ep, bool *stalled)
+{
 	if (!req->argv || !req->argv[0])
 		return -EINVAL;
 	int e[2];
@@ -377,7 +383,9 @@ int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid
 				.out = stdio[1],
 				.err = stdio[2],
 				.ep = e[1],
-				.pty = (req->flags & EXEC_TTY) != 0 };
+				.pty = (req->flags & EXEC_TTY) != 0,
+				.extra = extra,
+				.nextra = nextra };
 	struct exec_fds fds = { 0 };
 	pid_t c = child_start(&a, &fds);
 	r = c < 0 ? -errno : 0;

@@ -31,6 +31,8 @@ struct child_args {
 	char **envp;
 	int in, out, err, ep;
 	bool pty;
+	const int *extra; /* become the process's fds 3 .. 3 + nextra - 1 */
+	unsigned nextra;
 };
 
 /* The child, from its start to its exec (which does not return). */

@@ -194,11 +194,28 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 	 * close-on-exec, but a child stopped before its exec would otherwise
 	 * hold them open, and another command would never see EOF on its
 	 * stdin. */
-	if (child_dup(ep, 3) < 0)
+	int first = 3 + (int)a->nextra; /* the exec-error pipe's place */
+	if (a->nextra) {
+		/* an OCI process's preserved fds at 3, 4, ...: each copied
+		 * above that range first, so that none is overwritten by
+		 * another before its own copy is made */
+		long hi[INIT_OCI_MAX_FDS];
+		for (unsigned i = 0; i < a->nextra; i++)
+			if ((hi[i] = RS3(SYS_fcntl, a->extra[i], F_DUPFD_CLOEXEC, first + 1)) < 0)
+				child_exit(126);
+		long hep = RS3(SYS_fcntl, ep, F_DUPFD_CLOEXEC, first + 1);
+		if (hep < 0)
+			child_exit(126);
+		for (unsigned i = 0; i < a->nextra; i++)
+			if (RS3(SYS_dup3, hi[i], 3 + (int)i, 0) < 0)
+				child_fail((int)hep, EBADF, "dup2", "preserved fds");
+		ep = (int)hep;
+	}
+	if (child_dup(ep, first) < 0)
 		child_exit(126);
-	(void)RS3(SYS_fcntl, 3, F_SETFD, FD_CLOEXEC);
-	ep = 3;
-	(void)RS3(SYS_close_range, 4, ~0U, 0);
+	(void)RS3(SYS_fcntl, first, F_SETFD, FD_CLOEXEC);
+	ep = first;
+	(void)RS3(SYS_close_range, first + 1, ~0U, 0);
 	bool cwd_first = req->flags & EXEC_CWD_FIRST;
 	if (cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);

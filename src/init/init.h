@@ -43,6 +43,8 @@ void files_client_moved(int from, int to);
 
 /* Who a request runs as (users.c). */
 #define INIT_MAX_GROUPS 64
+/* the most fds an OCI container's process is given beyond stdio */
+#define INIT_OCI_MAX_FDS 256
 struct init_ident {
 	uid_t uid;
 	gid_t gid;
@@ -128,6 +130,10 @@ int child_spawn(const struct exec_req *req, pid_t *pid, struct exec_fds *fds);
 /* The same with the caller's stdin, stdout and stderr (sudo's: they stay
  * the caller's); *ep as fds->ep. */
 int child_spawn_stdio(const struct exec_req *req, const int stdio[3], pid_t *pid, int *ep, bool *stalled);
+/* The same, the nextra fds of extra becoming the process's 3, 4, ...
+ * (an OCI container's preserved fds; stay the caller's). */
+int child_spawn_extra(const struct exec_req *req, const int stdio[3], const int *extra, unsigned nextra,
+		      pid_t *pid, int *ep, bool *stalled);
 /* sudo.c: the sandbox's `sudo` (see there). sudo_listen at the start (when
  * not turned off); sudo_pollfds fills SUDO_MAX + 1 entries, sudo_ready
  * takes them back. */
@@ -171,6 +177,8 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req);
 extern bool oci_mode;
 void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req);
 void oci_start(int ci, const struct proto_frame *f);
+/* MSG_REQ_OCI_FDS: the held process's extra fds, kept until its start. */
+void oci_fds(int ci, const struct proto_frame *f);
 /* An exec with the caller's three fds as its stdio (EXEC_FDS): takes req. */
 void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req);
 bool oci_signal(int sig, int code, int sender);

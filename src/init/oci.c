@@ -21,6 +21,8 @@ bool oci_mode;
 static struct exec_req held;
 static bool have_held, started;
 static int held_tty = -1; /* the held process's terminal (EXEC_TTY), or -1 */
+static int extra[INIT_OCI_MAX_FDS]; /* its preserved fds (MSG_REQ_OCI_FDS), for 3, 4, ... */
+static unsigned nextra;
 static pid_t main_pid;
 /* the container's seccomp profile (linux.seccomp), for its execs as for
  * its process: runc's exec runs under the container's profile too */
@@ -127,6 +129,31 @@ void oci_hold(int ci, const struct proto_frame *f, struct exec_req *req)
 	init_queue(ci, &m);
 }
 
+void oci_fds(int ci, const struct proto_frame *f)
+{
+	if (!oci_mode || have_held || started) {
+		init_send_error(ci, f->id, EALREADY,
+				"preserved fds: only before the container's process is set");
+		return;
+	}
+	if (nextra + f->nfds > INIT_OCI_MAX_FDS) {
+		init_send_error(ci, f->id, EMFILE, "preserved fds: more than abox passes to a container");
+		return;
+	}
+	for (unsigned i = 0; i < f->nfds; i++) {
+		/* a copy of our own: the frame's are closed after this */
+		int fd = fcntl(f->fds[i], F_DUPFD_CLOEXEC, 3);
+		if (fd < 0) {
+			init_send_error(ci, f->id, errno, "preserved fds: keep one");
+			return;
+		}
+		extra[nextra++] = fd;
+	}
+	struct proto_msg m;
+	proto_msg_init(&m, MSG_EV_OK, f->id);
+	init_queue(ci, &m);
+}
+
 /* Makes req's process with stdio as its stdin, stdout and stderr in slot
  * p, owned by client ci's request f (its start and end go there); takes
  * req. The pid, or -errno with nothing made. */
@@ -141,7 +168,8 @@ static pid_t spawn(int ci, const struct proto_frame *f, struct proc *p, struct e
 	pid_t pid = 0;
 	int ep = -1;
 	bool stalled = false;
-	int r = child_spawn_stdio(req, stdio, &pid, &ep, &stalled);
+	int r = child_spawn_extra(req, stdio, oci_main ? extra : NULL, oci_main ? nextra : 0, &pid, &ep,
+				  &stalled);
 	bool bound = req->flags & EXEC_BOUND;
 	exec_req_free(req);
 	if (r < 0)
@@ -189,6 +217,9 @@ void oci_start(int ci, const struct proto_frame *f)
 	if (held_tty >= 0)
 		close(held_tty);
 	held_tty = -1;
+	for (unsigned i = 0; i < nextra; i++)
+		close(extra[i]);
+	nextra = 0;
 	if (pid < 0) {
 		init_send_error(ci, f->id, pid, "start: could not make the container's process");
 		init_end_after_flush(125);

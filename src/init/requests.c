@@ -150,6 +150,7 @@ static const struct {
 	{ MSG_REQ_METRICS, req_metrics },
 	{ MSG_REQ_CHECKPOINT, ckpt_handle },
 	{ MSG_REQ_START, oci_start },
+	{ MSG_REQ_OCI_FDS, oci_fds },
 	{ MSG_REQ_SHUTDOWN, req_shutdown },
 };
 

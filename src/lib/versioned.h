@@ -33,7 +33,7 @@ struct versioned {
 #define VERSIONED_SANDBOX_OPTS                                                                               \
 	VERSIONED(abox_sandbox_opts, offsetof(abox_sandbox_opts, snapshot),                                  \
 		  offsetof(abox_sandbox_opts, net), offsetof(abox_sandbox_opts, oci_bundle),                 \
-		  sizeof(abox_sandbox_opts))
+		  offsetof(abox_sandbox_opts, oci_preserve_fds), sizeof(abox_sandbox_opts))
 #define VERSIONED_NET_OPTS VERSIONED(abox_net_opts, sizeof(abox_net_opts))
 #define VERSIONED_LIMITS VERSIONED(abox_limits, sizeof(abox_limits))
 #define VERSIONED_NET_INFO VERSIONED(abox_net_info, sizeof(abox_net_info))

@@ -24,6 +24,7 @@
 struct create_opts {
 	const char *bundle, *pid_file, *id, *console_socket;
 	bool detach;
+	unsigned preserve_fds; /* the caller's fds 3.. the process gets */
 };
 
 /* create's and run's options, then the id. 0, or 1 with the error said. */
@@ -49,13 +50,23 @@ static int parse(int argc, char **argv, bool run, struct create_opts *o)
 			o->pid_file = *val ? val : NULL;
 		else if (!strcmp(name, "console-socket"))
 			o->console_socket = *val ? val : NULL;
-		else if (!strcmp(name, "preserve-fds") && strcmp(val, "0") != 0)
-			return oci_error(
-				"--preserve-fds: passing descriptors to the container is not supported");
-		else if (!strcmp(name, "pidfd-socket"))
+		else if (!strcmp(name, "preserve-fds")) {
+			char *end;
+			errno = 0;
+			unsigned long n = strtoul(val, &end, 10);
+			if (!*val || *end || errno || n > 256 || val[0] == '-')
+				return oci_error("--preserve-fds '%s': a number of descriptors (at most 256)",
+						 val);
+			o->preserve_fds = (unsigned)n;
+			/* checked before this runtime opens anything that could
+			 * take a missing one's place */
+			for (unsigned k = 0; k < o->preserve_fds; k++)
+				if (fcntl(3 + (int)k, F_GETFD) < 0)
+					return oci_error("--preserve-fds %u: descriptor %u is not open",
+							 o->preserve_fds, 3 + k);
+		} else if (!strcmp(name, "pidfd-socket"))
 			return oci_error("--pidfd-socket: not supported");
-		else if (!strcmp(name, "no-pivot") || !strcmp(name, "no-new-keyring") ||
-			 !strcmp(name, "preserve-fds"))
+		else if (!strcmp(name, "no-pivot") || !strcmp(name, "no-new-keyring"))
 			; /* abox always pivots (stronger); it makes no session keyring */
 		else if (run && (!strcmp(name, "detach") || !strcmp(name, "d")))
 			o->detach = true;
@@ -177,6 +188,7 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 	abox_sandbox_opts so = ABOX_SANDBOX_OPTS_INIT;
 	int console = -1;
 	so.oci_bundle = c->bundle;
+	so.oci_preserve_fds = o->preserve_fds;
 	/* recorded before the sandbox exists, and the sandbox named after the
 	 * container: a create killed half-way leaves a container that state
 	 * reports and delete --force removes, sandbox and all */

@@ -171,6 +171,13 @@ int cmd_oci(int argc, char **argv)
 		int fd = open(oci_g.log_path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
 		if (fd < 0)
 			return oci_error("open log '%s': %s", oci_g.log_path, strerror(errno));
+		/* above the fds a caller passes (--preserve-fds: 3 .. 258),
+		 * never in a slot one of them should have had */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 300);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
 		log_fd = fd;
 	}
 	if (strcmp(oci_g.rootless, "true") != 0 && strcmp(oci_g.rootless, "false") != 0 &&

@@ -509,6 +509,20 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)
 		return r;
 	struct proto_msg m;
+	/* the preserved fds first, a few a request, in order */
+	for (unsigned i = 0; i < oc->preserve_fds && r >= 0; i += PROTO_MAX_FDS) {
+		proto_msg_init(&m, MSG_REQ_OCI_FDS, ++sb->next_req);
+		for (unsigned k = i; k < oc->preserve_fds && k < i + PROTO_MAX_FDS; k++)
+			proto_put_fd(&m, 3 + (int)k);
+		r = backend_call(sb, &m, "create: the preserved fds", NULL, NULL, err);
+	}
+	if (r < 0) {
+		if (slave >= 0)
+			close(slave);
+		if (master >= 0)
+			close(master);
+		return r;
+	}
 	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
 	oci_process_put(&m, &spec->process);
 	proto_put_u64(&m, F_FLAGS, EXEC_HELD | (slave >= 0 ? EXEC_TTY : 0));
@@ -541,10 +555,20 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 	if (o->flags & (ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_USERNS))
 		return abox_error_setx(
 			err, EINVAL, "an OCI container is long-lived, without auto-pause or user namespace");
+	/* runc's --preserve-fds: each is there now (a closed one would be
+	 * whatever the library opens in its place by the time it is sent) */
+	if (o->oci_preserve_fds > 256)
+		return abox_error_setx(err, EMFILE, "--preserve-fds %u: abox passes at most 256",
+				       o->oci_preserve_fds);
+	for (unsigned i = 0; i < o->oci_preserve_fds; i++)
+		if (fcntl(3 + (int)i, F_GETFD) < 0)
+			return abox_error_setx(err, EBADF, "--preserve-fds %u: descriptor %u is not open",
+					       o->oci_preserve_fds, 3 + i);
 	int r = oci_create_prepare(o->oci_bundle, (o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT) != 0, oc,
 				   err);
 	if (r < 0)
 		return r;
+	oc->preserve_fds = o->oci_preserve_fds;
 	/* its files are its bundle's: the writable layer only holds what
 	 * abox itself writes */
 	o->flags |= ABOX_SANDBOX_NO_USERNS | ABOX_SANDBOX_NO_SUDO | ABOX_SANDBOX_LAYER_TMPFS;

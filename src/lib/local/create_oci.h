@@ -28,6 +28,7 @@ struct oci_create {
 	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
 	struct policy_bpf seccomp; /* linux.seccomp compiled, or empty */
 	char warning[512]; /* what was read and not applied, for the log; or "" */
+	unsigned preserve_fds; /* the creator's fds 3.. the process gets (runc's --preserve-fds) */
 };
 
 /* the pids limit of a container whose config sets none */

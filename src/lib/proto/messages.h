@@ -44,6 +44,10 @@ enum proto_type {
 	 * stderr -> EV_START {F_PID}, then EV_OK once it runs, or EV_END with
 	 * its exec error; when it ends, init ends with its status */
 	MSG_REQ_START = 28,
+	/* before an OCI container's MSG_REQ_EXEC with EXEC_HELD: its extra
+	 * fds (runc's --preserve-fds), in order, up to PROTO_MAX_FDS a
+	 * request: they become its process's fds 3, 4, ... -> EV_OK */
+	MSG_REQ_OCI_FDS = 29,
 	/* files, done by init as F_UID/F_GID inside the sandbox's tree; errors
 	 * are EV_ERROR {F_ERRNO, F_MESSAGE} with the kernel's errno */
 	MSG_REQ_FS_READ = 32,  /* F_PATH -> EV_DATA* then EV_OK {F_SIZE} */

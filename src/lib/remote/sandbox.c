@@ -107,6 +107,8 @@ int remote_create(abox_ctx *ctx, const abox_sandbox_opts *o, abox_sandbox **out,
 		return backend_unsupported(ctx, "create with a seccomp policy (the daemon's policy applies)", err);
 	if (o->pids)
 		return backend_unsupported(ctx, "create with a pids limit", err);
+	if (o->version >= 4 && o->oci_bundle)
+		return backend_unsupported(ctx, "an OCI container (abox oci runs on the node itself)", err);
 	json_object *b = json_object_new_object();
 	const char *tmpl = o->version >= 2 && o->snapshot ? o->snapshot : o->template_name;
 	if (tmpl)
