@@ -27,6 +27,18 @@ static char **strv(json_object *a)
 	return v;
 }
 
+void oci_hook_failed(FILE *out, const char *how, char *msg, size_t n)
+{
+	char tail[256] = "";
+	long size = fseek(out, 0, SEEK_END) == 0 ? ftell(out) : 0;
+	if (size > 0 && fseek(out, size > 255 ? size - 255 : 0, SEEK_SET) == 0)
+		tail[fread(tail, 1, sizeof(tail) - 1, out)] = '\0';
+	for (char *c = tail; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	snprintf(msg, n, "%s%s%s%s", how, tail[0] ? " (its output: " : "", tail, tail[0] ? ")" : "");
+}
+
 /* One hook: 0, or -1 with why in msg (its last output among it). Its
  * stdout and stderr go to a file of ours, never to the container's stdio
  * (during create those are the engine's pipes: a hook that stays behind
@@ -95,29 +107,18 @@ static int run_one(json_object *h, const char *state, char *msg, size_t n)
 		}
 		poll(NULL, 0, 10);
 	}
-	char tail[256] = "";
-	long size = fseek(out, 0, SEEK_END) == 0 ? ftell(out) : 0;
-	if (size > 0 && fseek(out, size > 255 ? size - 255 : 0, SEEK_SET) == 0) {
-		size_t got = fread(tail, 1, sizeof(tail) - 1, out);
-		tail[got] = '\0';
-	}
-	fclose(out);
-	for (char *p = tail; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
+	bool ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	char how[64];
 	if (timed_out)
-		snprintf(msg, n, "timed out after %d s", timeout);
+		snprintf(how, sizeof(how), "timed out after %d s", timeout);
 	else if (WIFEXITED(status))
-		snprintf(msg, n, "exit status %d", WEXITSTATUS(status));
+		snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(status));
 	else
-		snprintf(msg, n, "killed by signal %d", WTERMSIG(status));
-	if (tail[0]) {
-		size_t k = strlen(msg);
-		snprintf(msg + k, n - k, " (its output: %s)", tail);
-	}
-	return -1;
+		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+	if (!ok)
+		oci_hook_failed(out, how, msg, n);
+	fclose(out);
+	return ok ? 0 : -1;
 }
 
 int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal)

@@ -98,29 +98,20 @@ static int run_one(abox_sandbox *sb, json_object *h, const char *state, char *ms
 		(void)abox_proc_wait(p, 5000, on_event, &e, NULL);
 	}
 	abox_proc_free(p);
-	char tail[256] = "";
-	long size = fseek(out, 0, SEEK_END) == 0 ? ftell(out) : 0;
-	if (size > 0 && fseek(out, size > 255 ? size - 255 : 0, SEEK_SET) == 0)
-		tail[fread(tail, 1, sizeof(tail) - 1, out)] = '\0';
-	fclose(out);
-	for (char *c = tail; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	if (!timed_out && r >= 0 && e.done && e.code == 0 && !e.error[0])
-		return 0;
+	bool ok = !timed_out && r >= 0 && e.done && e.code == 0 && !e.error[0];
+	char how[600];
 	if (timed_out)
-		snprintf(msg, n, "timed out after %d s", timeout);
+		snprintf(how, sizeof(how), "timed out after %d s", timeout);
 	else if (r < 0)
-		snprintf(msg, n, "%s", err.msg);
+		snprintf(how, sizeof(how), "%s", err.msg);
 	else if (e.error[0])
-		snprintf(msg, n, "%s", e.error);
+		snprintf(how, sizeof(how), "%s", e.error);
 	else
-		snprintf(msg, n, "exit status %d", e.code);
-	if (tail[0]) {
-		size_t k = strlen(msg);
-		snprintf(msg + k, n - k, " (its output: %s)", tail);
-	}
-	return -1;
+		snprintf(how, sizeof(how), "exit status %d", e.code);
+	if (!ok)
+		oci_hook_failed(out, how, msg, n);
+	fclose(out);
+	return ok ? 0 : -1;
 }
 
 int oci_hooks_in(abox_sandbox *sb, const char *hooks_json, const char *kind, const char *state)

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct oci_globals {
@@ -101,6 +102,9 @@ const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
  * output kept for the error: 0, or 1 when one failed and fatal (then the
  * rest do not run; the error is said). Not fatal: warnings. */
 int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal);
+/* Why a hook failed, into msg: how (its status) and the last of its
+ * output (out, a file it wrote), on one line. */
+void oci_hook_failed(FILE *out, const char *how, char *msg, size_t n);
 struct abox_sandbox;
 /* The hooks of kind that run inside the container (startContainer), each
  * as a process in sb with state on its stdin: 0, or 1 with the first
