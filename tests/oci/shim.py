@@ -53,7 +53,7 @@ def bundle(name, args, edit=None):
     os.makedirs(os.path.join(rootfs, "bin"))
     shutil.copy("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
     for tool in ("sh", "echo", "id", "hostname", "cat", "ls", "sleep", "touch", "ulimit", "readlink", "grep", "tty",
-                 "stty", "mkdir", "unshare"):
+                 "stty", "mkdir", "unshare", "stat", "wc", "head", "mknod"):
         os.symlink("busybox", os.path.join(rootfs, "bin", tool))
     for d in ("proc", "dev", "sys", "tmp", "etc"):
         os.makedirs(os.path.join(rootfs, d), exist_ok=True)

@@ -81,7 +81,9 @@ Test(ocispec, the_seed_config_read_field_by_field)
 	cr_assert_str_eq(s.resources.cpu_cpus, "0-1");
 	cr_assert_eq(s.resources.pids_limit, 512);
 	cr_assert(s.resources.has_blkio_weight && s.resources.blkio_weight == 500);
-	cr_assert(s.resources.has_devices && strstr(s.resources.devices_json, "rwm"));
+	cr_assert_eq(s.resources.ndevice_rules, 1);
+	cr_assert(!s.resources.device_rules[0].allow && s.resources.device_rules[0].type == 'a' &&
+		  s.resources.device_rules[0].major == -1 && s.resources.device_rules[0].access == 7);
 	cr_assert(strstr(s.resources.unified_json, "memory.high"));
 	cr_assert_str_eq(s.cgroups_path, "system.slice:abox:c1");
 	cr_assert(strstr(s.seccomp_json, "SCMP_ACT_ERRNO"));
@@ -157,6 +159,14 @@ Test(ocispec, hostile_and_malformed_configs_are_refused_naming_the_field)
 		"linux.devices[0].type: must be c, b, u or p");
 	refused("{" MIN ",\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\"}]}}",
 		"linux.devices[0].major: is required");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"type\":\"c\"}]}}}",
+		"linux.resources.devices[0].allow: is required");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"allow\":true,\"type\":\"x\"}]}}}",
+		"linux.resources.devices[0].type: must be a, c or b");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"allow\":true,\"access\":\"rwx\"}]}}}",
+		"linux.resources.devices[0].access: must be a string of r, w and m");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"allow\":true,\"major\":-2}]}}}",
+		"linux.resources.devices[0].major");
 	refused("{" MIN ",\"linux\":{\"maskedPaths\":[\"/proc/../etc\"]}}", "linux.maskedPaths[0]");
 	refused("{" MIN ",\"linux\":{\"rootfsPropagation\":\"weird\"}}", "unknown propagation 'weird'");
 	refused("{" MIN ",\"linux\":{\"intelRdt\":{}}}", "linux.intelRdt: is not supported");

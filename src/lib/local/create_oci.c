@@ -265,9 +265,6 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 	int r = oci_sysctl_check(s->sysctl, err);
 	if (r < 0)
 		return r;
-	if (s->ndevices)
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.devices: abox gives a container its own fixed /dev");
 	/* a mount label means nothing where SELinux is off (runc and crun
 	 * drop it there too; oci_create_prepare says so in the log); where it
 	 * is on, abox cannot apply one */
@@ -333,6 +330,9 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 			return r;
 		n++;
 	}
+	unsigned ndev = 0;
+	if ((r = oci_devices_prepare(s, &oc->devices, &ndev, err)) < 0)
+		return r;
 	oc->ro = (struct rootfs_oci){ .root = oc->root,
 				      .readonly = s->root_readonly,
 				      .domainname = s->domainname,
@@ -341,7 +341,9 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 				      .mounts = oc->mounts,
 				      .nmounts = n,
 				      .masked = (const char *const *)s->masked_paths,
-				      .readonly_paths = (const char *const *)s->readonly_paths };
+				      .readonly_paths = (const char *const *)s->readonly_paths,
+				      .devices = oc->devices,
+				      .ndevices = ndev };
 	oc->caps = s->process.cap_bounding;
 	/* the config's profile over abox's own policy (both run, the
 	 * stricter answer wins), matched against the capabilities the
@@ -365,8 +367,7 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / res->cpu_quota_period) ?: 1;
 	if (res->cpu_shares > 0)
 		oc->cpu_shares = res->cpu_shares > 262144 ? 262144 : (uint32_t)res->cpu_shares;
-	/* read and not enforced: said in the log, never dropped silently
-	 * (devices: the container gets abox's own fixed /dev instead) */
+	/* read and not enforced: said in the log, never dropped silently */
 	const struct {
 		bool set;
 		const char *name;
@@ -403,6 +404,7 @@ void oci_create_free(struct oci_create *oc)
 	policy_bpf_free(&oc->seccomp);
 	free(oc->root);
 	free(oc->mounts);
+	free(oc->devices);
 	for (size_t i = 0; i < oc->nowned; i++)
 		free(oc->owned[i]);
 	free(oc->owned);

@@ -29,6 +29,7 @@ struct oci_create {
 	struct policy_bpf seccomp; /* linux.seccomp compiled, or empty */
 	char warning[512]; /* what was read and not applied, for the log; or "" */
 	unsigned preserve_fds; /* the creator's fds 3.. the process gets (runc's --preserve-fds) */
+	struct rootfs_oci_device *devices; /* linux.devices that are made */
 };
 
 /* the pids limit of a container whose config sets none */
@@ -53,6 +54,11 @@ struct proto_msg;
  * bounding too) and its apparmorProfile entered here (AppArmor on, a sane
  * name), or the error that says why not. */
 int oci_process_check(const struct oci_process *p, abox_error *err);
+/* linux.devices kept by linux.resources.devices (oci_devices.c): the
+ * nodes to make (*out, the caller's to free; its strings the spec's), or
+ * the error naming the field abox cannot hold. */
+int oci_devices_prepare(const struct oci_spec *s, struct rootfs_oci_device **out, unsigned *n,
+			abox_error *err);
 void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */

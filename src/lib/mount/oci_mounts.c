@@ -152,6 +152,43 @@ static int protect(const char *const *paths, bool mask, abox_error *err)
 	return 0;
 }
 
+/* linux.devices: each node made in its folder under /dev (made where
+ * missing), owned and moded as the config says; one that is there already
+ * (abox's own) stays when it is the same device, and is an error
+ * otherwise. */
+static int make_devices(const struct rootfs_oci *o, abox_error *err)
+{
+	for (unsigned i = 0; i < o->ndevices; i++) {
+		const struct rootfs_oci_device *d = &o->devices[i];
+		const char *slash = strrchr(d->path, '/');
+		char parent[4096];
+		safe_snprintf(parent, sizeof(parent), "%.*s", (int)(slash - d->path), d->path);
+		int dir = target(parent[0] ? parent : "/", false, true, err);
+		if (dir < 0)
+			return abox_error_prefix(err, "linux.devices");
+		const char *name = slash + 1;
+		int r = 0;
+		struct stat st;
+		if (mknodat(dir, name, d->mode, d->rdev) < 0) {
+			if (errno != EEXIST)
+				r = abox_error_set(err, errno, "linux.devices: make '%s'", d->path);
+			else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				r = abox_error_set(err, errno, "linux.devices: '%s'", d->path);
+			else if ((st.st_mode & S_IFMT) != (d->mode & S_IFMT) || st.st_rdev != d->rdev)
+				r = abox_error_setx(err, EEXIST,
+						    "linux.devices: '%s' is abox's own and another device",
+						    d->path);
+		}
+		if (r >= 0 && (fchownat(dir, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+			       fchmodat(dir, name, d->mode & 07777, 0) < 0))
+			r = abox_error_set(err, errno, "linux.devices: owner and mode of '%s'", d->path);
+		close(dir);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 {
 	const struct rootfs_oci *o = plan->oci;
@@ -176,7 +213,8 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 		if (r < 0)
 			return abox_error_prefix(err, "mounts");
 	}
-	if ((r = protect(o->masked, true, err)) < 0 || (r = protect(o->readonly_paths, false, err)) < 0)
+	if ((r = make_devices(o, err)) < 0 || (r = protect(o->masked, true, err)) < 0 ||
+	    (r = protect(o->readonly_paths, false, err)) < 0)
 		return r;
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	if (o->readonly && syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)

@@ -145,7 +145,7 @@ static int make_boot_id(const char *root, abox_error *err)
 	return 0;
 }
 
-static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
+static int setup_dev(const char *root, bool init_in_dev, unsigned extra, abox_error *err)
 {
 	static const struct {
 		const char *name;
@@ -170,8 +170,9 @@ static int setup_dev(const char *root, bool init_in_dev, abox_error *err)
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
-	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=64,uid=%u,gid=%u",
-		      init_in_dev ? "256k" : "64k", (unsigned)b, (unsigned)b);
+	/* extra: an OCI config's nodes, each with a folder at most */
+	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=%u,uid=%u,gid=%u",
+		      init_in_dev ? "256k" : "64k", 64 + 2 * extra, (unsigned)b, (unsigned)b);
 	if ((r = mkdir_p1(p, 0755, err)) < 0 ||
 	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC), opts, err)) < 0)
 		return r;
@@ -566,7 +567,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	}
 	spawn_mark(plan->marks, MARK_LAYER);
 
-	if ((r = setup_dev(root, plan->init_in_dev, err)) < 0)
+	if ((r = setup_dev(root, plan->init_in_dev, plan->oci ? plan->oci->ndevices : 0, err)) < 0)
 		return r;
 	spawn_mark(plan->marks, MARK_DEV);
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)

@@ -15,6 +15,7 @@
 #define ABOX_MOUNT_ROOTFS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/base.h"
 #include "base/marks.h"
@@ -35,6 +36,16 @@ struct rootfs_oci_mount {
 	bool file; /* a bind of a file: the destination is a file */
 };
 
+/* A device node of an OCI container's config (linux.devices), made in
+ * its /dev after its mounts. */
+struct rootfs_oci_device {
+	const char *path; /* absolute, under /dev, without ".." */
+	mode_t mode; /* S_IFCHR, S_IFBLK or S_IFIFO, and the permissions */
+	dev_t rdev;
+	uid_t uid;
+	gid_t gid;
+};
+
 /* An OCI container's root: its own folder, bound in place (its writes
  * land there, as the container engine expects), then its mounts. */
 struct rootfs_oci {
@@ -46,6 +57,8 @@ struct rootfs_oci {
 	unsigned nmounts;
 	const char *const *masked; /* NULL-terminated paths, or NULL */
 	const char *const *readonly_paths;
+	const struct rootfs_oci_device *devices;
+	unsigned ndevices;
 };
 
 struct rootfs_plan {

@@ -565,7 +565,7 @@ void oci_spec_free(struct oci_spec *s)
 	strv_free(s->sysctl);
 	free(s->resources.cpu_cpus);
 	free(s->resources.cpu_mems);
-	free(s->resources.devices_json);
+	free(s->resources.device_rules);
 	free(s->resources.hugepage_json);
 	free(s->resources.unified_json);
 	free(s->cgroups_path);

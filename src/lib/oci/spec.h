@@ -100,10 +100,23 @@ struct oci_resources {
 	int64_t pids_limit; /* 0: unset; -1: unlimited */
 	bool has_blkio_weight;
 	uint16_t blkio_weight;
-	bool has_devices; /* linux.resources.devices given (kept as raw JSON) */
-	char *devices_json;
+	/* linux.resources.devices, in order (the device cgroup's rules) */
+	struct oci_device_rule *device_rules;
+	size_t ndevice_rules;
 	char *hugepage_json; /* linux.resources.hugepageLimits, raw, or NULL */
 	char *unified_json; /* linux.resources.unified (cgroup v2 files), raw, or NULL */
+};
+
+/* access bits of a device rule */
+#define OCI_DEV_READ 1u
+#define OCI_DEV_WRITE 2u
+#define OCI_DEV_MKNOD 4u
+
+struct oci_device_rule {
+	bool allow;
+	char type; /* 'a' (all), 'c' or 'b' */
+	int64_t major, minor; /* -1: any */
+	unsigned access; /* OCI_DEV_* */
 };
 
 struct oci_device {

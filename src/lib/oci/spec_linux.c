@@ -159,6 +159,62 @@ static int raw(struct oci_pc *c, json_object *v, char **out)
 	return 0;
 }
 
+/* linux.resources.devices: {allow, type a|c|b, major, minor (absent or
+ * -1: any), access of r, w and m} each. */
+static int parse_device_rules(struct oci_pc *c, json_object *v, struct oci_resources *r)
+{
+	if (oci_want(c, v, json_type_array, "linux.resources.devices", "an array") < 0)
+		return -EINVAL;
+	size_t n = json_object_array_length(v);
+	if (n > 1024)
+		return oci_fail(c, "linux.resources.devices", "has more than 1024 entries");
+	if (!(r->device_rules = calloc(n ? n : 1, sizeof(*r->device_rules))))
+		return abox_error_set(c->err, ENOMEM, "%s", c->source);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i), *f;
+		struct oci_device_rule *d = &r->device_rules[r->ndevice_rules++];
+		char p[OCI_PATH];
+		oci_pathf(p, sizeof(p), "linux.resources.devices[%zu]", i);
+		if (oci_want(c, e, json_type_object, p, "an object") < 0)
+			return -EINVAL;
+		oci_pathf(p, sizeof(p), "linux.resources.devices[%zu].allow", i);
+		if (!json_object_object_get_ex(e, "allow", &f))
+			return oci_fail(c, p, "is required");
+		if (oci_want(c, f, json_type_boolean, p, "a boolean") < 0)
+			return -EINVAL;
+		d->allow = json_object_get_boolean(f);
+		const char *t = js_str(e, "type");
+		oci_pathf(p, sizeof(p), "linux.resources.devices[%zu].type", i);
+		if (json_object_object_get_ex(e, "type", &f) && !json_object_is_type(f, json_type_null) &&
+		    (!t || strlen(t) != 1 || !strchr("acb", t[0])))
+			return oci_fail(c, p, "must be a, c or b");
+		d->type = t && *t ? t[0] : 'a';
+		const char *keys[] = { "major", "minor" };
+		int64_t *dst[] = { &d->major, &d->minor };
+		for (int k = 0; k < 2; k++) {
+			oci_pathf(p, sizeof(p), "linux.resources.devices[%zu].%s", i, keys[k]);
+			*dst[k] = -1;
+			if (json_object_object_get_ex(e, keys[k], &f) &&
+			    !json_object_is_type(f, json_type_null) &&
+			    oci_int(c, f, p, -1, UINT32_MAX, dst[k]) < 0)
+				return -EINVAL;
+		}
+		const char *a = js_str(e, "access");
+		oci_pathf(p, sizeof(p), "linux.resources.devices[%zu].access", i);
+		if (json_object_object_get_ex(e, "access", &f) && !json_object_is_type(f, json_type_null) &&
+		    !a)
+			return oci_fail(c, p, "must be a string of r, w and m");
+		d->access = a ? 0 : OCI_DEV_READ | OCI_DEV_WRITE | OCI_DEV_MKNOD;
+		for (; a && *a; a++) {
+			const char *k = strchr("rwm", *a);
+			if (!k)
+				return oci_fail(c, p, "must be a string of r, w and m");
+			d->access |= 1u << (k - "rwm");
+		}
+	}
+	return 0;
+}
+
 static int parse_resources(struct oci_pc *c, json_object *o, struct oci_resources *r)
 {
 	json_object *v, *f;
@@ -217,12 +273,8 @@ static int parse_resources(struct oci_pc *c, json_object *o, struct oci_resource
 			r->blkio_weight = (uint16_t)x;
 		}
 	}
-	if (json_object_object_get_ex(o, "devices", &v)) {
-		if (oci_want(c, v, json_type_array, "linux.resources.devices", "an array") < 0 ||
-		    raw(c, v, &r->devices_json) < 0)
-			return -EINVAL;
-		r->has_devices = true;
-	}
+	if (json_object_object_get_ex(o, "devices", &v) && parse_device_rules(c, v, r) < 0)
+		return -EINVAL;
 	if (json_object_object_get_ex(o, "hugepageLimits", &v) &&
 	    (oci_want(c, v, json_type_array, "linux.resources.hugepageLimits", "an array") < 0 ||
 	     raw(c, v, &r->hugepage_json) < 0))

@@ -1,0 +1,95 @@
+/* local/oci_devices.c — an OCI config's device nodes (linux.devices)
+ * under its device rules (linux.resources.devices).
+ *
+ * abox makes no device cgroup (yet): what a container can open is the
+ * nodes in its /dev, the only mount without nodev that abox gives it (its
+ * root and its binds are nodev), and it cannot make others (no
+ * CAP_MKNOD). So a rule is kept by making a node or not: a node the rules
+ * allow to read and write is made, one they deny wholly is left out (its
+ * open fails with ENOENT where a cgroup would give EPERM), and one they
+ * allow only to read or only to write is refused by name, since nothing
+ * here could hold that half. abox's own nodes (null, zero, full, random,
+ * urandom, tty, ptmx) stay whatever the rules say, as runc always allows
+ * them too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "local/create_oci.h"
+
+/* What the rules leave of read and write for a device: each rule that
+ * matches it sets or clears its bits, in order, from a cgroup's default
+ * (everything allowed). */
+static unsigned access_of(const struct oci_resources *res, char type, int64_t major, int64_t minor)
+{
+	unsigned acc = OCI_DEV_READ | OCI_DEV_WRITE;
+	for (size_t i = 0; i < res->ndevice_rules; i++) {
+		const struct oci_device_rule *r = &res->device_rules[i];
+		if ((r->type != 'a' && r->type != type) || (r->major >= 0 && r->major != major) ||
+		    (r->minor >= 0 && r->minor != minor))
+			continue;
+		unsigned bits = r->access & (OCI_DEV_READ | OCI_DEV_WRITE);
+		acc = r->allow ? acc | bits : acc & ~bits;
+	}
+	return acc;
+}
+
+int oci_devices_prepare(const struct oci_spec *s, struct rootfs_oci_device **out, unsigned *n,
+			abox_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!s->ndevices)
+		return 0;
+	struct rootfs_oci_device *d = calloc(s->ndevices, sizeof(*d));
+	if (!d)
+		return abox_error_set(err, ENOMEM, "linux.devices");
+	for (size_t i = 0; i < s->ndevices; i++) {
+		const struct oci_device *c = &s->devices[i];
+		/* /dev is the one place a node opens; the mounts abox makes in
+		 * it are its terminals, shared memory and message queues */
+		static const char *const not_in[] = { "/dev/pts", "/dev/shm", "/dev/mqueue" };
+		bool bad = strncmp(c->path, "/dev/", 5) != 0 || !c->path[5];
+		for (size_t k = 0; k < sizeof(not_in) / sizeof(not_in[0]) && !bad; k++) {
+			size_t l = strlen(not_in[k]);
+			bad = !strncmp(c->path, not_in[k], l) && (c->path[l] == '/' || !c->path[l]);
+		}
+		if (bad) {
+			free(d);
+			return abox_error_setx(
+				err, EINVAL,
+				"linux.devices[%zu].path: '%s': abox makes device nodes in /dev only "
+				"(outside /dev/pts, /dev/shm and /dev/mqueue)",
+				i, c->path);
+		}
+		char type = c->type == 'u' ? 'c' : c->type;
+		unsigned acc = type == 'p' ? OCI_DEV_READ | OCI_DEV_WRITE
+					   : access_of(&s->resources, type, c->major, c->minor);
+		if (acc == (OCI_DEV_READ | OCI_DEV_WRITE)) {
+			d[*n] = (struct rootfs_oci_device){
+				.path = c->path,
+				.mode = (type == 'p'   ? S_IFIFO
+					 : type == 'b' ? S_IFBLK
+						       : S_IFCHR) |
+					(c->has_mode ? c->mode & 07777 : 0666),
+				.rdev = type == 'p' ? 0 : makedev((unsigned)c->major, (unsigned)c->minor),
+				.uid = c->has_uid ? c->uid : 0,
+				.gid = c->has_gid ? c->gid : 0,
+			};
+			(*n)++;
+		} else if (acc) {
+			free(d);
+			*n = 0;
+			return abox_error_setx(
+				err, EOPNOTSUPP,
+				"linux.resources.devices: %c %lld:%lld ('%s') may only be %s: abox "
+				"keeps device rules by making a node or not, and cannot hold half",
+				type, (long long)c->major, (long long)c->minor, c->path,
+				acc == OCI_DEV_READ ? "read" : "written");
+		}
+	}
+	*out = d;
+	return 0;
+}

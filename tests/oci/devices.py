@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""A config's device nodes (linux.devices) under its device rules
+(linux.resources.devices), as TAP (this test is the shim,
+tests/oci/shim.py): the nodes are made in the container's /dev with the
+config's type, numbers, mode and owner, in folders made for them; a node
+the rules deny wholly is not made, one they allow only half (read or
+write) is refused by name, as are paths outside /dev and a node that
+would replace one of abox's own with another device. Nothing is left
+behind by a refused create, and the container still cannot make a node
+itself.
+
+usage: devices.py BUILD_DIR"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import broke, check, finish  # noqa: E402
+
+import shim  # noqa: E402
+from shim import bundle, create, oci, reap  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+work, root, log = shim.init(BUILD, "abox-oci-devices-")
+
+DENY_ALL = {"allow": False, "access": "rwm"}
+
+
+def with_devices(devices, rules=None):
+    def edit(c):
+        c["linux"]["devices"] = devices
+        if rules is not None:
+            c["linux"].setdefault("resources", {})["devices"] = rules
+    return edit
+
+
+def run(name, args, edit):
+    """A container run to its end: (exit status, its output), or (None,
+    the create's error)."""
+    b = bundle(name, args, edit)
+    with tempfile.TemporaryFile("w+") as out:
+        r, pid, _ = create(name, b, out)
+        if r.returncode != 0:
+            return None, r.stderr
+        st = oci("start", name)
+        code = reap(pid) if st.returncode == 0 else None
+        oci("delete", "--force", name)
+        out.seek(0)
+        return code, out.read() + st.stderr
+
+
+def refused(name, edit, words):
+    before = sorted(os.listdir(root))
+    code, out = run(name, ["/bin/sh", "-c", "true"], edit)
+    return code is None and words in out and sorted(os.listdir(root)) == before, out
+
+
+try:
+    nodes = [{"path": "/dev/mynull", "type": "c", "major": 1, "minor": 3, "fileMode": 0o620, "uid": 1000, "gid": 5},
+             {"path": "/dev/sub/dir/myzero", "type": "c", "major": 1, "minor": 5},
+             {"path": "/dev/myfifo", "type": "p", "fileMode": 0o600},
+             {"path": "/dev/null", "type": "c", "major": 1, "minor": 3}]
+    script = ("for f in /dev/mynull /dev/sub/dir/myzero /dev/myfifo /dev/null; do "
+              "stat -c '%n %F %t:%T %a %u:%g' $f; done; echo hi > /dev/mynull && echo wrote-null; "
+              "head -c 2 /dev/sub/dir/myzero | wc -c")
+    code, out = run("nodes", ["/bin/sh", "-c", script], with_devices(nodes))
+    lines = out.splitlines()
+    check("linux.devices: each node made in /dev with its type, numbers, mode and owner (folders made for it)",
+          code == 0 and "/dev/mynull character special file 1:3 620 1000:5" in lines
+          and "/dev/sub/dir/myzero character special file 1:5 666 0:0" in lines
+          and "/dev/myfifo fifo 0:0 600 0:0" in lines, (code, out))
+    check("... they work (written, read), and abox's own /dev/null listed as itself stays",
+          "wrote-null" in lines and "2" in lines and "/dev/null character special file 1:3 666 0:0" in lines,
+          (code, out))
+
+    rules = [DENY_ALL, {"allow": True, "type": "c", "major": 1, "minor": 3, "access": "rwm"}]
+    code, out = run("rules", ["/bin/sh", "-c", "ls /dev/mynull /dev/sub/dir/myzero 2>&1; echo x > /dev/null && "
+                              "echo null-ok"],
+                    with_devices(nodes[:2], rules))
+    check("linux.resources.devices: a node the rules deny is not made, an allowed one is, abox's own stay",
+          code is not None and "/dev/mynull" in out and "myzero: No such file or directory" in out
+          and "null-ok" in out, (code, out))
+
+    ok, out = refused("half", with_devices(nodes[:1], [DENY_ALL, {"allow": True, "type": "c", "major": 1,
+                                                                 "minor": 3, "access": "r"}]),
+                      "linux.resources.devices: c 1:3 ('/dev/mynull') may only be read")
+    check("a node the rules let be read only: refused by name, nothing left", ok, out)
+    ok, out = refused("outside", with_devices([{"path": "/mnt/null", "type": "c", "major": 1, "minor": 3}]),
+                      "linux.devices[0].path: '/mnt/null': abox makes device nodes in /dev only")
+    check("a node outside /dev: refused by name, nothing left", ok, out)
+    ok, out = refused("pts", with_devices([{"path": "/dev/pts/9", "type": "c", "major": 136, "minor": 9}]),
+                      "linux.devices[0].path: '/dev/pts/9'")
+    check("a node in the container's devpts: refused by name", ok, out)
+    ok, out = refused("clash", with_devices([{"path": "/dev/null", "type": "c", "major": 1, "minor": 5}]),
+                      "linux.devices: '/dev/null' is abox's own and another device")
+    check("a node over abox's /dev/null with other numbers: refused by name, nothing left", ok, out)
+
+    # the container still cannot make nodes of its own, nor use one it
+    # brings in its root (nodev)
+    code, out = run("mknod", ["/bin/sh", "-c", "mknod /dev/sda b 8 0; echo rc=$?"], with_devices([]))
+    check("the container's root cannot make a device node itself (no CAP_MKNOD)",
+          code == 0 and "rc=1" in out, (code, out))
+except Exception:
+    broke()
+finally:
+    shim.cleanup()
+finish()
