@@ -41,16 +41,7 @@ def with_profile(profile):
 
 def run(name, args, profile, edit=None):
     """Runs a container to its end: (exit status, its output)."""
-    b = bundle(name, args, edit or with_profile(profile))
-    with tempfile.TemporaryFile("w+") as out:
-        r, pid, _ = create(name, b, out)
-        if r.returncode != 0:
-            return None, r.stderr
-        st = oci("start", name)
-        code = reap(pid) if st.returncode == 0 else None
-        oci("delete", "--force", name)
-        out.seek(0)
-        return code, out.read() + st.stderr
+    return shim.run_to_end(name, args, edit or with_profile(profile))
 
 
 try:

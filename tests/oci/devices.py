@@ -12,14 +12,12 @@ itself.
 usage: devices.py BUILD_DIR"""
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import broke, check, finish  # noqa: E402
 
 import shim  # noqa: E402
-from shim import bundle, create, oci, reap  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 work, root, log = shim.init(BUILD, "abox-oci-devices-")
@@ -35,19 +33,7 @@ def with_devices(devices, rules=None):
     return edit
 
 
-def run(name, args, edit):
-    """A container run to its end: (exit status, its output), or (None,
-    the create's error)."""
-    b = bundle(name, args, edit)
-    with tempfile.TemporaryFile("w+") as out:
-        r, pid, _ = create(name, b, out)
-        if r.returncode != 0:
-            return None, r.stderr
-        st = oci("start", name)
-        code = reap(pid) if st.returncode == 0 else None
-        oci("delete", "--force", name)
-        out.seek(0)
-        return code, out.read() + st.stderr
+run = shim.run_to_end
 
 
 def refused(name, edit, words):

@@ -69,6 +69,22 @@ def bundle(name, args, edit=None):
     return b
 
 
+def run_to_end(name, args, edit=None):
+    """A container made from a busybox bundle (edit changes its config)
+    and run to its end: (exit status, its output and start's errors), or
+    (None, the create's error). It is deleted after."""
+    b = bundle(name, args, edit)
+    with tempfile.TemporaryFile("w+") as out:
+        r, pid, _ = create(name, b, out)
+        if r.returncode != 0:
+            return None, r.stderr
+        st = oci("start", name)
+        code = reap(pid) if st.returncode == 0 else None
+        oci("delete", "--force", name)
+        out.seek(0)
+        return code, out.read() + st.stderr
+
+
 def state(cid):
     r = oci("state", cid)
     return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
