@@ -373,6 +373,40 @@ try:
           and got.get("pid1", "").strip() == "abox-init" and got.get("main", "").strip() == "after-hook", (s, got))
     oci("delete", "--force", "starthook")
 
+    # createContainer: at the end of create, the host's program in the
+    # container's network, uts and pid namespaces, the runtime's tree
+    # (the container's root at its bundle's path), the state on stdin
+    def create_hooked(cfg):
+        cfg["root"]["readonly"] = False
+        cfg["hostname"] = "hooked-host"
+        cfg["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": [
+            "sh", "-c", f"cat > {work}/cc-state.json; (hostname; readlink /proc/self/ns/net; echo $$) "
+            f"> {work}/cc-seen; echo by-hook > {work}/createhook/rootfs/made-by-hook"]}]}
+    cb = bundle("createhook", ["/bin/sh", "-c", "cat /made-by-hook; readlink /proc/self/ns/net"], create_hooked)
+    with open(os.path.join(work, "createhook.out"), "w+") as co:
+        r, pid, _ = create("createhook", cb, co)
+        seen = open(os.path.join(work, "cc-seen")).read().split() if os.path.exists(os.path.join(work, "cc-seen")) \
+            else []
+        st = json.load(open(os.path.join(work, "cc-state.json"))) if r.returncode == 0 else {}
+        s = oci("start", "createhook")
+        reap(pid)
+        co.seek(0)
+        out = co.read().split()
+    check("a createContainer hook runs at create in the container's uts, network and pid namespaces, with "
+          "the state on its stdin, and what it writes in the container's root is there for the process",
+          r.returncode == 0 and s.returncode == 0 and st.get("id") == "createhook" and st.get("status") == "created"
+          and len(seen) == 3 and seen[0] == "hooked-host" and out[:1] == ["by-hook"] and out[1:2] == seen[1:2]
+          and seen[1] != os.readlink("/proc/self/ns/net") and int(seen[2]) < 100, (r, s, seen, out, st))
+    oci("delete", "--force", "createhook")
+
+    def cc_failing(cfg):
+        cfg["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "echo cc-no; exit 5"]}]}
+    before = sorted(os.listdir(root))
+    r = oci("create", "--bundle", bundle("ccfail", ["/bin/sh", "-c", "exit 0"], cc_failing), "ccfail")
+    check("a failing createContainer hook fails the create, naming it, with its output; nothing left",
+          r.returncode != 0 and "hooks.createContainer[0] '/bin/sh' failed: exit status 5 (its output: cc-no"
+          in r.stderr and sorted(os.listdir(root)) == before and sandboxes_left() == [], (r, os.listdir(root)))
+
     def start_failing(cfg):
         cfg["hooks"] = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "echo no-go; exit 4"]}]}
     r, pid, _ = create("startfail", bundle("startfail", ["/bin/sh", "-c", "exit 0"], start_failing))
@@ -452,7 +486,8 @@ try:
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
     check("features: runc's JSON (ociVersionMax, the hooks run, linux.namespaces, cgroup, seccomp, mountOptions)",
           feat.get("ociVersionMax", "").startswith("1.") and "network" in feat["linux"]["namespaces"]
-          and feat.get("hooks") == ["prestart", "createRuntime", "startContainer", "poststart", "poststop"]
+          and feat.get("hooks") == ["prestart", "createRuntime", "createContainer", "startContainer", "poststart",
+                                 "poststop"]
           and feat["linux"]["seccomp"]["enabled"] is True and "rbind" in feat["mountOptions"]
           and r.stdout.startswith('{\n    "ociVersionMin"'), r)
 

@@ -102,6 +102,21 @@ def clean(tmp, wrapper):
     r = subprocess.run([wrapper, "list", "-q"], capture_output=True, text=True)
     for cid in r.stdout.split():
         subprocess.run([wrapper, "delete", "--force", cid], capture_output=True)
+    # what delete missed (a runtime's waiting create whose test timed
+    # out, a process of a container sharing this pid namespace): ours by
+    # their command line naming this test's folder, or their root in it
+    work = os.path.dirname(tmp)
+    for pid in (d for d in os.listdir("/proc") if d.isdigit() and int(d) != os.getpid()):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+            top = os.readlink(f"/proc/{pid}/root")
+        except OSError:
+            continue
+        if work in cmd or top.startswith(tmp + "/"):
+            try:
+                os.kill(int(pid), 9)
+            except OSError:
+                pass
     with open("/proc/self/mountinfo") as f:
         mps = [ln.split()[4] for ln in f if " " + tmp in ln]
     for mp in sorted(mps, reverse=True):

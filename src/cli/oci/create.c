@@ -223,8 +223,9 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 	if (!r)
 		r = oci_ctr_save(c);
 	char *state = r ? NULL : oci_state_text(ctx, c);
-	if (state && !(r = oci_hooks(c->hooks_json, "prestart", state, true)))
-		r = oci_hooks(c->hooks_json, "createRuntime", state, true);
+	if (state && !(r = oci_hooks(c->hooks_json, "prestart", state, true)) &&
+	    !(r = oci_hooks(c->hooks_json, "createRuntime", state, true)))
+		r = oci_hooks_create_container(c->hooks_json, state, *pid);
 	free(state);
 	if (!r && o->pid_file)
 		r = write_pid_file(o->pid_file, *pid);

@@ -1,17 +1,19 @@
-/* oci/hooks.c — a config's hooks, run by the runtime in its own
- * namespaces with the container's state on their stdin: prestart and
- * createRuntime at the end of `create` (a failure fails the create),
- * poststart after `start` and poststop after `delete` (a failure is a
- * warning). startContainer runs inside the container (hooks_in.c);
- * createContainer is refused when the container is made (the library). */
+/* oci/hooks.c — a config's hooks, run by the runtime with the
+ * container's state on their stdin: prestart and createRuntime at the end
+ * of `create` in the runtime's namespaces, then createContainer in the
+ * container's (a failure fails the create), poststart after `start` and
+ * poststop after `delete` (a failure is a warning). startContainer runs
+ * inside the container (hooks_in.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +45,36 @@ void oci_hook_failed(FILE *out, const char *how, char *msg, size_t n)
  * stdout and stderr go to a file of ours, never to the container's stdio
  * (during create those are the engine's pipes: a hook that stays behind
  * holding them would keep the engine from ever seeing their end). */
-static int run_one(json_object *h, const char *state, char *msg, size_t n)
+/* createContainer, in the child: into the container's network, uts,
+ * ipc, cgroup and pid namespaces (init's), keeping the runtime's mount
+ * namespace: abox makes the container's root and mounts in one step in
+ * its own, so there is no moment "before pivot_root" to run a host
+ * program in, and the runtime's tree is where the hook's path resolves and
+ * where it finds the container's root (its bundle's). The pid namespace
+ * takes a child: this process waits for it and ends as it did. */
+static void join_container(pid_t init)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (pfd < 0 ||
+	    setns(pfd, CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP | CLONE_NEWPID) < 0) {
+		fprintf(stderr, "join the container's namespaces: %s\n", strerror(errno));
+		_exit(126);
+	}
+	close(pfd);
+	pid_t c = fork();
+	if (c < 0) {
+		fprintf(stderr, "fork: %s\n", strerror(errno));
+		_exit(126);
+	}
+	if (c == 0)
+		return;
+	int st = 0;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+static int run_one(json_object *h, const char *state, pid_t join, char *msg, size_t n)
 {
 	json_object *v;
 	const char *path = json_object_object_get_ex(h, "path", &v) ? json_object_get_string(v) : NULL;
@@ -72,8 +103,13 @@ static int run_one(json_object *h, const char *state, char *msg, size_t n)
 		setpgid(0, 0);
 		signal(SIGPIPE, SIG_DFL);
 		dup2(in[0], 0);
+		/* ours (close-on-exec), but createContainer's hook has a
+		 * parent here that never execs: its stdin would never end */
+		close(in[1]);
 		dup2(fileno(out), 1);
 		dup2(fileno(out), 2);
+		if (join > 0)
+			join_container(join);
 		execve(path, argv[0] ? argv : self, envp);
 		_exit(127);
 	}
@@ -121,7 +157,7 @@ static int run_one(json_object *h, const char *state, char *msg, size_t n)
 	return ok ? 0 : -1;
 }
 
-int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal)
+static int run_kind(const char *hooks_json, const char *kind, const char *state, bool fatal, pid_t join)
 {
 	json_object *hooks = hooks_json ? json_tokener_parse(hooks_json) : NULL, *list;
 	int r = 0;
@@ -130,7 +166,7 @@ int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool 
 		for (size_t i = 0; i < json_object_array_length(list); i++) {
 			char why[512];
 			json_object *h = json_object_array_get_idx(list, i);
-			if (run_one(h, state, why, sizeof(why)) == 0)
+			if (run_one(h, state, join, why, sizeof(why)) == 0)
 				continue;
 			json_object *p;
 			const char *hp =
@@ -144,4 +180,14 @@ int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool 
 	}
 	json_object_put(hooks);
 	return r;
+}
+
+int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal)
+{
+	return run_kind(hooks_json, kind, state, fatal, 0);
+}
+
+int oci_hooks_create_container(const char *hooks_json, const char *state, pid_t init)
+{
+	return run_kind(hooks_json, "createContainer", state, true, init);
 }

@@ -102,6 +102,9 @@ const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
  * output kept for the error: 0, or 1 when one failed and fatal (then the
  * rest do not run; the error is said). Not fatal: warnings. */
 int oci_hooks(const char *hooks_json, const char *kind, const char *state, bool fatal);
+/* The createContainer hooks, in the namespaces of the container whose
+ * init is init (bar its mount namespace: hooks.c says why); fatal. */
+int oci_hooks_create_container(const char *hooks_json, const char *state, pid_t init);
 /* Why a hook failed, into msg: how (its status) and the last of its
  * output (out, a file it wrote), on one line. */
 void oci_hook_failed(FILE *out, const char *how, char *msg, size_t n);

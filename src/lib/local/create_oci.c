@@ -253,15 +253,7 @@ static bool abox_confinement(const struct oci_spec *s)
 static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 {
 	ours |= abox_confinement(s);
-	/* `abox oci` runs the hooks (prestart, createRuntime, poststart,
-	 * poststop in its own namespaces, startContainer as a process in the
-	 * container); createContainer would run a host program inside the
-	 * container's namespaces before its root is in place, which abox's
-	 * create (root and mounts made in one step) has no moment for */
-	if (s->nhooks[OCI_HOOK_CREATE_CONTAINER])
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "hooks.createContainer: not supported (a host program run in the "
-				       "container's namespaces before its root is in place)");
+	/* the hooks are `abox oci`'s to run (src/cli/oci/hooks.c) */
 	int r = oci_sysctl_check(s->sysctl, err);
 	if (r < 0)
 		return r;
