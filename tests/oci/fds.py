@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""runc's --preserve-fds, as TAP (this test is the shim, tests/oci/shim.py):
-`create --preserve-fds N` gives the container's process the caller's fds
-3 .. 3+N-1 as its own, and nothing else of the caller's or of abox's; a
-pipe passed that way carries data both ways; a count whose fds are not
-all open, or a bad count, fails the create naming it, with nothing left.
+"""runc's --preserve-fds and --pidfd-socket, as TAP (this test is the
+shim, tests/oci/shim.py): `create --preserve-fds N` gives the container's
+process the caller's fds 3 .. 3+N-1 as its own, and nothing else of the
+caller's or of abox's; a pipe passed that way carries data both ways; a
+count whose fds are not all open, or a bad count, fails the create naming
+it, with nothing left. `--pidfd-socket` hands over a pidfd of the process
+--pid-file names (create's, and a detached exec's).
 
 usage: fds.py BUILD_DIR"""
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import broke, check, finish  # noqa: E402
 
 import shim  # noqa: E402
-from shim import bundle, oci, reap  # noqa: E402
+from shim import bundle, create, oci, reap  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 work, root, log = shim.init(BUILD, "abox-oci-fds-")
@@ -95,6 +98,50 @@ try:
     check("--preserve-fds 0: the process has stdio alone (and the fd ls reads)",
           code == 0 and status == 0 and listed[:3] == ["0", "1", "2"] and len(listed) <= 4, (err, listed))
     oci("delete", "--force", "zero")
+
+    # --pidfd-socket: one message on the socket, a pidfd as SCM_RIGHTS
+    def pidfd_server(name):
+        path = os.path.join(work, name + ".sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        srv.settimeout(10)
+        return srv, path
+
+    def pid_of(srv):
+        c, _ = srv.accept()
+        _, fds, _, _ = socket.recv_fds(c, 64, 2)
+        c.close()
+        pids = [int(ln.split()[1]) for fd in fds for ln in open(f"/proc/self/fdinfo/{fd}") if ln.startswith("Pid:")]
+        for fd in fds:
+            os.close(fd)
+        return pids
+
+    srv, sp = pidfd_server("create")
+    b = bundle("pidfd", ["/bin/sleep", "60"])
+    r, pid, _ = create("pidfd", b, extra=["--pidfd-socket", sp])
+    got = pid_of(srv) if r.returncode == 0 else []
+    check("create --pidfd-socket: a pidfd of the container's pid (--pid-file's) arrives on the socket",
+          r.returncode == 0 and got == [pid], (r, got, pid))
+    esrv, esp = pidfd_server("exec")
+    epid = os.path.join(work, "exec.pid")
+    e = oci("start", "pidfd")
+    e = oci("exec", "--detach", "--pid-file", epid, "--pidfd-socket", esp, "pidfd", "/bin/sleep", "30")
+    got = pid_of(esrv) if e.returncode == 0 else []
+    check("exec --detach --pidfd-socket: a pidfd of the pid --pid-file names",
+          e.returncode == 0 and got == [int(open(epid).read())], (e, got))
+    e = oci("exec", "--pidfd-socket", esp, "pidfd", "/bin/true")
+    check("exec --pidfd-socket without --detach: refused, saying why",
+          e.returncode != 0 and "--pidfd-socket is for --detach" in e.stderr, e)
+    notsock = os.path.join(work, "not-a-socket")
+    open(notsock, "w").close()
+    before = sorted(os.listdir(root))
+    r, _, _ = create("pidfd2", bundle("pidfd2", ["/bin/sleep", "60"]), extra=["--pidfd-socket", notsock])
+    check("create --pidfd-socket naming a file that is no socket: refused, nothing left",
+          r.returncode != 0 and "--pidfd-socket" in r.stderr and "not a socket" in r.stderr
+          and sorted(os.listdir(root)) == before, r)
+    oci("delete", "--force", "pidfd")
+    reap(pid)
 except Exception:
     broke()
 finally:

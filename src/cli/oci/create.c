@@ -22,7 +22,7 @@
 #include "oci.h"
 
 struct create_opts {
-	const char *bundle, *pid_file, *id, *console_socket;
+	const char *bundle, *pid_file, *id, *console_socket, *pidfd_socket;
 	bool detach;
 	unsigned preserve_fds; /* the caller's fds 3.. the process gets */
 };
@@ -65,7 +65,7 @@ static int parse(int argc, char **argv, bool run, struct create_opts *o)
 					return oci_error("--preserve-fds %u: descriptor %u is not open",
 							 o->preserve_fds, 3 + k);
 		} else if (!strcmp(name, "pidfd-socket"))
-			return oci_error("--pidfd-socket: not supported");
+			o->pidfd_socket = *val ? val : NULL;
 		else if (!strcmp(name, "no-pivot") || !strcmp(name, "no-new-keyring"))
 			; /* abox always pivots (stronger); it makes no session keyring */
 		else if (run && (!strcmp(name, "detach") || !strcmp(name, "d")))
@@ -231,6 +231,8 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 		r = write_pid_file(o->pid_file, *pid);
 	if (!r && console >= 0)
 		r = oci_console_send(o->console_socket, console);
+	if (!r && o->pidfd_socket)
+		r = oci_pidfd_send(o->pidfd_socket, *pid);
 	if (console >= 0)
 		close(console);
 	if (r) {

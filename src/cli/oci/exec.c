@@ -22,7 +22,7 @@
 #include "oci.h"
 
 struct exec_opts {
-	const char *process, *pid_file, *cwd, *user, *id, *console_socket;
+	const char *process, *pid_file, *cwd, *user, *id, *console_socket, *pidfd_socket;
 	bool detach, tty;
 	const char *env[256];
 	size_t nenv;
@@ -84,6 +84,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 			o->tty = !val || !strcmp(val, "true");
 		else if (!strcmp(name, "console-socket"))
 			o->console_socket = *val ? val : NULL;
+		else if (!strcmp(name, "pidfd-socket"))
+			o->pidfd_socket = *val ? val : NULL;
 		else if (!strcmp(name, "no-new-privs") || !strcmp(name, "ignore-paused") ||
 			 (!strcmp(name, "preserve-fds") && !strcmp(val, "0")) ||
 			 ((!strcmp(name, "process-label") || !strcmp(name, "apparmor")) && !*val))
@@ -102,6 +104,11 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 	if (o->tty && !o->console_socket)
 		return oci_error(
 			"exec: --tty needs --console-socket (abox hands the terminal to its caller)");
+	/* the pidfd is of the process --pid-file names: with --detach, the
+	 * waiter that stands for it; without, this runtime itself */
+	if (o->pidfd_socket && !o->detach)
+		return oci_error("exec: --pidfd-socket is for --detach (the process is then the waiter "
+				 "--pid-file names)");
 	return 0;
 }
 
@@ -335,6 +342,10 @@ int oci_exec(int argc, char **argv)
 			oci_error("exec: write the pid file '%s': %s", o.pid_file, strerror(-k));
 			r = 255;
 		}
+	}
+	if (!r && o.pidfd_socket && oci_pidfd_send(o.pidfd_socket, w)) {
+		kill(w, SIGKILL);
+		r = 255;
 	}
 out:
 	abox_sandbox_free(sb);

@@ -121,6 +121,9 @@ char *oci_state_text_as(struct abox_ctx *ctx, const struct oci_ctr *c, const cha
 /* Sends a terminal's master over the engine's console socket: 0, or 1
  * with the error said. */
 int oci_console_send(const char *path, int master);
+/* A pidfd of pid over --pidfd-socket (runc 1.2's): 0, or 1 with the
+ * error said. */
+int oci_pidfd_send(const char *path, pid_t pid);
 /* The pids of the processes in the pid namespace whose /proc/P/ns/pid
  * inode is ns (a container's: its init's among them), at most max. */
 size_t oci_pids(ino_t ns, int *out, size_t max);
