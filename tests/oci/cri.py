@@ -112,6 +112,22 @@ try:
     rt.RemoveContainer(pb.RemoveContainerRequest(container_id=ctr_id), timeout=60)
     check("StopContainer (SIGTERM to sleep: 143) and RemoveContainer", cs.state == pb.CONTAINER_EXITED
           and cs.exit_code == 143 and len(sandboxes()) == 1, (cs, sandboxes()))
+    # a container that shares its pod's pid namespace (what the kubelet
+    # asks for a pod with shareProcessNamespace): it joins the pause
+    # container's, whose sleep is its PID 2
+    shared = pb.NamespaceOption(network=pb.POD, pid=pb.POD, ipc=pb.POD)
+    side_cfg = crienv.container_config(pb, shared, "sidecar", ["-c", "exec sleep 600"])
+    side_id = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=side_cfg,
+                                                           sandbox_config=pod_cfg), timeout=120).container_id
+    rt.StartContainer(pb.StartContainerRequest(container_id=side_id), timeout=60)
+    r = rt.ExecSync(pb.ExecSyncRequest(container_id=side_id, cmd=[
+        "/bin/sh", "-c", "cat /proc/1/comm /proc/2/cmdline"], timeout=30), timeout=60)
+    out = r.stdout.decode().replace("\0", " ").split()
+    check("a container with the pod's pid namespace (shareProcessNamespace): the pause container's abox-init "
+          "is its PID 1 and the pause's sleep its PID 2", r.exit_code == 0
+          and out == ["abox-init", "/bin/sleep", "2147483647"], (r, out))
+    rt.StopContainer(pb.StopContainerRequest(container_id=side_id, timeout=5), timeout=60)
+    rt.RemoveContainer(pb.RemoveContainerRequest(container_id=side_id), timeout=60)
     rt.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=pod_id), timeout=60)
     rt.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=pod_id), timeout=60)
     pods = rt.ListPodSandbox(pb.ListPodSandboxRequest(), timeout=30).items

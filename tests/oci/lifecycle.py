@@ -65,6 +65,13 @@ def leftovers(sandbox):
     return found
 
 
+def _ns(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
 def console_socket(name):
     path = os.path.join(work, name + ".sock")
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -482,6 +489,37 @@ try:
     check("linux.namespaces ipc and uts with paths (a pod's): joined, the pod's hostname kept",
           r.returncode == 0 and got == ["pod-host", f"ipc:[{ipc_ino}]"], (r, got, ipc_ino))
 
+    # a pod that shares its pid namespace (shareProcessNamespace): a
+    # container joins its sandbox container's, sees its processes, and
+    # its own stay its own (killed with it)
+    pb = bundle("pidpod", ["/bin/sleep", "60"])
+    r, ppid, _ = create("pidpod", pb)
+    oci("start", "pidpod")
+
+    def sharedpid(cfg):
+        cfg["linux"]["namespaces"] = [n if n["type"] != "pid" else {"type": "pid", "path": f"/proc/{ppid}/ns/pid"}
+                                      for n in cfg["linux"]["namespaces"]]
+    so = open(os.path.join(work, "sharedpid.out"), "w+")
+    r2, spid, _ = create("sharedpid", bundle("sharedpid", ["/bin/sh", "-c", "cat /proc/1/comm; cat /proc/2/comm; "
+                                                           "readlink /proc/self/ns/pid; exec sleep 60"], sharedpid),
+                         so)
+    oci("start", "sharedpid")
+    time.sleep(0.5)
+    so.seek(0)
+    got = so.read().split()
+    want_ns = os.readlink(f"/proc/{ppid}/ns/pid") if r.returncode == 0 else "?"
+    check("linux.namespaces pid with a path (a pod that shares it): joined, the pod's processes seen "
+          "(its abox-init is PID 1, its sleep PID 2)",
+          r.returncode == 0 and r2.returncode == 0 and got == ["abox-init", "sleep", want_ns], (r, r2, got, want_ns))
+    k = oci("delete", "--force", "sharedpid")
+    reap(spid)
+    time.sleep(0.3)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _ns(p) == want_ns]
+    check("... delete --force of the joining container ends its processes and leaves the pod's",
+          k.returncode == 0 and oci("state", "pidpod").returncode == 0 and len(left) == 2, (k, left))
+    oci("delete", "--force", "pidpod")
+    reap(ppid)
+
     r = oci("features")
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
     check("features: runc's JSON (ociVersionMax, the hooks run, linux.namespaces, cgroup, seccomp, mountOptions)",
@@ -522,8 +560,8 @@ try:
     bad("noroot", lambda b: shutil.rmtree(os.path.join(b, "rootfs")), "root.path")
     bad("dotdot", edit_cfg(lambda c: c["mounts"].append({"destination": "/../../etc", "type": "tmpfs",
                                                           "source": "tmpfs"})), "..")
-    bad("joinpid", edit_cfg(lambda c: c["linux"]["namespaces"].__setitem__(0, {"type": "pid", "path": "/proc/1/ns/pid"})),
-        "joining a 'pid' namespace is not supported")
+    bad("joinpid", edit_cfg(lambda c: c["linux"]["namespaces"].__setitem__(0, {"type": "pid", "path": "/proc/self/ns/pid"})),
+        "is the runtime's own pid namespace: abox does not share it")
     bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
         "abox does not share the host's")
     bad("nnp", edit_cfg(lambda c: c["process"].update(noNewPrivileges=False)),

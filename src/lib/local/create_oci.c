@@ -203,15 +203,17 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 				       "linux.namespaces: a '%s' namespace is not supported yet",
 				       oci_ns_name(s->ns_wanted[OCI_NS_USER] ? OCI_NS_USER : OCI_NS_TIME));
 	/* joined by path: the network one its engine (a CNI plugin) made,
-	 * and a pod's ipc and uts ones (its sandbox container's); never a pid
-	 * namespace (abox-init is the container's PID 1), mount or cgroup one */
+	 * and a pod's ipc, uts and pid ones (its sandbox container's; the
+	 * pid one when the pod shares it, abox-init then not its PID 1);
+	 * never a mount or cgroup one */
 	static const struct {
 		enum oci_ns ns;
 		int type;
 	} joinable[] = { { OCI_NS_NET, CLONE_NEWNET },
 			 { OCI_NS_IPC, CLONE_NEWIPC },
-			 { OCI_NS_UTS, CLONE_NEWUTS } };
-	int *fds[] = { &oc->netns_fd, &oc->ro.ipc_fd, &oc->ro.uts_fd };
+			 { OCI_NS_UTS, CLONE_NEWUTS },
+			 { OCI_NS_PID, CLONE_NEWPID } };
+	int *fds[] = { &oc->netns_fd, &oc->ro.ipc_fd, &oc->ro.uts_fd, &oc->pidns_fd };
 	for (int t = 0; t < OCI_NS_COUNT; t++) {
 		const char *p = s->ns_path[t];
 		size_t k = 0;
@@ -222,7 +224,7 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 		if (k == ELEMENTSOF(joinable))
 			return abox_error_setx(err, EOPNOTSUPP,
 					       "linux.namespaces: joining a '%s' namespace is not supported "
-					       "(network, ipc and uts are)",
+					       "(network, ipc, uts and pid are)",
 					       oci_ns_name((enum oci_ns)t));
 		int fd = *fds[k] = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -232,6 +234,17 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 			return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a %s namespace", p,
 					       oci_ns_name((enum oci_ns)t));
 	}
+	/* a pod's pid namespace, never the one abox runs in (the host's, or
+	 * whatever holds the runtime): a container there would see and
+	 * signal every process of it */
+	struct stat ours, theirs;
+	if (oc->pidns_fd >= 0 && (stat("/proc/self/ns/pid", &ours) < 0 || fstat(oc->pidns_fd, &theirs) < 0 ||
+				  (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev)))
+		return abox_error_setx(
+			err, EPERM,
+			"linux.namespaces: the pid path '%s' is the runtime's own pid namespace: "
+			"abox does not share it with a container",
+			s->ns_path[OCI_NS_PID]);
 	return 0;
 }
 
@@ -290,7 +303,7 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 
 int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abox_error *err)
 {
-	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
+	*oc = (struct oci_create){ .netns_fd = -1, .pidns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
 	int r = oci_spec_load(bundle, &oc->spec, err);
 	if (r < 0)
 		return r;
@@ -402,11 +415,13 @@ void oci_create_free(struct oci_create *oc)
 	free(oc->owned);
 	if (oc->netns_fd >= 0)
 		close(oc->netns_fd);
+	if (oc->pidns_fd >= 0)
+		close(oc->pidns_fd);
 	if (oc->ro.ipc_fd >= 0)
 		close(oc->ro.ipc_fd);
 	if (oc->ro.uts_fd >= 0)
 		close(oc->ro.uts_fd);
-	*oc = (struct oci_create){ .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
+	*oc = (struct oci_create){ .netns_fd = -1, .pidns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
 }
 
 int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console, abox_error *err)
@@ -508,6 +523,10 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	 * CAP_KILL for the process, whose set (at most abox's) it applies
 	 * to that process alone (oci_process_put) */
 	cfg->keep_stdio = true;
+	if (oc->pidns_fd >= 0) {
+		cfg->pidns_join = true;
+		cfg->pidns_fd = oc->pidns_fd;
+	}
 	if (oc->netns_fd >= 0) {
 		cfg->net_premade = true;
 		cfg->net_premade_fd = oc->netns_fd;

@@ -22,6 +22,7 @@ struct oci_create {
 	char **owned; /* strings made here, NULL-terminated */
 	size_t nowned;
 	int netns_fd; /* linux.namespaces' network path, or -1 */
+	int pidns_fd; /* its pid path (a pod's shared one), or -1 */
 	uint64_t caps;
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;

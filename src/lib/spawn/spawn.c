@@ -467,6 +467,24 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		close_all(ep, 2);
 		return leaf_fd;
 	}
+	/* a pod's pid namespace: the child is made in it (setns changes the
+	 * namespace of this process's next children only), then ours is
+	 * given back for what this process starts later */
+	int own_pidns = -1;
+	if (cfg->pidns_join) {
+		own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+		if (own_pidns < 0 || setns(cfg->pidns_fd, CLONE_NEWPID) < 0) {
+			int e = errno;
+			if (own_pidns >= 0)
+				close(own_pidns);
+			close_all(sync, 2);
+			close_all(ep, 2);
+			if (leaf_fd >= 0)
+				close(leaf_fd);
+			return abox_error_set(err, e, "join the pid namespace given");
+		}
+		args.flags &= ~(uint64_t)CLONE_NEWPID;
+	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && into_v2) {
 		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
@@ -482,6 +500,11 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		child_main(cfg, sync[1], ep[1], leaf_fd);
 	}
 	int saved = errno;
+	if (own_pidns >= 0) {
+		/* back to ours: this cannot fail for a namespace we are in */
+		(void)setns(own_pidns, CLONE_NEWPID);
+		close(own_pidns);
+	}
 	if (leaf_fd >= 0)
 		close(leaf_fd);
 	close(sync[1]);

@@ -48,6 +48,11 @@ struct spawn_config {
 	 * container's: its engine's pipes or terminal, for its process)
 	 * instead of the sandbox's /dev/null */
 	bool keep_stdio;
+	/* a pid namespace to make init in instead of a new one (an OCI
+	 * container of a pod that shares its sandbox's: init is then not its
+	 * PID 1); the fd stays the caller's */
+	bool pidns_join;
+	int pidns_fd;
 };
 
 struct spawn_result {
