@@ -93,12 +93,8 @@ int oci_events(int argc, char **argv)
 		return oci_error("events: exactly one container id is needed");
 	struct oci_ctr c;
 	abox_ctx *ctx = NULL;
-	if (oci_ctr_load(argv[i], &c))
+	if (oci_open(argv[i], &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	int r = 0, pid;
 	for (;;) {
 		if (!strcmp(oci_status(ctx, &c, &pid), "stopped")) {
@@ -120,7 +116,6 @@ int oci_events(int argc, char **argv)
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
 	}
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return r;
 }

@@ -35,16 +35,11 @@ int oci_ps(int argc, char **argv)
 		return oci_error("ps: a container id is needed");
 	struct oci_ctr c;
 	abox_ctx *ctx = NULL;
-	if (oci_ctr_load(argv[i], &c))
+	if (oci_open(argv[i], &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	int pid;
 	const char *st = oci_status(ctx, &c, &pid);
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	char path[64];
 	struct stat ns;
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);

@@ -67,19 +67,14 @@ int oci_state(int argc, char **argv)
 	const char *id = NULL;
 	struct oci_ctr c;
 	abox_ctx *ctx = NULL;
-	if (one_id(argc, argv, &id) || oci_ctr_load(id, &c))
+	if (one_id(argc, argv, &id) || oci_open(id, &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	json_object *o = state_json(ctx, &c);
 	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 							JSON_C_TO_STRING_NOSLASHESCAPE),
 	      stdout);
 	json_object_put(o);
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return 0;
 }
 
@@ -287,12 +282,8 @@ int oci_kill(int argc, char **argv)
 		return oci_error("unknown signal \"%s\"", argv[i + 1]);
 	struct oci_ctr c;
 	abox_ctx *ctx = NULL;
-	if (oci_ctr_load(id, &c))
+	if (oci_open(id, &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	/* a pidfd on the pid, then the status again: if it still names the
 	 * container's init, the pidfd holds it and no reused pid is hit */
 	int pid, r = 0;
@@ -315,8 +306,7 @@ int oci_kill(int argc, char **argv)
 		r = oci_error("kill: %s", strerror(errno));
 	if (pfd >= 0)
 		close(pfd);
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return r;
 }
 
@@ -373,12 +363,8 @@ int oci_delete(int argc, char **argv)
 		(void)remove_record(dir);
 		return 0; /* what --force asks for holds */
 	}
-	if (oci_ctr_load(id, &c))
+	if (oci_open(id, &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	oci_ctr_resolve(ctx, &c);
 	int pid, r = 0;
 	const char *st = oci_status(ctx, &c, &pid);
@@ -402,8 +388,7 @@ int oci_delete(int argc, char **argv)
 			(void)oci_hooks(c.hooks_json, "poststop", state, false);
 		free(state);
 	}
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return r;
 }
 
@@ -412,12 +397,8 @@ static int freeze(int argc, char **argv, bool pause)
 	const char *id = NULL;
 	struct oci_ctr c;
 	abox_ctx *ctx = NULL;
-	if (one_id(argc, argv, &id) || oci_ctr_load(id, &c))
+	if (one_id(argc, argv, &id) || oci_open(id, &c, &ctx))
 		return 1;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
-		return 1;
-	}
 	int pid, r = 0;
 	const char *st = oci_status(ctx, &c, &pid);
 	abox_sandbox *sb = NULL;
@@ -430,8 +411,7 @@ static int freeze(int argc, char **argv, bool pause)
 		 (pause ? abox_sandbox_pause(sb, &err) : abox_sandbox_resume(sb, &err)) < 0)
 		r = oci_error("%s", err.msg);
 	abox_sandbox_free(sb);
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return r;
 }
 

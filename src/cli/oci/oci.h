@@ -96,6 +96,11 @@ void oci_ctr_free(struct oci_ctr *c);
 /* created, running, paused or stopped; *pid the container's (its
  * init's) while it is not stopped, else 0. */
 const char *oci_status(struct abox_ctx *ctx, const struct oci_ctr *c, int *pid);
+/* A verb's start on container id: its record into c, then the context
+ * (read after the record: it finds the container's cgroups from it).
+ * 0, or 1 with the error said and nothing held; oci_close ends both. */
+int oci_open(const char *id, struct oci_ctr *c, struct abox_ctx **ctx);
+void oci_close(struct oci_ctr *c, struct abox_ctx *ctx);
 /* The hooks (the config's "hooks" object as JSON text, or NULL) of one
  * kind ("prestart", "createRuntime", "poststart", "poststop") in order,
  * each with state (the OCI state JSON) on its stdin and its timeout, its

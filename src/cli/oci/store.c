@@ -261,3 +261,21 @@ size_t oci_pids(ino_t ns, int *out, size_t max)
 		closedir(d);
 	return n;
 }
+
+int oci_open(const char *id, struct oci_ctr *c, abox_ctx **ctx)
+{
+	*ctx = NULL;
+	if (oci_ctr_load(id, c))
+		return 1;
+	if (oci_ctx(ctx)) {
+		oci_ctr_free(c);
+		return 1;
+	}
+	return 0;
+}
+
+void oci_close(struct oci_ctr *c, abox_ctx *ctx)
+{
+	oci_ctr_free(c);
+	abox_ctx_free(ctx);
+}

@@ -204,13 +204,9 @@ int oci_update(int argc, char **argv)
 	const char *id = NULL;
 	abox_limits l = ABOX_LIMITS_INIT;
 	struct oci_ctr c;
-	if (parse(argc, argv, &w, &id) || to_limits(&w, &l) || oci_ctr_load(id, &c))
-		return 1;
 	abox_ctx *ctx = NULL;
-	if (oci_ctx(&ctx)) {
-		oci_ctr_free(&c);
+	if (parse(argc, argv, &w, &id) || to_limits(&w, &l) || oci_open(id, &c, &ctx))
 		return 1;
-	}
 	int pid, r = 0;
 	const char *st = oci_status(ctx, &c, &pid);
 	abox_sandbox *sb = NULL;
@@ -223,7 +219,6 @@ int oci_update(int argc, char **argv)
 	else if (w.ignored[0])
 		oci_warn("update: not enforced by abox, left as they were: %s", w.ignored);
 	abox_sandbox_free(sb);
-	oci_ctr_free(&c);
-	abox_ctx_free(ctx);
+	oci_close(&c, ctx);
 	return r;
 }
