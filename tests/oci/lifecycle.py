@@ -520,6 +520,20 @@ try:
     oci("delete", "--force", "pidpod")
     reap(ppid)
 
+    # a time namespace of its own, its clocks shifted by linux.timeOffsets
+    def timens(cfg):
+        cfg["linux"]["namespaces"].append({"type": "time"})
+        cfg["linux"]["timeOffsets"] = {"boottime": {"secs": 86400}, "monotonic": {"secs": 3600}}
+    to = open(os.path.join(work, "timens.out"), "w+")
+    up = float(open("/proc/uptime").read().split()[0])
+    r = oci("run", "--bundle", bundle("timens", ["/bin/sh", "-c", "cat /proc/uptime; readlink /proc/self/ns/time"],
+                                      timens), "timens", stdout=to)
+    to.seek(0)
+    got = to.read().split()
+    check("linux.namespaces time with linux.timeOffsets: a time namespace of its own, its boot clock a day ahead",
+          r.returncode == 0 and len(got) == 3 and 86400 + up - 5 < float(got[0]) < 86400 + up + 60
+          and got[2] != os.readlink("/proc/self/ns/time"), (r, got, up))
+
     r = oci("features")
     feat = json.loads(r.stdout) if r.returncode == 0 else {}
     check("features: runc's JSON (ociVersionMax, the hooks run, linux.namespaces, cgroup, seccomp, mountOptions)",
@@ -564,6 +578,9 @@ try:
         "is the runtime's own pid namespace: abox does not share it")
     bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
         "abox does not share the host's")
+    bad("timeclock", edit_cfg(lambda c: c["linux"].update(namespaces=c["linux"]["namespaces"] + [{"type": "time"}],
+                                                          timeOffsets={"realtime": {"secs": 1}})),
+        "linux.timeOffsets.realtime: is not a clock a time namespace can shift")
     bad("nnp", edit_cfg(lambda c: c["process"].update(noNewPrivileges=False)),
         "process.noNewPrivileges: false: abox always sets no_new_privs")
     bad("caps", edit_cfg(lambda c: c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")),

@@ -159,6 +159,11 @@ Test(ocispec, hostile_and_malformed_configs_are_refused_naming_the_field)
 		"linux.devices[0].type: must be c, b, u or p");
 	refused("{" MIN ",\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\"}]}}",
 		"linux.devices[0].major: is required");
+	refused("{" MIN ",\"linux\":{\"timeOffsets\":{\"boottime\":{\"secs\":1}}}}",
+		"linux.timeOffsets: offsets need a time namespace");
+	refused("{" MIN ",\"linux\":{\"namespaces\":[{\"type\":\"time\"}],"
+		"\"timeOffsets\":{\"monotonic\":{\"nanosecs\":1000000000}}}}",
+		"linux.timeOffsets.monotonic.nanosecs");
 	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"type\":\"c\"}]}}}",
 		"linux.resources.devices[0].allow: is required");
 	refused("{" MIN ",\"linux\":{\"resources\":{\"devices\":[{\"allow\":true,\"type\":\"x\"}]}}}",

@@ -120,7 +120,7 @@ static const char features_json[] =
 	"        \"rw\", \"shared\", \"slave\", \"strictatime\", \"suid\", \"sync\", \"unbindable\"\n"
 	"    ],\n"
 	"    \"linux\": {\n"
-	"        \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", \"pid\", \"uts\"],\n"
+	"        \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", \"pid\", \"time\", \"uts\"],\n"
 	"        \"capabilities\": [\n"
 	"            \"CAP_CHOWN\", \"CAP_DAC_OVERRIDE\", \"CAP_FOWNER\", \"CAP_FSETID\", \"CAP_KILL\",\n"
 	"            \"CAP_SETGID\", \"CAP_SETUID\", \"CAP_SETPCAP\", \"CAP_NET_BIND_SERVICE\",\n"

@@ -198,10 +198,9 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 					       "linux.namespaces: no '%s' namespace: abox does not share the "
 					       "host's with a container",
 					       oci_ns_name(needed[i]));
-	if (s->ns_wanted[OCI_NS_USER] || s->ns_wanted[OCI_NS_TIME])
+	if (s->ns_wanted[OCI_NS_USER])
 		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.namespaces: a '%s' namespace is not supported yet",
-				       oci_ns_name(s->ns_wanted[OCI_NS_USER] ? OCI_NS_USER : OCI_NS_TIME));
+				       "linux.namespaces: a 'user' namespace is not supported yet");
 	/* joined by path: the network one its engine (a CNI plugin) made,
 	 * and a pod's ipc, uts and pid ones (its sandbox container's; the
 	 * pid one when the pod shares it, abox-init then not its PID 1);
@@ -526,6 +525,13 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	if (oc->pidns_fd >= 0) {
 		cfg->pidns_join = true;
 		cfg->pidns_fd = oc->pidns_fd;
+	}
+	if (oc->spec.ns_wanted[OCI_NS_TIME]) {
+		cfg->timens = true;
+		for (int k = 0; k < 2; k++) {
+			cfg->time_offset_s[k] = oc->spec.time_offset_s[k];
+			cfg->time_offset_ns[k] = oc->spec.time_offset_ns[k];
+		}
 	}
 	if (oc->netns_fd >= 0) {
 		cfg->net_premade = true;

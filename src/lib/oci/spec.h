@@ -153,6 +153,11 @@ struct oci_spec {
 	struct oci_device *devices;
 	size_t ndevices;
 	char *rootfs_propagation, *mount_label;
+	/* linux.timeOffsets (for its time namespace): monotonic and boottime
+	 * clocks' offsets, seconds and nanoseconds */
+	bool has_time_offsets;
+	int64_t time_offset_s[2]; /* [0] monotonic, [1] boottime */
+	uint32_t time_offset_ns[2];
 };
 
 /* Parses the text of a config.json (len bytes) into *out (zeroed first);

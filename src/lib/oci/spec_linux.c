@@ -363,6 +363,40 @@ static int parse_paths(struct oci_pc *c, json_object *v, const char *path, char 
 	return 0;
 }
 
+/* linux.timeOffsets: {"monotonic"|"boottime": {secs, nanosecs}}. */
+static int parse_time_offsets(struct oci_pc *c, json_object *v, struct oci_spec *s)
+{
+	static const char *const clocks[] = { "monotonic", "boottime" };
+	if (oci_want(c, v, json_type_object, "linux.timeOffsets", "an object") < 0)
+		return -EINVAL;
+	json_object_object_foreach(v, key, val) {
+		size_t k = 0;
+		while (k < 2 && strcmp(key, clocks[k]) != 0)
+			k++;
+		char p[OCI_PATH];
+		oci_pathf(p, sizeof(p), "linux.timeOffsets.%.40s", key);
+		if (k == 2)
+			return oci_fail(
+				c, p,
+				"is not a clock a time namespace can shift (monotonic and boottime are)");
+		if (oci_want(c, val, json_type_object, p, "an object") < 0)
+			return -EINVAL;
+		json_object *f;
+		int64_t secs = 0, ns = 0;
+		oci_pathf(p, sizeof(p), "linux.timeOffsets.%s.secs", clocks[k]);
+		if (json_object_object_get_ex(val, "secs", &f) &&
+		    oci_int(c, f, p, -(INT64_C(1) << 40), INT64_C(1) << 40, &secs) < 0)
+			return -EINVAL;
+		oci_pathf(p, sizeof(p), "linux.timeOffsets.%s.nanosecs", clocks[k]);
+		if (json_object_object_get_ex(val, "nanosecs", &f) && oci_int(c, f, p, 0, 999999999, &ns) < 0)
+			return -EINVAL;
+		s->time_offset_s[k] = secs;
+		s->time_offset_ns[k] = (uint32_t)ns;
+		s->has_time_offsets = true;
+	}
+	return 0;
+}
+
 int oci_parse_linux(struct oci_pc *c, json_object *o, struct oci_spec *s)
 {
 	json_object *v;
@@ -413,6 +447,11 @@ int oci_parse_linux(struct oci_pc *c, json_object *o, struct oci_spec *s)
 	if (json_object_object_get_ex(o, "mountLabel", &v) &&
 	    oci_str(c, v, "linux.mountLabel", true, &s->mount_label) < 0)
 		return -EINVAL;
+	if (json_object_object_get_ex(o, "timeOffsets", &v) && !json_object_is_type(v, json_type_null) &&
+	    parse_time_offsets(c, v, s) < 0)
+		return -EINVAL;
+	if (s->has_time_offsets && !s->ns_wanted[OCI_NS_TIME])
+		return oci_fail(c, "linux.timeOffsets", "offsets need a time namespace in linux.namespaces");
 	/* what abox cannot apply: refused by name, never dropped */
 	static const char *const refused[] = { "intelRdt", "personality", "netDevices", "memoryPolicy" };
 	for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++)

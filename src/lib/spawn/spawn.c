@@ -388,6 +388,42 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 
 /* ---- parent ------------------------------------------------------------ */
 
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* A new time namespace for this process's next children, its clocks'
+ * offsets written; *own: ours, to go back to after the clone. */
+static int time_namespace_ahead(const struct spawn_config *cfg, int *own, abox_error *err)
+{
+	char text[128];
+	int n = snprintf(text, sizeof(text), "%d %lld %u\n%d %lld %u\n", CLOCK_MONOTONIC,
+			 (long long)cfg->time_offset_s[0], cfg->time_offset_ns[0], CLOCK_BOOTTIME,
+			 (long long)cfg->time_offset_s[1], cfg->time_offset_ns[1]);
+	*own = open("/proc/self/ns/time", O_RDONLY | O_CLOEXEC);
+	if (*own < 0)
+		return abox_error_set(err, errno,
+				      "linux.namespaces: time namespaces (this kernel has none?)");
+	if (unshare(CLONE_NEWTIME) < 0) {
+		int e = errno;
+		close(*own);
+		*own = -1;
+		return abox_error_set(err, e, "linux.namespaces: a time namespace");
+	}
+	int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, text, (size_t)n) == n;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		(void)setns(*own, CLONE_NEWTIME);
+		close(*own);
+		*own = -1;
+		return abox_error_set(err, e, "linux.timeOffsets: write them");
+	}
+	return 0;
+}
+
 static void close_all(int *fds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -485,6 +521,21 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		}
 		args.flags &= ~(uint64_t)CLONE_NEWPID;
 	}
+	/* a time namespace with offsets: made for this process's next
+	 * children and its offsets written before one is in it (clone3's
+	 * CLONE_NEWTIME would leave no moment for them); ours given back */
+	int own_timens = -1;
+	if (cfg->timens && (r = time_namespace_ahead(cfg, &own_timens, err)) < 0) {
+		if (own_pidns >= 0) {
+			(void)setns(own_pidns, CLONE_NEWPID);
+			close(own_pidns);
+		}
+		close_all(sync, 2);
+		close_all(ep, 2);
+		if (leaf_fd >= 0)
+			close(leaf_fd);
+		return r;
+	}
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && into_v2) {
 		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
@@ -504,6 +555,10 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		/* back to ours: this cannot fail for a namespace we are in */
 		(void)setns(own_pidns, CLONE_NEWPID);
 		close(own_pidns);
+	}
+	if (own_timens >= 0) {
+		(void)setns(own_timens, CLONE_NEWTIME);
+		close(own_timens);
 	}
 	if (leaf_fd >= 0)
 		close(leaf_fd);

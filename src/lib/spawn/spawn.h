@@ -53,6 +53,11 @@ struct spawn_config {
 	 * PID 1); the fd stays the caller's */
 	bool pidns_join;
 	int pidns_fd;
+	/* a time namespace of its own (an OCI container's), its monotonic
+	 * ([0]) and boottime ([1]) clocks offset by these */
+	bool timens;
+	int64_t time_offset_s[2];
+	uint32_t time_offset_ns[2];
 };
 
 struct spawn_result {
