@@ -388,42 +388,6 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 
 /* ---- parent ------------------------------------------------------------ */
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-
-/* A new time namespace for this process's next children, its clocks'
- * offsets written; *own: ours, to go back to after the clone. */
-static int time_namespace_ahead(const struct spawn_config *cfg, int *own, abox_error *err)
-{
-	char text[128];
-	int n = snprintf(text, sizeof(text), "%d %lld %u\n%d %lld %u\n", CLOCK_MONOTONIC,
-			 (long long)cfg->time_offset_s[0], cfg->time_offset_ns[0], CLOCK_BOOTTIME,
-			 (long long)cfg->time_offset_s[1], cfg->time_offset_ns[1]);
-	*own = open("/proc/self/ns/time", O_RDONLY | O_CLOEXEC);
-	if (*own < 0)
-		return abox_error_set(err, errno,
-				      "linux.namespaces: time namespaces (this kernel has none?)");
-	if (unshare(CLONE_NEWTIME) < 0) {
-		int e = errno;
-		close(*own);
-		*own = -1;
-		return abox_error_set(err, e, "linux.namespaces: a time namespace");
-	}
-	int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && write(fd, text, (size_t)n) == n;
-	int e = errno;
-	if (fd >= 0)
-		close(fd);
-	if (!ok) {
-		(void)setns(*own, CLONE_NEWTIME);
-		close(*own);
-		*own = -1;
-		return abox_error_set(err, e, "linux.timeOffsets: write them");
-	}
-	return 0;
-}
-
 static void close_all(int *fds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -503,39 +467,18 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		close_all(ep, 2);
 		return leaf_fd;
 	}
-	/* a pod's pid namespace: the child is made in it (setns changes the
-	 * namespace of this process's next children only), then ours is
-	 * given back for what this process starts later */
-	int own_pidns = -1;
-	if (cfg->pidns_join) {
-		own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-		if (own_pidns < 0 || setns(cfg->pidns_fd, CLONE_NEWPID) < 0) {
-			int e = errno;
-			if (own_pidns >= 0)
-				close(own_pidns);
-			close_all(sync, 2);
-			close_all(ep, 2);
-			if (leaf_fd >= 0)
-				close(leaf_fd);
-			return abox_error_set(err, e, "join the pid namespace given");
-		}
-		args.flags &= ~(uint64_t)CLONE_NEWPID;
-	}
-	/* a time namespace with offsets: made for this process's next
-	 * children and its offsets written before one is in it (clone3's
-	 * CLONE_NEWTIME would leave no moment for them); ours given back */
-	int own_timens = -1;
-	if (cfg->timens && (r = time_namespace_ahead(cfg, &own_timens, err)) < 0) {
-		if (own_pidns >= 0) {
-			(void)setns(own_pidns, CLONE_NEWPID);
-			close(own_pidns);
-		}
+	/* a pod's pid namespace, a time namespace with offsets: set for
+	 * this process's next child (spawn/ahead.c), ours given back after */
+	struct ns_ahead ahead;
+	if ((r = spawn_ns_ahead(cfg, &ahead, err)) < 0) {
 		close_all(sync, 2);
 		close_all(ep, 2);
 		if (leaf_fd >= 0)
 			close(leaf_fd);
 		return r;
 	}
+	if (cfg->pidns_join)
+		args.flags &= ~(uint64_t)CLONE_NEWPID;
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL) && into_v2) {
 		/* kernels before 5.7: no CLONE_INTO_CGROUP; the parent moves
@@ -551,15 +494,7 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		child_main(cfg, sync[1], ep[1], leaf_fd);
 	}
 	int saved = errno;
-	if (own_pidns >= 0) {
-		/* back to ours: this cannot fail for a namespace we are in */
-		(void)setns(own_pidns, CLONE_NEWPID);
-		close(own_pidns);
-	}
-	if (own_timens >= 0) {
-		(void)setns(own_timens, CLONE_NEWTIME);
-		close(own_timens);
-	}
+	spawn_ns_back(&ahead);
 	if (leaf_fd >= 0)
 		close(leaf_fd);
 	close(sync[1]);

@@ -60,6 +60,16 @@ struct spawn_config {
 	uint32_t time_offset_ns[2];
 };
 
+/* spawn/ahead.c: the namespaces a sandbox is made in other than new
+ * ones of its own (a pod's pid namespace to join, a time namespace with
+ * offsets), set for this process's next child before the clone; back
+ * gives this process's own back. 0, or -errno with nothing changed. */
+struct ns_ahead {
+	int pidns, timens; /* ours, to go back to; -1: unchanged */
+};
+int spawn_ns_ahead(const struct spawn_config *cfg, struct ns_ahead *a, abox_error *err);
+void spawn_ns_back(struct ns_ahead *a);
+
 struct spawn_result {
 	pid_t pid;
 	int pidfd;
