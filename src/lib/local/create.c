@@ -566,7 +566,7 @@ int backend_create_net(abox_ctx *ctx, const abox_sandbox_opts *opts, const char 
 		.disk_fd = -1,
 		.userns_fd = -1,
 		.uj = { .pid = -1, .ready_fd = -1 },
-		.oci = { .netns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } },
+		.oci = OCI_CREATE_INIT,
 	};
 	int r = create_check(&c, opts, err);
 	if (r < 0) {

@@ -302,7 +302,7 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 
 int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abox_error *err)
 {
-	*oc = (struct oci_create){ .netns_fd = -1, .pidns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
+	*oc = OCI_CREATE_INIT;
 	int r = oci_spec_load(bundle, &oc->spec, err);
 	if (r < 0)
 		return r;
@@ -420,7 +420,7 @@ void oci_create_free(struct oci_create *oc)
 		close(oc->ro.ipc_fd);
 	if (oc->ro.uts_fd >= 0)
 		close(oc->ro.uts_fd);
-	*oc = (struct oci_create){ .netns_fd = -1, .pidns_fd = -1, .ro = { .ipc_fd = -1, .uts_fd = -1 } };
+	*oc = OCI_CREATE_INIT;
 }
 
 int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console, abox_error *err)

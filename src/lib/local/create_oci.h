@@ -33,6 +33,14 @@ struct oci_create {
 	struct rootfs_oci_device *devices; /* linux.devices that are made */
 };
 
+/* An oci_create holding nothing (every fd -1): the one way to make one,
+ * so that a new fd field is never 0 (stdin) in some copy of it. */
+#define OCI_CREATE_INIT                                                                                      \
+	(struct oci_create)                                                                                  \
+	{                                                                                                    \
+		.netns_fd = -1, .pidns_fd = -1, .ro = {.ipc_fd = -1, .uts_fd = -1 }                          \
+	}
+
 /* the pids limit of a container whose config sets none */
 #define OCI_NODE_PIDS 32768
 
