@@ -120,7 +120,7 @@ static long child_dup(int old, int new)
  * ambient capability raised, which the kernel allows only for one both
  * permitted and inheritable. A process that is not root keeps its ambient
  * set through its exec, and nothing else (as with runc). */
-static long child_capsets(uint64_t inh, uint64_t amb)
+static long child_capsets(uint64_t inh, uint64_t amb, bool root)
 {
 	struct {
 		uint32_t version;
@@ -134,7 +134,9 @@ static long child_capsets(uint64_t inh, uint64_t amb)
 		return r;
 	for (int i = 0; i < 2; i++) {
 		data[i].inheritable = (uint32_t)(inh >> (32 * i)) & data[i].permitted;
-		data[i].effective = data[i].permitted;
+		/* a user that is not root does the rest (its cwd) without
+		 * them, as it would without this step */
+		data[i].effective = root ? data[i].permitted : 0;
 	}
 	if ((r = RS2(SYS_capset, &hdr, data)) < 0)
 		return r;
@@ -202,10 +204,10 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		long hi[INIT_OCI_MAX_FDS];
 		for (unsigned i = 0; i < a->nextra; i++)
 			if ((hi[i] = RS3(SYS_fcntl, a->extra[i], F_DUPFD_CLOEXEC, first + 1)) < 0)
-				child_exit(126);
+				child_fail(ep, (int)-hi[i], "dup", "preserved fds");
 		long hep = RS3(SYS_fcntl, ep, F_DUPFD_CLOEXEC, first + 1);
 		if (hep < 0)
-			child_exit(126);
+			child_fail(ep, (int)-hep, "dup", "preserved fds");
 		for (unsigned i = 0; i < a->nextra; i++)
 			if (RS3(SYS_dup3, hi[i], 3 + (int)i, 0) < 0)
 				child_fail((int)hep, EBADF, "dup2", "preserved fds");
@@ -257,7 +259,7 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		child_fail(ep, (int)-r, "setgid", req->user ? req->user : "?");
 	if ((r = RS3(SYS_setresuid, req->uid, req->uid, req->uid)) < 0)
 		child_fail(ep, (int)-r, "setuid", req->user ? req->user : "?");
-	if ((inh || amb) && (r = child_capsets(inh, amb)) < 0)
+	if ((inh || amb) && (r = child_capsets(inh, amb, req->uid == 0)) < 0)
 		child_fail(ep, (int)-r, "capabilities", "process.capabilities.inheritable/ambient");
 	if (!cwd_first && req->cwd && (r = RS1(SYS_chdir, req->cwd)) < 0)
 		child_fail(ep, (int)-r, "cwd", req->cwd);

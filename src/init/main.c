@@ -70,6 +70,11 @@ int main(int argc, char **argv)
 	syscall(SYS_setgroups, 0L, NULL);
 	clients_on_drop(client_gone);
 
+	/* not PID 1 (a container in a pod's shared pid namespace): other
+	 * containers' processes can stop a child before its exec, which a
+	 * child sharing init's memory would make init wait for */
+	if (getpid() != 1)
+		child_always_fork();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "ephemeral") == 0)
 			ephemeral = true;

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A config's device nodes (linux.devices) under its device rules
 (linux.resources.devices), as TAP (this test is the shim,
-tests/oci/shim.py): the nodes are made in the container's /dev with the
-config's type, numbers, mode and owner, in folders made for them; a node
-the rules deny wholly is not made, one they allow only half (read or
-write) is refused by name, as are paths outside /dev and a node that
-would replace one of abox's own with another device. Nothing is left
-behind by a refused create, and the container still cannot make a node
-itself.
+tests/oci/shim.py): the nodes the rules allow are made in the container's
+/dev with the config's type, numbers, mode and owner, in folders made for
+them; a node no rule allows is not made (as runc's rules start from
+deny), one they allow only half (read or write) is refused by name, as
+are paths outside /dev, the host's memory devices and a node that would
+replace one of abox's own with another device; under abox's confinement
+a block device is left out, said in the log. Nothing is left behind by a
+refused create, and the container still cannot make a node itself.
 
 usage: devices.py BUILD_DIR"""
 import os
@@ -50,7 +51,8 @@ try:
     script = ("for f in /dev/mynull /dev/sub/dir/myzero /dev/myfifo /dev/null; do "
               "stat -c '%n %F %t:%T %a %u:%g' $f; done; echo hi > /dev/mynull && echo wrote-null; "
               "head -c 2 /dev/sub/dir/myzero | wc -c")
-    code, out = run("nodes", ["/bin/sh", "-c", script], with_devices(nodes))
+    allow_mem = [{"allow": True, "type": "c", "major": 1, "access": "rwm"}]
+    code, out = run("nodes", ["/bin/sh", "-c", script], with_devices(nodes, allow_mem))
     lines = out.splitlines()
     check("linux.devices: each node made in /dev with its type, numbers, mode and owner (folders made for it)",
           code == 0 and "/dev/mynull character special file 1:3 620 1000:5" in lines
@@ -68,6 +70,26 @@ try:
           code is not None and "/dev/mynull" in out and "myzero: No such file or directory" in out
           and "null-ok" in out, (code, out))
 
+    code, out = run("norules", ["/bin/sh", "-c", "ls /dev/mynull 2>&1"], with_devices(nodes[:1]))
+    check("a node no rule allows (no linux.resources.devices) is not made", code is not None
+          and "No such file or directory" in out, (code, out))
+    ok, out = refused("mem", with_devices([{"path": "/dev/mem", "type": "c", "major": 1, "minor": 1}], allow_mem),
+                      "linux.devices[0]: '/dev/mem' (c 1:1) is the host's memory or I/O ports")
+    check("the host's memory (c 1:1): refused by name, nothing left", ok, out)
+    ok, out = refused("slashes", with_devices([{"path": "/dev//shm/x", "type": "c", "major": 1, "minor": 3}]),
+                      "linux.devices[0].path: '/dev//shm/x'")
+    check("a path with an empty part (/dev//shm/x): refused by name", ok, out)
+    open(log, "w").close()
+
+    def confined_block(c):
+        with_devices([{"path": "/dev/hostdisk", "type": "b", "major": 7, "minor": 0}, nodes[0]],
+                     [{"allow": True, "access": "rwm"}])(c)
+        c["annotations"] = {"abox.confinement": "abox"}
+    code, out = run("confined", ["/bin/sh", "-c", "ls /dev/hostdisk /dev/mynull 2>&1"], confined_block)
+    check("under abox's confinement a block device is left out (said in the log), a character one made",
+          code is not None and "hostdisk: No such file or directory" in out and "/dev/mynull" in out
+          and "hostdisk' left out (abox's confinement)" in open(log).read(),
+          (code, out, open(log).read()[-600:]))
     ok, out = refused("half", with_devices(nodes[:1], [DENY_ALL, {"allow": True, "type": "c", "major": 1,
                                                                  "minor": 3, "access": "r"}]),
                       "linux.resources.devices: c 1:3 ('/dev/mynull') may only be read")
@@ -78,7 +100,7 @@ try:
     ok, out = refused("pts", with_devices([{"path": "/dev/pts/9", "type": "c", "major": 136, "minor": 9}]),
                       "linux.devices[0].path: '/dev/pts/9'")
     check("a node in the container's devpts: refused by name", ok, out)
-    ok, out = refused("clash", with_devices([{"path": "/dev/null", "type": "c", "major": 1, "minor": 5}]),
+    ok, out = refused("clash", with_devices([{"path": "/dev/null", "type": "c", "major": 1, "minor": 5}], allow_mem),
                       "linux.devices: '/dev/null' is abox's own and another device")
     check("a node over abox's /dev/null with other numbers: refused by name, nothing left", ok, out)
 

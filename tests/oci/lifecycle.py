@@ -511,12 +511,17 @@ try:
     check("linux.namespaces pid with a path (a pod that shares it): joined, the pod's processes seen "
           "(its abox-init is PID 1, its sleep PID 2)",
           r.returncode == 0 and r2.returncode == 0 and got == ["abox-init", "sleep", want_ns], (r, r2, got, want_ns))
-    k = oci("delete", "--force", "sharedpid")
+    ps = oci("ps", "--format", "json", "sharedpid")
+    mine = json.loads(ps.stdout) if ps.returncode == 0 else []
+    check("... ps lists the joining container's processes (its init and sleep), none of the pod's",
+          len(mine) == 2 and spid in mine and ppid not in mine, (ps, mine, spid, ppid))
+    k = oci("kill", "--all", "sharedpid", "KILL")
     reap(spid)
     time.sleep(0.3)
     left = [p for p in os.listdir("/proc") if p.isdigit() and _ns(p) == want_ns]
-    check("... delete --force of the joining container ends its processes and leaves the pod's",
+    check("... kill --all KILL ends the joining container's processes (its init is not PID 1) and leaves the pod's",
           k.returncode == 0 and oci("state", "pidpod").returncode == 0 and len(left) == 2, (k, left))
+    oci("delete", "--force", "sharedpid")
     oci("delete", "--force", "pidpod")
     reap(ppid)
 

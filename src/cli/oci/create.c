@@ -61,7 +61,7 @@ static int parse(int argc, char **argv, bool run, struct create_opts *o)
 			/* checked before this runtime opens anything that could
 			 * take a missing one's place */
 			for (unsigned k = 0; k < o->preserve_fds; k++)
-				if (fcntl(3 + (int)k, F_GETFD) < 0)
+				if (fcntl(3 + (int)k, F_GETFD) < 0 || 3 + (int)k == oci_log_fd())
 					return oci_error("--preserve-fds %u: descriptor %u is not open",
 							 o->preserve_fds, 3 + k);
 		} else if (!strcmp(name, "pidfd-socket"))

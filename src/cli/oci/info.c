@@ -39,14 +39,13 @@ int oci_ps(int argc, char **argv)
 		return 1;
 	int pid;
 	const char *st = oci_status(ctx, &c, &pid);
+	char sandbox[sizeof(c.sandbox)];
+	snprintf(sandbox, sizeof(sandbox), "%s", c.sandbox);
 	oci_close(&c, ctx);
-	char path[64];
-	struct stat ns;
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
-	if (!strcmp(st, "stopped") || stat(path, &ns) < 0)
+	if (!strcmp(st, "stopped"))
 		return oci_error("container not running");
 	static int pids[65536];
-	size_t n = oci_pids(ns.st_ino, pids, sizeof(pids) / sizeof(pids[0]));
+	size_t n = oci_pids(sandbox, pids, sizeof(pids) / sizeof(pids[0]));
 	if (!strcmp(format, "json")) {
 		putchar('[');
 		for (size_t k = 0; k < n; k++)

@@ -180,23 +180,18 @@ static int signal_number(const char *s)
 	return -1;
 }
 
-static int kill_all(int init_pid, int sig)
+static int kill_all(int init_pid, const char *sandbox, int sig)
 {
-	char path[64];
-	struct stat ns;
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", init_pid);
-	if (stat(path, &ns) < 0)
-		return oci_error("container not running");
+	/* by the container's cgroups, never its pid namespace: a pod's
+	 * shared one holds other containers' processes too */
 	static int pids[65536];
-	size_t n = oci_pids(ns.st_ino, pids, sizeof(pids) / sizeof(pids[0]));
+	size_t n = oci_pids(sandbox, pids, sizeof(pids) / sizeof(pids[0]));
 	for (size_t i = 0; i < n; i++) {
 		if (pids[i] == init_pid)
 			continue;
 		int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-		struct stat again;
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pids[i]);
 		/* the pid still names a process of the container */
-		if (fd >= 0 && stat(path, &again) == 0 && again.st_ino == ns.st_ino)
+		if (fd >= 0 && oci_pid_of(pids[i], sandbox))
 			(void)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
 		if (fd >= 0)
 			close(fd);
@@ -294,15 +289,17 @@ int oci_kill(int argc, char **argv)
 	if (pfd < 0 || again != pid || !strcmp(st, "stopped"))
 		r = all ? 0 : oci_error("container not running");
 	/* --all: every process of the container, as runc signals its
-	 * cgroup's (each through a pidfd taken while it is in the container's
-	 * pid namespace); SIGKILL to init does that at once */
+	 * cgroup's (each through a pidfd taken while it is in the
+	 * container's cgroups); SIGKILL to init ends the rest with it when
+	 * init is its pid namespace's PID 1, not in a pod's shared one */
 	else if (all && sig != SIGKILL)
-		r = kill_all(pid, sig);
+		r = kill_all(pid, c.sandbox, sig);
 	else if (sig == SIGSTOP)
 		r = stop_main(pid, sig);
 	/* a paused container's init cannot act on a signal it forwards:
 	 * only SIGKILL (the kernel's) ends it frozen, as runc's */
-	else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+	else if ((all && kill_all(pid, c.sandbox, SIGKILL)) ||
+		 syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
 		r = oci_error("kill: %s", strerror(errno));
 	if (pfd >= 0)
 		close(pfd);

@@ -20,6 +20,11 @@
 struct oci_globals oci_g = { .root = "/run/abox-oci", .rootless = "auto" };
 static int log_fd = 2;
 
+int oci_log_fd(void)
+{
+	return log_fd;
+}
+
 static void log_line(const char *level, const char *msg)
 {
 	char ts[40];

@@ -28,6 +28,8 @@ extern struct oci_globals oci_g;
  * "time"} with --log-format json, else text; when the log is a file, said
  * on stderr too (what runc does: its callers read either). Returns 1. */
 int oci_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The log's fd (2 without --log). */
+int oci_log_fd(void);
 /* A warning, one line to the log only. */
 void oci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -129,9 +131,11 @@ int oci_console_send(const char *path, int master);
 /* A pidfd of pid over --pidfd-socket (runc 1.2's): 0, or 1 with the
  * error said. */
 int oci_pidfd_send(const char *path, pid_t pid);
-/* The pids of the processes in the pid namespace whose /proc/P/ns/pid
- * inode is ns (a container's: its init's among them), at most max. */
-size_t oci_pids(ino_t ns, int *out, size_t max);
+/* Whether pid is a process of sandbox's (in its cgroups: a container's
+ * pid namespace may be a pod's, shared with other containers). */
+bool oci_pid_of(int pid, const char *sandbox);
+/* The pids of sandbox's processes (its init's among them), at most max. */
+size_t oci_pids(const char *sandbox, int *out, size_t max);
 /* Writes text to path through a new file renamed over it (readers never
  * see half of it): 0 or -errno. */
 int oci_write_file(const char *path, const char *text);

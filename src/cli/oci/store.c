@@ -242,19 +242,34 @@ const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
 }
 
 /* Processes whose pid namespace is ns's (st_ino of /proc/P/ns/pid). */
-size_t oci_pids(ino_t ns, int *out, size_t max)
+bool oci_pid_of(int pid, const char *sandbox)
+{
+	char path[64], text[8192], tag[128];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	snprintf(tag, sizeof(tag), "/abox-%s", sandbox);
+	FILE *f = fopen(path, "re");
+	size_t got = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[got] = '\0';
+	/* the sandbox's folder, whole: "/abox-ID" then "/" or the line's end */
+	size_t k = strlen(tag);
+	for (const char *s = strstr(text, tag); s; s = strstr(s + 1, tag))
+		if (s[k] == '/' || s[k] == '\n' || !s[k])
+			return true;
+	return false;
+}
+
+size_t oci_pids(const char *sandbox, int *out, size_t max)
 {
 	size_t n = 0;
 	DIR *d = opendir("/proc");
-	for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
+	for (struct dirent *e; d && sandbox[0] && (e = readdir(d)) && n < max;) {
 		char *end;
 		long p = strtol(e->d_name, &end, 10);
 		if (*end || p <= 0)
 			continue;
-		char path[64];
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", p);
-		if (stat(path, &st) == 0 && st.st_ino == ns)
+		if (oci_pid_of((int)p, sandbox))
 			out[n++] = (int)p;
 	}
 	if (d)

@@ -335,7 +335,8 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		n++;
 	}
 	unsigned ndev = 0;
-	if ((r = oci_devices_prepare(s, &oc->devices, &ndev, err)) < 0)
+	if ((r = oci_devices_prepare(s, ours || abox_confinement(s), &oc->devices, &ndev, oc->warning,
+				     sizeof(oc->warning), err)) < 0)
 		return r;
 	oc->ro = (struct rootfs_oci){ .root = oc->root,
 				      .readonly = s->root_readonly,

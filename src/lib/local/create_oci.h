@@ -65,9 +65,11 @@ struct proto_msg;
 int oci_process_check(const struct oci_process *p, abox_error *err);
 /* linux.devices kept by linux.resources.devices (oci_devices.c): the
  * nodes to make (*out, the caller's to free; its strings the spec's), or
- * the error naming the field abox cannot hold. */
-int oci_devices_prepare(const struct oci_spec *s, struct rootfs_oci_device **out, unsigned *n,
-			abox_error *err);
+ * the error naming the field abox cannot hold. ours: under abox's
+ * confinement, which leaves out the host's disks and consoles (said in
+ * warning, appended). */
+int oci_devices_prepare(const struct oci_spec *s, bool ours, struct rootfs_oci_device **out, unsigned *n,
+			char *warning, size_t wn, abox_error *err);
 void oci_process_put(struct proto_msg *m, const struct oci_process *p);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */

@@ -158,6 +158,9 @@ static int protect(const char *const *paths, bool mask, abox_error *err)
  * otherwise. */
 static int make_devices(const struct rootfs_oci *o, abox_error *err)
 {
+	struct stat dev;
+	if (o->ndevices && stat("/dev", &dev) < 0)
+		return abox_error_set(err, errno, "linux.devices: /dev");
 	for (unsigned i = 0; i < o->ndevices; i++) {
 		const struct rootfs_oci_device *d = &o->devices[i];
 		const char *slash = strrchr(d->path, '/');
@@ -169,7 +172,13 @@ static int make_devices(const struct rootfs_oci *o, abox_error *err)
 		const char *name = slash + 1;
 		int r = 0;
 		struct stat st;
-		if (mknodat(dir, name, d->mode, d->rdev) < 0) {
+		/* in abox's /dev tmpfs itself, never on a mount over a part of
+		 * it (a bind of a host folder there would get the node) */
+		if (fstat(dir, &st) < 0 || st.st_dev != dev.st_dev)
+			r = abox_error_setx(err, EXDEV,
+					    "linux.devices: '%s' is not in abox's /dev (a mount over it)",
+					    d->path);
+		else if (mknodat(dir, name, d->mode, d->rdev) < 0) {
 			if (errno != EEXIST)
 				r = abox_error_set(err, errno, "linux.devices: make '%s'", d->path);
 			else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)

@@ -170,9 +170,9 @@ static int setup_dev(const char *root, bool init_in_dev, unsigned extra, abox_er
 	/* A fresh tmpfs with device nodes we create ourselves, rather than
 	 * binds of the host's: nothing in it is a host object (a checkpointer
 	 * can dump fds on it), and only these six devices exist at all. */
-	/* extra: an OCI config's nodes, each with a folder at most */
+	/* extra: an OCI config's nodes and their folders */
 	safe_snprintf(opts, sizeof(opts), "mode=0755,size=%s,nr_inodes=%u,uid=%u,gid=%u",
-		      init_in_dev ? "256k" : "64k", 64 + 2 * extra, (unsigned)b, (unsigned)b);
+		      init_in_dev ? "256k" : "64k", 64 + extra, (unsigned)b, (unsigned)b);
 	if ((r = mkdir_p1(p, 0755, err)) < 0 ||
 	    (r = do_mount("tmpfs", p, "tmpfs", MS_NOSUID | (init_in_dev ? 0 : MS_NOEXEC), opts, err)) < 0)
 		return r;
@@ -567,7 +567,14 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	}
 	spawn_mark(plan->marks, MARK_LAYER);
 
-	if ((r = setup_dev(root, plan->init_in_dev, plan->oci ? plan->oci->ndevices : 0, err)) < 0)
+	/* an OCI config's nodes, each with its folders */
+	unsigned dev_inodes = 0;
+	for (unsigned i = 0; plan->oci && i < plan->oci->ndevices; i++)
+		for (const char *c = plan->oci->devices[i].path + 5; *c; c++)
+			dev_inodes += *c == '/';
+	if (plan->oci)
+		dev_inodes += plan->oci->ndevices;
+	if ((r = setup_dev(root, plan->init_in_dev, dev_inodes, err)) < 0)
 		return r;
 	spawn_mark(plan->marks, MARK_DEV);
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)

@@ -18,8 +18,28 @@
 /* A new time namespace for this process's next children, its clocks'
  * offsets written before one is in it (clone3's CLONE_NEWTIME would leave
  * no moment for them). */
+/* The number of threads of this process, or 0 when unknown. */
+static unsigned threads(void)
+{
+	char line[128];
+	unsigned n = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "Threads: %u", &n) != 1)
+		;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 static int time_ahead(const struct spawn_config *cfg, int *own, abox_error *err)
 {
+	/* the kernel gives a process its own time namespace back only when
+	 * it is single-threaded: a multi-threaded creator would make every
+	 * later child in the container's clocks */
+	if (threads() != 1)
+		return abox_error_setx(err, EUSERS,
+				       "linux.namespaces: a time namespace needs a creator with one thread "
+				       "(abox oci is one; this process has more)");
 	char text[128];
 	int n = snprintf(text, sizeof(text), "%d %lld %u\n%d %lld %u\n", CLOCK_MONOTONIC,
 			 (long long)cfg->time_offset_s[0], cfg->time_offset_ns[0], CLOCK_BOOTTIME,
