@@ -313,9 +313,11 @@ try:
     iid, itok = isb["sandboxID"], isb["envdAccessToken"]
 
     def when_there(path):
-        """The bytes of a file of that sandbox once it is there (5 s at most)."""
+        """The bytes of a file of that sandbox once it has some (5 s at
+        most): the shell's redirect makes it empty before echo writes."""
         ih = {"E2b-Sandbox-Id": iid, "E2b-Sandbox-Port": "49983", "X-Access-Token": itok}
-        _, got = wait_for(lambda: d.req_raw("GET", f"/files?path={path}", headers=ih), lambda r: r[0] == 200, 100, 0.05)
+        _, got = wait_for(lambda: d.req_raw("GET", f"/files?path={path}", headers=ih),
+                          lambda r: r[0] == 200 and len(r[1]) > 0, 100, 0.05)
         return got
 
     def chunk(b):
