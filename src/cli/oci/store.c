@@ -241,7 +241,8 @@ const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
 	return c->started ? "running" : "created";
 }
 
-/* Processes whose pid namespace is ns's (st_ino of /proc/P/ns/pid). */
+/* oci_pid_of and oci_pids (oci.h): by the sandbox's cgroup folder, named
+ * in every hierarchy's line of /proc/P/cgroup. */
 bool oci_pid_of(int pid, const char *sandbox)
 {
 	char path[64], text[8192], tag[128];
