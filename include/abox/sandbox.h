@@ -59,6 +59,15 @@ typedef struct abox_sandbox abox_sandbox;
  * capabilities beyond abox's set are dropped, abox's seccomp policy
  * replaces the config's profile (docs/kubernetes.md). */
 #define ABOX_SANDBOX_OCI_ABOX_CONFINEMENT (1u << 8)
+/* An OCI container run as a container engine's default asks
+ * (annotation abox.confinement=compat): its noNewPrivileges false is
+ * honoured and its capabilities up to containerd's default set are
+ * granted (abox's set and CAP_NET_RAW, CAP_MKNOD, CAP_AUDIT_WRITE; more is
+ * refused by name), its root keeps setuid binaries working. abox's seccomp
+ * policy, masks and its own /dev stay: with CAP_MKNOD a node the container
+ * makes opens nothing (every mount it can write is nodev, abox's nodes
+ * are bound in). Not with ABOX_SANDBOX_OCI_ABOX_CONFINEMENT. */
+#define ABOX_SANDBOX_OCI_COMPAT (1u << 9)
 
 /* ---- networking -------------------------------------------------------- */
 

@@ -147,6 +147,41 @@ static long child_capsets(uint64_t inh, uint64_t amb, bool root)
 	return 0;
 }
 
+/* An OCI container's own seccomp profile, over init's (the kernel runs
+ * both, the stricter answer wins: it can only take away). */
+static long filter_install(const struct exec_req *req)
+{
+	struct {
+		unsigned short len;
+		const uint64_t *filter;
+	} prog = { req->filter_len, req->filter }; /* struct sock_fprog */
+	return RS3(SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, 0, &prog);
+}
+
+/* CAP_SYS_ADMIN raised from init's permitted set, where init keeps it
+ * (oci_caps_park: an OCI container run as a container engine's default,
+ * with a profile): what the kernel asks of a process that installs a
+ * filter without no_new_privs. Gone at the exec, which gives the
+ * process its bounding set and nothing else (init's inheritable set is
+ * empty). */
+static long admin_raise(void)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2];
+	long r = RS2(SYS_capget, &hdr, data);
+	if (r < 0)
+		return r;
+	if (!(data[0].permitted & (1u << 21 /* CAP_SYS_ADMIN */)))
+		return -EPERM;
+	data[0].effective |= 1u << 21;
+	return RS2(SYS_capset, &hdr, data);
+}
+
 /* The child, between its start and its exec. */
 __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 {
@@ -251,6 +286,11 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 	 * survive the change of user to give them (the kernel clears the
 	 * flag at the exec) */
 	uint64_t inh = req->caps_inh & (req->has_caps ? req->caps : ~0ULL), amb = req->caps_amb;
+	/* a profile for a process without no_new_privs: installed now, before
+	 * the change of user (as runc does then), so it judges that too */
+	bool early = req->filter_len && !req->nnp && admin_raise() == 0;
+	if (early && (r = filter_install(req)) < 0)
+		child_fail(ep, (int)-r, "seccomp", "linux.seccomp");
 	if ((inh || amb) && (r = RS2(SYS_prctl, PR_SET_KEEPCAPS, 1)) < 0)
 		child_fail(ep, (int)-r, "capabilities", "PR_SET_KEEPCAPS");
 	if ((r = RS2(SYS_setgroups, req->ngroups, req->groups)) < 0)
@@ -265,17 +305,17 @@ __attribute__((noinline, noreturn)) void child_exec(const struct child_args *a)
 		child_fail(ep, (int)-r, "cwd", req->cwd);
 	if (req->umask)
 		(void)RS1(SYS_umask, req->umask & 0777);
-	/* an OCI container's own profile, over init's (the kernel runs both,
-	 * the stricter answer wins: it can only take away): the last step,
-	 * so it judges the program and not this set-up */
-	if (req->filter_len) {
-		struct {
-			unsigned short len;
-			const uint64_t *filter;
-		} prog = { req->filter_len, req->filter }; /* struct sock_fprog */
-		if ((r = RS3(SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, 0, &prog)) < 0)
-			child_fail(ep, (int)-r, "seccomp", "linux.seccomp");
-	}
+	/* no_new_privs asked for (an init started without it: an OCI
+	 * container run as a container engine's default), or needed: the
+	 * kernel takes a filter from a process without CAP_SYS_ADMIN only
+	 * with it (init holds none to raise under abox's own confinement,
+	 * which keeps no_new_privs anyway) */
+	if (!early && (req->nnp || req->filter_len) && (r = RS2(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1)) < 0)
+		child_fail(ep, (int)-r, "no_new_privs", "process.noNewPrivileges");
+	/* otherwise the last step, so it judges the program and not this
+	 * set-up */
+	if (!early && req->filter_len && (r = filter_install(req)) < 0)
+		child_fail(ep, (int)-r, "seccomp", "linux.seccomp");
 	exec_path(req->argv[0], req->argv, a->envp, ep);
 	child_exit(127);
 }

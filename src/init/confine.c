@@ -60,7 +60,7 @@ static int confine(abox_error *e)
 	close(INIT_USERNS_FD);
 	/* the namespace came with every capability within it: down to the
 	 * sandbox's set, as the child does without a user namespace */
-	if (caps_apply(c.caps_keep, (int)c.last_cap, e) < 0)
+	if (caps_apply(c.caps_keep, 0, (int)c.last_cap, e) < 0)
 		return -1;
 	if (size) {
 		struct bpf_prog prog = { .len = (unsigned short)c.bpf_len, .filter = insns };

@@ -165,6 +165,9 @@ int exec_parse(const struct proto_frame *f, struct exec_req *req)
 		case F_CAPS_AMB:
 			r = proto_field_u64(&fl, &req->caps_amb);
 			break;
+		case F_NNP:
+			req->nnp = true;
+			break;
 		case F_SECCOMP:
 			r = parse_filter(&fl, req);
 			break;

@@ -75,6 +75,7 @@ struct exec_req {
 	bool has_caps; /* F_CAPS: caps is the process's bounding set */
 	uint64_t caps;
 	uint64_t caps_inh, caps_amb; /* F_CAPS_INH, F_CAPS_AMB (0: none) */
+	bool nnp; /* F_NNP: no_new_privs set for it (init's own is inherited anyway) */
 	uint64_t *filter; /* F_SECCOMP: a BPF program (struct sock_filter, 8 bytes each),
 			   * installed last, before the exec */
 	unsigned short filter_len;
@@ -182,6 +183,12 @@ void oci_fds(int ci, const struct proto_frame *f);
 /* An exec with the caller's three fds as its stdio (EXEC_FDS): takes req. */
 void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req);
 bool oci_signal(int sig, int code, int sender);
+/* CAP_SYS_ADMIN out of init's effective and inheritable sets when it is
+ * in its permitted set alone, not its bounding set: an OCI container run
+ * as a container engine's default, with a seccomp profile, whose
+ * processes without no_new_privs need it to install that profile
+ * (child_exec). In main, before anything but init_confine. */
+void oci_caps_park(void);
 void oci_signals(sigset_t *mask);
 
 /* users.c: the identity a request names (F_USER, F_UID, F_GID): `user`

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 	/* First thing: not dumpable (see the file comment). execve reset it. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	init_confine();
+	oci_caps_park();
 	/* exec from a memfd names the process after the fd; ps and
 	 * /proc/1/comm should say what it is */
 	prctl(PR_SET_NAME, "abox-init", 0, 0, 0);

@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -44,6 +46,28 @@ static bool forwarded(int sig)
 		if (sig == not_ours[i])
 			return false;
 	return sig > 0 && sig < _NSIG && (sig < 32 || sig >= SIGRTMIN) && sig != watchdog_signal();
+}
+
+void oci_caps_park(void)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2];
+	const uint32_t admin = 1u << 21; /* CAP_SYS_ADMIN */
+	if (syscall(SYS_capget, &hdr, data) < 0 || !(data[0].permitted & admin) ||
+	    prctl(PR_CAPBSET_READ, 21, 0, 0, 0) != 0)
+		return;
+	/* kept for the children's profile alone: never effective in init,
+	 * and never inheritable, so no exec of init's gives it further
+	 * (root's exec adds the inheritable set to its permitted set) */
+	data[0].effective &= ~admin;
+	data[0].inheritable = data[1].inheritable = 0;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		_exit(125);
 }
 
 void oci_signals(sigset_t *mask)

@@ -137,7 +137,7 @@ def run_one_runtime(rt, built, src, work, tests):
     os.makedirs(bindir, exist_ok=True)
     wrapper = os.path.join(bindir, rt)
     root = os.path.join(work, "roots", rt)
-    cmd = {"abox": f"ABOX_OCI_CONFINEMENT=abox exec {os.path.join(os.path.abspath(sys.argv[1]), 'abox')} oci "
+    cmd = {"abox": f"ABOX_OCI_CONFINEMENT=compat exec {os.path.join(os.path.abspath(sys.argv[1]), 'abox')} oci "
                    f"--root {root}",
            "crun": f"exec crun --cgroup-manager=disabled --root {root}",
            "runc": f"exec runc --root {root}"}[rt]

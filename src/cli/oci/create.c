@@ -178,6 +178,14 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 		oci_ctr_free(c);
 		return oci_error("cannot use console socket if runc will not detach or allocate tty");
 	}
+	/* a node's choice for all its containers (a container engine's
+	 * environment), as the annotation is a container's: a misspelt one
+	 * is an error, never the strict default taken silently */
+	const char *conf = getenv("ABOX_OCI_CONFINEMENT");
+	if (conf && *conf && strcmp(conf, "abox") && strcmp(conf, "compat")) {
+		oci_ctr_free(c);
+		return oci_error("ABOX_OCI_CONFINEMENT=%.64s: neither abox nor compat", conf);
+	}
 	char dir[4200];
 	snprintf(dir, sizeof(dir), "%s/%s", oci_g.root, o->id);
 	if (mkdir(dir, 0700) < 0) {
@@ -202,11 +210,11 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 		remove_dir(o->id);
 		return 1;
 	}
-	/* a node's choice for all its containers (a container engine's
-	 * environment), as the annotation is a container's */
-	const char *conf = getenv("ABOX_OCI_CONFINEMENT");
 	if (conf && !strcmp(conf, "abox"))
 		so.flags |= ABOX_SANDBOX_OCI_ABOX_CONFINEMENT;
+	else if (conf && !strcmp(conf, "compat"))
+		so.flags |= ABOX_SANDBOX_OCI_COMPAT;
+
 	so.oci_console = terminal ? &console : NULL;
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;

@@ -26,8 +26,9 @@
 uint64_t caps_default(void);
 /* Highest capability number the kernel knows (/proc/sys/kernel/cap_last_cap). */
 int caps_last_cap(void);
-/* Bounding set := keep, inheritable := 0, ambient := 0. */
-int caps_apply(uint64_t keep, int last_cap, abox_error *err);
+/* Bounding set := keep, inheritable := inherit (0 but where a root's exec
+ * must give more than keep: spawn_config.keep_admin), ambient := 0. */
+int caps_apply(uint64_t keep, uint64_t inherit, int last_cap, abox_error *err);
 /* "CAP_CHOWN" style name, or NULL. */
 const char *caps_name(int cap);
 

@@ -2,8 +2,10 @@
  * cannot do is refused here, before anything is made, naming its JSON
  * path; nothing in a config makes a container less confined than abox's
  * own sandboxes (its seccomp policy, capability set, /proc and /sys
- * masks, no_new_privs always stand). */
+ * masks, no_new_privs stand) unless its annotation says compat, and then
+ * only as far as a container engine's default (confinement, refuse). */
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,24 +249,50 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 	return 0;
 }
 
-/* The annotation that lets abox's own confinement stand where the
- * config asks for less (docs/kubernetes.md): capabilities beyond abox's
- * set are dropped, no_new_privs stays. Without it those are errors: a
- * config never weakens abox, nor is quietly made stricter than it says.
- * (A seccomp profile needs no annotation: it runs over abox's policy.) */
+/* The annotation that says what happens where a config asks for less
+ * confinement than abox's (docs/kubernetes.md): without it such a config
+ * is an error (it never weakens abox, nor is quietly made stricter than it
+ * says); "abox" drops capabilities beyond abox's set and keeps
+ * no_new_privs; "compat" grants what a container engine's default asks
+ * (its noNewPrivileges false, containerd's default capabilities) and no
+ * more. (A seccomp profile needs no annotation: it runs over abox's
+ * policy.) */
 #define CONFINEMENT_ANNOTATION "abox.confinement"
 
-static bool abox_confinement(const struct oci_spec *s)
+/* containerd's (and Docker's) default set beyond abox's: raw sockets in
+ * the container's own network namespace, device nodes that open nothing
+ * (every mount it writes is nodev: rootfs_oci.dev_bound), audit records */
+#define COMPAT_CAPS ((1ULL << CAP_NET_RAW) | (1ULL << CAP_MKNOD) | (1ULL << CAP_AUDIT_WRITE))
+
+static int confinement(const struct oci_spec *s, enum oci_confinement node, enum oci_confinement *out,
+		       abox_error *err)
 {
-	for (size_t i = 0; s->annotations && s->annotations[i]; i++)
-		if (!strcmp(s->annotations[i], CONFINEMENT_ANNOTATION "=abox"))
-			return true;
-	return false;
+	const size_t k = strlen(CONFINEMENT_ANNOTATION "=");
+	enum oci_confinement own = OCI_CONF_STRICT;
+	for (size_t i = 0; s->annotations && s->annotations[i]; i++) {
+		const char *a = s->annotations[i];
+		if (strncmp(a, CONFINEMENT_ANNOTATION "=", k))
+			continue;
+		if (!strcmp(a + k, "abox"))
+			own = OCI_CONF_ABOX;
+		else if (!strcmp(a + k, "compat"))
+			own = OCI_CONF_COMPAT;
+		else
+			return abox_error_setx(err, EINVAL,
+					       "annotations: " CONFINEMENT_ANNOTATION
+					       ": '%s' is neither abox nor compat",
+					       strnlen(a + k, 65) > 64 ? "(a value over 64 bytes)" : a + k);
+	}
+	/* abox's own confinement, where the node or the container asks for
+	 * it, wins over compat */
+	*out = own == OCI_CONF_ABOX || node == OCI_CONF_ABOX       ? OCI_CONF_ABOX
+	       : own == OCI_CONF_COMPAT || node == OCI_CONF_COMPAT ? OCI_CONF_COMPAT
+								   : OCI_CONF_STRICT;
+	return 0;
 }
 
-static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
+static int refuse(const struct oci_spec *s, enum oci_confinement conf, abox_error *err)
 {
-	ours |= abox_confinement(s);
 	/* the hooks are `abox oci`'s to run (src/cli/oci/hooks.c) */
 	int r = oci_sysctl_check(s->sysctl, err);
 	if (r < 0)
@@ -278,29 +306,37 @@ static int refuse(const struct oci_spec *s, bool ours, abox_error *err)
 	if (s->resources.hugepage_json || s->resources.unified_json)
 		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
 				       s->resources.unified_json ? "unified" : "hugepageLimits");
-	if (!s->process.no_new_privileges && !ours)
+	if (!s->process.no_new_privileges && conf == OCI_CONF_STRICT)
 		return abox_error_setx(err, EPERM,
-				       "process.noNewPrivileges: false: abox always sets no_new_privs (the "
+				       "process.noNewPrivileges: false: abox sets no_new_privs unless the "
 				       "annotation " CONFINEMENT_ANNOTATION
-				       "=abox keeps it without this error)");
+				       "=compat lets it go (with " CONFINEMENT_ANNOTATION
+				       "=abox it stays, without this error)");
 	const struct oci_process *p = &s->process;
 	const uint64_t sets[] = { p->cap_bounding, p->cap_effective, p->cap_permitted, p->cap_inheritable,
 				  p->cap_ambient };
 	static const char *const names[] = { "bounding", "effective", "permitted", "inheritable", "ambient" };
-	for (size_t i = 0; i < 5 && !ours; i++) {
-		uint64_t beyond = sets[i] & ~caps_default();
+	uint64_t granted = caps_default() | (conf == OCI_CONF_COMPAT ? COMPAT_CAPS : 0);
+	for (size_t i = 0; i < 5 && conf != OCI_CONF_ABOX; i++) {
+		uint64_t beyond = sets[i] & ~granted;
 		for (int c = 0; c < 64 && beyond; c++)
 			if (beyond & (1ull << c))
 				return abox_error_setx(
 					err, EPERM,
-					"process.capabilities.%s: %s is beyond what abox grants a "
-					"sandbox (the annotation " CONFINEMENT_ANNOTATION "=abox drops it)",
+					conf == OCI_CONF_COMPAT
+						? "process.capabilities.%s: %s is beyond a container "
+						  "engine's "
+						  "default set, the most abox grants (" CONFINEMENT_ANNOTATION
+						  "=abox drops it)"
+						: "process.capabilities.%s: %s is beyond what abox grants a "
+						  "sandbox (the annotation " CONFINEMENT_ANNOTATION
+						  "=abox drops it; =compat grants containerd's default set)",
 					names[i], caps_name(c) ? caps_name(c) : "a capability");
 	}
 	return 0;
 }
 
-int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abox_error *err)
+int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci_create *oc, abox_error *err)
 {
 	*oc = OCI_CREATE_INIT;
 	int r = oci_spec_load(bundle, &oc->spec, err);
@@ -309,8 +345,14 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 	struct oci_spec *s = &oc->spec;
 	if (!s->process.present || !s->process.args || !s->process.args[0])
 		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
-	if ((r = refuse(s, ours, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
-	    (r = oci_process_check(&s->process, err)) < 0)
+	if ((r = confinement(s, node, &oc->conf, err)) < 0)
+		return r;
+	/* init's own set: what the config's process may have (its own
+	 * bounding set is dropped to in init's child) */
+	oc->init_caps =
+		caps_default() | (oc->conf == OCI_CONF_COMPAT ? s->process.cap_bounding & COMPAT_CAPS : 0);
+	if ((r = refuse(s, oc->conf, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
+	    (r = oci_process_check(&s->process, oc->init_caps, err)) < 0)
 		return r;
 	if (!s->root_path)
 		return abox_error_setx(err, EINVAL, "root.path: missing");
@@ -335,7 +377,7 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 		n++;
 	}
 	unsigned ndev = 0;
-	if ((r = oci_devices_prepare(s, ours || abox_confinement(s), &oc->devices, &ndev, oc->warning,
+	if ((r = oci_devices_prepare(s, oc->conf == OCI_CONF_ABOX, &oc->devices, &ndev, oc->warning,
 				     sizeof(oc->warning), err)) < 0)
 		return r;
 	oc->ro = (struct rootfs_oci){ .root = oc->root,
@@ -349,15 +391,14 @@ int oci_create_prepare(const char *bundle, bool ours, struct oci_create *oc, abo
 				      .readonly_paths = (const char *const *)s->readonly_paths,
 				      .devices = oc->devices,
 				      .ndevices = ndev };
-	oc->caps = s->process.cap_bounding;
 	/* the config's profile over abox's own policy (both run, the
 	 * stricter answer wins), matched against the capabilities the
 	 * process keeps; compiled now, so a profile abox cannot load fails
 	 * the create before anything is made */
 	if (s->seccomp_json) {
 		struct policy_env env = { .caps = (s->process.has_capabilities ? s->process.cap_bounding
-									       : caps_default()) &
-						  caps_default(),
+									       : oc->init_caps) &
+						  oc->init_caps,
 					  .kernel = local_kernel_version() };
 		if ((r = policy_compile(s->seccomp_json, strlen(s->seccomp_json), "linux.seccomp", &env,
 					&oc->seccomp, err)) < 0)
@@ -449,7 +490,7 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 		return r;
 	}
 	proto_msg_init(&m, MSG_REQ_EXEC, ++sb->next_req);
-	oci_process_put(&m, &spec->process);
+	oci_process_put(&m, &spec->process, oc->init_caps);
 	proto_put_u64(&m, F_FLAGS, EXEC_HELD | (slave >= 0 ? EXEC_TTY : 0));
 	if (oc->seccomp.len)
 		proto_put_bytes(&m, F_SECCOMP, oc->seccomp.insns,
@@ -489,8 +530,11 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 		if (fcntl(3 + (int)i, F_GETFD) < 0)
 			return abox_error_setx(err, EBADF, "--preserve-fds %u: descriptor %u is not open",
 					       o->oci_preserve_fds, 3 + i);
-	int r = oci_create_prepare(o->oci_bundle, (o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT) != 0, oc,
-				   err);
+	int r = oci_create_prepare(o->oci_bundle,
+				   (o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT) ? OCI_CONF_ABOX
+				   : (o->flags & ABOX_SANDBOX_OCI_COMPAT)         ? OCI_CONF_COMPAT
+										  : OCI_CONF_STRICT,
+				   oc, err);
 	if (r < 0)
 		return r;
 	oc->preserve_fds = o->oci_preserve_fds;
@@ -519,9 +563,15 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	cfg->rootfs.ntrees = 0;
 	if (oc->spec.hostname && *oc->spec.hostname)
 		cfg->rootfs.hostname = oc->spec.hostname;
-	/* init keeps abox's own set: it needs CAP_SETUID, CAP_SETGID and
-	 * CAP_KILL for the process, whose set (at most abox's) it applies
-	 * to that process alone (oci_process_put) */
+	/* init keeps abox's own set (and compat's extras the config asks
+	 * for): it needs CAP_SETUID, CAP_SETGID and CAP_KILL for the
+	 * process, whose set it applies to that process alone
+	 * (oci_process_put) */
+	cfg->caps_keep = oc->init_caps;
+	cfg->no_nnp = oc->conf == OCI_CONF_COMPAT;
+	cfg->keep_admin = cfg->no_nnp && oc->seccomp.len;
+	oc->ro.dev_bound = (oc->init_caps & (1ULL << CAP_MKNOD)) != 0;
+	oc->ro.suid = oc->conf == OCI_CONF_COMPAT;
 	cfg->keep_stdio = true;
 	if (oc->pidns_fd >= 0) {
 		cfg->pidns_join = true;

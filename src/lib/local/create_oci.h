@@ -14,8 +14,19 @@
 
 struct abox_sandbox;
 
+/* Where a config asks for less confinement than abox's (docs/kubernetes.md):
+ * refused (strict, the default), abox's own kept (abox.confinement=abox),
+ * or granted up to a container engine's default (abox.confinement=compat). */
+enum oci_confinement {
+	OCI_CONF_STRICT,
+	OCI_CONF_ABOX,
+	OCI_CONF_COMPAT
+};
+
 struct oci_create {
 	struct oci_spec spec;
+	enum oci_confinement conf;
+	uint64_t init_caps; /* init's bounding set: abox's, and compat's extras the config asks for */
 	char *root; /* root.path, resolved */
 	struct rootfs_oci ro;
 	struct rootfs_oci_mount *mounts;
@@ -23,7 +34,6 @@ struct oci_create {
 	size_t nowned;
 	int netns_fd; /* linux.namespaces' network path, or -1 */
 	int pidns_fd; /* its pid path (a pod's shared one), or -1 */
-	uint64_t caps;
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
 	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
@@ -54,7 +64,7 @@ int oci_create_check(abox_sandbox_opts *o, struct oci_create *oc, abox_error *er
 void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg);
 /* Reads bundle/config.json; errors name the JSON path of what abox
  * cannot honour. */
-int oci_create_prepare(const char *bundle, bool abox_confinement, struct oci_create *oc, abox_error *err);
+int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci_create *oc, abox_error *err);
 void oci_create_free(struct oci_create *oc);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
@@ -62,7 +72,10 @@ struct proto_msg;
 /* A process's ambient capabilities can be raised (each inheritable and
  * bounding too) and its apparmorProfile entered here (AppArmor on, a sane
  * name), or the error that says why not. */
-int oci_process_check(const struct oci_process *p, abox_error *err);
+int oci_process_check(const struct oci_process *p, uint64_t within, abox_error *err);
+/* The bounding set of the container whose init is init_pid: what its
+ * processes may hold (abox's set where it cannot be read). */
+uint64_t oci_init_caps(pid_t init_pid);
 /* linux.devices kept by linux.resources.devices (oci_devices.c): the
  * nodes to make (*out, the caller's to free; its strings the spec's), or
  * the error naming the field abox cannot hold. ours: under abox's
@@ -70,7 +83,8 @@ int oci_process_check(const struct oci_process *p, abox_error *err);
  * warning, appended). */
 int oci_devices_prepare(const struct oci_spec *s, bool ours, struct rootfs_oci_device **out, unsigned *n,
 			char *warning, size_t wn, abox_error *err);
-void oci_process_put(struct proto_msg *m, const struct oci_process *p);
+/* within: the capabilities the container may have (oci_create.init_caps) */
+void oci_process_put(struct proto_msg *m, const struct oci_process *p, uint64_t within);
 /* A terminal in the container whose init is init_pid, of p's console
  * size: *master (the caller's) and *slave (for the process). */
 int oci_pty(pid_t init_pid, const struct oci_process *p, int *master, int *slave, abox_error *err);

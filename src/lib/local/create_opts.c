@@ -40,15 +40,22 @@ int local_create_opts_check(const abox_sandbox_opts *o, abox_error *err)
 	if ((o->flags & ABOX_SANDBOX_USERNS) && (o->flags & ABOX_SANDBOX_NO_USERNS))
 		return abox_error_setx(err, EINVAL,
 				       "a sandbox cannot be both with and without a user namespace");
-	if (o->flags &
-	    ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE | ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY |
-	      ABOX_SANDBOX_LAYER_DISK | ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS |
-	      ABOX_SANDBOX_NO_USERNS | ABOX_SANDBOX_NO_SUDO | ABOX_SANDBOX_OCI_ABOX_CONFINEMENT))
+	if (o->flags & ~(ABOX_SANDBOX_EPHEMERAL | ABOX_SANDBOX_AUTO_PAUSE |
+			 ABOX_SANDBOX_AUTO_PAUSE_NO_MEMORY | ABOX_SANDBOX_LAYER_DISK |
+			 ABOX_SANDBOX_LAYER_TMPFS | ABOX_SANDBOX_USERNS | ABOX_SANDBOX_NO_USERNS |
+			 ABOX_SANDBOX_NO_SUDO | ABOX_SANDBOX_OCI_ABOX_CONFINEMENT | ABOX_SANDBOX_OCI_COMPAT))
 		return abox_error_setx(err, EINVAL, "unknown sandbox flags 0x%x", o->flags);
 	if (o->oci_preserve_fds && !o->oci_bundle)
 		return abox_error_setx(err, EINVAL, "oci_preserve_fds is for OCI containers (oci_bundle)");
 	if ((o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT) && !o->oci_bundle)
 		return abox_error_setx(
 			err, EINVAL, "ABOX_SANDBOX_OCI_ABOX_CONFINEMENT is for OCI containers (oci_bundle)");
+	if ((o->flags & ABOX_SANDBOX_OCI_COMPAT) && !o->oci_bundle)
+		return abox_error_setx(err, EINVAL,
+				       "ABOX_SANDBOX_OCI_COMPAT is for OCI containers (oci_bundle)");
+	if ((o->flags & ABOX_SANDBOX_OCI_COMPAT) && (o->flags & ABOX_SANDBOX_OCI_ABOX_CONFINEMENT))
+		return abox_error_setx(err, EINVAL,
+				       "an OCI container is under abox's confinement or a container engine's "
+				       "default (compat), not both");
 	return 0;
 }

@@ -42,13 +42,12 @@ static int apparmor_check(const struct oci_process *p, abox_error *err)
 	return 0;
 }
 
-int oci_process_check(const struct oci_process *p, abox_error *err)
+int oci_process_check(const struct oci_process *p, uint64_t within, abox_error *err)
 {
 	/* the kernel raises an ambient capability only when it is
 	 * inheritable (and within the bounding set): said now, by name, not
 	 * as EPERM from the process's start */
-	uint64_t amb = p->cap_ambient & caps_default(),
-		 missing = amb & ~(p->cap_inheritable & p->cap_bounding);
+	uint64_t amb = p->cap_ambient & within, missing = amb & ~(p->cap_inheritable & p->cap_bounding);
 	for (int c = 0; c < 64 && p->has_capabilities && missing; c++)
 		if (missing & (1ull << c))
 			return abox_error_setx(
@@ -59,7 +58,24 @@ int oci_process_check(const struct oci_process *p, abox_error *err)
 	return apparmor_check(p, err);
 }
 
-void oci_process_put(struct proto_msg *m, const struct oci_process *p)
+uint64_t oci_init_caps(pid_t init_pid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)init_pid);
+	FILE *f = fopen(path, "re");
+	uint64_t caps = caps_default();
+	unsigned long long v;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapBnd: %llx", &v) == 1) {
+			caps = v;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return caps;
+}
+
+void oci_process_put(struct proto_msg *m, const struct oci_process *p, uint64_t within)
 {
 	for (size_t i = 0; p->args[i]; i++)
 		proto_put_str(m, F_ARG, p->args[i]);
@@ -78,11 +94,10 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 		proto_put_u64(m, F_OOM_ADJ, (uint64_t)(p->oom_score_adj + 1000));
 	if (p->apparmor_profile && *p->apparmor_profile)
 		proto_put_str(m, F_APPARMOR, p->apparmor_profile);
-	/* its bounding set, at most abox's (more was refused, or dropped
-	 * under abox's confinement): for root its permitted set too, as
-	 * no_new_privs lets no file grant more */
+	/* its bounding set, at most the container's (more was refused, or
+	 * dropped under abox's confinement): for root its permitted set too */
 	if (p->has_capabilities) {
-		uint64_t bounding = p->cap_bounding & caps_default();
+		uint64_t bounding = p->cap_bounding & within;
 		proto_put_u64(m, F_CAPS, bounding);
 		/* for a process that is not root, the ambient set is what it
 		 * keeps (an inheritable one is needed to raise it); the kernel
@@ -90,9 +105,15 @@ void oci_process_put(struct proto_msg *m, const struct oci_process *p)
 		 * so the process fails as it would with runc */
 		if (p->cap_inheritable & bounding)
 			proto_put_u64(m, F_CAPS_INH, p->cap_inheritable & bounding);
-		if (p->cap_ambient & caps_default())
-			proto_put_u64(m, F_CAPS_AMB, p->cap_ambient & caps_default());
+		if (p->cap_ambient & within)
+			proto_put_u64(m, F_CAPS_AMB, p->cap_ambient & within);
 	}
+	/* asked for here; init without it (a container engine's default)
+	 * sets it for the processes that ask, and for any under a seccomp
+	 * profile, which the kernel takes only with it from a process
+	 * without CAP_SYS_ADMIN */
+	if (p->no_new_privileges)
+		proto_put_u64(m, F_NNP, 1);
 	for (size_t i = 0; i < p->nrlimits; i++) {
 		char rl[80];
 		snprintf(rl, sizeof(rl), "%d %llu %llu", p->rlimits[i].resource,

@@ -83,7 +83,8 @@ int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int s
 	struct oci_process op;
 	if ((r = oci_process_parse(process_json, strlen(process_json), "process", &op, err)) < 0)
 		return r;
-	if ((r = oci_process_check(&op, err)) < 0) {
+	uint64_t within = oci_init_caps(sb->pid);
+	if ((r = oci_process_check(&op, within, err)) < 0) {
 		oci_process_free(&op);
 		return r;
 	}
@@ -108,7 +109,7 @@ int local_proc_start_oci(abox_sandbox *sb, const char *process_json, const int s
 	p->req = ++sb->next_req;
 	struct proto_msg m;
 	proto_msg_init(&m, MSG_REQ_EXEC, p->req);
-	oci_process_put(&m, &op);
+	oci_process_put(&m, &op, within);
 	oci_process_free(&op);
 	/* the caller's stdio, passed; the process goes when the caller does
 	 * (a container engine's exec ends it by killing the caller) */

@@ -198,6 +198,86 @@ static int make_devices(const struct rootfs_oci *o, abox_error *err)
 	return 0;
 }
 
+struct dirent64_head {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/* Each device node in the /dev tmpfs folder dir (and its folders, on
+ * that tmpfs alone: pts, shm and mqueue are mounts of their own) bound
+ * over itself: the binds keep the right to open devices that /dev, made
+ * nodev next, loses. */
+static int bind_nodes(int dir, dev_t dev, int depth, abox_error *err)
+{
+	char buf[4096];
+	for (;;) {
+		long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+		if (n < 0)
+			return abox_error_set(err, errno, "/dev: read a folder");
+		if (n == 0)
+			return 0;
+		for (long off = 0; off < n;) {
+			const struct dirent64_head *d = (const void *)(buf + off);
+			off += d->reclen;
+			struct stat st;
+			if (!strcmp(d->name, ".") || !strcmp(d->name, "..") ||
+			    fstatat(dir, d->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+				continue;
+			if (S_ISDIR(st.st_mode) && depth < 8) {
+				int sub =
+					openat(dir, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				int r = sub < 0 ? abox_error_set(err, errno, "/dev: open '%s'", d->name)
+						: bind_nodes(sub, dev, depth + 1, err);
+				if (sub >= 0)
+					close(sub);
+				if (r < 0)
+					return r;
+				continue;
+			}
+			if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+				continue;
+			int t = (int)syscall(SYS_open_tree, dir, d->name,
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+			int r = t < 0 ? -errno
+				      : (int)syscall(SYS_move_mount, t, "", dir, d->name,
+						     MOVE_MOUNT_F_EMPTY_PATH);
+			if (r < 0 && t >= 0)
+				r = -errno;
+			if (t >= 0)
+				close(t);
+			if (r < 0)
+				return abox_error_set(err, -r, "/dev: bind '%s' over itself", d->name);
+		}
+	}
+}
+
+/* With CAP_MKNOD the container could make a node of the host's disk in
+ * /dev and open it (abox makes no device cgroup): /dev becomes nodev,
+ * as every other mount it can write already is, after abox's and the
+ * config's nodes were each bound over themselves. Last, so that the
+ * masks' binds of /dev/null were taken from a /dev that still opens
+ * devices. */
+static int dev_nodev(abox_error *err)
+{
+	int dir = open("/dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (dir < 0 || fstat(dir, &st) < 0) {
+		int e = errno;
+		if (dir >= 0)
+			close(dir);
+		return abox_error_set(err, e, "/dev");
+	}
+	int r = bind_nodes(dir, st.st_dev, 0, err);
+	close(dir);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_NODEV };
+	if (r >= 0 && syscall(SYS_mount_setattr, AT_FDCWD, "/dev", 0, &a, sizeof(a)) < 0)
+		r = abox_error_set(err, errno, "/dev: nodev");
+	return r;
+}
+
 int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 {
 	const struct rootfs_oci *o = plan->oci;
@@ -224,6 +304,8 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 	}
 	if ((r = make_devices(o, err)) < 0 || (r = protect(o->masked, true, err)) < 0 ||
 	    (r = protect(o->readonly_paths, false, err)) < 0)
+		return r;
+	if (o->dev_bound && (r = dev_nodev(err)) < 0)
 		return r;
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	if (o->readonly && syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)

@@ -548,8 +548,10 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 			return abox_error_prefix(err, "root.path");
 		/* nodev: a device node an image carries (a block device of the
 		 * host's disk, made when the image was unpacked as root) opens
-		 * nothing; nosuid as abox's own roots */
-		struct mount_attr a = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
+		 * nothing; nosuid as abox's own roots, unless the container
+		 * runs as a container engine's default (its sudo, ping) */
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_NODEV |
+						    (plan->oci->suid ? 0 : MOUNT_ATTR_NOSUID) };
 		if (syscall(SYS_mount_setattr, AT_FDCWD, root, AT_RECURSIVE, &a, sizeof(a)) < 0)
 			return abox_error_set(err, errno, "root.path: nodev, nosuid");
 		safe_snprintf(data, sizeof(data), "%s/sys", root);

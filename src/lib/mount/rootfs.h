@@ -59,6 +59,11 @@ struct rootfs_oci {
 	const char *const *readonly_paths;
 	const struct rootfs_oci_device *devices;
 	unsigned ndevices;
+	/* the container may make device nodes (CAP_MKNOD): /dev becomes
+	 * nodev like every other mount it can write, abox's nodes each bound
+	 * over themselves first, so a node it makes opens nothing */
+	bool dev_bound;
+	bool suid; /* its root keeps setuid files working (a container engine's default) */
 };
 
 struct rootfs_plan {

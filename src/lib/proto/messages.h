@@ -135,6 +135,8 @@ enum proto_tag {
 	F_CAPS_INH = 50, /* exec: the process's inheritable set (a mask; within F_CAPS) */
 	F_CAPS_AMB = 51, /* exec: its ambient set (a mask; within F_CAPS and F_CAPS_INH): what a
 			  * process that is not root keeps through its exec */
+	F_NNP = 52, /* exec: set no_new_privs for the process (an init started without it:
+		     * an OCI container run as a container engine's default) */
 };
 
 /* Stdin is credit-based: the host keeps at most STDIN_WINDOW bytes sent

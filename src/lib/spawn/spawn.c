@@ -67,6 +67,12 @@ _Noreturn static void child_fail(int errfd, const abox_error *e)
 	_exit(125);
 }
 
+_Noreturn static void child_fail_errno(int errfd, abox_error *e, int errnum, const char *what)
+{
+	abox_error_set(e, errnum, "%s", what);
+	child_fail(errfd, e);
+}
+
 /* Receives up to max fds in one message; -1 when the peer hung up. */
 
 /* The sandbox's own copy of init in its /dev (see rootfs_plan.init_in_dev),
@@ -208,19 +214,15 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		_exit(125);
 	err_fd = hi_err;
 	if (listen_fd < 0 || init_fd < 0 || hi_sync < 0 || (leaf_fd >= 0 && hi_leaf < 0) ||
-	    (cfg->rootfs.userns_fd >= 0 && plan.userns_fd < 0)) {
-		abox_error_set(&e, errno, "move fds");
-		child_fail(err_fd, &e);
-	}
+	    (cfg->rootfs.userns_fd >= 0 && plan.userns_fd < 0))
+		child_fail_errno(err_fd, &e, errno, "move fds");
 	sync_fd = hi_sync;
 
 	/* an OCI container of a pod joins its sandbox's ipc and uts
 	 * namespaces (before its mounts: an mqueue mount is its ipc's) */
 	if (plan.oci && ((plan.oci->ipc_fd >= 0 && setns(plan.oci->ipc_fd, CLONE_NEWIPC) < 0) ||
-			 (plan.oci->uts_fd >= 0 && setns(plan.oci->uts_fd, CLONE_NEWUTS) < 0))) {
-		abox_error_set(&e, errno, "join the ipc or uts namespace given");
-		child_fail(err_fd, &e);
-	}
+			 (plan.oci->uts_fd >= 0 && setns(plan.oci->uts_fd, CLONE_NEWUTS) < 0)))
+		child_fail_errno(err_fd, &e, errno, "join the ipc or uts namespace given");
 	int layer_fd = -1;
 	int oci_fds[plan.oci ? plan.oci->nmounts + 1 : 1];
 	plan.oci_fds = oci_fds;
@@ -242,27 +244,21 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	ssize_t first_task = 1 + has_sysfs + has_cmds;
 	if (ngot < first_task)
 		_exit(125); /* the parent gave up: it reports its own error */
-	if (setns(got[0], CLONE_NEWNET) < 0) {
-		abox_error_set(&e, errno, "join the network namespace");
-		child_fail(err_fd, &e);
-	}
+	if (setns(got[0], CLONE_NEWNET) < 0)
+		child_fail_errno(err_fd, &e, errno, "join the network namespace");
 	close(got[0]);
 	int sysfs_fd = has_sysfs ? got[1] : -1;
 	/* above the numbers the dup2 calls below write (as the others are):
 	 * received fds take the lowest free ones, which may be 0-5 */
 	int cmds_fd = has_cmds ? fcntl(got[1 + has_sysfs], F_DUPFD_CLOEXEC, 10) : -1;
 	if (has_cmds) {
-		if (cmds_fd < 0) {
-			abox_error_set(&e, errno, "move fds");
-			child_fail(err_fd, &e);
-		}
+		if (cmds_fd < 0)
+			child_fail_errno(err_fd, &e, errno, "move fds");
 		close(got[1 + has_sysfs]);
 	}
 	for (ssize_t i = first_task; i < ngot; i++) {
-		if (write(got[i], "0", 1) != 1) {
-			abox_error_set(&e, errno, "join cgroup");
-			child_fail(err_fd, &e);
-		}
+		if (write(got[i], "0", 1) != 1)
+			child_fail_errno(err_fd, &e, errno, "join cgroup");
 		close(got[i]);
 	}
 	close(sync_fd);
@@ -277,16 +273,12 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	bool own_uts = !plan.oci || plan.oci->uts_fd < 0;
 	if ((own_uts && sethostname(cfg->rootfs.hostname, strlen(cfg->rootfs.hostname)) < 0) ||
 	    (own_uts && plan.oci && plan.oci->domainname &&
-	     setdomainname(plan.oci->domainname, strlen(plan.oci->domainname)) < 0)) {
-		abox_error_set(&e, errno, "sethostname");
-		child_fail(err_fd, &e);
-	}
+	     setdomainname(plan.oci->domainname, strlen(plan.oci->domainname)) < 0))
+		child_fail_errno(err_fd, &e, errno, "sethostname");
 	/* The cgroup namespace is made now, after the move, so that inside
 	 * the sandbox its own cgroup is the root of what it can see. */
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		abox_error_set(&e, errno, "unshare cgroup namespace");
-		child_fail(err_fd, &e);
-	}
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		child_fail_errno(err_fd, &e, errno, "unshare cgroup namespace");
 	/* an OCI container's own mounts: in its namespaces, after its root */
 	if (plan.oci && rootfs_oci_finish(&plan, &e) < 0)
 		child_fail(err_fd, &e);
@@ -296,10 +288,8 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * to cgroup.procs is the one that takes the kernel's threadgroup
 	 * lock (a few ms); v1 hosts do not pay it. */
 	if (hi_leaf >= 0) {
-		if (write(hi_leaf, "0", 1) != 1) {
-			abox_error_set(&e, errno, "join init's cgroup");
-			child_fail(err_fd, &e);
-		}
+		if (write(hi_leaf, "0", 1) != 1)
+			child_fail_errno(err_fd, &e, errno, "join init's cgroup");
 		close(hi_leaf);
 	}
 	/* init must survive the sandbox's own OOM kills; commands reset
@@ -345,36 +335,36 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			fail = dup2(null, fd) < 0;
 	}
-	if (fail) {
-		abox_error_set(&e, errno, "open /dev/null");
-		child_fail(err_fd, &e);
-	}
+	if (fail)
+		child_fail_errno(err_fd, &e, errno, "open /dev/null");
 	if (dup2(listen_fd, INIT_LISTEN_FD) < 0 || dup2(layer_fd, INIT_LAYER_FD) < 0 ||
-	    (cmds_fd >= 0 && dup2(cmds_fd, INIT_CMDS_FD) < 0)) {
-		abox_error_set(&e, errno, "dup2 agent socket");
-		child_fail(err_fd, &e);
-	}
+	    (cmds_fd >= 0 && dup2(cmds_fd, INIT_CMDS_FD) < 0))
+		child_fail_errno(err_fd, &e, errno, "dup2 agent socket");
 	/* every other inherited fd closes at exec */
-	if (syscall(SYS_close_range, (cmds_fd >= 0 ? INIT_CMDS_FD : INIT_LAYER_FD) + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-		abox_error_set(&e, errno, "close_range");
-		child_fail(err_fd, &e);
-	}
+	if (syscall(SYS_close_range, (cmds_fd >= 0 ? INIT_CMDS_FD : INIT_LAYER_FD) + 1, ~0U,
+		    CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail_errno(err_fd, &e, errno, "close_range");
 
 	bool init_confines = plan.userns_fd >= 0;
 	if (init_confines && hand_over_confinement(cfg, plan.userns_fd, plan.id_base, err_fd, &e) < 0)
 		child_fail(err_fd, &e);
-	if (!init_confines && caps_apply(cfg->caps_keep, cfg->last_cap, &e) < 0)
+	/* Without no_new_privs (cfg->no_nnp) the kernel takes a filter only
+	 * from a holder of CAP_SYS_ADMIN: installed before the capabilities
+	 * go (the policy allows the prctl and capset that drop them); the
+	 * bounding set still caps what a setuid file can grant. */
+	bool nnp = !cfg->no_nnp || init_confines, filter = !init_confines && cfg->bpf;
+	if (filter && !nnp && (r = policy_bpf_install(cfg->bpf)) < 0)
+		child_fail_errno(err_fd, &e, -r, "install seccomp filter");
+	if (!init_confines &&
+	    caps_apply(cfg->caps_keep, !nnp && cfg->keep_admin ? 1ULL << 21 /* CAP_SYS_ADMIN */ : 0,
+		       cfg->last_cap, &e) < 0)
 		child_fail(err_fd, &e);
 	/* no_new_privs: setuid binaries and file capabilities grant nothing
 	 * inside, so the dropped capabilities cannot come back. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		abox_error_set(&e, errno, "set no_new_privs");
-		child_fail(err_fd, &e);
-	}
-	if (!init_confines && cfg->bpf && (r = policy_bpf_install(cfg->bpf)) < 0) {
-		abox_error_set(&e, -r, "install seccomp filter");
-		child_fail(err_fd, &e);
-	}
+	if (nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail_errno(err_fd, &e, errno, "set no_new_privs");
+	if (filter && nnp && (r = policy_bpf_install(cfg->bpf)) < 0)
+		child_fail_errno(err_fd, &e, -r, "install seccomp filter");
 	spawn_mark(cfg->rootfs.marks, MARK_CONFINED);
 	umask(022);
 	static char *const envp[] = { NULL };

@@ -48,6 +48,19 @@ struct spawn_config {
 	 * container's: its engine's pipes or terminal, for its process)
 	 * instead of the sandbox's /dev/null */
 	bool keep_stdio;
+	/* init without no_new_privs (an OCI container run as a container
+	 * engine's default, whose processes may gain privileges through
+	 * setuid files: init sets no_new_privs on each that asks for it).
+	 * The seccomp policy is then installed while the child still holds
+	 * CAP_SYS_ADMIN, before the capabilities are dropped. Not with a
+	 * user namespace (init confines itself there). */
+	bool no_nnp;
+	/* with no_nnp: init keeps CAP_SYS_ADMIN in its permitted set alone
+	 * (inheritable through its exec, parked by init at once), for its
+	 * children that install an OCI container's seccomp profile without
+	 * no_new_privs (init/child_exec.c); outside its bounding set, so no
+	 * process of the container's ever gets it */
+	bool keep_admin;
 	/* a pid namespace to make init in instead of a new one (an OCI
 	 * container of a pod that shares its sandbox's: init is then not its
 	 * PID 1); the fd stays the caller's */
