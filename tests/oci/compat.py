@@ -176,7 +176,7 @@ try:
         c["linux"]["seccomp"] = no_mkdir
     look = ("exec 2>&1; mkdir /tmp/d; echo mkdir=$?; grep -E '^(NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb))' "
             "/proc/self/status; grep -E '^Cap(Inh|Eff|Bnd)' /proc/1/status | sed 's/^/init/'; "
-            "head -c 1 /proc/1/environ >/dev/null && echo INIT-READ")
+            "head -c 1 /proc/1/environ >/dev/null && echo INIT-READ; true")
     for user in (0, 1000):
         code, out = shim.run_to_end(f"prof{user}", ["/bin/sh", "-c", look], engine_default(user=user, more=profile))
         st = status(out)

@@ -587,7 +587,7 @@ try:
                                                           timeOffsets={"realtime": {"secs": 1}})),
         "linux.timeOffsets.realtime: is not a clock a time namespace can shift")
     bad("nnp", edit_cfg(lambda c: c["process"].update(noNewPrivileges=False)),
-        "process.noNewPrivileges: false: abox always sets no_new_privs")
+        "process.noNewPrivileges: false: abox sets no_new_privs unless")
     bad("caps", edit_cfg(lambda c: c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")),
         "CAP_SYS_ADMIN is beyond what abox grants")
     bad("noexec", edit_cfg(lambda c: c["process"].update(args=["/bin/no-such-program"])),

@@ -278,12 +278,36 @@ static int dev_nodev(abox_error *err)
 	return r;
 }
 
-int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
+/* The container's /sys now. The kernel lists mounts in the order they
+ * were made, and the creator made sysfs_fd's while this child built the
+ * root: attached is a copy made at this point instead. */
+static int sys_now(int sysfs_fd, abox_error *err)
+{
+	if (sysfs_fd < 0)
+		return rootfs_sys(-1, err);
+	int t = (int)syscall(SYS_open_tree, sysfs_fd, "",
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (t < 0)
+		return abox_error_set(err, errno, "copy the sysfs mount");
+	int r = rootfs_sys(t, err);
+	close(t);
+	return r;
+}
+
+int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *err)
 {
 	const struct rootfs_oci *o = plan->oci;
 	int r;
+	bool sys = false;
 	for (unsigned i = 0; i < o->nmounts; i++) {
 		const struct rootfs_oci_mount *m = &o->mounts[i];
+		/* /sys (abox's own) just before the first mount in it, so that
+		 * the config's /dev mounts come before it, as it lists them */
+		if (!sys && !strncmp(m->dest, "/sys", 4) && (m->dest[4] == '/' || !m->dest[4])) {
+			if ((r = sys_now(sysfs_fd, err)) < 0)
+				return r;
+			sys = true;
+		}
 		int fd = target(m->dest, m->file, true, err);
 		if (fd < 0)
 			return abox_error_prefix(err, "mounts");
@@ -302,8 +326,8 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err)
 		if (r < 0)
 			return abox_error_prefix(err, "mounts");
 	}
-	if ((r = make_devices(o, err)) < 0 || (r = protect(o->masked, true, err)) < 0 ||
-	    (r = protect(o->readonly_paths, false, err)) < 0)
+	if ((!sys && (r = sys_now(sysfs_fd, err)) < 0) || (r = make_devices(o, err)) < 0 ||
+	    (r = protect(o->masked, true, err)) < 0 || (r = protect(o->readonly_paths, false, err)) < 0)
 		return r;
 	if (o->dev_bound && (r = dev_nodev(err)) < 0)
 		return r;

@@ -294,15 +294,20 @@ uint32_t rootfs_proc_masks_present(void)
 	return m;
 }
 
+/* /proc is mounted before /dev (the order an OCI config lists them, which
+ * its runtimes keep); its masks after, as they bind /dev/null. */
+static int mount_proc(const char *root, abox_error *err)
+{
+	char p[PATH_BUF];
+	safe_snprintf(p, sizeof(p), "%s/proc", root);
+	int r = mkdir_p1(p, 0555, err);
+	return r < 0 ? r : do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+}
+
 static int setup_proc(const char *root, uint32_t present, abox_error *err)
 {
 	char p[PATH_BUF], devnull[PATH_BUF];
 	int r;
-
-	safe_snprintf(p, sizeof(p), "%s/proc", root);
-	if ((r = mkdir_p1(p, 0555, err)) < 0 ||
-	    (r = do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)) < 0)
-		return r;
 	safe_snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
 		if (!(present & (1u << i)))
@@ -509,12 +514,10 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	char data[4096];
 	const char *s = plan->scratch;
 	int r;
-
 	/* Nothing we mount may propagate back to the host's namespace. */
 	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
 		return abox_error_prefix(err, "make / private");
 	spawn_mark(plan->marks, MARK_PRIVATE);
-
 	/* The writable layer: its size is the sandbox's disk limit. */
 	if (plan->on_disk) {
 		/* made by the creator (a disk of its own, see disk/): only
@@ -523,9 +526,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		if (syscall(SYS_move_mount, plan->disk_fd, "", AT_FDCWD, s, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return abox_error_set(err, errno, "attach the writable layer on '%s'", s);
 	} else {
-		uint64_t inodes = plan->disk_bytes / 8192;
-		if (inodes < 16384)
-			inodes = 16384;
+		uint64_t inodes = plan->disk_bytes / 8192 < 16384 ? 16384 : plan->disk_bytes / 8192;
 		safe_snprintf(data, sizeof(data), "size=%llu,nr_inodes=%llu,mode=0700",
 			      (unsigned long long)plan->disk_bytes, (unsigned long long)inodes);
 		if ((r = do_mount("abox", s, "tmpfs", MS_NOSUID | MS_NODEV, data, err)) < 0)
@@ -568,7 +569,6 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 		return 0;
 	}
 	spawn_mark(plan->marks, MARK_LAYER);
-
 	/* an OCI config's nodes, each with its folders */
 	unsigned dev_inodes = 0;
 	for (unsigned i = 0; plan->oci && i < plan->oci->ndevices; i++)
@@ -576,7 +576,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 			dev_inodes += *c == '/';
 	if (plan->oci)
 		dev_inodes += plan->oci->ndevices;
-	if ((r = setup_dev(root, plan->init_in_dev, dev_inodes, err)) < 0)
+	if ((r = mount_proc(root, err)) < 0 || (r = setup_dev(root, plan->init_in_dev, dev_inodes, err)) < 0)
 		return r;
 	spawn_mark(plan->marks, MARK_DEV);
 	if ((r = setup_proc(root, plan->proc_masks, err)) < 0)

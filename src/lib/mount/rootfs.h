@@ -130,10 +130,11 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
  * (rootfs_setup calls it before pivot_root): each one's tree detached
  * into plan->oci_fds. */
 int rootfs_oci_open(const struct rootfs_plan *plan, abox_error *err);
-/* Its mounts in order, then its masked and read-only paths and a
- * read-only root: after pivot_root, /sys and the cgroup namespace, so a
+/* Its mounts in order, its /sys (rootfs_sys, from sysfs_fd) before the
+ * first of them in /sys, then its masked and read-only paths and a
+ * read-only root: after pivot_root and the cgroup namespace, so a
  * destination's symlinks resolve inside the container and nowhere else. */
-int rootfs_oci_finish(const struct rootfs_plan *plan, abox_error *err);
+int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *err);
 
 /* A detached, read-only sysfs mount (fd) of the caller's network
  * namespace: a sysfs shows the network devices of the namespace it was

@@ -264,10 +264,9 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	close(sync_fd);
 	spawn_mark(cfg->rootfs.marks, MARK_JOINED);
 
-	if ((r = rootfs_sys(sysfs_fd, &e)) < 0)
+	/* an OCI container's /sys where its config lists it (rootfs_oci_finish) */
+	if (!plan.oci && (r = rootfs_sys(sysfs_fd, &e)) < 0)
 		child_fail(err_fd, &e);
-	if (sysfs_fd >= 0)
-		close(sysfs_fd);
 	spawn_mark(cfg->rootfs.marks, MARK_SYS);
 	/* a joined uts namespace keeps the names its owner gave it */
 	bool own_uts = !plan.oci || plan.oci->uts_fd < 0;
@@ -280,8 +279,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		child_fail_errno(err_fd, &e, errno, "unshare cgroup namespace");
 	/* an OCI container's own mounts: in its namespaces, after its root */
-	if (plan.oci && rootfs_oci_finish(&plan, &e) < 0)
+	if (plan.oci && rootfs_oci_finish(&plan, sysfs_fd, &e) < 0)
 		child_fail(err_fd, &e);
+	if (sysfs_fd >= 0)
+		close(sysfs_fd);
 	/* v2 memory: init's own leaf, below the namespace's root so that
 	 * the commands' cgroup next to it stays in view (a cgroup2 mounted
 	 * with nsdelegate refuses moves into cgroups outside it). This write
