@@ -3,9 +3,9 @@
 (linux.resources.devices), as TAP (this test is the shim,
 tests/oci/shim.py): the nodes the rules allow are made in the container's
 /dev with the config's type, numbers, mode and owner, in folders made for
-them; a node no rule allows is not made (as runc's rules start from
-deny), one they allow only half (read or write) is refused by name, as
-are paths outside /dev, the host's memory devices and a node that would
+them; a node no rule allows is made and opens nothing (as runc's rules
+start from deny; /dev is then nodev, the allowed nodes bound in), one
+they allow only half (read or write) is refused by name, as are paths outside /dev, the host's memory devices and a node that would
 replace one of abox's own with another device; under abox's confinement
 a block device is left out, said in the log. Nothing is left behind by a
 refused create, and the container still cannot make a node itself.
@@ -64,15 +64,20 @@ try:
 
     rules = [DENY_ALL, {"allow": True, "type": "c", "major": 1, "minor": 3, "access": "rwm"}]
     code, out = run("rules", ["/bin/sh", "-c", "ls /dev/mynull /dev/sub/dir/myzero 2>&1; echo x > /dev/null && "
-                              "echo null-ok"],
+                              "echo null-ok; echo x > /dev/mynull && echo mynull-ok; head -c 1 /dev/sub/dir/myzero "
+                              ">/dev/null 2>/dev/null && echo OPENED; grep ' /dev ' /proc/self/mountinfo"],
                     with_devices(nodes[:2], rules))
-    check("linux.resources.devices: a node the rules deny is not made, an allowed one is, abox's own stay",
-          code is not None and "/dev/mynull" in out and "myzero: No such file or directory" in out
-          and "null-ok" in out, (code, out))
+    check("linux.resources.devices: a node the rules deny is made (as runc makes it) and opens nothing, an "
+          "allowed one works, abox's own stay", code is not None and "/dev/mynull" in out
+          and "/dev/sub/dir/myzero" in out and "No such file" not in out and "OPENED" not in out
+          and "mynull-ok" in out and "null-ok" in out, (code, out))
+    check("... /dev is then nodev (the allowed nodes bound over themselves)",
+          " /dev " in out and "nodev" in out.split(" /dev ")[1].split()[0], out)
 
-    code, out = run("norules", ["/bin/sh", "-c", "ls /dev/mynull 2>&1"], with_devices(nodes[:1]))
-    check("a node no rule allows (no linux.resources.devices) is not made", code is not None
-          and "No such file or directory" in out, (code, out))
+    code, out = run("norules", ["/bin/sh", "-c", "ls /dev/mynull 2>&1; head -c 1 /dev/mynull 2>&1"],
+                    with_devices(nodes[:1]))
+    check("a node no rule allows (no linux.resources.devices) is made and opens nothing", code is not None
+          and "No such file" not in out and "Permission denied" in out, (code, out))
     ok, out = refused("mem", with_devices([{"path": "/dev/mem", "type": "c", "major": 1, "minor": 1}], allow_mem),
                       "linux.devices[0]: '/dev/mem' (c 1:1) is the host's memory or I/O ports")
     check("the host's memory (c 1:1): refused by name, nothing left", ok, out)

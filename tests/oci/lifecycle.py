@@ -525,6 +525,31 @@ try:
     oci("delete", "--force", "pidpod")
     reap(ppid)
 
+    # a mount namespace its engine made, joined by path: the root is built
+    # there (as runc pivots in it), the runtime's own namespace untouched
+    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sleep", "300"])
+    try:
+        for _ in range(100):
+            if os.readlink(f"/proc/{holder.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"):
+                break
+            time.sleep(0.05)
+        mnt = f"/proc/{holder.pid}/ns/mnt"
+
+        def joinmnt(cfg):
+            cfg["linux"]["namespaces"] = [n if n["type"] != "mount" else {"type": "mount", "path": mnt}
+                                          for n in cfg["linux"]["namespaces"]]
+        jo = open(os.path.join(work, "joinmnt.out"), "w+")
+        r = oci("run", "--bundle", bundle("joinmnt", ["/bin/sh", "-c", "readlink /proc/self/ns/mnt; ls /"],
+                                          joinmnt), "joinmnt", stdout=jo)
+        jo.seek(0)
+        got = jo.read().split()
+        check("linux.namespaces mount with a path: the container's root is built in that namespace, none "
+              "of it in the runtime's", r.returncode == 0 and got[:1] == [os.readlink(mnt)] and "bin" in got
+              and "joinmnt" not in open("/proc/self/mountinfo").read(), (r, got))
+    finally:
+        holder.kill()
+        holder.wait()
+
     # a time namespace of its own, its clocks shifted by linux.timeOffsets
     def timens(cfg):
         cfg["linux"]["namespaces"].append({"type": "time"})
@@ -581,6 +606,9 @@ try:
                                                           "source": "tmpfs"})), "..")
     bad("joinpid", edit_cfg(lambda c: c["linux"]["namespaces"].__setitem__(0, {"type": "pid", "path": "/proc/self/ns/pid"})),
         "is the runtime's own pid namespace: abox does not share it")
+    bad("joinmnt", edit_cfg(lambda c: c["linux"]["namespaces"].__setitem__(
+        [n["type"] for n in c["linux"]["namespaces"]].index("mount"), {"type": "mount", "path": "/proc/self/ns/mnt"})),
+        "is the runtime's or the host's mount namespace")
     bad("hostns", edit_cfg(lambda c: c["linux"].update(namespaces=[{"type": "pid"}, {"type": "mount"}])),
         "abox does not share the host's")
     bad("timeclock", edit_cfg(lambda c: c["linux"].update(namespaces=c["linux"]["namespaces"] + [{"type": "time"}],

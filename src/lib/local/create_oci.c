@@ -5,6 +5,7 @@
  * masks, no_new_privs stand) unless its annotation says compat, and then
  * only as far as a container engine's default (confinement, refuse). */
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
@@ -205,16 +206,17 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 				       "linux.namespaces: a 'user' namespace is not supported yet");
 	/* joined by path: the network one its engine (a CNI plugin) made,
 	 * and a pod's ipc, uts and pid ones (its sandbox container's; the
-	 * pid one when the pod shares it, abox-init then not its PID 1);
-	 * never a mount or cgroup one */
+	 * pid one when the pod shares it, abox-init then not its PID 1),
+	 * and a mount one its engine made for it; never a cgroup one */
 	static const struct {
 		enum oci_ns ns;
 		int type;
 	} joinable[] = { { OCI_NS_NET, CLONE_NEWNET },
 			 { OCI_NS_IPC, CLONE_NEWIPC },
 			 { OCI_NS_UTS, CLONE_NEWUTS },
-			 { OCI_NS_PID, CLONE_NEWPID } };
-	int *fds[] = { &oc->netns_fd, &oc->ro.ipc_fd, &oc->ro.uts_fd, &oc->pidns_fd };
+			 { OCI_NS_PID, CLONE_NEWPID },
+			 { OCI_NS_MOUNT, CLONE_NEWNS } };
+	int *fds[] = { &oc->netns_fd, &oc->ro.ipc_fd, &oc->ro.uts_fd, &oc->pidns_fd, &oc->mntns_fd };
 	for (int t = 0; t < OCI_NS_COUNT; t++) {
 		const char *p = s->ns_path[t];
 		size_t k = 0;
@@ -225,7 +227,7 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 		if (k == ELEMENTSOF(joinable))
 			return abox_error_setx(err, EOPNOTSUPP,
 					       "linux.namespaces: joining a '%s' namespace is not supported "
-					       "(network, ipc, uts and pid are)",
+					       "(network, ipc, uts, pid and mount are)",
 					       oci_ns_name((enum oci_ns)t));
 		int fd = *fds[k] = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -235,10 +237,23 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 			return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a %s namespace", p,
 					       oci_ns_name((enum oci_ns)t));
 	}
+	/* a mount namespace the container's root is built in: never the
+	 * runtime's own or the host's (PID 1's, where it can be seen), where
+	 * pivot_root and the detach of the old root would take the host's
+	 * tree away */
+	struct stat ours, theirs, host;
+	bool host_seen = stat("/proc/1/ns/mnt", &host) == 0;
+	if (oc->mntns_fd >= 0 &&
+	    (fstat(oc->mntns_fd, &theirs) < 0 || stat("/proc/self/ns/mnt", &ours) < 0 ||
+	     (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev) ||
+	     (host_seen && host.st_ino == theirs.st_ino && host.st_dev == theirs.st_dev)))
+		return abox_error_setx(err, EPERM,
+				       "linux.namespaces: the mount path '%s' is the runtime's or the host's "
+				       "mount namespace: abox builds a container's root in one of its own",
+				       s->ns_path[OCI_NS_MOUNT]);
 	/* a pod's pid namespace, never the one abox runs in (the host's, or
 	 * whatever holds the runtime): a container there would see and
 	 * signal every process of it */
-	struct stat ours, theirs;
 	if (oc->pidns_fd >= 0 && (stat("/proc/self/ns/pid", &ours) < 0 || fstat(oc->pidns_fd, &theirs) < 0 ||
 				  (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev)))
 		return abox_error_setx(
@@ -246,93 +261,6 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 			"linux.namespaces: the pid path '%s' is the runtime's own pid namespace: "
 			"abox does not share it with a container",
 			s->ns_path[OCI_NS_PID]);
-	return 0;
-}
-
-/* The annotation that says what happens where a config asks for less
- * confinement than abox's (docs/kubernetes.md): without it such a config
- * is an error (it never weakens abox, nor is quietly made stricter than it
- * says); "abox" drops capabilities beyond abox's set and keeps
- * no_new_privs; "compat" grants what a container engine's default asks
- * (its noNewPrivileges false, containerd's default capabilities) and no
- * more. (A seccomp profile needs no annotation: it runs over abox's
- * policy.) */
-#define CONFINEMENT_ANNOTATION "abox.confinement"
-
-/* containerd's (and Docker's) default set beyond abox's: raw sockets in
- * the container's own network namespace, device nodes that open nothing
- * (every mount it writes is nodev: rootfs_oci.dev_bound), audit records */
-#define COMPAT_CAPS ((1ULL << CAP_NET_RAW) | (1ULL << CAP_MKNOD) | (1ULL << CAP_AUDIT_WRITE))
-
-static int confinement(const struct oci_spec *s, enum oci_confinement node, enum oci_confinement *out,
-		       abox_error *err)
-{
-	const size_t k = strlen(CONFINEMENT_ANNOTATION "=");
-	enum oci_confinement own = OCI_CONF_STRICT;
-	for (size_t i = 0; s->annotations && s->annotations[i]; i++) {
-		const char *a = s->annotations[i];
-		if (strncmp(a, CONFINEMENT_ANNOTATION "=", k))
-			continue;
-		if (!strcmp(a + k, "abox"))
-			own = OCI_CONF_ABOX;
-		else if (!strcmp(a + k, "compat"))
-			own = OCI_CONF_COMPAT;
-		else
-			return abox_error_setx(err, EINVAL,
-					       "annotations: " CONFINEMENT_ANNOTATION
-					       ": '%s' is neither abox nor compat",
-					       strnlen(a + k, 65) > 64 ? "(a value over 64 bytes)" : a + k);
-	}
-	/* abox's own confinement, where the node or the container asks for
-	 * it, wins over compat */
-	*out = own == OCI_CONF_ABOX || node == OCI_CONF_ABOX       ? OCI_CONF_ABOX
-	       : own == OCI_CONF_COMPAT || node == OCI_CONF_COMPAT ? OCI_CONF_COMPAT
-								   : OCI_CONF_STRICT;
-	return 0;
-}
-
-static int refuse(const struct oci_spec *s, enum oci_confinement conf, abox_error *err)
-{
-	/* the hooks are `abox oci`'s to run (src/cli/oci/hooks.c) */
-	int r = oci_sysctl_check(s->sysctl, err);
-	if (r < 0)
-		return r;
-	/* a mount label means nothing where SELinux is off (runc and crun
-	 * drop it there too; oci_create_prepare says so in the log); where it
-	 * is on, abox cannot apply one */
-	if (s->mount_label && *s->mount_label && access("/sys/fs/selinux/enforce", F_OK) == 0)
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.mountLabel: SELinux labels are not supported by abox");
-	if (s->resources.hugepage_json || s->resources.unified_json)
-		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
-				       s->resources.unified_json ? "unified" : "hugepageLimits");
-	if (!s->process.no_new_privileges && conf == OCI_CONF_STRICT)
-		return abox_error_setx(err, EPERM,
-				       "process.noNewPrivileges: false: abox sets no_new_privs unless the "
-				       "annotation " CONFINEMENT_ANNOTATION
-				       "=compat lets it go (with " CONFINEMENT_ANNOTATION
-				       "=abox it stays, without this error)");
-	const struct oci_process *p = &s->process;
-	const uint64_t sets[] = { p->cap_bounding, p->cap_effective, p->cap_permitted, p->cap_inheritable,
-				  p->cap_ambient };
-	static const char *const names[] = { "bounding", "effective", "permitted", "inheritable", "ambient" };
-	uint64_t granted = caps_default() | (conf == OCI_CONF_COMPAT ? COMPAT_CAPS : 0);
-	for (size_t i = 0; i < 5 && conf != OCI_CONF_ABOX; i++) {
-		uint64_t beyond = sets[i] & ~granted;
-		for (int c = 0; c < 64 && beyond; c++)
-			if (beyond & (1ull << c))
-				return abox_error_setx(
-					err, EPERM,
-					conf == OCI_CONF_COMPAT
-						? "process.capabilities.%s: %s is beyond a container "
-						  "engine's "
-						  "default set, the most abox grants (" CONFINEMENT_ANNOTATION
-						  "=abox drops it)"
-						: "process.capabilities.%s: %s is beyond what abox grants a "
-						  "sandbox (the annotation " CONFINEMENT_ANNOTATION
-						  "=abox drops it; =compat grants containerd's default set)",
-					names[i], caps_name(c) ? caps_name(c) : "a capability");
-	}
 	return 0;
 }
 
@@ -345,13 +273,7 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 	struct oci_spec *s = &oc->spec;
 	if (!s->process.present || !s->process.args || !s->process.args[0])
 		return abox_error_setx(err, EINVAL, "process.args: a container needs a process to run");
-	if ((r = confinement(s, node, &oc->conf, err)) < 0)
-		return r;
-	/* init's own set: what the config's process may have (its own
-	 * bounding set is dropped to in init's child) */
-	oc->init_caps =
-		caps_default() | (oc->conf == OCI_CONF_COMPAT ? s->process.cap_bounding & COMPAT_CAPS : 0);
-	if ((r = refuse(s, oc->conf, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
+	if ((r = oci_confine_prepare(oc, node, err)) < 0 || (r = namespaces(oc, err)) < 0 ||
 	    (r = oci_process_check(&s->process, oc->init_caps, err)) < 0)
 		return r;
 	if (!s->root_path)
@@ -369,9 +291,13 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 	if (!(oc->mounts = calloc(s->nmounts + 1, sizeof(*oc->mounts))))
 		return abox_error_set(err, ENOMEM, "mounts");
 	unsigned n = 0;
+	unsigned sys_at = UINT_MAX; /* the config's own /sys: before its n-th mount of the rest */
 	for (size_t i = 0; i < s->nmounts; i++) {
-		if (abox_owns(&s->mounts[i]))
+		if (abox_owns(&s->mounts[i])) {
+			if (!strcmp(s->mounts[i].destination, "/sys") && sys_at == UINT_MAX)
+				sys_at = n;
 			continue;
+		}
 		if ((r = mount_prepare(oc, bundle, i, &oc->mounts[n], err)) < 0)
 			return r;
 		n++;
@@ -390,7 +316,8 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 				      .masked = (const char *const *)s->masked_paths,
 				      .readonly_paths = (const char *const *)s->readonly_paths,
 				      .devices = oc->devices,
-				      .ndevices = ndev };
+				      .ndevices = ndev,
+				      .sys_at = sys_at };
 	/* the config's profile over abox's own policy (both run, the
 	 * stricter answer wins), matched against the capabilities the
 	 * process keeps; compiled now, so a profile abox cannot load fails
@@ -458,6 +385,8 @@ void oci_create_free(struct oci_create *oc)
 		close(oc->netns_fd);
 	if (oc->pidns_fd >= 0)
 		close(oc->pidns_fd);
+	if (oc->mntns_fd >= 0)
+		close(oc->mntns_fd);
 	if (oc->ro.ipc_fd >= 0)
 		close(oc->ro.ipc_fd);
 	if (oc->ro.uts_fd >= 0)
@@ -571,11 +500,17 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	cfg->no_nnp = oc->conf == OCI_CONF_COMPAT;
 	cfg->keep_admin = cfg->no_nnp && oc->seccomp.len;
 	oc->ro.dev_bound = (oc->init_caps & (1ULL << CAP_MKNOD)) != 0;
+	for (unsigned i = 0; i < oc->ro.ndevices; i++)
+		oc->ro.dev_bound |= oc->devices[i].denied;
 	oc->ro.suid = oc->conf == OCI_CONF_COMPAT;
 	cfg->keep_stdio = true;
 	if (oc->pidns_fd >= 0) {
 		cfg->pidns_join = true;
 		cfg->pidns_fd = oc->pidns_fd;
+	}
+	if (oc->mntns_fd >= 0) {
+		cfg->mntns_join = true;
+		cfg->mntns_fd = oc->mntns_fd;
 	}
 	if (oc->spec.ns_wanted[OCI_NS_TIME]) {
 		cfg->timens = true;

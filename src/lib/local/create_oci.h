@@ -34,6 +34,7 @@ struct oci_create {
 	size_t nowned;
 	int netns_fd; /* linux.namespaces' network path, or -1 */
 	int pidns_fd; /* its pid path (a pod's shared one), or -1 */
+	int mntns_fd; /* its mount path, or -1 */
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
 	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
@@ -48,7 +49,7 @@ struct oci_create {
 #define OCI_CREATE_INIT                                                                                      \
 	(struct oci_create)                                                                                  \
 	{                                                                                                    \
-		.netns_fd = -1, .pidns_fd = -1, .ro = {.ipc_fd = -1, .uts_fd = -1 }                          \
+		.netns_fd = -1, .pidns_fd = -1, .mntns_fd = -1, .ro = {.ipc_fd = -1, .uts_fd = -1 }          \
 	}
 
 /* the pids limit of a container whose config sets none */
@@ -66,6 +67,11 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg);
  * cannot honour. */
 int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci_create *oc, abox_error *err);
 void oci_create_free(struct oci_create *oc);
+/* oc->spec's confinement (oci_confine.c): oc->conf from its annotation
+ * abox.confinement and the node's choice, oc->init_caps, and an error
+ * naming what the config asks beyond it (capabilities, noNewPrivileges,
+ * host sysctls, ...). */
+int oci_confine_prepare(struct oci_create *oc, enum oci_confinement node, abox_error *err);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */

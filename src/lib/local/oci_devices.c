@@ -1,16 +1,18 @@
 /* local/oci_devices.c — an OCI config's device nodes (linux.devices)
  * under its device rules (linux.resources.devices).
  *
- * abox makes no device cgroup (yet): what a container can open is the
- * nodes in its /dev, the only mount without nodev that abox gives it (its
- * root and its binds are nodev), and it cannot make others (no
- * CAP_MKNOD). So a rule is kept by making a node or not: a node the rules
- * allow to read and write is made, one they deny wholly is left out (its
- * open fails with ENOENT where a cgroup would give EPERM), and one they
- * allow only to read or only to write is refused by name, since nothing
- * here could hold that half. As with runc, a device no rule allows is
- * denied; abox's own nodes (null, zero, full, random, urandom, tty, ptmx)
- * stay whatever the rules say, as runc always allows them too.
+ * Every node listed is made, as runc makes them. abox makes no device
+ * cgroup (yet): what a container can open is the nodes in its /dev, the
+ * only mount without nodev that abox gives it (its root, its binds and
+ * tmpfs mounts are nodev). So a rule is kept by the node's mount: a node
+ * the rules allow to read and write opens; one they deny wholly is made
+ * after /dev went nodev, with the allowed ones and abox's own each bound
+ * over themselves first (rootfs_oci.dev_bound), so it is there and opening
+ * it fails (EACCES where a device cgroup gives EPERM); one they allow
+ * only to read or only to write is refused by name, since nothing here
+ * could hold that half. As with runc, a device no rule allows is denied;
+ * abox's own nodes (null, zero, full, random, urandom, tty, ptmx) stay
+ * usable whatever the rules say, as runc always allows them too.
  *
  * The host's memory and I/O ports (c 1:1, 1:2, 1:4) are never made: they
  * are the host kernel itself. Under abox's confinement (the annotation)
@@ -113,7 +115,7 @@ int oci_devices_prepare(const struct oci_spec *s, bool ours, struct rootfs_oci_d
 		}
 		unsigned acc = type == 'p' ? OCI_DEV_READ | OCI_DEV_WRITE
 					   : access_of(&s->resources, type, c->major, c->minor);
-		if (acc == (OCI_DEV_READ | OCI_DEV_WRITE)) {
+		if (acc == (OCI_DEV_READ | OCI_DEV_WRITE) || !acc) {
 			d[*n] = (struct rootfs_oci_device){
 				.path = c->path,
 				.mode = (type == 'p'   ? S_IFIFO
@@ -123,6 +125,7 @@ int oci_devices_prepare(const struct oci_spec *s, bool ours, struct rootfs_oci_d
 				.rdev = type == 'p' ? 0 : makedev((unsigned)c->major, (unsigned)c->minor),
 				.uid = c->has_uid ? c->uid : 0,
 				.gid = c->has_gid ? c->gid : 0,
+				.denied = !acc,
 			};
 			(*n)++;
 		} else if (acc) {

@@ -3,6 +3,7 @@
  * after it. Runs between clone and exec in the sandbox child: system
  * calls only, on the strings the creator prepared. */
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -155,14 +156,17 @@ static int protect(const char *const *paths, bool mask, abox_error *err)
 /* linux.devices: each node made in its folder under /dev (made where
  * missing), owned and moded as the config says; one that is there already
  * (abox's own) stays when it is the same device, and is an error
- * otherwise. */
-static int make_devices(const struct rootfs_oci *o, abox_error *err)
+ * otherwise. denied: the pass for the nodes the rules deny (after /dev
+ * went nodev), or for the others (before). */
+static int make_devices(const struct rootfs_oci *o, bool denied, abox_error *err)
 {
 	struct stat dev;
 	if (o->ndevices && stat("/dev", &dev) < 0)
 		return abox_error_set(err, errno, "linux.devices: /dev");
 	for (unsigned i = 0; i < o->ndevices; i++) {
 		const struct rootfs_oci_device *d = &o->devices[i];
+		if (d->denied != denied)
+			continue;
 		const char *slash = strrchr(d->path, '/');
 		char parent[4096];
 		safe_snprintf(parent, sizeof(parent), "%.*s", (int)(slash - d->path), d->path);
@@ -301,9 +305,10 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *
 	bool sys = false;
 	for (unsigned i = 0; i < o->nmounts; i++) {
 		const struct rootfs_oci_mount *m = &o->mounts[i];
-		/* /sys (abox's own) just before the first mount in it, so that
-		 * the config's /dev mounts come before it, as it lists them */
-		if (!sys && !strncmp(m->dest, "/sys", 4) && (m->dest[4] == '/' || !m->dest[4])) {
+		/* /sys (abox's own) where the config lists it, or just before
+		 * the first mount in it: mounts in the config's order */
+		if (!sys && (i == o->sys_at || (o->sys_at == UINT_MAX && !strncmp(m->dest, "/sys", 4) &&
+						(m->dest[4] == '/' || !m->dest[4])))) {
 			if ((r = sys_now(sysfs_fd, err)) < 0)
 				return r;
 			sys = true;
@@ -311,13 +316,21 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *
 		int fd = target(m->dest, m->file, true, err);
 		if (fd < 0)
 			return abox_error_prefix(err, "mounts");
+		/* a bind: a copy of the one taken before pivot_root, made now,
+		 * as the kernel lists mounts in the order they were made */
+		int t = m->type ? -1
+				: (int)syscall(SYS_open_tree, plan->oci_fds[i], "",
+					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+						       (m->recursive ? AT_RECURSIVE : 0));
 		if (m->type)
 			r = mount_at(m->source, fd, m->type, m->flags | MS_NODEV, m->data, m->dest, err);
-		else if (syscall(SYS_move_mount, plan->oci_fds[i], "", fd, "",
-				 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		else if (t < 0 || syscall(SYS_move_mount, t, "", fd, "",
+					  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			r = abox_error_set(err, errno, "bind '%s' on '%s'", m->source, m->dest);
 		else
 			r = 0;
+		if (t >= 0)
+			close(t);
 		close(fd);
 		if (!m->type) {
 			close(plan->oci_fds[i]);
@@ -326,10 +339,10 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *
 		if (r < 0)
 			return abox_error_prefix(err, "mounts");
 	}
-	if ((!sys && (r = sys_now(sysfs_fd, err)) < 0) || (r = make_devices(o, err)) < 0 ||
+	if ((!sys && (r = sys_now(sysfs_fd, err)) < 0) || (r = make_devices(o, false, err)) < 0 ||
 	    (r = protect(o->masked, true, err)) < 0 || (r = protect(o->readonly_paths, false, err)) < 0)
 		return r;
-	if (o->dev_bound && (r = dev_nodev(err)) < 0)
+	if (o->dev_bound && ((r = dev_nodev(err)) < 0 || (r = make_devices(o, true, err)) < 0))
 		return r;
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	if (o->readonly && syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof(ro)) < 0)

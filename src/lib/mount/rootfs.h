@@ -44,6 +44,10 @@ struct rootfs_oci_device {
 	dev_t rdev;
 	uid_t uid;
 	gid_t gid;
+	/* its device rules deny it: made after /dev went nodev (dev_bound)
+	 * and not bound, so it is there and opens nothing (EACCES where a
+	 * device cgroup gives EPERM) */
+	bool denied;
 };
 
 /* An OCI container's root: its own folder, bound in place (its writes
@@ -59,11 +63,15 @@ struct rootfs_oci {
 	const char *const *readonly_paths;
 	const struct rootfs_oci_device *devices;
 	unsigned ndevices;
-	/* the container may make device nodes (CAP_MKNOD): /dev becomes
-	 * nodev like every other mount it can write, abox's nodes each bound
-	 * over themselves first, so a node it makes opens nothing */
+	/* the container may make device nodes (CAP_MKNOD), or a node its
+	 * rules deny is listed: /dev becomes nodev like every other mount it
+	 * can write, abox's nodes and the allowed ones each bound over
+	 * themselves first, so a node made after opens nothing */
 	bool dev_bound;
 	bool suid; /* its root keeps setuid files working (a container engine's default) */
+	/* /sys is attached before mounts[sys_at] (where the config lists it;
+	 * UINT_MAX: before the first mount in /sys, or last) */
+	unsigned sys_at;
 };
 
 struct rootfs_plan {

@@ -218,6 +218,10 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 		child_fail_errno(err_fd, &e, errno, "move fds");
 	sync_fd = hi_sync;
 
+	/* an OCI config's mount namespace, before anything is mounted (the
+	 * child was made without one of its own) */
+	if (cfg->mntns_join && setns(cfg->mntns_fd, CLONE_NEWNS) < 0)
+		child_fail_errno(err_fd, &e, errno, "join the mount namespace given");
 	/* an OCI container of a pod joins its sandbox's ipc and uts
 	 * namespaces (before its mounts: an mqueue mount is its ipc's) */
 	if (plan.oci && ((plan.oci->ipc_fd >= 0 && setns(plan.oci->ipc_fd, CLONE_NEWIPC) < 0) ||
@@ -445,6 +449,8 @@ int spawn_sandbox(const struct spawn_config *cfg, struct spawn_result *out, abox
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
+	if (cfg->mntns_join)
+		args.flags &= ~(uint64_t)CLONE_NEWNS;
 	int cgfd = cfg->cg ? cgroup_v2_fd(cfg->cg) : -1;
 	bool into_v2 = cgfd >= 0;
 	if (into_v2) {

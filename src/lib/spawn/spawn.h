@@ -66,6 +66,11 @@ struct spawn_config {
 	 * PID 1); the fd stays the caller's */
 	bool pidns_join;
 	int pidns_fd;
+	/* a mount namespace to build the root in instead of a new one (an OCI
+	 * config's mount path: checked to be neither the runtime's nor the
+	 * host's); the fd stays the caller's */
+	bool mntns_join;
+	int mntns_fd;
 	/* a time namespace of its own (an OCI container's), its monotonic
 	 * ([0]) and boottime ([1]) clocks offset by these */
 	bool timens;
