@@ -6,7 +6,10 @@ every exec (the kernel runs both filters and the stricter answer wins,
 so a profile can take away and never give back); a profile abox cannot
 load fails the create, naming it, with nothing left behind. linux.sysctl
 sets the container's own namespaces' settings (and refuses the host
-kernel's). `update`
+kernel's). hugepageLimits are accepted where the host's pool cannot
+exceed them (named in the log where it can), unified files are written in
+the container's cgroup v2 folder (abox's own files and ones not there
+refused by name). `update`
 changes a running container's memory, pids and CPU limits (the shim's
 --resources on stdin, or runc's flags).
 
@@ -215,6 +218,59 @@ try:
             if base.count("/") > 8:
                 dirs[:] = []
         return None
+
+    # huge page limits: a kubelet sends one per page size of the node (0
+    # for those the pod does not ask for); held where the host's pool
+    # could not exceed them, named in the log where it could
+    def pool(kb):
+        d = f"/sys/kernel/mm/hugepages/hugepages-{kb}kB"
+        return sum(int(open(f"{d}/{f}").read()) for f in ("nr_hugepages", "nr_overcommit_hugepages")) * kb * 1024
+    sizes = sorted(int(d.split("-")[1][:-2]) for d in os.listdir("/sys/kernel/mm/hugepages"))
+    open(log, "w").close()
+    hp = [{"pageSize": f"{kb // 1024}MB" if kb < 1 << 20 else f"{kb >> 20}GB", "limit": 0} for kb in sizes]
+    code, out = run("hugepages", ["/bin/sh", "-c", "true"], None,
+                    lambda c: c["linux"].setdefault("resources", {}).update(hugepageLimits=hp))
+    warned = open(log).read()
+    check("linux.resources.hugepageLimits of 0 for each page size of the host: the container runs, a limit the "
+          "host's pool could exceed named in the log", code == 0 and all(
+              (f"{h['pageSize']} pages read and not enforced" in warned) == (pool(kb) > 0)
+              for h, kb in zip(hp, sizes)), (code, out, warned, hp))
+    code, out = run("hugebad", ["/bin/sh", "-c", "true"], None, lambda c: c["linux"].setdefault(
+        "resources", {}).update(hugepageLimits=[{"pageSize": "3MB", "limit": 0}]))
+    check("... a page size the host has not: refused by name", code is None
+          and "linux.resources.hugepageLimits[0].pageSize: '3MB' is not a huge page size of this host" in out,
+          (code, out))
+
+    # linux.resources.unified: cgroup v2 files written in the container's
+    # cgroup before its process starts
+    b = bundle("unified", ["/bin/sleep", "60"], lambda c: c["linux"].setdefault("resources", {}).update(
+        unified={"cgroup.max.descendants": "7"}))
+    r, pid, _ = create("unified", b)
+    sb = json.load(open(os.path.join(root, "unified", "state.json")))["sandbox"] if r.returncode == 0 else "?"
+    check("linux.resources.unified: a v2 file (cgroup.max.descendants) written in the container's cgroup",
+          r.returncode == 0 and knob(sb, "cgroup.max.descendants") == "7", (r, knob(sb, "cgroup.max.descendants")))
+    oci("delete", "--force", "unified")
+    reap(pid)
+    code, out = run("unified-procs", ["/bin/sh", "-c", "true"], None, lambda c: c["linux"].setdefault(
+        "resources", {}).update(unified={"cgroup.procs": "1"}))
+    check("... cgroup.procs (abox's to write): refused by name", code is None
+          and "linux.resources.unified.cgroup.procs: abox's own to write" in out, (code, out))
+    v1_memory = os.path.isdir("/sys/fs/cgroup/memory")
+    b = bundle("unified-mem", ["/bin/sleep", "60"], lambda c: c["linux"].setdefault("resources", {}).update(
+        unified={"memory.high": "300M"}))
+    r, pid, _ = create("unified-mem", b)
+    if v1_memory:
+        sbs = os.path.join(root, "abox=state", "sandboxes")
+        check("... memory.high where memory is on cgroup v1: refused naming the file and why, nothing left",
+              r.returncode != 0 and "linux.resources.unified.memory.high: not a file of the container's cgroup v2 "
+              "folder" in r.stderr and not os.path.exists(os.path.join(root, "unified-mem"))
+              and not (os.listdir(sbs) if os.path.isdir(sbs) else []), (r, os.listdir(root)))
+    else:
+        sb = json.load(open(os.path.join(root, "unified-mem", "state.json")))["sandbox"]
+        check("... memory.high where memory is on cgroup v2: written", r.returncode == 0
+              and knob(sb, "memory.high") == str(300 << 20), (r, knob(sb, "memory.high")))
+        oci("delete", "--force", "unified-mem")
+        reap(pid)
 
     # no limits in the config: the node's (memory, CPUs) and 32768 pids,
     # not abox's defaults for agents' sandboxes (512 MiB, one CPU)

@@ -84,7 +84,9 @@ Test(ocispec, the_seed_config_read_field_by_field)
 	cr_assert_eq(s.resources.ndevice_rules, 1);
 	cr_assert(!s.resources.device_rules[0].allow && s.resources.device_rules[0].type == 'a' &&
 		  s.resources.device_rules[0].major == -1 && s.resources.device_rules[0].access == 7);
-	cr_assert(strstr(s.resources.unified_json, "memory.high"));
+	cr_assert_str_eq(s.resources.unified[0], "memory.high=400M");
+	cr_assert_eq(s.resources.nhugepages, 1);
+	cr_assert(s.resources.hugepages[0].page_kb == 2048 && s.resources.hugepages[0].limit == 0);
 	cr_assert_str_eq(s.cgroups_path, "system.slice:abox:c1");
 	cr_assert(strstr(s.seccomp_json, "SCMP_ACT_ERRNO"));
 	cr_assert_str_eq(s.masked_paths[0], "/proc/kcore");
@@ -153,6 +155,15 @@ Test(ocispec, hostile_and_malformed_configs_are_refused_naming_the_field)
 		"process.args: must name a program");
 	refused("{" MIN ",\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"tmp\"}}",
 		"process.cwd: must be an absolute path");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"unified\":{\"../../cgroup.procs\":\"1\"}}}}",
+		"linux.resources.unified.../../cgroup.procs: is not a cgroup file name");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"unified\":{\"memory\":\"1\"}}}}",
+		"is not a cgroup file name");
+	refused("{" MIN
+		",\"linux\":{\"resources\":{\"hugepageLimits\":[{\"pageSize\":\"2XB\",\"limit\":0}]}}}",
+		"linux.resources.hugepageLimits[0].pageSize: must be a page size such as 2MB or 1GB");
+	refused("{" MIN ",\"linux\":{\"resources\":{\"hugepageLimits\":[{\"pageSize\":\"2MB\"}]}}}",
+		"linux.resources.hugepageLimits[0].limit: is missing");
 	refused("{" MIN ",\"hooks\":{\"prestart\":[{\"path\":\"relative\"}]}}",
 		"hooks.prestart[0].path: must be an absolute path");
 	refused("{" MIN ",\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"z\"}]}}",

@@ -106,6 +106,11 @@ int cgroup_create_cpu(struct cg_sandbox *cg, abox_error *err);
  * skipped (a sandbox with none yields an empty handle). */
 int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_sandbox **out,
 			 abox_error *err);
+/* Writes val to file (a plain name, no '/') in the sandbox's v2 directory:
+ * an OCI config's linux.resources.unified. -ENOENT (said in err) when the
+ * sandbox has no v2 directory or the file is not there (its controller is
+ * on v1, or not enabled for abox's cgroups). */
+int cgroup_unified_write(struct cg_sandbox *cg, const char *file, const char *val, abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when

@@ -7,6 +7,7 @@
  * Runs in the CLI/daemon, never between clone and exec. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cgroup/cgroup_internal.h"
 
@@ -158,4 +159,13 @@ int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abo
 const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg)
 {
 	return cg ? &cg->lim : NULL;
+}
+
+int cgroup_unified_write(struct cg_sandbox *cg, const char *file, const char *val, abox_error *err)
+{
+	if (!cg || cg->v2 < 0)
+		return abox_error_setx(err, ENOENT, "cgroup: no cgroup v2 folder for '%s'", file);
+	if (strchr(file, '/') || file[0] == '.')
+		return abox_error_setx(err, EINVAL, "cgroup: '%s' is not a file name", file);
+	return cgroup_knob_write(&cg->dir[cg->v2], file, val, false, err);
 }

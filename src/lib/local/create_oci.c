@@ -332,6 +332,8 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 			return r;
 	}
 	const struct oci_resources *res = &s->resources;
+	if ((r = oci_hugepages_check(res, oc->warning, sizeof(oc->warning), err)) < 0)
+		return r;
 	if (res->memory_limit > 0)
 		oc->memory_bytes = (uint64_t)res->memory_limit;
 	if (res->pids_limit > 0)
@@ -399,7 +401,8 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 	const struct oci_spec *spec = &oc->spec;
 	int master = -1, slave = -1, r;
 	/* before the process exists, as runc writes them in its init */
-	if ((r = oci_sysctl_apply(sb->pidfd, spec->sysctl, err)) < 0)
+	if ((r = oci_unified_apply(sb, &spec->resources, err)) < 0 ||
+	    (r = oci_sysctl_apply(sb->pidfd, spec->sysctl, err)) < 0)
 		return r;
 	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)
 		return r;

@@ -72,6 +72,16 @@ void oci_create_free(struct oci_create *oc);
  * naming what the config asks beyond it (capabilities, noNewPrivileges,
  * host sysctls, ...). */
 int oci_confine_prepare(struct oci_create *oc, enum oci_confinement node, abox_error *err);
+/* linux.resources.hugepageLimits (oci_resources.c): each a page size of
+ * the host's; one the host's pool could exceed is named in warning (abox
+ * makes no hugetlb cgroup). */
+int oci_hugepages_check(const struct oci_resources *res, char *warning, size_t wn, abox_error *err);
+/* linux.resources.unified: none of the files abox keeps itself
+ * (cgroup.procs, .kill, .freeze, ...), checked before anything is made;
+ * then each written into the container's cgroup v2 folder, an error
+ * naming the file that is not there. */
+int oci_unified_check(const struct oci_resources *res, abox_error *err);
+int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */

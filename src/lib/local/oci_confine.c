@@ -64,9 +64,8 @@ static int refuse(const struct oci_spec *s, enum oci_confinement conf, abox_erro
 	if (s->mount_label && *s->mount_label && access("/sys/fs/selinux/enforce", F_OK) == 0)
 		return abox_error_setx(err, EOPNOTSUPP,
 				       "linux.mountLabel: SELinux labels are not supported by abox");
-	if (s->resources.hugepage_json || s->resources.unified_json)
-		return abox_error_setx(err, EOPNOTSUPP, "linux.resources.%s: not supported yet",
-				       s->resources.unified_json ? "unified" : "hugepageLimits");
+	if ((r = oci_unified_check(&s->resources, err)) < 0)
+		return r;
 	if (!s->process.no_new_privileges && conf == OCI_CONF_STRICT)
 		return abox_error_setx(err, EPERM,
 				       "process.noNewPrivileges: false: abox sets no_new_privs unless the "

@@ -566,8 +566,10 @@ void oci_spec_free(struct oci_spec *s)
 	free(s->resources.cpu_cpus);
 	free(s->resources.cpu_mems);
 	free(s->resources.device_rules);
-	free(s->resources.hugepage_json);
-	free(s->resources.unified_json);
+	for (size_t i = 0; i < s->resources.nhugepages; i++)
+		free(s->resources.hugepages[i].page_size);
+	free(s->resources.hugepages);
+	strv_free(s->resources.unified);
 	free(s->cgroups_path);
 	free(s->seccomp_json);
 	strv_free(s->masked_paths);

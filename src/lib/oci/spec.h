@@ -103,8 +103,18 @@ struct oci_resources {
 	/* linux.resources.devices, in order (the device cgroup's rules) */
 	struct oci_device_rule *device_rules;
 	size_t ndevice_rules;
-	char *hugepage_json; /* linux.resources.hugepageLimits, raw, or NULL */
-	char *unified_json; /* linux.resources.unified (cgroup v2 files), raw, or NULL */
+	/* linux.resources.hugepageLimits: a limit in bytes per page size */
+	struct oci_hugepage *hugepages;
+	size_t nhugepages;
+	/* linux.resources.unified: cgroup v2 files as "name=value", the
+	 * names checked to be plain file names ("memory.high"), or NULL */
+	char **unified;
+};
+
+struct oci_hugepage {
+	uint64_t page_kb; /* pageSize ("2MB", "1GB") in KiB, as the kernel names its pools */
+	char *page_size; /* as the config gave it */
+	uint64_t limit;
 };
 
 /* access bits of a device rule */

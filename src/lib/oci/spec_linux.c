@@ -215,6 +215,73 @@ static int parse_device_rules(struct oci_pc *c, json_object *v, struct oci_resou
 	return 0;
 }
 
+/* "2MB", "1GB", "64KB" (runc's spelling: binary multiples) in KiB, or 0 */
+static uint64_t page_kb(const char *t)
+{
+	uint64_t n = 0;
+	const char *p = t;
+	for (; *p >= '0' && *p <= '9' && n < (1ULL << 40); p++)
+		n = n * 10 + (uint64_t)(*p - '0');
+	if (p == t || n >= (1ULL << 40))
+		return 0;
+	return !strcmp(p, "KB") ? n : !strcmp(p, "MB") ? n << 10 : !strcmp(p, "GB") ? n << 20 : 0;
+}
+
+/* linux.resources.hugepageLimits: {pageSize, limit} each, both needed */
+static int parse_hugepages(struct oci_pc *c, json_object *v, struct oci_resources *r)
+{
+	if (oci_want(c, v, json_type_array, "linux.resources.hugepageLimits", "an array") < 0)
+		return -EINVAL;
+	size_t n = json_object_array_length(v);
+	if (n > 16)
+		return oci_fail(c, "linux.resources.hugepageLimits", "has more than 16 entries");
+	if (!(r->hugepages = calloc(n ? n : 1, sizeof(*r->hugepages))))
+		return abox_error_set(c->err, ENOMEM, "%s", c->source);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i), *f;
+		struct oci_hugepage *h = &r->hugepages[r->nhugepages++];
+		char p[OCI_PATH];
+		oci_pathf(p, sizeof(p), "linux.resources.hugepageLimits[%zu]", i);
+		if (oci_want(c, e, json_type_object, p, "an object") < 0)
+			return -EINVAL;
+		oci_pathf(p, sizeof(p), "linux.resources.hugepageLimits[%zu].pageSize", i);
+		if (!json_object_object_get_ex(e, "pageSize", &f))
+			return oci_fail(c, p, "is missing");
+		if (oci_str(c, f, p, false, &h->page_size) < 0)
+			return -EINVAL;
+		if (!(h->page_kb = page_kb(h->page_size)))
+			return oci_fail(c, p, "must be a page size such as 2MB or 1GB");
+		oci_pathf(p, sizeof(p), "linux.resources.hugepageLimits[%zu].limit", i);
+		if (!json_object_object_get_ex(e, "limit", &f))
+			return oci_fail(c, p, "is missing");
+		if (oci_uint(c, f, p, UINT64_MAX, &h->limit) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* linux.resources.unified: each name a plain cgroup file name (a
+ * controller's or the core's: "memory.high", "cgroup.max.depth"), never a
+ * path: abox writes them in the container's own cgroup folder */
+static int parse_unified(struct oci_pc *c, json_object *v, struct oci_resources *r)
+{
+	if (oci_kv(c, v, "linux.resources.unified", &r->unified) < 0)
+		return -EINVAL;
+	for (size_t i = 0; r->unified[i]; i++) {
+		const char *k = r->unified[i];
+		size_t len = strcspn(k, "=");
+		bool ok = len > 2 && len <= 64 && k[0] >= 'a' && k[0] <= 'z' && memchr(k, '.', len) &&
+			  strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789_.") == len && k[len - 1] != '.';
+		if (!ok) {
+			char p[OCI_PATH];
+			oci_pathf(p, sizeof(p), "linux.resources.unified.%.*s", (int)(len > 64 ? 64 : len),
+				  k);
+			return oci_fail(c, p, "is not a cgroup file name");
+		}
+	}
+	return 0;
+}
+
 static int parse_resources(struct oci_pc *c, json_object *o, struct oci_resources *r)
 {
 	json_object *v, *f;
@@ -275,13 +342,9 @@ static int parse_resources(struct oci_pc *c, json_object *o, struct oci_resource
 	}
 	if (json_object_object_get_ex(o, "devices", &v) && parse_device_rules(c, v, r) < 0)
 		return -EINVAL;
-	if (json_object_object_get_ex(o, "hugepageLimits", &v) &&
-	    (oci_want(c, v, json_type_array, "linux.resources.hugepageLimits", "an array") < 0 ||
-	     raw(c, v, &r->hugepage_json) < 0))
+	if (json_object_object_get_ex(o, "hugepageLimits", &v) && parse_hugepages(c, v, r) < 0)
 		return -EINVAL;
-	if (json_object_object_get_ex(o, "unified", &v) &&
-	    (oci_want(c, v, json_type_object, "linux.resources.unified", "an object") < 0 ||
-	     raw(c, v, &r->unified_json) < 0))
+	if (json_object_object_get_ex(o, "unified", &v) && parse_unified(c, v, r) < 0)
 		return -EINVAL;
 	return 0;
 }

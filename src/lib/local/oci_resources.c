@@ -1,0 +1,103 @@
+/* local/oci_resources.c — an OCI config's huge page limits and cgroup v2
+ * files (linux.resources.hugepageLimits, .unified): checked before
+ * anything is made, the files written into the container's cgroup before
+ * its process starts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "local/local.h"
+#include "local/create_oci.h"
+#include "cgroup/cgroup.h"
+
+/* What the host's pool of one page size can give a cgroup at most, in
+ * bytes (its pages and the surplus it may add), or -1 when the host has no
+ * pool of that size. */
+static int64_t pool_bytes(uint64_t kb)
+{
+	uint64_t total = 0;
+	static const char *const files[] = { "nr_hugepages", "nr_overcommit_hugepages" };
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/%s", kb,
+			 files[i]);
+		FILE *f = fopen(path, "re");
+		unsigned long long n = 0;
+		bool ok = f && fscanf(f, "%llu", &n) == 1;
+		if (f)
+			fclose(f);
+		if (!ok)
+			return -1;
+		total += n;
+	}
+	return (int64_t)(total * kb * 1024);
+}
+
+int oci_hugepages_check(const struct oci_resources *res, char *warning, size_t wn, abox_error *err)
+{
+	for (size_t i = 0; i < res->nhugepages; i++) {
+		const struct oci_hugepage *h = &res->hugepages[i];
+		int64_t pool = pool_bytes(h->page_kb);
+		if (pool < 0)
+			return abox_error_setx(
+				err, EINVAL,
+				"linux.resources.hugepageLimits[%zu].pageSize: '%s' is not a huge "
+				"page size of this host",
+				i, h->page_size);
+		/* held when the host could not give more anyway (a kubelet
+		 * sends a limit of 0 for every size the pod does not ask for,
+		 * most hosts keep no pool); else said: abox makes no hugetlb
+		 * cgroup */
+		if ((uint64_t)pool > h->limit) {
+			size_t w = strlen(warning);
+			snprintf(warning + w, wn - w,
+				 "%slinux.resources.hugepageLimits: %s pages read and not enforced (the "
+				 "host's "
+				 "pool holds %" PRId64 " bytes, the limit is %" PRIu64 ")",
+				 w ? "; " : "", h->page_size, pool, h->limit);
+		}
+	}
+	return 0;
+}
+
+/* Files abox itself keeps in a sandbox's cgroup: which processes are in
+ * it, its sub-cgroups' controllers, freezing and killing. */
+static const char *const abox_files[] = { "cgroup.procs", "cgroup.threads", "cgroup.subtree_control",
+					  "cgroup.kill",  "cgroup.freeze",  "cgroup.type" };
+
+int oci_unified_check(const struct oci_resources *res, abox_error *err)
+{
+	for (size_t i = 0; res->unified && res->unified[i]; i++) {
+		size_t len = strcspn(res->unified[i], "=");
+		for (size_t k = 0; k < ELEMENTSOF(abox_files); k++)
+			if (strlen(abox_files[k]) == len && !strncmp(res->unified[i], abox_files[k], len))
+				return abox_error_setx(err, EPERM,
+						       "linux.resources.unified.%s: abox's own to write (it "
+						       "places, freezes and kills the container's processes)",
+						       abox_files[k]);
+	}
+	return 0;
+}
+
+int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err)
+{
+	for (size_t i = 0; res->unified && res->unified[i]; i++) {
+		char name[72];
+		const char *kv = res->unified[i], *eq = strchr(kv, '=');
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		abox_error e = ABOX_ERROR_INIT;
+		int r = cgroup_unified_write(sb->cg, name, eq + 1, &e);
+		if (r == -ENOENT)
+			return abox_error_setx(
+				err, ENOENT,
+				"linux.resources.unified.%s: not a file of the container's "
+				"cgroup v2 folder (its controller is on cgroup v1 on this host, or "
+				"not enabled below abox's cgroup)",
+				name);
+		if (r < 0)
+			return abox_error_setx(err, -r, "linux.resources.unified.%s: %s", name, e.msg);
+	}
+	return 0;
+}
