@@ -261,6 +261,11 @@ void procs_exec(int ci, const struct proto_frame *f)
 		exec_req_free(&req);
 		return;
 	}
+	if (oci_filter_into(&req) < 0) {
+		init_send_error(ci, f->id, ENOMEM, "exec: the container's seccomp profile");
+		exec_req_free(&req);
+		return;
+	}
 	struct proc *p = procs_slot();
 	if (!p) {
 		init_send_error(ci, f->id, EAGAIN, "exec: too many processes tracked by init");

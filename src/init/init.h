@@ -189,6 +189,10 @@ bool oci_signal(int sig, int code, int sender);
  * processes without no_new_privs need it to install that profile
  * (child_exec). In main, before anything but init_confine. */
 void oci_caps_park(void);
+/* The container's seccomp profile (linux.seccomp, kept from its process)
+ * into req when it carries none: every process started in an OCI
+ * container runs under it, an exec through abox's own API too. -ENOMEM. */
+int oci_filter_into(struct exec_req *req);
 void oci_signals(sigset_t *mask);
 
 /* users.c: the identity a request names (F_USER, F_UID, F_GID): `user`

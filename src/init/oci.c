@@ -287,6 +287,17 @@ void oci_main_ended(const struct proc *p)
 	init_end_after_flush(p->exit_code);
 }
 
+int oci_filter_into(struct exec_req *req)
+{
+	if (!filter_len || req->filter_len)
+		return 0;
+	if (!(req->filter = malloc(filter_len * sizeof(*filter))))
+		return -ENOMEM;
+	memcpy(req->filter, filter, filter_len * sizeof(*filter));
+	req->filter_len = filter_len;
+	return 0;
+}
+
 void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 {
 	char why[480];
@@ -304,10 +315,7 @@ void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req)
 		exec_req_free(req);
 		return;
 	}
-	if (filter_len && !req->filter_len && (req->filter = malloc(filter_len * sizeof(*filter)))) {
-		memcpy(req->filter, filter, filter_len * sizeof(*filter));
-		req->filter_len = filter_len;
-	} else if (filter_len && !req->filter_len) {
+	if (oci_filter_into(req) < 0) {
 		init_send_error(ci, f->id, ENOMEM, "exec: the container's seccomp profile");
 		exec_req_free(req);
 		return;

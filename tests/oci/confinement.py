@@ -64,6 +64,12 @@ try:
     e = oci("exec", "--process", proc, "execd")
     check("... and in an exec into the container (runc's exec runs under the container's profile)",
           "mkdir=1" in e.stdout and "touch=0" in e.stdout, e)
+    sb = json.load(open(os.path.join(root, "execd", "state.json")))["sandbox"]
+    a = subprocess.run([shim.ABOX, "--root", os.path.join(root, "abox=state"), "--runtime-dir",
+                        os.path.join(root, "abox=run"), "exec", "-u", "root", "-w", "/", sb, "--", "/bin/sh", "-c",
+                        "exec 2>&1; mkdir /tmp/z; echo mkdir=$?"], capture_output=True, text=True, timeout=60)
+    check("... and in a command started through abox's own API (abox exec of the container's sandbox)",
+          "mkdir=1" in a.stdout, a)
     oci("kill", "execd", "KILL")
     reap(pid)
     oci("delete", "execd")
