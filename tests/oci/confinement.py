@@ -247,6 +247,21 @@ try:
           and "linux.resources.hugepageLimits[0].pageSize: '3MB' is not a huge page size of this host" in out,
           (code, out))
 
+    # blockIO.weight: io.weight where abox's cgroups have the v2 io
+    # controller, else said in the log
+    open(log, "w").close()
+    b = bundle("blkio", ["/bin/sleep", "60"], lambda c: c["linux"].setdefault("resources", {}).update(
+        blockIO={"weight": 500}))
+    r, pid, _ = create("blkio", b)
+    sb = json.load(open(os.path.join(root, "blkio", "state.json")))["sandbox"] if r.returncode == 0 else "?"
+    io = knob(sb, "io.weight")
+    check("linux.resources.blockIO.weight: the container's io.weight (500 -> 4950, as runc maps it), or named in "
+          "the log as not enforced where abox's cgroups have no v2 io controller",
+          r.returncode == 0 and (io == "default 4950" if io is not None else
+                                 "blockIO.weight: read and not enforced" in open(log).read()), (r, io))
+    oci("delete", "--force", "blkio")
+    reap(pid)
+
     # linux.resources.unified: cgroup v2 files written in the container's
     # cgroup before its process starts
     b = bundle("unified", ["/bin/sleep", "60"], lambda c: c["linux"].setdefault("resources", {}).update(

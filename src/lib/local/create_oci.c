@@ -350,8 +350,7 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 			   { res->cpu_mems && *res->cpu_mems, "resources.cpu.mems" },
 			   { res->memory_reservation > 0, "resources.memory.reservation" },
 			   { res->memory_swap > 0 && res->memory_swap != res->memory_limit,
-			     "resources.memory.swap" },
-			   { res->has_blkio_weight, "resources.blockIO.weight" } };
+			     "resources.memory.swap" } };
 	char names[256] = "";
 	for (size_t i = 0; i < ELEMENTSOF(unenforced); i++)
 		if (unenforced[i].set)
@@ -401,7 +400,8 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 	const struct oci_spec *spec = &oc->spec;
 	int master = -1, slave = -1, r;
 	/* before the process exists, as runc writes them in its init */
-	if ((r = oci_unified_apply(sb, &spec->resources, err)) < 0 ||
+	if ((r = oci_blkio_apply(sb, &spec->resources, err)) < 0 ||
+	    (r = oci_unified_apply(sb, &spec->resources, err)) < 0 ||
 	    (r = oci_sysctl_apply(sb->pidfd, spec->sysctl, err)) < 0)
 		return r;
 	if (spec->process.terminal && (r = oci_pty(sb->pid, &spec->process, &master, &slave, err)) < 0)

@@ -82,6 +82,10 @@ int oci_hugepages_check(const struct oci_resources *res, char *warning, size_t w
  * naming the file that is not there. */
 int oci_unified_check(const struct oci_resources *res, abox_error *err);
 int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
+/* linux.resources.blockIO.weight as the container's io.weight where its
+ * cgroup v2 folder has one; else said in the log (abox makes no v1 blkio
+ * cgroup). */
+int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */

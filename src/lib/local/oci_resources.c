@@ -101,3 +101,25 @@ int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_er
 	}
 	return 0;
 }
+
+int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err)
+{
+	if (!res->has_blkio_weight || !res->blkio_weight)
+		return 0;
+	/* blkio.weight 10..1000 onto io.weight 1..10000, as runc maps them */
+	unsigned bw = res->blkio_weight < 10 ? 10 : res->blkio_weight;
+	char w[16];
+	snprintf(w, sizeof(w), "%u", 1 + (bw - 10) * 9999 / 990);
+	abox_error e = ABOX_ERROR_INIT;
+	int r = cgroup_unified_write(sb->cg, "io.weight", w, &e);
+	if (r == -ENOENT) {
+		backend_log(
+			sb->ctx, ABOX_LOG_WARNING,
+			"create: linux.resources.blockIO.weight: read and not enforced (no io controller on "
+			"cgroup v2 for abox's cgroups on this host)");
+		return 0;
+	}
+	if (r < 0)
+		return abox_error_setx(err, -r, "linux.resources.blockIO.weight: %s", e.msg);
+	return 0;
+}
