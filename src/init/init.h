@@ -183,10 +183,10 @@ void oci_fds(int ci, const struct proto_frame *f);
 /* An exec with the caller's three fds as its stdio (EXEC_FDS): takes req. */
 void oci_exec(int ci, const struct proto_frame *f, struct exec_req *req);
 bool oci_signal(int sig, int code, int sender);
-/* CAP_SYS_ADMIN out of init's effective and inheritable sets when it is
- * in its permitted set alone, not its bounding set: an OCI container run
- * as a container engine's default, with a seccomp profile, whose
- * processes without no_new_privs need it to install that profile
+/* init's inheritable set emptied, and CAP_SYS_ADMIN out of its effective
+ * set when it is in its permitted set alone, not its bounding set: an OCI
+ * container run as a container engine's default, with a seccomp profile,
+ * whose processes without no_new_privs need it to install that profile
  * (child_exec). In main, before anything but init_confine. */
 void oci_caps_park(void);
 /* The container's seccomp profile (linux.seccomp, kept from its process)

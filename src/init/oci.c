@@ -58,13 +58,18 @@ void oci_caps_park(void)
 		uint32_t effective, permitted, inheritable;
 	} data[2];
 	const uint32_t admin = 1u << 21; /* CAP_SYS_ADMIN */
-	if (syscall(SYS_capget, &hdr, data) < 0 || !(data[0].permitted & admin) ||
-	    prctl(PR_CAPBSET_READ, 21, 0, 0, 0) != 0)
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		_exit(125);
+	/* never inheritable, so no exec of init's gives anything further
+	 * (root's exec adds the inheritable set to its permitted set, setuid
+	 * files included where no_new_privs is off); CAP_SYS_ADMIN outside
+	 * the bounding set is kept for the children's profile alone, never
+	 * effective in init */
+	bool parked = (data[0].permitted & admin) && prctl(PR_CAPBSET_READ, 21, 0, 0, 0) == 0;
+	if (!data[0].inheritable && !data[1].inheritable && !(parked && (data[0].effective & admin)))
 		return;
-	/* kept for the children's profile alone: never effective in init,
-	 * and never inheritable, so no exec of init's gives it further
-	 * (root's exec adds the inheritable set to its permitted set) */
-	data[0].effective &= ~admin;
+	if (parked)
+		data[0].effective &= ~admin;
 	data[0].inheritable = data[1].inheritable = 0;
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		_exit(125);

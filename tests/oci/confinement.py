@@ -276,6 +276,10 @@ try:
         "resources", {}).update(unified={"cgroup.procs": "1"}))
     check("... cgroup.procs (abox's to write): refused by name", code is None
           and "linux.resources.unified.cgroup.procs: abox's own to write" in out, (code, out))
+    code, out = run("unified-part", ["/bin/sh", "-c", "true"], None, lambda c: c["linux"].setdefault(
+        "resources", {}).update(unified={"cpuset.cpus.partition": "isolated"}))
+    check("... cpuset.cpus.partition (CPUs taken from the host's other cgroups): refused by name", code is None
+          and "linux.resources.unified.cpuset.cpus.partition: would take CPUs" in out, (code, out))
     v1_memory = os.path.isdir("/sys/fs/cgroup/memory")
     b = bundle("unified-mem", ["/bin/sleep", "60"], lambda c: c["linux"].setdefault("resources", {}).update(
         unified={"memory.high": "300M"}))

@@ -546,6 +546,24 @@ try:
         check("linux.namespaces mount with a path: the container's root is built in that namespace, none "
               "of it in the runtime's", r.returncode == 0 and got[:1] == [os.readlink(mnt)] and "bin" in got
               and "joinmnt" not in open("/proc/self/mountinfo").read(), (r, got))
+        # one an unprivileged user's namespace owns: its mounts there would
+        # not be locked (that user could unmount the masks)
+        owned = subprocess.Popen(["unshare", "--user", "--map-root-user", "--mount", "sleep", "300"])
+        for _ in range(100):
+            if os.readlink(f"/proc/{owned.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"):
+                break
+            time.sleep(0.05)
+
+        def joinowned(cfg):
+            cfg["linux"]["namespaces"] = [n if n["type"] != "mount" else
+                                          {"type": "mount", "path": f"/proc/{owned.pid}/ns/mnt"}
+                                          for n in cfg["linux"]["namespaces"]]
+        r = oci("create", "--bundle", bundle("joinowned", ["/bin/true"], joinowned), "joinowned")
+        owned.kill()
+        owned.wait()
+        check("... one of another user namespace (an unprivileged user's): refused by name, nothing left",
+              r.returncode != 0 and "is a namespace of another user namespace than the runtime's" in r.stderr
+              and not os.path.exists(os.path.join(root, "joinowned")), r)
     finally:
         holder.kill()
         holder.wait()

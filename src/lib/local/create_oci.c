@@ -24,6 +24,9 @@
 #include "proto/messages.h"
 #include "spawn/spawn.h"
 
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS _IO(0xb7, 0x1)
+#endif
 #ifndef NS_GET_NSTYPE
 #define NS_GET_NSTYPE _IO(0xb7, 0x3)
 #endif
@@ -243,6 +246,23 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 	 * tree away */
 	struct stat ours, theirs, host;
 	bool host_seen = stat("/proc/1/ns/mnt", &host) == 0;
+	/* and owned by the runtime's user namespace: mounts made in one an
+	 * unprivileged user owns are not locked, that user could take the
+	 * masks and read-only binds away later */
+	if (oc->mntns_fd >= 0) {
+		int owner = ioctl(oc->mntns_fd, NS_GET_USERNS);
+		struct stat o, mine;
+		bool same = owner >= 0 && fstat(owner, &o) == 0 && stat("/proc/self/ns/user", &mine) == 0 &&
+			    o.st_ino == mine.st_ino && o.st_dev == mine.st_dev;
+		if (owner >= 0)
+			close(owner);
+		if (!same)
+			return abox_error_setx(
+				err, EPERM,
+				"linux.namespaces: the mount path '%s' is a namespace of another "
+				"user namespace than the runtime's",
+				s->ns_path[OCI_NS_MOUNT]);
+	}
 	if (oc->mntns_fd >= 0 &&
 	    (fstat(oc->mntns_fd, &theirs) < 0 || stat("/proc/self/ns/mnt", &ours) < 0 ||
 	     (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev) ||
@@ -501,7 +521,9 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 	 * (oci_process_put) */
 	cfg->caps_keep = oc->init_caps;
 	cfg->no_nnp = oc->conf == OCI_CONF_COMPAT;
-	cfg->keep_admin = cfg->no_nnp && oc->seccomp.len;
+	/* only for a process that asks to run without no_new_privs: an exec
+	 * that asks for that later gets it all the same (init/child_exec.c) */
+	cfg->keep_admin = cfg->no_nnp && oc->seccomp.len && !oc->spec.process.no_new_privileges;
 	oc->ro.dev_bound = (oc->init_caps & (1ULL << CAP_MKNOD)) != 0;
 	for (unsigned i = 0; i < oc->ro.ndevices; i++)
 		oc->ro.dev_bound |= oc->devices[i].denied;

@@ -67,10 +67,20 @@ int oci_hugepages_check(const struct oci_resources *res, char *warning, size_t w
 static const char *const abox_files[] = { "cgroup.procs", "cgroup.threads", "cgroup.subtree_control",
 					  "cgroup.kill",  "cgroup.freeze",  "cgroup.type" };
 
+/* Files that take CPUs away from the host's other cgroups (an exclusive
+ * or isolated cpuset partition). */
+static const char *const host_files[] = { "cpuset.cpus.partition", "cpuset.cpus.exclusive" };
+
 int oci_unified_check(const struct oci_resources *res, abox_error *err)
 {
 	for (size_t i = 0; res->unified && res->unified[i]; i++) {
 		size_t len = strcspn(res->unified[i], "=");
+		for (size_t k = 0; k < ELEMENTSOF(host_files); k++)
+			if (strlen(host_files[k]) == len && !strncmp(res->unified[i], host_files[k], len))
+				return abox_error_setx(err, EPERM,
+						       "linux.resources.unified.%s: would take CPUs from the "
+						       "host's other cgroups",
+						       host_files[k]);
 		for (size_t k = 0; k < ELEMENTSOF(abox_files); k++)
 			if (strlen(abox_files[k]) == len && !strncmp(res->unified[i], abox_files[k], len))
 				return abox_error_setx(err, EPERM,

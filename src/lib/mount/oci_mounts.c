@@ -230,7 +230,10 @@ static int bind_nodes(int dir, dev_t dev, int depth, abox_error *err)
 			if (!strcmp(d->name, ".") || !strcmp(d->name, "..") ||
 			    fstatat(dir, d->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
 				continue;
-			if (S_ISDIR(st.st_mode) && depth < 8) {
+			if (S_ISDIR(st.st_mode) && depth >= 8)
+				return abox_error_setx(err, ELOOP, "/dev: '%s' is more than 8 folders deep",
+						       d->name);
+			if (S_ISDIR(st.st_mode)) {
 				int sub =
 					openat(dir, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				int r = sub < 0 ? abox_error_set(err, errno, "/dev: open '%s'", d->name)
@@ -289,12 +292,15 @@ static int sys_now(int sysfs_fd, abox_error *err)
 {
 	if (sysfs_fd < 0)
 		return rootfs_sys(-1, err);
+	/* kernels before 6.15 copy no detached mount (EINVAL): the creator's
+	 * own then, listed out of the config's order */
 	int t = (int)syscall(SYS_open_tree, sysfs_fd, "",
 			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (t < 0)
+	if (t < 0 && errno != EINVAL)
 		return abox_error_set(err, errno, "copy the sysfs mount");
-	int r = rootfs_sys(t, err);
-	close(t);
+	int r = rootfs_sys(t >= 0 ? t : sysfs_fd, err);
+	if (t >= 0)
+		close(t);
 	return r;
 }
 
@@ -317,15 +323,17 @@ int rootfs_oci_finish(const struct rootfs_plan *plan, int sysfs_fd, abox_error *
 		if (fd < 0)
 			return abox_error_prefix(err, "mounts");
 		/* a bind: a copy of the one taken before pivot_root, made now,
-		 * as the kernel lists mounts in the order they were made */
+		 * as the kernel lists mounts in the order they were made (before
+		 * 6.15 it copies no detached mount: the one taken then) */
 		int t = m->type ? -1
 				: (int)syscall(SYS_open_tree, plan->oci_fds[i], "",
 					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 						       (m->recursive ? AT_RECURSIVE : 0));
 		if (m->type)
 			r = mount_at(m->source, fd, m->type, m->flags | MS_NODEV, m->data, m->dest, err);
-		else if (t < 0 || syscall(SYS_move_mount, t, "", fd, "",
-					  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		else if ((t < 0 && errno != EINVAL) ||
+			 syscall(SYS_move_mount, t >= 0 ? t : plan->oci_fds[i], "", fd, "",
+				 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			r = abox_error_set(err, errno, "bind '%s' on '%s'", m->source, m->dest);
 		else
 			r = 0;
