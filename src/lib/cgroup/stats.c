@@ -76,6 +76,20 @@ static int read_u64(const struct cg_dir *d, const char *file, uint64_t *v)
 	return 0;
 }
 
+/* The page cache of files on disks: "file" (v2) and "total_cache" (v1)
+ * count tmpfs and shared memory too, which are "shmem" and stay memory
+ * use. 0 when unknown. */
+static uint64_t file_cache(const struct cg_dir *d, bool v1)
+{
+	_cleanup_free_ char *ms = NULL;
+	uint64_t file = 0, shmem = 0;
+	if (read_file_at(d->fd, "memory.stat", 16384, &ms, NULL) == 0 &&
+	    cgroup_kv_get(ms, v1 ? "total_cache" : "file", &file) == 0 &&
+	    cgroup_kv_get(ms, v1 ? "total_shmem" : "shmem", &shmem) == 0 && file > shmem)
+		return file - shmem;
+	return 0;
+}
+
 int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 {
 	struct cg_stats st = { .cpu_usec = UINT64_MAX, .mem_current = UINT64_MAX, .mem_limit = UINT64_MAX,
@@ -95,19 +109,19 @@ int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 	if (cg->ctl[CG_MEMORY] >= 0) {
 		const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
 		bool v1 = d->version == CG_V1;
+		/* the page cache read before and after the charge, the larger
+		 * taken: while the kernel reclaims it (a sandbox writing more
+		 * files than its limit), a later read alone found a smaller
+		 * cache than the charge held, and a moment's reclaim showed as
+		 * hundreds of MB of memory used */
+		uint64_t before = file_cache(d, v1);
 		(void)read_u64(d, v1 ? "memory.usage_in_bytes" : "memory.current", &st.mem_current);
 		/* the user's limit is the commands' (the sandbox's own adds
 		 * init's headroom) */
 		const struct cg_dir *ld = cg->cmds >= 0 ? &cg->dir[cg->cmds] : d;
 		(void)read_u64(ld, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
-		/* "file" (v2) and "total_cache" (v1) count tmpfs and shared
-		 * memory too: those are "shmem", and stay memory use */
-		_cleanup_free_ char *ms = NULL;
-		uint64_t file = 0, shmem = 0;
-		if (read_file_at(d->fd, "memory.stat", 16384, &ms, NULL) == 0 &&
-		    cgroup_kv_get(ms, v1 ? "total_cache" : "file", &file) == 0 &&
-		    cgroup_kv_get(ms, v1 ? "total_shmem" : "shmem", &shmem) == 0 && file > shmem)
-			st.mem_file = file - shmem;
+		uint64_t after = file_cache(d, v1);
+		st.mem_file = before > after ? before : after;
 	}
 	if (cg->ctl[CG_PIDS] >= 0)
 		(void)read_u64(&cg->dir[cg->ctl[CG_PIDS]], "pids.current", &st.pids_current);
