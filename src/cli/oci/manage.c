@@ -202,13 +202,8 @@ static int kill_all(int init_pid, const char *sandbox, int sig)
 /* A process's start time (clock ticks since boot) and parent, or -1. */
 static long long started_at(int pid, int *ppid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
+	char buf[1024];
+	oci_proc_read(pid, "stat", buf, sizeof(buf));
 	/* after the name's closing parenthesis: state, ppid, ... field 22 */
 	char *p = strrchr(buf, ')');
 	long long start = -1;

@@ -131,6 +131,9 @@ int oci_console_send(const char *path, int master);
 /* A pidfd of pid over --pidfd-socket (runc 1.2's): 0, or 1 with the
  * error said. */
 int oci_pidfd_send(const char *path, pid_t pid);
+/* /proc/PID/NAME's first size-1 bytes into buf, NUL-terminated (empty
+ * when the process is gone); their count. */
+size_t oci_proc_read(int pid, const char *name, char *buf, size_t size);
 /* Whether pid is a process of sandbox's (in its cgroups: a container's
  * pid namespace may be a pod's, shared with other containers). */
 bool oci_pid_of(int pid, const char *sandbox);

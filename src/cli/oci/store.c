@@ -241,18 +241,25 @@ const char *oci_status(abox_ctx *ctx, const struct oci_ctr *c, int *pid)
 	return c->started ? "running" : "created";
 }
 
+size_t oci_proc_read(int pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	FILE *f = fopen(path, "re");
+	size_t got = f ? fread(buf, 1, size - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[got] = '\0';
+	return got;
+}
+
 /* oci_pid_of and oci_pids (oci.h): by the sandbox's cgroup folder, named
  * in every hierarchy's line of /proc/P/cgroup. */
 bool oci_pid_of(int pid, const char *sandbox)
 {
-	char path[64], text[8192], tag[128];
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	char text[8192], tag[128];
 	snprintf(tag, sizeof(tag), "/abox-%s", sandbox);
-	FILE *f = fopen(path, "re");
-	size_t got = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	text[got] = '\0';
+	oci_proc_read(pid, "cgroup", text, sizeof(text));
 	/* the sandbox's folder, whole: "/abox-ID" then "/" or the line's end */
 	size_t k = strlen(tag);
 	for (const char *s = strstr(text, tag); s; s = strstr(s + 1, tag))
