@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """linux.cgroupsPath honoured, as TAP (this test is the shim,
 tests/oci/shim.py): the container's sandbox gets its cgroups below the
-path in every hierarchy abox uses, as the kubelet's pod cgroups expect
+path in every hierarchy abox uses, as the kubelet's pod cgroups expect,
+its limits on the path's own folder too (where runc has them)
 (a relative path below the runtime's own cgroup, an absolute one from
 each hierarchy's root, systemd's slice:prefix:name with
 --systemd-cgroup); every verb finds them there; delete removes the
@@ -65,14 +66,25 @@ try:
     pids = [d for d in dirs_named(f"{POD}/pod1/ctr1/abox-{sb}") if "/pids/" in d]
     check("... with the config's limits there (memory, pids)", lim == str(64 << 20) and pids
           and open(os.path.join(pids[0], "pids.max")).read().strip() == "40", (lim, pids))
+    # and on the path's own folder, where runc has them and a container
+    # engine (the kubelet's cAdvisor) reads them
+    ctr_pids = [d for d in dirs_named(f"{POD}/pod1/ctr1") if "/pids/" in d and d.endswith("/ctr1")]
+    ctr_mem = [d for d in dirs_named(f"{POD}/pod1/ctr1") if "/memory/" in d and d.endswith("/ctr1")]
+    ctr_v2 = [d for d in dirs_named(f"{POD}/pod1/ctr1") if d.endswith("/ctr1") and os.path.exists(d + "/pids.max")]
+    pfile = (ctr_pids or ctr_v2 or [""])[0] + "/pids.max"
+    mfile = ctr_mem[0] + "/memory.limit_in_bytes" if ctr_mem else (ctr_v2 or [""])[0] + "/memory.max"
+    check("... and on the cgroupsPath's own folder (pids; memory with abox-init's 64 MiB headroom)",
+          os.path.exists(pfile) and open(pfile).read().strip() == "40" and os.path.exists(mfile)
+          and open(mfile).read().strip() == str((64 << 20) + (64 << 20)), (pfile, mfile))
     s = oci("start", "rel")
     p = oci("pause", "rel")
     st = shim.state("rel").get("status")
     oci("resume", "rel")
     u = oci("update", "--pids-limit", "33", "rel")
-    check("start, pause, update find the container's cgroups there", s.returncode == 0 and p.returncode == 0
-          and st == "paused" and u.returncode == 0 and open(os.path.join(pids[0], "pids.max")).read().strip() == "33",
-          (s, p, st, u))
+    check("start, pause, update find the container's cgroups there (update changes the path's folder too)",
+          s.returncode == 0 and p.returncode == 0 and st == "paused" and u.returncode == 0
+          and open(os.path.join(pids[0], "pids.max")).read().strip() == "33"
+          and open(pfile).read().strip() == "33", (s, p, st, u))
     oci("kill", "rel", "KILL")
     reap(pid)
     d = oci("delete", "rel")

@@ -111,6 +111,12 @@ int cgroup_open_existing(const struct cg_layout *l, const char *name, struct cg_
  * sandbox has no v2 directory or the file is not there (its controller is
  * on v1, or not enabled for abox's cgroups). */
 int cgroup_unified_write(struct cg_sandbox *cg, const char *file, const char *val, abox_error *err);
+/* The sandbox's limits (its whole bound: the commands' and init's
+ * headroom) written on the layout's own cgroup too, the parent
+ * cgroup_layout_detect_at made: an OCI container's cgroupsPath, which a
+ * container engine reads as the container's cgroup (runc's limits are
+ * there). Never at a hierarchy's root. */
+int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg, abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when

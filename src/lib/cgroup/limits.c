@@ -5,9 +5,11 @@
  *
  * Does not choose the limits (local/link.c) or read usage (stats.c).
  * Runs in the CLI/daemon, never between clone and exec. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cgroup/cgroup_internal.h"
 
@@ -168,4 +170,44 @@ int cgroup_unified_write(struct cg_sandbox *cg, const char *file, const char *va
 	if (strchr(file, '/') || file[0] == '.')
 		return abox_error_setx(err, EINVAL, "cgroup: '%s' is not a file name", file);
 	return cgroup_knob_write(&cg->dir[cg->v2], file, val, false, err);
+}
+
+int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg, abox_error *err)
+{
+	/* the sandbox's own bound (with init's headroom when its commands
+	 * have a cgroup of their own), as a runtime's limits are its
+	 * container's whole */
+	struct cg_limits lim = cg->lim;
+	if (lim.memory_bytes && cg->cmds >= 0)
+		lim.memory_bytes += CG_INIT_HEADROOM;
+	struct cg_sandbox p = { .v2 = -1, .cmds = -1, .init_leaf = -1, .oom_fd = -1, .oom_cmds_fd = -1 };
+	char paths[3][4096];
+	static const enum cg_controller ctl[] = { CG_MEMORY, CG_PIDS, CG_CPU };
+	for (int c = 0; c < CG_CONTROLLER_MAX; c++)
+		p.ctl[c] = -1;
+	for (size_t i = 0; i < ELEMENTSOF(ctl); i++) {
+		enum cg_version v = l->use[ctl[i]];
+		const char *mount = v == CG_V1 ? l->v1_mount[ctl[i]] : v == CG_V2 ? l->v2_mount : NULL;
+		const char *self = v == CG_V1 ? l->v1_self[ctl[i]] : v == CG_V2 ? l->v2_self : NULL;
+		/* never a hierarchy's root */
+		int fd = -1;
+		if (mount && self && strcmp(self, "/")) {
+			snprintf(paths[i], sizeof(paths[i]), "%s%s", mount, self);
+			fd = open(paths[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (fd < 0)
+			continue;
+		p.dir[p.n] = (struct cg_dir){ .path = paths[i], .fd = fd, .version = v };
+		p.ctl[ctl[i]] = (int)p.n++;
+	}
+	if (p.ctl[CG_MEMORY] < 0)
+		lim.memory_bytes = 0;
+	if (p.ctl[CG_PIDS] < 0)
+		lim.pids = 0;
+	if (p.ctl[CG_CPU] < 0)
+		lim.cpu_millis = 0;
+	int r = cgroup_write_limits(&p, &lim, err);
+	for (size_t i = 0; i < p.n; i++)
+		close(p.dir[i].fd);
+	return r;
 }

@@ -64,6 +64,9 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 		if ((r = backend_cgroups(sb, err)) >= 0)
 			r = sb->cg ? cgroup_update_limits(sb->cg, &lim, err)
 				   : abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
+		/* an OCI container's cgroupsPath holds them too (create_oci.c) */
+		if (r >= 0 && sb->ctx->cgroup_parent && st.template_name && !strcmp(st.template_name, "oci"))
+			r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err);
 	}
 	if (r >= 0) {
 		st.memory_bytes = l->memory_bytes ? l->memory_bytes : st.memory_bytes;
