@@ -29,7 +29,7 @@ typedef enum abox_log_level {
 
 typedef void (*abox_log_fn)(abox_log_level level, const char *msg, void *userdata);
 
-#define ABOX_CTX_OPTS_VERSION 4
+#define ABOX_CTX_OPTS_VERSION 5
 typedef struct abox_ctx_opts {
 	uint32_t version;
 	const char *state_dir;   /* NULL: $ABOX_ROOT or /var/lib/abox */
@@ -55,10 +55,17 @@ typedef struct abox_ctx_opts {
 	 * controllers handed down along it; abox_ctx_remove_cgroup_parent
 	 * removes it once empty. NULL: the caller's own. */
 	const char *cgroup_parent;
+	/* version 5: ABOX_CGROUP_PARENT_* */
+	uint32_t cgroup_parent_flags;
 } abox_ctx_opts;
+/* cgroup_parent is one sandbox's own folder (an OCI container's
+ * cgroupsPath, as runc uses it): that sandbox's memory, pids and CPU
+ * limits are written on it too, where a container engine reads them.
+ * Never for a parent several sandboxes share. */
+#define ABOX_CGROUP_PARENT_OWN (1u << 0)
 #define ABOX_CTX_OPTS_INIT                                                                                   \
 	{                                                                                                    \
-		ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (abox_log_level)0, NULL     \
+		ABOX_CTX_OPTS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (abox_log_level)0, NULL, 0  \
 	}
 
 /* opts may be NULL for defaults. *out is owned by the caller. */

@@ -38,6 +38,7 @@ struct abox_ctx {
 	struct cg_layout cg;
 	bool cg_ready;
 	char *cgroup_parent; /* abox_ctx_opts' (version 4), or NULL */
+	bool cgroup_parent_own; /* ABOX_CGROUP_PARENT_OWN (version 5) */
 	uint32_t proc_masks;
 	int last_cap;
 	/* what the reaper last read of each record (autopause.c): a context

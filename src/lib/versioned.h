@@ -29,7 +29,8 @@ struct versioned {
 
 #define VERSIONED_CTX_OPTS                                                                                   \
 	VERSIONED(abox_ctx_opts, offsetof(abox_ctx_opts, remote_url), offsetof(abox_ctx_opts, log_max),      \
-		  offsetof(abox_ctx_opts, cgroup_parent), sizeof(abox_ctx_opts))
+		  offsetof(abox_ctx_opts, cgroup_parent), offsetof(abox_ctx_opts, cgroup_parent_flags),      \
+		  sizeof(abox_ctx_opts))
 #define VERSIONED_SANDBOX_OPTS                                                                               \
 	VERSIONED(abox_sandbox_opts, offsetof(abox_sandbox_opts, snapshot),                                  \
 		  offsetof(abox_sandbox_opts, net), offsetof(abox_sandbox_opts, oci_bundle),                 \

@@ -45,7 +45,8 @@ def own_cgroups(pid):
 def container(cid, path, extra=()):
     def edit(c):
         c["linux"]["cgroupsPath"] = path
-        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40}}
+        c["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 40},
+                                   "cpu": {"quota": 50000, "period": 100000}}
     b = bundle(cid, ["/bin/sleep", "60"], edit)
     pidfile = os.path.join(work, cid + ".pid")
     r = shim.oci(*extra, "create", "--bundle", b, "--pid-file", pidfile, cid)
@@ -81,6 +82,20 @@ try:
     st = shim.state("rel").get("status")
     oci("resume", "rel")
     u = oci("update", "--pids-limit", "33", "rel")
+    # a raised CPU quota: the path's folder first (cgroup v1 refuses a
+    # child's quota above its parent's)
+    up = oci("update", "--cpu-quota", "150000", "rel")
+
+    def quota(folder):
+        for f, conv in (("cpu.cfs_quota_us", lambda t: t), ("cpu.max", lambda t: t.split()[0])):
+            if os.path.exists(os.path.join(folder, f)):
+                return conv(open(os.path.join(folder, f)).read().strip())
+        return None
+    ctr_cpu = [d for d in dirs_named(f"{POD}/pod1/ctr1") if d.endswith("/ctr1") and quota(d)]
+    box_cpu = [d for d in dirs_named(f"{POD}/pod1/ctr1/abox-{sb}") if d.endswith(f"abox-{sb}") and quota(d)]
+    check("update raising the CPU quota: both the path's folder and abox's take it",
+          up.returncode == 0 and ctr_cpu and box_cpu and quota(ctr_cpu[0]) == "150000"
+          and quota(box_cpu[0]) == "150000", (up, ctr_cpu, box_cpu))
     check("start, pause, update find the container's cgroups there (update changes the path's folder too)",
           s.returncode == 0 and p.returncode == 0 and st == "paused" and u.returncode == 0
           and open(os.path.join(pids[0], "pids.max")).read().strip() == "33"

@@ -43,6 +43,8 @@ int oci_ctx(abox_ctx **out)
 	o.log_max = ABOX_LOG_WARNING;
 	o.log = library_log;
 	o.cgroup_parent = oci_g.cgroup_parent[0] ? oci_g.cgroup_parent : NULL;
+	/* runc's: the cgroupsPath is the container's own cgroup */
+	o.cgroup_parent_flags = o.cgroup_parent ? ABOX_CGROUP_PARENT_OWN : 0;
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_ctx_new(&o, out, &err) < 0)
 		return oci_error("%s", err.msg);

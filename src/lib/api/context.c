@@ -113,6 +113,13 @@ int abox_ctx_new(const abox_ctx_opts *opts, abox_ctx **out, abox_error *err)
 	ctx->log = o.log;
 	ctx->log_userdata = o.log_userdata;
 	ctx->log_max = o.version >= 3 ? o.log_max : 0;
+	if (o.version >= 5 && (o.cgroup_parent_flags & ~ABOX_CGROUP_PARENT_OWN)) {
+		abox_ctx_free(ctx);
+		return abox_error_setx(err, EINVAL, "abox_ctx_opts: unknown cgroup_parent_flags 0x%x",
+				       o.cgroup_parent_flags);
+	}
+	ctx->cgroup_parent_own =
+		o.version >= 5 && o.cgroup_parent && (o.cgroup_parent_flags & ABOX_CGROUP_PARENT_OWN);
 	if (o.version >= 4 && o.cgroup_parent && !(ctx->cgroup_parent = strdup(o.cgroup_parent))) {
 		abox_ctx_free(ctx);
 		return abox_error_set(err, ENOMEM, "context");

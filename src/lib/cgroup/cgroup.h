@@ -117,6 +117,9 @@ int cgroup_unified_write(struct cg_sandbox *cg, const char *file, const char *va
  * container engine reads as the container's cgroup (runc's limits are
  * there). Never at a hierarchy's root. */
 int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg, abox_error *err);
+/* The limits set in lim (as given: no headroom added) on the layout's own
+ * cgroup alone. */
+int cgroup_parent_write(const struct cg_layout *l, const struct cg_limits *lim, abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when
@@ -160,9 +163,9 @@ int cgroup_oom_kills(struct cg_sandbox *cg, uint64_t *out, abox_error *err);
 struct cg_stats {
 	uint64_t cpu_usec;     /* CPU time used since create */
 	uint64_t mem_current;  /* bytes charged now (includes a tmpfs layer, and the cache of a disk's files) */
-	uint64_t mem_file;     /* of those, the page cache of files on disks (not tmpfs): the
-				* kernel reclaims it under pressure, so it is not the sandbox's
-				* memory use (0 when unknown) */
+	/* of those, what the sandbox uses: all but the page cache of files
+	 * on disks (not tmpfs), which the kernel reclaims under pressure */
+	uint64_t mem_used;
 	uint64_t mem_limit;
 	uint64_t pids_current; /* processes and threads */
 };

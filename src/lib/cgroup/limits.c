@@ -180,6 +180,12 @@ int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg,
 	struct cg_limits lim = cg->lim;
 	if (lim.memory_bytes && cg->cmds >= 0)
 		lim.memory_bytes += CG_INIT_HEADROOM;
+	return cgroup_parent_write(l, &lim, err);
+}
+
+int cgroup_parent_write(const struct cg_layout *l, const struct cg_limits *want, abox_error *err)
+{
+	struct cg_limits lim = *want;
 	struct cg_sandbox p = { .v2 = -1, .cmds = -1, .init_leaf = -1, .oom_fd = -1, .oom_cmds_fd = -1 };
 	char paths[3][4096];
 	static const enum cg_controller ctl[] = { CG_MEMORY, CG_PIDS, CG_CPU };
@@ -191,10 +197,9 @@ int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg,
 		const char *self = v == CG_V1 ? l->v1_self[ctl[i]] : v == CG_V2 ? l->v2_self : NULL;
 		/* never a hierarchy's root */
 		int fd = -1;
-		if (mount && self && strcmp(self, "/")) {
-			snprintf(paths[i], sizeof(paths[i]), "%s%s", mount, self);
+		if (mount && self && self[strspn(self, "/")] &&
+		    (size_t)snprintf(paths[i], sizeof(paths[i]), "%s%s", mount, self) < sizeof(paths[i]))
 			fd = open(paths[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-		}
 		if (fd < 0)
 			continue;
 		p.dir[p.n] = (struct cg_dir){ .path = paths[i], .fd = fd, .version = v };

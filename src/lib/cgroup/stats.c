@@ -76,23 +76,43 @@ static int read_u64(const struct cg_dir *d, const char *file, uint64_t *v)
 	return 0;
 }
 
-/* The page cache of files on disks: "file" (v2) and "total_cache" (v1)
- * count tmpfs and shared memory too, which are "shmem" and stay memory
- * use. 0 when unknown. */
-static uint64_t file_cache(const struct cg_dir *d, bool v1)
+/* What the sandbox uses in memory, from one read of memory.stat (a charge
+ * and a cache read apart disagree while the kernel charges and reclaims a
+ * disk's cache, as it does for a while after a large write): its anonymous
+ * and shared memory (tmpfs included) and the kernel's memory for it, never
+ * the page cache of files on disks, which the kernel reclaims under
+ * pressure. v1's memory.stat names no kernel memory: its kmem counter is
+ * read beside it. UINT64_MAX when unknown. */
+static uint64_t mem_used(const struct cg_dir *d, bool v1)
 {
 	_cleanup_free_ char *ms = NULL;
-	uint64_t file = 0, shmem = 0;
-	if (read_file_at(d->fd, "memory.stat", 16384, &ms, NULL) == 0 &&
-	    cgroup_kv_get(ms, v1 ? "total_cache" : "file", &file) == 0 &&
-	    cgroup_kv_get(ms, v1 ? "total_shmem" : "shmem", &shmem) == 0 && file > shmem)
-		return file - shmem;
-	return 0;
+	if (read_file_at(d->fd, "memory.stat", 16384, &ms, NULL) < 0)
+		return UINT64_MAX;
+	uint64_t anon = 0, shmem = 0, kernel = 0, sock = 0, part;
+	if (cgroup_kv_get(ms, v1 ? "total_rss" : "anon", &anon) < 0 ||
+	    cgroup_kv_get(ms, v1 ? "total_shmem" : "shmem", &shmem) < 0)
+		return UINT64_MAX;
+	if (v1) {
+		if (read_u64(d, "memory.kmem.usage_in_bytes", &kernel) < 0 || kernel == UINT64_MAX)
+			kernel = 0;
+	} else if (cgroup_kv_get(ms, "kernel", &kernel) < 0) {
+		/* kernels before "kernel" was counted: its parts */
+		static const char *const parts[] = { "slab", "kernel_stack", "pagetables", "percpu" };
+		for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+			if (cgroup_kv_get(ms, parts[i], &part) == 0)
+				kernel += part;
+	}
+	if (!v1)
+		(void)cgroup_kv_get(ms, "sock", &sock);
+	return anon + shmem + kernel + sock;
 }
 
 int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 {
-	struct cg_stats st = { .cpu_usec = UINT64_MAX, .mem_current = UINT64_MAX, .mem_limit = UINT64_MAX,
+	struct cg_stats st = { .cpu_usec = UINT64_MAX,
+			       .mem_current = UINT64_MAX,
+			       .mem_used = UINT64_MAX,
+			       .mem_limit = UINT64_MAX,
 			       .pids_current = UINT64_MAX };
 	if (!cg || !out)
 		return abox_error_setx(err, EINVAL, "cgroup: stats: invalid argument");
@@ -109,19 +129,12 @@ int cgroup_stats(struct cg_sandbox *cg, struct cg_stats *out, abox_error *err)
 	if (cg->ctl[CG_MEMORY] >= 0) {
 		const struct cg_dir *d = &cg->dir[cg->ctl[CG_MEMORY]];
 		bool v1 = d->version == CG_V1;
-		/* the page cache read before and after the charge, the larger
-		 * taken: while the kernel reclaims it (a sandbox writing more
-		 * files than its limit), a later read alone found a smaller
-		 * cache than the charge held, and a moment's reclaim showed as
-		 * hundreds of MB of memory used */
-		uint64_t before = file_cache(d, v1);
 		(void)read_u64(d, v1 ? "memory.usage_in_bytes" : "memory.current", &st.mem_current);
+		st.mem_used = mem_used(d, v1);
 		/* the user's limit is the commands' (the sandbox's own adds
 		 * init's headroom) */
 		const struct cg_dir *ld = cg->cmds >= 0 ? &cg->dir[cg->cmds] : d;
 		(void)read_u64(ld, v1 ? "memory.limit_in_bytes" : "memory.max", &st.mem_limit);
-		uint64_t after = file_cache(d, v1);
-		st.mem_file = before > after ? before : after;
 	}
 	if (cg->ctl[CG_PIDS] >= 0)
 		(void)read_u64(&cg->dir[cg->ctl[CG_PIDS]], "pids.current", &st.pids_current);

@@ -422,7 +422,7 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 	int master = -1, slave = -1, r;
 	/* the limits on the config's cgroupsPath too, where runc has them
 	 * and a container engine reads them (abox's own folder is below) */
-	if (sb->ctx->cgroup_parent && (r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err)) < 0)
+	if (sb->ctx->cgroup_parent_own && (r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err)) < 0)
 		return abox_error_prefix(err, "linux.cgroupsPath");
 	/* before the process exists, as runc writes them in its init */
 	if ((r = oci_blkio_apply(sb, &spec->resources, err)) < 0 ||

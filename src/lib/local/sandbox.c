@@ -61,11 +61,20 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 					 .pids = l->pids,
 					 .cpu_millis = l->cpu_millis,
 					 .cpu_shares = l->cpu_shares };
-		if ((r = backend_cgroups(sb, err)) >= 0)
-			r = sb->cg ? cgroup_update_limits(sb->cg, &lim, err)
-				   : abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
-		/* an OCI container's cgroupsPath holds them too (create_oci.c) */
-		if (r >= 0 && sb->ctx->cgroup_parent && st.template_name && !strcmp(st.template_name, "oci"))
+		bool parent = sb->ctx->cgroup_parent_own;
+		if ((r = backend_cgroups(sb, err)) >= 0 && !sb->cg)
+			r = abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
+		/* the sandbox's own folder holds them too (an OCI container's
+		 * cgroupsPath): a raised CPU quota there first, as cgroup v1
+		 * refuses a child's quota above its parent's */
+		uint32_t was = st.cpu_millis; /* as recorded: a handle's cgroups opened anew know none */
+		if (r >= 0 && parent && was && lim.cpu_millis > was) {
+			struct cg_limits cpu = { .cpu_millis = lim.cpu_millis };
+			r = cgroup_parent_write(&sb->ctx->cg, &cpu, err);
+		}
+		if (r >= 0)
+			r = cgroup_update_limits(sb->cg, &lim, err);
+		if (r >= 0 && parent)
 			r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err);
 	}
 	if (r >= 0) {
@@ -122,8 +131,7 @@ int local_metrics(abox_sandbox *sb, abox_metrics *out, abox_error *err)
 	/* what a machine reports as used: its files' page cache does not
 	 * count (the kernel drops it when memory runs short), its tmpfs
 	 * files do */
-	m.mem_used = cs.mem_current != UINT64_MAX && cs.mem_current > cs.mem_file ? cs.mem_current - cs.mem_file
-										     : cs.mem_current;
+	m.mem_used = cs.mem_used != UINT64_MAX ? cs.mem_used : cs.mem_current;
 	m.mem_limit = cs.mem_limit;
 	m.pids = cs.pids_current;
 	/* CPU share since the previous call on this handle, or on its first
