@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include "base/rawsys.h"
+#include "capraw.h"
 #include "base/base.h"
 #include "child.h"
 #include "init.h"
@@ -122,14 +123,8 @@ static long child_dup(int old, int new)
  * set through its exec, and nothing else (as with runc). */
 static long child_capsets(uint64_t inh, uint64_t amb, bool root)
 {
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2];
-	long r = RS2(SYS_capget, &hdr, data);
+	struct init_caps data[2];
+	long r = init_caps_get(data);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < 2; i++) {
@@ -138,7 +133,7 @@ static long child_capsets(uint64_t inh, uint64_t amb, bool root)
 		 * them, as it would without this step */
 		data[i].effective = root ? data[i].permitted : 0;
 	}
-	if ((r = RS2(SYS_capset, &hdr, data)) < 0)
+	if ((r = init_caps_set(data)) < 0)
 		return r;
 	for (int c = 0; c < 64; c++)
 		if ((amb & (1ULL << c)) &&
@@ -166,20 +161,14 @@ static long filter_install(const struct exec_req *req)
  * empty). */
 static long admin_raise(void)
 {
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2];
-	long r = RS2(SYS_capget, &hdr, data);
+	struct init_caps data[2];
+	long r = init_caps_get(data);
 	if (r < 0)
 		return r;
-	if (!(data[0].permitted & (1u << 21 /* CAP_SYS_ADMIN */)))
+	if (!(data[0].permitted & (1u << INIT_CAP_SYS_ADMIN)))
 		return -EPERM;
-	data[0].effective |= 1u << 21;
-	return RS2(SYS_capset, &hdr, data);
+	data[0].effective |= 1u << INIT_CAP_SYS_ADMIN;
+	return init_caps_set(data);
 }
 
 /* The child, between its start and its exec. */

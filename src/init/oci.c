@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "capraw.h"
 #include "init.h"
 #include "proto/messages.h"
 #include "tables.h"
@@ -50,28 +51,22 @@ static bool forwarded(int sig)
 
 void oci_caps_park(void)
 {
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2];
-	const uint32_t admin = 1u << 21; /* CAP_SYS_ADMIN */
-	if (syscall(SYS_capget, &hdr, data) < 0)
+	struct init_caps data[2];
+	const uint32_t admin = 1u << INIT_CAP_SYS_ADMIN;
+	if (init_caps_get(data) < 0)
 		_exit(125);
 	/* never inheritable, so no exec of init's gives anything further
 	 * (root's exec adds the inheritable set to its permitted set, setuid
 	 * files included where no_new_privs is off); CAP_SYS_ADMIN outside
 	 * the bounding set is kept for the children's profile alone, never
 	 * effective in init */
-	bool parked = (data[0].permitted & admin) && prctl(PR_CAPBSET_READ, 21, 0, 0, 0) == 0;
+	bool parked = (data[0].permitted & admin) && prctl(PR_CAPBSET_READ, INIT_CAP_SYS_ADMIN, 0, 0, 0) == 0;
 	if (!data[0].inheritable && !data[1].inheritable && !(parked && (data[0].effective & admin)))
 		return;
 	if (parked)
 		data[0].effective &= ~admin;
 	data[0].inheritable = data[1].inheritable = 0;
-	if (syscall(SYS_capset, &hdr, data) < 0)
+	if (init_caps_set(data) < 0)
 		_exit(125);
 }
 

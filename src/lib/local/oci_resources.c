@@ -71,22 +71,33 @@ static const char *const abox_files[] = { "cgroup.procs", "cgroup.threads", "cgr
  * or isolated cpuset partition). */
 static const char *const host_files[] = { "cpuset.cpus.partition", "cpuset.cpus.exclusive" };
 
+/* Whether "name=value" names one of list's n files. */
+static bool names_one(const char *kv, const char *const *list, size_t n)
+{
+	size_t len = strcspn(kv, "=");
+	for (size_t k = 0; k < n; k++)
+		if (strlen(list[k]) == len && !strncmp(kv, list[k], len))
+			return true;
+	return false;
+}
+
 int oci_unified_check(const struct oci_resources *res, abox_error *err)
 {
 	for (size_t i = 0; res->unified && res->unified[i]; i++) {
-		size_t len = strcspn(res->unified[i], "=");
-		for (size_t k = 0; k < ELEMENTSOF(host_files); k++)
-			if (strlen(host_files[k]) == len && !strncmp(res->unified[i], host_files[k], len))
-				return abox_error_setx(err, EPERM,
-						       "linux.resources.unified.%s: would take CPUs from the "
-						       "host's other cgroups",
-						       host_files[k]);
-		for (size_t k = 0; k < ELEMENTSOF(abox_files); k++)
-			if (strlen(abox_files[k]) == len && !strncmp(res->unified[i], abox_files[k], len))
-				return abox_error_setx(err, EPERM,
-						       "linux.resources.unified.%s: abox's own to write (it "
-						       "places, freezes and kills the container's processes)",
-						       abox_files[k]);
+		const char *kv = res->unified[i];
+		char name[72]; /* the parser keeps names to 64 bytes */
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(kv, "="), kv);
+		if (names_one(kv, host_files, ELEMENTSOF(host_files)))
+			return abox_error_setx(
+				err, EPERM,
+				"linux.resources.unified.%s: would take CPUs from the host's other "
+				"cgroups",
+				name);
+		if (names_one(kv, abox_files, ELEMENTSOF(abox_files)))
+			return abox_error_setx(err, EPERM,
+					       "linux.resources.unified.%s: abox's own to write (it places, "
+					       "freezes and kills the container's processes)",
+					       name);
 	}
 	return 0;
 }
