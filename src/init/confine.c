@@ -59,14 +59,19 @@ static int confine(abox_error *e)
 		return abox_error_set(e, errno, "init: join the sandbox's user namespace");
 	close(INIT_USERNS_FD);
 	/* the namespace came with every capability within it: down to the
-	 * sandbox's set, as the child does without a user namespace */
-	if (caps_apply(c.caps_keep, 0, (int)c.last_cap, e) < 0)
+	 * sandbox's set, as the child does without a user namespace. Without
+	 * no_new_privs (exec'd without it) the kernel takes a filter only from
+	 * a holder of CAP_SYS_ADMIN: installed first then (the policy allows
+	 * the capset that follows). */
+	bool nnp = !(c.flags & INIT_CONFINE_NO_NNP);
+	struct bpf_prog prog = { .len = (unsigned short)c.bpf_len, .filter = insns };
+	if (size && !nnp && syscall(SYS_seccomp, SET_MODE_FILTER, 0, &prog) < 0)
+		return abox_error_set(e, errno, "init: install seccomp filter");
+	uint64_t admin = (c.flags & INIT_CONFINE_KEEP_ADMIN) ? 1ULL << 21 /* CAP_SYS_ADMIN */ : 0;
+	if (caps_apply_held(c.caps_keep, admin, (int)c.last_cap, e) < 0)
 		return -1;
-	if (size) {
-		struct bpf_prog prog = { .len = (unsigned short)c.bpf_len, .filter = insns };
-		if (syscall(SYS_seccomp, SET_MODE_FILTER, 0, &prog) < 0)
-			return abox_error_set(e, errno, "init: install seccomp filter");
-	}
+	if (size && nnp && syscall(SYS_seccomp, SET_MODE_FILTER, 0, &prog) < 0)
+		return abox_error_set(e, errno, "init: install seccomp filter");
 	return 0;
 }
 

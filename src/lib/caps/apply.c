@@ -18,6 +18,33 @@ struct cap_data {
 };
 #define CAP_ABI_V3 0x20080522
 
+static int bound(uint64_t keep, int last_cap, abox_error *err)
+{
+	for (int c = 0; c <= last_cap; c++) {
+		if (keep & (1ULL << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return abox_error_set(err, errno, "drop capability %d from the bounding set", c);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return abox_error_set(err, errno, "clear ambient capabilities");
+	return 0;
+}
+
+int caps_apply_held(uint64_t keep, uint64_t held, int last_cap, abox_error *err)
+{
+	struct cap_header hdr = { .version = CAP_ABI_V3 };
+	int r = bound(keep, last_cap, err);
+	if (r < 0)
+		return r;
+	struct cap_data data[2] = { { .effective = (uint32_t)keep, .permitted = (uint32_t)(keep | held) },
+				    { .effective = (uint32_t)(keep >> 32),
+				      .permitted = (uint32_t)((keep | held) >> 32) } };
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return abox_error_set(err, errno, "capset");
+	return 0;
+}
+
 int caps_apply(uint64_t keep, uint64_t inherit, int last_cap, abox_error *err)
 {
 	struct cap_header hdr = { .version = CAP_ABI_V3 };
@@ -33,14 +60,9 @@ int caps_apply(uint64_t keep, uint64_t inherit, int last_cap, abox_error *err)
 		if (syscall(SYS_capset, &hdr, data) < 0)
 			return abox_error_set(err, errno, "capset (inheritable)");
 	}
-	for (int c = 0; c <= last_cap; c++) {
-		if (keep & (1ULL << c))
-			continue;
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return abox_error_set(err, errno, "drop capability %d from the bounding set", c);
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return abox_error_set(err, errno, "clear ambient capabilities");
+	int r = bound(keep, last_cap, err);
+	if (r < 0)
+		return r;
 
 	/* Inheritable is empty but for inherit: for root, exec adds the
 	 * inheritable set to the new permitted set regardless of the

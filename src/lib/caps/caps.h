@@ -29,6 +29,10 @@ int caps_last_cap(void);
 /* Bounding set := keep, inheritable := inherit (0 but where a root's exec
  * must give more than keep: spawn_config.keep_admin), ambient := 0. */
 int caps_apply(uint64_t keep, uint64_t inherit, int last_cap, abox_error *err);
+/* The same for a process that execs nothing after (init taking its own
+ * confinement in a user namespace): held stays in its permitted set
+ * alone (outside the bounding, effective and inheritable sets). */
+int caps_apply_held(uint64_t keep, uint64_t held, int last_cap, abox_error *err);
 /* "CAP_CHOWN" style name, or NULL. */
 const char *caps_name(int cap);
 

@@ -161,9 +161,12 @@ static int create_prepare(struct create *c, abox_error *err)
 	if ((r = local_net_ask(ctx, sb->id, c->fixed_id, &c->net, &c->ln, err)) < 0)
 		return abox_error_prefix(err, "create");
 	/* and its user namespace, made by the kernel meanwhile */
-	if ((r = local_userns_begin(ctx, sb->id, c->o.flags, &c->uj, err)) < 0)
+	/* (an OCI container's from its config: not the pool's, never recorded
+	 * as the sandbox's range) */
+	if ((r = c->oci.root ? oci_userns_begin(ctx, &c->oci, &c->uj, err)
+			     : local_userns_begin(ctx, sb->id, c->o.flags, &c->uj, err)) < 0)
 		return abox_error_prefix(err, "create");
-	c->id_base = c->uj.pid > 0 ? c->uj.base : 0;
+	c->id_base = c->uj.pid > 0 && !c->oci.root ? c->uj.base : 0;
 	sb->id_base = c->id_base;
 	/* from a snapshot: the very template version its layers were made on
 	 * (a re-import or rebuild since must not slide under them) */
@@ -341,7 +344,8 @@ static int create_spawn(struct create *c, abox_error *err)
 	abox_sandbox *sb = c->sb;
 	const abox_sandbox_opts *o = &c->o;
 	int r;
-	if (c->uj.pid > 0 && (c->userns_fd = local_userns_finish(ctx, &c->uj, err)) < 0)
+	if (c->uj.pid > 0 && (c->userns_fd = c->oci.root ? userns_finish(&c->uj, err)
+							 : local_userns_finish(ctx, &c->uj, err)) < 0)
 		return abox_error_prefix(err, "create");
 	if ((c->memfd = spawn_init_memfd(ctx->init_path, err)) < 0)
 		return abox_error_prefix(err, "create");

@@ -111,10 +111,9 @@ static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, st
 	bool bind = type && !strcmp(type, "bind");
 	char data[4096];
 	size_t used = 0;
+	int r, ids = 0; /* uid= (1), gid= (2) given */
 	data[0] = '\0';
-	if (m->nuid || m->ngid)
-		return abox_error_setx(err, EOPNOTSUPP, "mounts[%zu]: idmapped mounts are not supported yet",
-				       i);
+	out->idmap_fd = -1;
 	for (size_t k = 0; m->options && m->options[k]; k++) {
 		const char *o = m->options[k];
 		if (!strcmp(o, "bind") || !strcmp(o, "rbind")) {
@@ -124,9 +123,13 @@ static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, st
 		}
 		if (propagation_opt(o))
 			continue;
-		if (!strcmp(o, "idmap") || !strcmp(o, "ridmap") || !strcmp(o, "tmpcopyup") ||
-		    !strcmp(o, "remount") || !strcmp(o, "mand") || !strcmp(o, "nomand") ||
-		    !strncmp(o, "rro", 3) || !strncmp(o, "rnosuid", 7))
+		if (!strcmp(o, "idmap") || !strcmp(o, "ridmap")) {
+			out->idmap = true;
+			out->idmap_recursive |= o[0] == 'r';
+			continue;
+		}
+		if (!strcmp(o, "tmpcopyup") || !strcmp(o, "remount") || !strcmp(o, "mand") ||
+		    !strcmp(o, "nomand") || !strncmp(o, "rro", 3) || !strncmp(o, "rnosuid", 7))
 			return abox_error_setx(err, EOPNOTSUPP, "mounts[%zu].options: '%s' is not supported",
 					       i, o);
 		bool known = false;
@@ -144,12 +147,21 @@ static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, st
 		}
 		if (known)
 			continue;
+		char idopt[32];
+		if (oc->userns && !bind && (!strncmp(o, "uid=", 4) || !strncmp(o, "gid=", 4))) {
+			if ((r = oci_userns_idopt(oc, i, o, idopt, sizeof(idopt), err)) < 0)
+				return r;
+			o = idopt;
+			ids |= o[0] == 'u' ? 1 : 2;
+		}
 		int n = snprintf(data + used, sizeof(data) - used, "%s%s", used ? "," : "", o);
 		if (n < 0 || (size_t)n >= sizeof(data) - used)
 			return abox_error_setx(err, E2BIG, "mounts[%zu].options: too long", i);
 		used += (size_t)n;
 	}
 	out->dest = m->destination;
+	if ((r = oci_idmap_prepare(oc, i, bind, out, err)) < 0)
+		return r;
 	if (bind) {
 		if (!m->source || !*m->source)
 			return abox_error_setx(err, EINVAL, "mounts[%zu].source: a bind needs one", i);
@@ -187,6 +199,18 @@ static int mount_prepare(struct oci_create *oc, const char *bundle, size_t i, st
 			"/dev/pts and /sys itself; others may be bind, tmpfs, mqueue or cgroup)",
 			i, type, m->destination);
 	}
+	/* with a user namespace, a tmpfs is its root's unless the config
+	 * names an owner (as one mounted inside it would be): made by host
+	 * root, it would belong to an id the container does not map */
+	for (int k = 0; oc->userns && !strcmp(type, "tmpfs") && k < 2; k++) {
+		if (ids & (1 << k))
+			continue;
+		int n = snprintf(data + used, sizeof(data) - used, "%s%cid=%u", used ? "," : "",
+				 k ? 'g' : 'u', oc->userns_base);
+		if (n < 0 || (size_t)n >= sizeof(data) - used)
+			return abox_error_setx(err, E2BIG, "mounts[%zu].options: too long", i);
+		used += (size_t)n;
+	}
 	out->type = type;
 	out->source = m->source && *m->source ? m->source : type;
 	out->data = used ? own(oc, strdup(data)) : NULL;
@@ -205,9 +229,9 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 					       "linux.namespaces: no '%s' namespace: abox does not share the "
 					       "host's with a container",
 					       oci_ns_name(needed[i]));
-	if (s->ns_wanted[OCI_NS_USER])
-		return abox_error_setx(err, EOPNOTSUPP,
-				       "linux.namespaces: a 'user' namespace is not supported yet");
+	int r = oci_userns_prepare(oc, err);
+	if (r < 0)
+		return r;
 	/* joined by path: the network one its engine (a CNI plugin) made,
 	 * and a pod's ipc, uts and pid ones (its sandbox container's; the
 	 * pid one when the pod shares it, abox-init then not its PID 1),
@@ -226,12 +250,12 @@ static int namespaces(struct oci_create *oc, abox_error *err)
 		size_t k = 0;
 		while (k < ELEMENTSOF(joinable) && joinable[k].ns != (enum oci_ns)t)
 			k++;
-		if (!p)
+		if (!p || t == OCI_NS_USER)
 			continue;
 		if (k == ELEMENTSOF(joinable))
 			return abox_error_setx(err, EOPNOTSUPP,
 					       "linux.namespaces: joining a '%s' namespace is not supported "
-					       "(network, ipc, uts, pid and mount are)",
+					       "(network, ipc, uts, pid, mount and user are)",
 					       oci_ns_name((enum oci_ns)t));
 		int fd = *fds[k] = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -413,6 +437,11 @@ void oci_create_free(struct oci_create *oc)
 		close(oc->ro.ipc_fd);
 	if (oc->ro.uts_fd >= 0)
 		close(oc->ro.uts_fd);
+	if (oc->userns_fd >= 0)
+		close(oc->userns_fd);
+	for (size_t i = 0; oc->mounts && i < oc->spec.nmounts; i++)
+		if (oc->mounts[i].idmap && oc->mounts[i].idmap_fd >= 0)
+			close(oc->mounts[i].idmap_fd);
 	*oc = OCI_CREATE_INIT;
 }
 
@@ -548,6 +577,13 @@ void oci_create_spawn(struct oci_create *oc, struct spawn_config *cfg)
 			cfg->time_offset_s[k] = oc->spec.time_offset_s[k];
 			cfg->time_offset_ns[k] = oc->spec.time_offset_ns[k];
 		}
+	}
+	/* its user namespace (oci_userns.c): a new one is the create's own
+	 * (already in cfg->rootfs.userns_fd), a joined one the config's */
+	if (oc->userns) {
+		if (oc->userns_fd >= 0)
+			cfg->rootfs.userns_fd = oc->userns_fd;
+		cfg->rootfs.id_base = oc->userns_base;
 	}
 	if (oc->netns_fd >= 0) {
 		cfg->net_premade = true;

@@ -35,6 +35,9 @@ struct oci_create {
 	int netns_fd; /* linux.namespaces' network path, or -1 */
 	int pidns_fd; /* its pid path (a pod's shared one), or -1 */
 	int mntns_fd; /* its mount path, or -1 */
+	bool userns; /* a user namespace (oci_userns.c) */
+	int userns_fd; /* ...joined: its path, or -1 */
+	uint32_t userns_base; /* the host id its root is (and owner) */
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
 	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
@@ -49,7 +52,9 @@ struct oci_create {
 #define OCI_CREATE_INIT                                                                                      \
 	(struct oci_create)                                                                                  \
 	{                                                                                                    \
-		.netns_fd = -1, .pidns_fd = -1, .mntns_fd = -1, .ro = {.ipc_fd = -1, .uts_fd = -1 }          \
+		.netns_fd = -1, .pidns_fd = -1, .mntns_fd = -1, .userns_fd = -1,                             \
+		.ro = {.ipc_fd = -1,                                                                         \
+		       .uts_fd = -1 }                                                                        \
 	}
 
 /* the pids limit of a container whose config sets none */
@@ -86,6 +91,29 @@ int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_er
  * cgroup v2 folder has one; else said in the log (abox makes no v1 blkio
  * cgroup). */
 int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
+/* linux.namespaces' user namespace and the id maps (oci_userns.c):
+ * checked (root mapped, to one host id that owns it; never host id 0), a
+ * path opened; oc->userns set. */
+int oci_userns_prepare(struct oci_create *oc, abox_error *err);
+struct userns_job;
+/* The new namespace begun from the maps (j untouched, pid -1, when joined
+ * or none), after a check that no mapped host id is one of abox's pool. */
+int oci_userns_begin(abox_ctx *ctx, struct oci_create *oc, struct userns_job *j, abox_error *err);
+/* mounts[i]'s tmpfs option o, uid=N or gid=N (a container's id), as the
+ * host's id the config's map gives (abox mounts it outside the user
+ * namespace) into out. */
+int oci_userns_idopt(const struct oci_create *oc, size_t i, const char *o, char *out, size_t n,
+		     abox_error *err);
+/* mounts[i]'s idmap, ridmap and mappings (out->idmap set by the caller
+ * from the options): checked (a bind; mappings both or neither, none of
+ * host id 0; none, or the container's own: its namespace, which it must
+ * have) and a namespace of the mount's own maps made (out->idmap_fd).
+ * Before the container's own namespace is begun (spawn/userns.h: one
+ * job per thread at a time). */
+int oci_idmap_prepare(const struct oci_create *oc, size_t i, bool bind, struct rootfs_oci_mount *out,
+		      abox_error *err);
+/* The host id that container id maps to in m. */
+bool oci_idmap_host(const struct oci_idmap *m, unsigned n, uint32_t id, uint32_t *host);
 struct proto_msg;
 /* An OCI process's fields of an exec request (args, env, cwd, ids,
  * groups, umask, rlimits). */

@@ -43,6 +43,19 @@ int rootfs_oci_open(const struct rootfs_plan *plan, abox_error *err)
 			close(fd);
 			return abox_error_set(err, e, "mounts: options of the bind of '%s'", m->source);
 		}
+		/* idmapped: the source's ids seen through the mount's maps (a
+		 * pod's volume, owned by host root, is its root's) */
+		struct mount_attr im = { .attr_set = MOUNT_ATTR_IDMAP,
+					 .userns_fd = (uint64_t)(m->idmap_fd >= 0 ? m->idmap_fd
+										  : plan->userns_fd) };
+		if (m->idmap &&
+		    syscall(SYS_mount_setattr, fd, "",
+			    AT_EMPTY_PATH | (m->idmap_recursive ? AT_RECURSIVE : 0), &im, sizeof(im)) < 0) {
+			int e = errno;
+			close(fd);
+			return abox_error_set(err, e, "mounts: an idmapped bind of '%s' (for '%s')",
+					      m->source, m->dest);
+		}
 		plan->oci_fds[i] = fd;
 	}
 	return 0;

@@ -411,7 +411,6 @@ static int overlay_root(const struct rootfs_plan *plan, int layer_fd, const char
 	int r;
 	static const char *const dirs[] = { "upper",      "work",      "root",
 					    "upper/root", "work/root", "upper/root/etc" };
-	owner_base = plan->userns_fd >= 0 ? plan->id_base : 0;
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		safe_snprintf(p, sizeof(p), "%s/%s", s, dirs[i]);
 		if ((r = mkdir_p1(p, 0755, err)) < 0)
@@ -514,6 +513,7 @@ int rootfs_setup(const struct rootfs_plan *plan, int *layer_fd, abox_error *err)
 	char data[4096];
 	const char *s = plan->scratch;
 	int r;
+	owner_base = plan->userns_fd >= 0 ? plan->id_base : 0; /* a user namespace's root owns abox's files */
 	/* Nothing we mount may propagate back to the host's namespace. */
 	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)) < 0)
 		return abox_error_prefix(err, "make / private");

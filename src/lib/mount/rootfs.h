@@ -34,6 +34,11 @@ struct rootfs_oci_mount {
 	uint64_t attr_set; /* MOUNT_ATTR_* of a bind */
 	bool recursive; /* rbind */
 	bool file; /* a bind of a file: the destination is a file */
+	/* a bind mounted idmapped (the options idmap, ridmap) through
+	 * idmap_fd, a user namespace holding the mount's maps, or -1: the
+	 * container's own (rootfs_plan.userns_fd) */
+	bool idmap, idmap_recursive;
+	int idmap_fd;
 };
 
 /* A device node of an OCI container's config (linux.devices), made in

@@ -198,8 +198,14 @@ struct init_confine {
 	uint32_t last_cap;
 	uint64_t caps_keep;
 	uint32_t bpf_len;
-	uint32_t reserved;
+	uint32_t flags; /* INIT_CONFINE_* */
 };
+/* an OCI container run as a container engine's default (spawn.h no_nnp,
+ * keep_admin): no no_new_privs, so init installs its filter while it
+ * holds CAP_SYS_ADMIN in the namespace, and keeps that one in its
+ * permitted set alone for its children's profiles */
+#define INIT_CONFINE_NO_NNP 1u
+#define INIT_CONFINE_KEEP_ADMIN 2u
 
 /* Re-arming init after a checkpoint (restored, or the dump failed): the
  * host listens on the abstract unix socket "\0" INIT_REARM_NAME TOKEN in

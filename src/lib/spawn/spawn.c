@@ -131,6 +131,8 @@ static int hand_over_confinement(const struct spawn_config *cfg, int userns_fd, 
 		.last_cap = (uint32_t)cfg->last_cap,
 		.caps_keep = cfg->caps_keep,
 		.bpf_len = cfg->bpf && cfg->bpf->insns ? cfg->bpf->len : 0,
+		.flags = (cfg->no_nnp ? INIT_CONFINE_NO_NNP : 0) |
+			 (cfg->keep_admin ? INIT_CONFINE_KEEP_ADMIN : 0),
 	};
 	size_t insns = (size_t)hdr.bpf_len * sizeof(struct sock_filter);
 	if (write_full(hi, &hdr, sizeof(hdr)) < 0 || (insns && write_full(hi, cfg->bpf->insns, insns) < 0))
@@ -357,7 +359,7 @@ _Noreturn static void child_main(const struct spawn_config *cfg, int sync_fd, in
 	 * from a holder of CAP_SYS_ADMIN: installed before the capabilities
 	 * go (the policy allows the prctl and capset that drop them); the
 	 * bounding set still caps what a setuid file can grant. */
-	bool nnp = !cfg->no_nnp || init_confines, filter = !init_confines && cfg->bpf;
+	bool nnp = !cfg->no_nnp, filter = !init_confines && cfg->bpf;
 	if (filter && !nnp && (r = policy_bpf_install(cfg->bpf)) < 0)
 		child_fail_errno(err_fd, &e, -r, "install seccomp filter");
 	if (!init_confines &&

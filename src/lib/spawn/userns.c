@@ -117,7 +117,7 @@ static int maker(void *arg)
 		else if (RS3(SYS_read, mp[0], &c, 1) != 1 || c != 'u')
 			r = -EPERM;
 		if (r == 0 && (r = write_map(m, "uid_map", j->map, j->map_len)) == 0 &&
-		    (r = write_map(m, "gid_map", j->map, j->map_len)) == 0) {
+		    (r = write_map(m, "gid_map", j->gmap, j->gmap_len)) == 0) {
 			char p[64];
 			proc_path(p, m, "ns/user");
 			r = RS4(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0);
@@ -164,9 +164,10 @@ static _Thread_local struct {
 	char member[4096] __attribute__((aligned(16)));
 } stacks;
 
+static int start(struct userns_job *j, abox_error *err);
+
 int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err)
 {
-	int rp[2];
 	*j = (struct userns_job){ .pid = -1, .ready_fd = -1, .base = base, .limit_failed = -1 };
 	for (int i = 0; limits && i < UIDPOOL_LIMITS; i++) {
 		if (limits[i] < 0)
@@ -176,6 +177,31 @@ int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abo
 		snprintf(j->limit_value[j->nlimits], sizeof(j->limit_value[0]), "%lld", (long long)limits[i]);
 		j->nlimits++;
 	}
+	j->map_len = (size_t)snprintf(j->map, sizeof(j->map), "0 %u %u\n", base, UIDPOOL_RANGE);
+	memcpy(j->gmap, j->map, j->map_len);
+	j->gmap_len = j->map_len;
+	return start(j, err);
+}
+
+int userns_begin_maps(uint32_t owner, const char *uid_map, const char *gid_map, struct userns_job *j,
+		      abox_error *err)
+{
+	*j = (struct userns_job){
+		.pid = -1, .ready_fd = -1, .base = owner, .custom = true, .limit_failed = -1
+	};
+	size_t u = strlen(uid_map), g = strlen(gid_map);
+	if (!u || !g || u >= sizeof(j->map) || g >= sizeof(j->gmap))
+		return abox_error_setx(err, E2BIG, "user namespace: maps of %zu and %zu bytes", u, g);
+	memcpy(j->map, uid_map, u);
+	memcpy(j->gmap, gid_map, g);
+	j->map_len = u;
+	j->gmap_len = g;
+	return start(j, err);
+}
+
+static int start(struct userns_job *j, abox_error *err)
+{
+	int rp[2];
 #ifdef __SANITIZE_ADDRESS__
 	/* the helpers end with a raw exit, so the sanitizer never sees their
 	 * frames leave: the last ones' scope marks would stay on these
@@ -183,7 +209,6 @@ int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abo
 	__asan_unpoison_memory_region(&stacks, sizeof(stacks));
 #endif
 	j->m_stack_top = stacks.member + sizeof(stacks.member);
-	j->map_len = (size_t)snprintf(j->map, sizeof(j->map), "0 %u %u\n", base, UIDPOOL_RANGE);
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return abox_error_set(err, errno, "user namespace: pipe");
 	j->ready_fd = rp[0];
@@ -240,6 +265,15 @@ int userns_finish(struct userns_job *j, abox_error *err)
 		return abox_error_setx(err, EPERM,
 				       "user namespace: this kernel refused to make one (unshare)");
 
+	if (r < 0 && j->custom) {
+		/* the maps on one line, as the message's */
+		char m[sizeof(j->map) + sizeof(j->gmap) + 32];
+		snprintf(m, sizeof(m), "uid_map \"%s\", gid_map \"%s\"", j->map, j->gmap);
+		for (char *c = m; *c; c++)
+			if (*c == '\n')
+				*c = c[1] == '"' ? ' ' : ',';
+		return abox_error_set(err, -r, "user namespace: the kernel refused the maps (%s)", m);
+	}
 	if (r < 0)
 		return abox_error_set(err, -r, "user namespace: map host ids %u-%u", j->base,
 				      j->base + UIDPOOL_RANGE - 1);

@@ -21,9 +21,10 @@ struct userns_job {
 	int ready_fd; /* ours: its answer */
 	int h_ready; /* its end */
 	int m_ready; /* the member's end of the maker's pipe */
-	uint32_t base;
-	char map[64];
-	size_t map_len;
+	uint32_t base; /* the owner: the host id the namespace's root is */
+	bool custom; /* maps given by the caller (an OCI config's), not base's range */
+	char map[1280], gmap[1280]; /* uid_map's and gid_map's text */
+	size_t map_len, gmap_len;
 	char *m_stack_top; /* the member's stack */
 	/* limits the member writes into the namespace (uidpool.h) */
 	unsigned nlimits;
@@ -34,6 +35,12 @@ struct userns_job {
 };
 /* limits: UIDPOOL_LIMITS values (-1: the kernel's), or NULL for none */
 int userns_begin(uint32_t base, const int64_t *limits, struct userns_job *j, abox_error *err);
+/* The same with maps of the caller's (lines "inside host count"), at most
+ * 32 lines each, made and owned by host id owner, which must be the id
+ * the namespace's uid 0 maps to (init joins it as that id, without any
+ * capability of the host's). No limits. */
+int userns_begin_maps(uint32_t owner, const char *uid_map, const char *gid_map, struct userns_job *j,
+		      abox_error *err);
 /* An fd on the namespace (close-on-exec), or -errno; the helper is gone
  * either way. */
 int userns_finish(struct userns_job *j, abox_error *err);
