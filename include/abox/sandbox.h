@@ -228,7 +228,7 @@ ABOX_EXPORT void abox_sandbox_free(abox_sandbox *sb);
  * running. */
 ABOX_EXPORT int abox_sandbox_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err);
 
-#define ABOX_LIMITS_VERSION 1
+#define ABOX_LIMITS_VERSION 2
 typedef struct abox_limits {
 	uint32_t version; /* ABOX_LIMITS_VERSION */
 	uint64_t memory_bytes; /* the commands' memory (as abox_sandbox_opts'); 0: unchanged */
@@ -236,10 +236,15 @@ typedef struct abox_limits {
 	uint32_t cpu_millis; /* 1000 = one CPU; 0: unchanged */
 	/* CPU weight as OCI's cpu.shares (2..262144, 1024 the default); 0: unchanged */
 	uint32_t cpu_shares;
+	/* version 2: the CPU limit as a CFS quota (OCI's cpu.quota), instead
+	 * of cpu_millis, over cpu_period_us (1000..1000000) or, 0, over the
+	 * period in force; 0: unchanged */
+	uint64_t cpu_quota_us;
+	uint32_t cpu_period_us;
 } abox_limits;
 #define ABOX_LIMITS_INIT                                                                                     \
 	{                                                                                                    \
-		ABOX_LIMITS_VERSION, 0, 0, 0, 0                                                              \
+		ABOX_LIMITS_VERSION, 0, 0, 0, 0, 0, 0                                                        \
 	}
 /* Changes a running sandbox's limits (`abox oci update`): those set in l,
  * the others stay; recorded, so a resume or restore keeps them. A memory

@@ -36,7 +36,7 @@ struct versioned {
 		  offsetof(abox_sandbox_opts, net), offsetof(abox_sandbox_opts, oci_bundle),                 \
 		  offsetof(abox_sandbox_opts, oci_preserve_fds), sizeof(abox_sandbox_opts))
 #define VERSIONED_NET_OPTS VERSIONED(abox_net_opts, sizeof(abox_net_opts))
-#define VERSIONED_LIMITS VERSIONED(abox_limits, sizeof(abox_limits))
+#define VERSIONED_LIMITS VERSIONED(abox_limits, offsetof(abox_limits, cpu_quota_us), sizeof(abox_limits))
 #define VERSIONED_NET_INFO VERSIONED(abox_net_info, sizeof(abox_net_info))
 #define VERSIONED_NET_TOTALS VERSIONED(abox_net_totals, sizeof(abox_net_totals))
 #define VERSIONED_SNAPSHOT_INFO \

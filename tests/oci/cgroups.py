@@ -108,6 +108,56 @@ try:
     check("delete removes the container's folder (and its sandbox's) everywhere, the pod's stays (the kubelet's)",
           d.returncode == 0 and not left and pod_left, (d, left, pod_left))
 
+    # cpusets (v1: a hierarchy of its own, beside the others) and an
+    # exact CFS period, as runc writes them
+    def cpuset(cpus, period=500000, quota=200000):
+        def edit(c):
+            c["linux"]["cgroupsPath"] = f"{POD}/pod3/ctr3"
+            c["linux"]["resources"] = {"cpu": {"cpus": cpus, "mems": "0", "quota": quota, "period": period}}
+        return edit
+    b = bundle("cpus", ["/bin/sleep", "60"], cpuset("0"))
+    r, pid, _ = create("cpus", b)
+    oci("start", "cpus")
+    sb = json.load(open(os.path.join(root, "cpus", "state.json")))["sandbox"] if pid else ""
+    allowed = [ln.split()[1] for ln in open(f"/proc/{pid}/status") if ln.startswith("Cpus_allowed_list")] if pid else []
+    kids = [p for p in open(f"/proc/{pid}/task/{pid}/children").read().split()] if pid else []
+    kid_allowed = [ln.split()[1] for ln in open(f"/proc/{kids[0]}/status")
+                   if ln.startswith("Cpus_allowed_list")] if kids else []
+    check("linux.resources.cpu.cpus: the container's init and process run on those CPUs alone",
+          r.returncode == 0 and allowed == ["0"] and kid_allowed == ["0"], (r, allowed, kid_allowed))
+    sets = [d for d in dirs_named(f"{POD}/pod3/ctr3") if os.path.exists(os.path.join(d, "cpuset.cpus"))]
+    check("... set on the cgroupsPath's folder and abox's below it (cpuset.cpus, cpuset.mems)",
+          len(sets) >= 2 and all(open(os.path.join(d, "cpuset.cpus")).read().strip() == "0"
+                                 and open(os.path.join(d, "cpuset.mems")).read().strip() == "0" for d in sets), sets)
+    box = [d for d in dirs_named(f"{POD}/pod3/ctr3/abox-{sb}") if d.endswith(f"abox-{sb}") and quota(d)]
+
+    def period(folder):
+        if os.path.exists(os.path.join(folder, "cpu.cfs_period_us")):
+            return open(os.path.join(folder, "cpu.cfs_period_us")).read().strip()
+        return open(os.path.join(folder, "cpu.max")).read().split()[1]
+    check("... and the CPU quota and period exactly as given (200000 over 500000)",
+          box and quota(box[0]) == "200000" and period(box[0]) == "500000", box)
+    up = oci("update", "--cpu-period", "500000", "--cpu-quota", "100000", "cpus")
+    check("update of quota and period keeps them exact", up.returncode == 0 and box and quota(box[0]) == "100000"
+          and period(box[0]) == "500000", (up, box and quota(box[0])))
+    up = oci("update", "--cpu-quota", "250000", "cpus")
+    ctr = [d for d in dirs_named(f"{POD}/pod3/ctr3") if d.endswith("/ctr3") and quota(d)]
+    check("... and a quota alone is over the period in force (500000), in abox's folder and the path's",
+          up.returncode == 0 and box and ctr and all(quota(d) == "250000" and period(d) == "500000"
+                                                     for d in (box[0], ctr[0])), (up, ctr))
+    oci("kill", "cpus", "KILL")
+    reap(pid)
+    d = oci("delete", "cpus")
+    check("... and delete removes the container's cpuset folders too", d.returncode == 0
+          and not dirs_named(f"{POD}/pod3/ctr3"), dirs_named(f"{POD}/pod3/ctr3"))
+    made += [x for x in dirs_named(POD) if x.endswith(POD)]
+    b = bundle("badcpus", ["/bin/true"], cpuset("4095"))
+    before = sorted(os.listdir(root))
+    r, pid, _ = create("badcpus", b)
+    check("a CPU list the kernel refuses: create fails naming the field, nothing left",
+          r.returncode != 0 and "linux.resources.cpu.cpus" in r.stderr and sorted(os.listdir(root)) == before
+          and not dirs_named(f"{POD}/pod3/ctr3"), (r, dirs_named(f"{POD}/pod3/ctr3")))
+
     # systemd's form, with --systemd-cgroup: absolute, the slice's levels
     r, pid = container("sd", f"{POD}-pod2.slice:cri:ctr2", ("--systemd-cgroup",))
     groups = own_cgroups(pid) if pid else []

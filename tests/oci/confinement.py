@@ -208,12 +208,15 @@ try:
     open(log, "w").close()
 
     def unenforced(c):
-        c["linux"]["resources"] = {"cpu": {"shares": 512, "cpus": "0", "mems": "0"}, "memory": {"limit": 64 << 20}}
-    code, out = run("unenforced", ["/bin/sh", "-c", "true"], None, unenforced)
+        c["linux"]["resources"] = {"cpu": {"shares": 512, "cpus": "0", "mems": "0"},
+                                   "memory": {"limit": 64 << 20, "reservation": 32 << 20}}
+    code, out = run("unenforced", ["/bin/grep", "Cpus_allowed_list", "/proc/self/status"], None, unenforced)
     warned = [json.loads(ln).get("msg", "") for ln in open(log) if ln.strip()]
-    check("cpu.cpus and cpu.mems, read and not enforced: a warning in the log names them",
-          code == 0 and any("linux.resources.cpu.cpus, linux.resources.cpu.mems" in m
-                            for m in warned), (code, warned))
+    check("cpu.cpus and cpu.mems are enforced (the process runs on CPU 0 alone)",
+          code == 0 and out.split() == ["Cpus_allowed_list:", "0"], (code, out))
+    check("... a memory reservation, read and not enforced: a warning in the log names it",
+          any("linux.resources.memory.reservation" in m for m in warned)
+          and not any("cpu.cpus" in m for m in warned), warned)
 
     # update: new limits for a running container, as the shim asks (a pod
     # resized in place: the resources object on stdin)

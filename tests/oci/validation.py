@@ -42,11 +42,10 @@ from harness import check, finish  # noqa: E402
 # of the tests crun passes, abox refuses two by design: linux_ns_itype (a
 # container in every namespace of the host's: no sandbox) and
 # linux_rootfs_propagation (its configs grant CAP_SYS_ADMIN, which abox
-# never gives a container; runc fails it here too); of those runc passes,
-# abox also fails linux_cgroups_cpus and linux_cgroups_relative_cpus
-# (cpusets: abox makes no cpuset cgroup yet).
+# never gives a container; runc fails it here too).
 SUBSET = ["config_updates_without_affect", "create", "default", "delete_resources", "hooks_stdin", "hostname",
-          "kill", "kill_no_effect", "killsig", "linux_cgroups_pids", "linux_cgroups_relative_pids", "linux_devices",
+          "kill", "kill_no_effect", "killsig", "linux_cgroups_cpus", "linux_cgroups_pids",
+          "linux_cgroups_relative_cpus", "linux_cgroups_relative_pids", "linux_devices",
           "linux_masked_paths", "linux_mount_label", "linux_ns_path", "linux_ns_path_type", "linux_readonly_paths",
           "linux_seccomp", "linux_sysctl", "mounts", "process", "process_oom_score_adj", "process_user",
           "root_readonly_true", "state"]

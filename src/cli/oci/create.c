@@ -219,6 +219,9 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 	abox_sandbox *sb = NULL;
 	abox_error err = ABOX_ERROR_INIT;
 	if (abox_sandbox_create(ctx, &so, &sb, &err) < 0) {
+		/* the cgroupsPath folders made for it, as a delete removes them */
+		if (c->cgroup_path[0])
+			(void)abox_ctx_remove_cgroup_parent(ctx, NULL);
 		oci_ctr_free(c);
 		remove_dir(o->id);
 		return oci_error("%s", err.msg);
@@ -245,6 +248,8 @@ static int make(abox_ctx *ctx, const struct create_opts *o, struct oci_ctr *c, b
 		close(console);
 	if (r) {
 		(void)abox_sandbox_kill(sb, NULL);
+		if (c->cgroup_path[0])
+			(void)abox_ctx_remove_cgroup_parent(ctx, NULL);
 		remove_dir(o->id);
 	}
 	abox_sandbox_free(sb);

@@ -191,9 +191,9 @@ static int to_limits(const struct want *w, abox_limits *l)
 	if (w->quota < 0)
 		l->cpu_millis = (uint32_t)cpus * 1000u;
 	else if (w->quota > 0) {
-		int64_t period = w->period > 0 ? w->period : 100000;
-		uint64_t millis = (uint64_t)w->quota * 1000 / (uint64_t)period;
-		l->cpu_millis = millis > UINT32_MAX ? UINT32_MAX : millis ? (uint32_t)millis : 1;
+		/* as given, over the period in force when none is (runc's) */
+		l->cpu_quota_us = (uint64_t)w->quota;
+		l->cpu_period_us = w->period > 0 ? (uint32_t)w->period : 0;
 	}
 	return 0;
 }

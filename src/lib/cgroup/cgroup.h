@@ -73,6 +73,11 @@ struct cg_limits {
 	 * 1024 the kernel's default; v2: turned into cpu.weight); 0 = the
 	 * kernel's default */
 	uint32_t cpu_shares;
+	/* the CFS period and quota exactly (an OCI config's cpu.period and
+	 * quota, for cpu_millis set from them); 0: a quota of cpu_millis over
+	 * the period in force (a new cgroup's: 100 ms) */
+	uint32_t cpu_period_us;
+	uint64_t cpu_quota_us;
 };
 
 struct cg_sandbox; /* opaque: one sandbox's cgroups */
@@ -122,6 +127,20 @@ int cgroup_parent_limits(const struct cg_layout *l, const struct cg_sandbox *cg,
 int cgroup_parent_write(const struct cg_layout *l, const struct cg_limits *lim, abox_error *err);
 /* fd of the sandbox's v2 directory for clone3(CLONE_INTO_CGROUP), or -1. */
 int cgroup_v2_fd(const struct cg_sandbox *cg);
+/* An OCI container's cpuset (cpuset.c): the v1 folder sandbox name's
+ * goes in, below parent (a cgroupsPath, relative to the caller's cpuset
+ * cgroup unless absolute; NULL: the caller's), into dir; "" where v2
+ * serves the sandbox (its own folder); -EOPNOTSUPP without cpusets. */
+int cgroup_cpuset_plan(const struct cg_layout *l, const char *parent, const char *name, char *dir, size_t n,
+		       abox_error *err);
+/* The folder made (each new level given its parent's CPUs and nodes),
+ * mems then cpus written (NULL or "": the parent's), every process of cg
+ * moved in; parent_too: the sets written on the parent's folder first
+ * (the container's own cgroupsPath, ABOX_CGROUP_PARENT_OWN). */
+int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too, const char *cpus,
+			const char *mems, abox_error *err);
+/* The parent's own cpuset folder removed when empty (v1; never a root). */
+void cgroup_cpuset_remove_parent(const char *parent);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when
  * include_v2 is true: use that when clone3 could not place it). */
 int cgroup_attach(struct cg_sandbox *cg, pid_t pid, bool include_v2, abox_error *err);
@@ -191,5 +210,8 @@ void cgroup_sandbox_free(struct cg_sandbox *cg);
  * EBUSY), or kill (v2), as it would for any cgroup. */
 int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err);
 const struct cg_limits *cgroup_limits(const struct cg_sandbox *cg);
+/* The CFS period in force on the sandbox's CPU folder, in us (100000
+ * where it cannot be read). */
+uint32_t cgroup_cpu_period(const struct cg_sandbox *cg);
 
 #endif

@@ -389,7 +389,9 @@ int cgroup_create_cpu(struct cg_sandbox *cg, abox_error *err)
 {
 	if (!cg || !cg->cpu_pending)
 		return 0;
-	struct cg_limits lim = { .cpu_millis = cg->lim.cpu_millis };
+	struct cg_limits lim = { .cpu_millis = cg->lim.cpu_millis,
+				 .cpu_period_us = cg->lim.cpu_period_us,
+				 .cpu_quota_us = cg->lim.cpu_quota_us };
 	int r = cgroup_write_limits(cg, &lim, err);
 	if (r >= 0)
 		cg->cpu_pending = false;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -79,8 +80,11 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	const struct cg_dir *c = lim->cpu_millis ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
 	const struct cg_dir *w = lim->cpu_shares && cg->ctl[CG_CPU] >= 0 ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
 	bool m1 = m && m->version == CG_V1, c1 = c && c->version == CG_V1, w1 = w && w->version == CG_V1;
-	uint64_t quota = (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000;
-	char pids[24], cpu[48], tcp[24], weight[24];
+	uint64_t period = lim->cpu_period_us ? lim->cpu_period_us : CPU_PERIOD_US;
+	uint64_t quota = lim->cpu_period_us && lim->cpu_quota_us ? lim->cpu_quota_us
+								 : (uint64_t)lim->cpu_millis * period / 1000;
+	char pids[24], cpu[48], tcp[24], weight[24], per[24];
+	snprintf(per, sizeof(per), "%" PRIu64, period);
 	/* v2's weight from shares, as runc maps them: 2..262144 onto 1..10000 */
 	uint64_t shares = lim->cpu_shares < 2 ? 2 : lim->cpu_shares > 262144 ? 262144 : lim->cpu_shares;
 	snprintf(weight, sizeof(weight), "%" PRIu64, w1 ? shares : 1 + ((shares - 2) * 9999) / 262142);
@@ -93,7 +97,7 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 	if (c1)
 		snprintf(cpu, sizeof(cpu), "%" PRIu64, quota);
 	else
-		snprintf(cpu, sizeof(cpu), "%" PRIu64 " %u", quota, CPU_PERIOD_US);
+		snprintf(cpu, sizeof(cpu), "%" PRIu64 " %" PRIu64, quota, period);
 	const struct {
 		const struct cg_dir *d;
 		const char *file, *val;
@@ -103,8 +107,10 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		 * the knob has no such accounting to turn on */
 		{ m1 ? m : NULL, "memory.kmem.tcp.limit_in_bytes", tcp, true },
 		{ p, "pids.max", pids, false },
-		/* v1 cpu.cfs_period_us is not written: a new cgroup always
-		 * starts at the kernel's default of 100 ms (not inherited) */
+		/* v1 cpu.cfs_period_us is written only when given: a new
+		 * cgroup always starts at the kernel's default of 100 ms (not
+		 * inherited) */
+		{ c1 && lim->cpu_period_us ? c : NULL, "cpu.cfs_period_us", per, false },
 		{ c, c1 ? "cpu.cfs_quota_us" : "cpu.max", cpu, false },
 		{ w, w1 ? "cpu.shares" : "cpu.weight", weight, false },
 	};
@@ -137,11 +143,38 @@ int cgroup_nest_finish(struct cg_sandbox *cg, abox_error *err)
 	return cmds_limit(cg, cg->lim.memory_bytes, err);
 }
 
+uint32_t cgroup_cpu_period(const struct cg_sandbox *cg)
+{
+	const struct cg_dir *c = cg && cg->ctl[CG_CPU] >= 0 ? &cg->dir[cg->ctl[CG_CPU]] : NULL;
+	_cleanup_free_ char *now = NULL;
+	if (!c || c->fd < 0 ||
+	    read_file_at(c->fd, c->version == CG_V1 ? "cpu.cfs_period_us" : "cpu.max", 64, &now, NULL) < 0)
+		return CPU_PERIOD_US;
+	/* v2's cpu.max is "QUOTA PERIOD" */
+	const char *p = c->version == CG_V1 ? now : strchr(now, ' ');
+	unsigned long long v = p ? strtoull(p, NULL, 10) : 0;
+	return v >= 1000 && v <= 1000000 ? (uint32_t)v : CPU_PERIOD_US;
+}
+
+/* A quota without a period is over the period in force: v1 keeps it
+ * apart from the quota, and a container's may not be 100 ms. */
+static void in_force_period(const struct cg_sandbox *cg, struct cg_limits *l)
+{
+	if (!l->cpu_millis || l->cpu_period_us || cg->ctl[CG_CPU] < 0 ||
+	    cg->dir[cg->ctl[CG_CPU]].version != CG_V1)
+		return;
+	l->cpu_period_us = cgroup_cpu_period(cg);
+	l->cpu_quota_us = (uint64_t)l->cpu_millis * l->cpu_period_us / 1000;
+}
+
 int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox_error *err)
 {
 	/* the sandbox's bound and, on v1, the commands' (cgroup_write_limits);
 	 * on v2 the commands' too once init has left the sandbox's folder
 	 * (the limit of a sandbox made with one) */
+	struct cg_limits l = *lim;
+	in_force_period(cg, &l);
+	lim = &l;
 	int r = cgroup_write_limits(cg, lim, err);
 	if (r >= 0 && lim->memory_bytes && cg->cmds >= 0 && cg->dir[cg->cmds].version != CG_V1)
 		r = cmds_limit(cg, lim->memory_bytes, err);
@@ -155,6 +188,10 @@ int cgroup_update_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abo
 		cg->lim.cpu_millis = lim->cpu_millis;
 	if (lim->cpu_shares)
 		cg->lim.cpu_shares = lim->cpu_shares;
+	if (lim->cpu_millis) {
+		cg->lim.cpu_period_us = lim->cpu_period_us;
+		cg->lim.cpu_quota_us = lim->cpu_quota_us;
+	}
 	return 0;
 }
 
@@ -211,6 +248,7 @@ int cgroup_parent_write(const struct cg_layout *l, const struct cg_limits *want,
 		lim.pids = 0;
 	if (p.ctl[CG_CPU] < 0)
 		lim.cpu_millis = 0;
+	in_force_period(&p, &lim);
 	int r = cgroup_write_limits(&p, &lim, err);
 	for (size_t i = 0; i < p.n; i++)
 		close(p.dir[i].fd);

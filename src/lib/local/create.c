@@ -217,9 +217,12 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 	/* recorded before they exist: a crash from here on leaves a list
 	 * that `abox gc` cleans up from */
 	if ((r = cgroup_planned_dirs(&ctx->cg, sb->id, c->planned, sizeof(c->planned), err)) < 0 ||
+	    (c->oci.root &&
+	     (r = oci_cpuset_plan(ctx, sb->id, &c->oci, c->planned, sizeof(c->planned), err)) < 0) ||
 	    (r = ephemeral ? store_runrec_write(sb->rundir_fd, c->planned, err)
 			   : store_rundir_record(sb->rundir_fd, STORE_CGROUPS_FILE, c->planned, err)) < 0 ||
-	    (!ephemeral && (r = store_rundir_record(sb->rundir_fd, STORE_ROOT_FILE, ctx->state_dir, err)) < 0))
+	    (!ephemeral &&
+	     (r = store_rundir_record(sb->rundir_fd, STORE_ROOT_FILE, ctx->state_dir, err)) < 0))
 		return abox_error_prefix(err, "create");
 	backend_log(ctx, ABOX_LOG_DEBUG, "create %s: cgroup plan recorded", sb->id);
 	c->lim = (struct cg_limits){
@@ -227,6 +230,8 @@ static int create_rundir_and_cgroups(struct create *c, abox_error *err)
 		.pids = c->o.pids ? c->o.pids : DEFAULT_PIDS,
 		.cpu_millis = c->o.cpu_millis ? c->o.cpu_millis : DEFAULT_CPU,
 		.cpu_shares = c->oci.cpu_shares,
+		.cpu_period_us = c->oci.cpu_period,
+		.cpu_quota_us = c->oci.cpu_quota,
 	};
 	sb->memory_limit = c->lim.memory_bytes;
 	sb->created_wall_ms = clock_wall_ms();

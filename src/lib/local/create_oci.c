@@ -383,17 +383,23 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 		oc->memory_bytes = (uint64_t)res->memory_limit;
 	if (res->pids_limit > 0)
 		oc->pids = (uint64_t)res->pids_limit;
-	if (res->cpu_quota > 0 && res->cpu_quota_period > 0)
-		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / res->cpu_quota_period) ?: 1;
+	if (res->cpu_quota > 0) {
+		/* kept as given (runc's 100 ms without a period) */
+		unsigned period = res->cpu_quota_period ? (unsigned)res->cpu_quota_period : 100000;
+		if (period < 1000)
+			return abox_error_setx(err, EINVAL, "linux.resources.cpu.period: %u is below 1000",
+					       period);
+		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / period) ?: 1;
+		oc->cpu_period = (uint32_t)period;
+		oc->cpu_quota = (uint64_t)res->cpu_quota;
+	}
 	if (res->cpu_shares > 0)
 		oc->cpu_shares = res->cpu_shares > 262144 ? 262144 : (uint32_t)res->cpu_shares;
 	/* read and not enforced: said in the log, never dropped silently */
 	const struct {
 		bool set;
 		const char *name;
-	} unenforced[] = { { res->cpu_cpus && *res->cpu_cpus, "resources.cpu.cpus" },
-			   { res->cpu_mems && *res->cpu_mems, "resources.cpu.mems" },
-			   { res->memory_reservation > 0, "resources.memory.reservation" },
+	} unenforced[] = { { res->memory_reservation > 0, "resources.memory.reservation" },
 			   { res->memory_swap > 0 && res->memory_swap != res->memory_limit,
 			     "resources.memory.swap" } };
 	char names[256] = "";
@@ -454,7 +460,7 @@ int oci_create_hold(abox_sandbox *sb, const struct oci_create *oc, int *console,
 	if (sb->ctx->cgroup_parent_own && (r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err)) < 0)
 		return abox_error_prefix(err, "linux.cgroupsPath");
 	/* before the process exists, as runc writes them in its init */
-	if ((r = oci_blkio_apply(sb, &spec->resources, err)) < 0 ||
+	if ((r = oci_cpuset_apply(sb, oc, err)) < 0 || (r = oci_blkio_apply(sb, &spec->resources, err)) < 0 ||
 	    (r = oci_unified_apply(sb, &spec->resources, err)) < 0 ||
 	    (r = oci_sysctl_apply(sb->pidfd, spec->sysctl, err)) < 0)
 		return r;

@@ -41,10 +41,14 @@ struct oci_create {
 	uint64_t memory_bytes, pids;
 	uint32_t cpu_millis;
 	uint32_t cpu_shares; /* linux.resources.cpu.shares, or 0 */
+	uint32_t cpu_period; /* linux.resources.cpu.period and quota as given, or 0 */
+	uint64_t cpu_quota;
 	struct policy_bpf seccomp; /* linux.seccomp compiled, or empty */
 	char warning[512]; /* what was read and not applied, for the log; or "" */
 	unsigned preserve_fds; /* the creator's fds 3.. the process gets (runc's --preserve-fds) */
 	struct rootfs_oci_device *devices; /* linux.devices that are made */
+	bool cpuset; /* linux.resources.cpu.cpus or mems applied (oci_cpuset_plan) */
+	char cpuset_dir[4096]; /* ...in this v1 folder; "": the sandbox's v2 one */
 };
 
 /* An oci_create holding nothing (every fd -1): the one way to make one,
@@ -91,6 +95,14 @@ int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_er
  * cgroup v2 folder has one; else said in the log (abox makes no v1 blkio
  * cgroup). */
 int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
+/* linux.resources.cpu.cpus and mems (oci_resources.c): where the cpuset
+ * will be, its v1 folder added to the sandbox's planned cgroups (kill and
+ * gc remove it with them); a host without cpusets is named in the log
+ * (not enforced, as before). Then, once the sandbox exists, set and its
+ * processes moved in; a list the kernel refuses is an error naming it. */
+int oci_cpuset_plan(abox_ctx *ctx, const char *id, struct oci_create *oc, char *planned, size_t n,
+		    abox_error *err);
+int oci_cpuset_apply(abox_sandbox *sb, const struct oci_create *oc, abox_error *err);
 /* linux.namespaces' user namespace and the id maps (oci_userns.c):
  * checked (root mapped, to one host id that owns it; never host id 0), a
  * path opened; oc->userns set. */

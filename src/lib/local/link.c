@@ -68,6 +68,7 @@ int local_remove_cgroup_parent(abox_ctx *ctx, abox_error *err)
 	if (r < 0)
 		return r;
 	cgroup_layout_remove_self(&ctx->cg);
+	cgroup_cpuset_remove_parent(ctx->cgroup_parent);
 	return 0;
 }
 

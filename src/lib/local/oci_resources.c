@@ -144,3 +144,42 @@ int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_erro
 		return abox_error_setx(err, -r, "linux.resources.blockIO.weight: %s", e.msg);
 	return 0;
 }
+
+int oci_cpuset_plan(abox_ctx *ctx, const char *id, struct oci_create *oc, char *planned, size_t n,
+		    abox_error *err)
+{
+	const struct oci_resources *res = &oc->spec.resources;
+	if (!(res->cpu_cpus && *res->cpu_cpus) && !(res->cpu_mems && *res->cpu_mems))
+		return 0;
+	abox_error why = ABOX_ERROR_INIT;
+	int r = cgroup_cpuset_plan(&ctx->cg, ctx->cgroup_parent, id, oc->cpuset_dir, sizeof(oc->cpuset_dir),
+				   &why);
+	if (r == -EOPNOTSUPP) {
+		backend_log(ctx, ABOX_LOG_WARNING,
+			    "create %s: linux.resources.cpu.cpus/mems not enforced: %s", id, why.msg);
+		return 0;
+	}
+	if (r < 0) {
+		if (err)
+			*err = why;
+		return r;
+	}
+	size_t used = strlen(planned), k = strlen(oc->cpuset_dir);
+	if (k && used + k + 2 > n)
+		return abox_error_setx(err, ENOBUFS, "cgroup: too many folders");
+	if (k) {
+		memcpy(planned + used, oc->cpuset_dir, k);
+		memcpy(planned + used + k, "\n", 2);
+	}
+	oc->cpuset = true;
+	return 0;
+}
+
+int oci_cpuset_apply(abox_sandbox *sb, const struct oci_create *oc, abox_error *err)
+{
+	if (!oc->cpuset)
+		return 0;
+	const struct oci_resources *res = &oc->spec.resources;
+	return cgroup_cpuset_apply(sb->cg, oc->cpuset_dir, sb->ctx->cgroup_parent_own, res->cpu_cpus,
+				   res->cpu_mems, err);
+}

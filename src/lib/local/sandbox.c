@@ -47,8 +47,15 @@ int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 
 int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 {
-	if (!l->memory_bytes && !l->pids && !l->cpu_millis && !l->cpu_shares)
+	if (!l->memory_bytes && !l->pids && !l->cpu_millis && !l->cpu_shares && !l->cpu_quota_us)
 		return 0;
+	if ((l->cpu_quota_us && l->cpu_millis) || (l->cpu_period_us && !l->cpu_quota_us) ||
+	    (l->cpu_period_us && (l->cpu_period_us < 1000 || l->cpu_period_us > 1000000)) ||
+	    (l->cpu_quota_us && l->cpu_quota_us < 1000))
+		return abox_error_setx(
+			err, EINVAL,
+			"set-limits: a CPU quota (at least 1000 us) or cpu_millis, not both; a "
+			"period (1000..1000000 us) only with a quota");
 	_cleanup_close_ int lock = -EBADF;
 	struct sb_state st = { 0 };
 	int r = backend_lock_read(sb, &lock, &st, err);
@@ -64,12 +71,21 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 		bool parent = sb->ctx->cgroup_parent_own;
 		if ((r = backend_cgroups(sb, err)) >= 0 && !sb->cg)
 			r = abox_error_setx(err, ENOENT, "sandbox %s has no cgroups", sb->id);
+		/* a quota: over the period given, or the one in force */
+		if (r >= 0 && l->cpu_quota_us) {
+			lim.cpu_period_us = l->cpu_period_us ? l->cpu_period_us : cgroup_cpu_period(sb->cg);
+			lim.cpu_quota_us = l->cpu_quota_us;
+			uint64_t m = l->cpu_quota_us * 1000 / lim.cpu_period_us;
+			lim.cpu_millis = m > UINT32_MAX ? UINT32_MAX : m ? (uint32_t)m : 1;
+		}
 		/* the sandbox's own folder holds them too (an OCI container's
 		 * cgroupsPath): a raised CPU quota there first, as cgroup v1
 		 * refuses a child's quota above its parent's */
 		uint32_t was = st.cpu_millis; /* as recorded: a handle's cgroups opened anew know none */
 		if (r >= 0 && parent && was && lim.cpu_millis > was) {
-			struct cg_limits cpu = { .cpu_millis = lim.cpu_millis };
+			struct cg_limits cpu = { .cpu_millis = lim.cpu_millis,
+						 .cpu_period_us = lim.cpu_period_us,
+						 .cpu_quota_us = lim.cpu_quota_us };
 			r = cgroup_parent_write(&sb->ctx->cg, &cpu, err);
 		}
 		if (r >= 0)
@@ -80,7 +96,10 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 	if (r >= 0) {
 		st.memory_bytes = l->memory_bytes ? l->memory_bytes : st.memory_bytes;
 		st.pids = l->pids ? l->pids : st.pids;
-		st.cpu_millis = l->cpu_millis ? l->cpu_millis : st.cpu_millis;
+		const struct cg_limits *now = sb->cg ? cgroup_limits(sb->cg) : NULL;
+		st.cpu_millis = l->cpu_millis                               ? l->cpu_millis
+				: l->cpu_quota_us && now && now->cpu_millis ? now->cpu_millis
+									    : st.cpu_millis;
 		r = state_write(sb->ctx->state_dir, &st, err);
 	}
 	sb_state_free(&st);
