@@ -241,10 +241,13 @@ typedef struct abox_limits {
 	 * period in force; 0: unchanged */
 	uint64_t cpu_quota_us;
 	uint32_t cpu_period_us;
+	/* version 2: an OCI container's cpuset (the kernel's list format,
+	 * "0-3,6"), its CPUs and memory nodes; NULL: unchanged */
+	const char *cpuset_cpus, *cpuset_mems;
 } abox_limits;
 #define ABOX_LIMITS_INIT                                                                                     \
 	{                                                                                                    \
-		ABOX_LIMITS_VERSION, 0, 0, 0, 0, 0, 0                                                        \
+		ABOX_LIMITS_VERSION, 0, 0, 0, 0, 0, 0, NULL, NULL                                            \
 	}
 /* Changes a running sandbox's limits (`abox oci update`): those set in l,
  * the others stay; recorded, so a resume or restore keeps them. A memory

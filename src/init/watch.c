@@ -34,12 +34,18 @@ struct watch {
 
 static struct watch watches[WATCHES_MAX];
 
+static void emit(struct watch *w, const char *dir, const char *name, int type);
+
 /* Watches the folder open at dfd (closed here), named path in events,
  * and with recursive its subfolders. The watch is added through our own
  * /proc/self/fd link to dfd, so the folder is the one files_openat
  * resolved (never a path crossing a magic link, see files.h), and
- * subfolders are opened below it without following symlinks. */
-static void add_dir(struct watch *w, int dfd, const char *path, unsigned depth)
+ * subfolders are opened below it without following symlinks. late: a
+ * folder made while the watch runs, whose first entries may have come
+ * before its watch did (a `mkdir -p a/b` or `mkdir d && touch d/f`):
+ * each entry found is reported made (and written when it holds bytes),
+ * as its own events would have said. */
+static void add_dir_at(struct watch *w, int dfd, const char *path, unsigned depth, bool late)
 {
 	if (w->ndirs == DIRS_MAX || depth > 32) {
 		close(dfd);
@@ -66,7 +72,16 @@ static void add_dir(struct watch *w, int dfd, const char *path, unsigned depth)
 	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (late) {
+			emit(w, path, de->d_name, FS_EV_CREATE);
+			if (de->d_type == DT_REG &&
+			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0)
+				emit(w, path, de->d_name, FS_EV_WRITE);
+		}
+		if (de->d_type != DT_DIR)
 			continue;
 		int sub = files_openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
 				       0);
@@ -75,9 +90,14 @@ static void add_dir(struct watch *w, int dfd, const char *path, unsigned depth)
 		char subpath[4096];
 		safe_snprintf(subpath, sizeof(subpath), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
 			      de->d_name);
-		add_dir(w, sub, subpath, depth + 1);
+		add_dir_at(w, sub, subpath, depth + 1, late);
 	}
 	closedir(d);
+}
+
+static void add_dir(struct watch *w, int dfd, const char *path, unsigned depth)
+{
+	add_dir_at(w, dfd, path, depth, false);
 }
 
 static void free_watch(struct watch *w)
@@ -201,7 +221,7 @@ void watch_ready(const struct pollfd *pfd)
 						AT_FDCWD, sub,
 						O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 					if (sfd >= 0)
-						add_dir(w, sfd, sub, 0);
+						add_dir_at(w, sfd, sub, 0, true);
 				}
 			}
 			if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE))

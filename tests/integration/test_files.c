@@ -255,8 +255,12 @@ Test(files, watch_reports_changes_recursively)
 	pid_t w = start_abox(&o, &e, (const char *const[]){ "files", "watch", "-r", "--timeout", "10", "--count", "6",
 							      id, "/home/user", NULL });
 	usleep(400000);
+	/* a new folder's watch comes once its creation is read: what is made
+	 * in it before is reported from a look inside (create, write), and a
+	 * change of mode needs the watch itself (hence the pause: a loaded
+	 * machine may read the event late) */
 	ABOX_OK("exec", id, "--", "sh", "-c",
-		"mkdir /home/user/w && echo x > /home/user/w/f && chmod 600 /home/user/w/f && "
+		"mkdir /home/user/w && echo x > /home/user/w/f && sleep 0.5 && chmod 600 /home/user/w/f && "
 		"mv /home/user/w/f /home/user/w/g && rm /home/user/w/g");
 	char *out = slurp(o);
 	free(slurp(e));

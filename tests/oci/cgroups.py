@@ -140,6 +140,21 @@ try:
     up = oci("update", "--cpu-period", "500000", "--cpu-quota", "100000", "cpus")
     check("update of quota and period keeps them exact", up.returncode == 0 and box and quota(box[0]) == "100000"
           and period(box[0]) == "500000", (up, box and quota(box[0])))
+    # a kubelet's static CPU manager moves a container between CPUs:
+    # a change that is neither a shrink nor a growth (0 to 1), a growth
+    def on_cpus(want):
+        got = [ln.split()[1] for ln in open(f"/proc/{pid}/status") if ln.startswith("Cpus_allowed_list")]
+        sets = [open(os.path.join(d, "cpuset.cpus")).read().strip() for d in dirs_named(f"{POD}/pod3/ctr3")
+                if os.path.exists(os.path.join(d, "cpuset.cpus"))]
+        return got == [want] and sets and all(x == want for x in sets), (got, sets)
+    if os.cpu_count() >= 2:
+        up = oci("update", "--cpuset-cpus", "1", "cpus")
+        ok, why = on_cpus("1")
+        check("update --cpuset-cpus moves the container to other CPUs (0 to 1), on both folders", up.returncode == 0
+              and ok, (up, why))
+        up = oci("update", "--resources", "-", "cpus", stdin_text=json.dumps({"cpu": {"cpus": "0-1"}}))
+        ok, why = on_cpus("0-1")
+        check("... and grows them (update --resources with cpu.cpus 0-1)", up.returncode == 0 and ok, (up, why))
     up = oci("update", "--cpu-quota", "250000", "cpus")
     ctr = [d for d in dirs_named(f"{POD}/pod3/ctr3") if d.endswith("/ctr3") and quota(d)]
     check("... and a quota alone is over the period in force (500000), in abox's folder and the path's",
@@ -151,6 +166,20 @@ try:
     check("... and delete removes the container's cpuset folders too", d.returncode == 0
           and not dirs_named(f"{POD}/pod3/ctr3"), dirs_named(f"{POD}/pod3/ctr3"))
     made += [x for x in dirs_named(POD) if x.endswith(POD)]
+    # a container made without a cpuset gets one by update
+    b = bundle("nocpus", ["/bin/sleep", "60"],
+               lambda c: c["linux"].update(cgroupsPath=f"{POD}/pod3/ctr4", resources={"memory": {"limit": 64 << 20}}))
+    r, pid, _ = create("nocpus", b)
+    oci("start", "nocpus")
+    up = oci("update", "--cpuset-cpus", "0", "nocpus")
+    got = [ln.split()[1] for ln in open(f"/proc/{pid}/status") if ln.startswith("Cpus_allowed_list")] if pid else []
+    check("a container made without a cpuset gets one by update", r.returncode == 0 and up.returncode == 0
+          and got == ["0"], (r, up, got))
+    oci("kill", "nocpus", "KILL")
+    reap(pid)
+    d = oci("delete", "nocpus")
+    check("... and delete removes its cpuset folders", d.returncode == 0 and not dirs_named(f"{POD}/pod3/ctr4"),
+          dirs_named(f"{POD}/pod3/ctr4"))
     b = bundle("badcpus", ["/bin/true"], cpuset("4095"))
     before = sorted(os.listdir(root))
     r, pid, _ = create("badcpus", b)

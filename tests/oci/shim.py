@@ -35,13 +35,18 @@ def init(build, prefix):
     return work, root, log
 
 
-def oci(*args, stdout=None, timeout=60):
+def oci(*args, stdout=None, timeout=60, stdin_text=None):
     """A command's result; its stdio are files, never pipes: a container
     keeps the stdio its create was given (as runc's does), and a pipe
-    would then never end."""
+    would then never end. stdin_text: what its stdin holds (a file)."""
     cmd = [ABOX, "oci", "--root", root, "--log", log, "--log-format", "json"] + list(args)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=stdout or out, stderr=err, timeout=timeout)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.TemporaryFile("w+") as inp:
+        if stdin_text is not None:
+            inp.write(stdin_text)
+            inp.seek(0)
+        p = subprocess.run(cmd, stdin=inp if stdin_text is not None else subprocess.DEVNULL,
+                           stdout=stdout or out, stderr=err, timeout=timeout)
         out.seek(0)
         err.seek(0)
         return Done(p.returncode, out.read(), err.read())

@@ -184,6 +184,29 @@ try:
     check("a second container joins the first's user namespace by path, as a pod's containers do",
           j.returncode == 0 and j.stdout.split()[:2] == [ns, "0"], j)
     stop("side", side)
+    side = start("side2", ["/bin/sleep", "600"], userns(path=f"/proc/{init}/ns/user", maps=False))
+    j = oci("exec", "side2", "/bin/sh", "-c", "readlink /proc/self/ns/user; stat -c '%u' /dev")
+    check("... also without maps in its config (the namespace's own are read from it)",
+          j.returncode == 0 and j.stdout.split()[:2] == [ns, "0"], j)
+    stop("side2", side)
+    refused("side-maps", userns(base=HOST + SIZE, path=f"/proc/{init}/ns/user"),
+            "not the maps of the user namespace")
+
+    # a sandbox of abox's own (its pool's ids) is no pod's to join
+    nstate, nrun = os.path.join(work, "native-state"), os.path.join(work, "native-run")
+    native = [shim.ABOX, "--root", nstate, "--runtime-dir", nrun]
+    made = subprocess.run(native + ["create", "--userns", "on"], capture_output=True, text=True, timeout=60)
+    nid = made.stdout.strip().split()[-1] if made.returncode == 0 and made.stdout.strip() else ""
+    info = subprocess.run(native + ["info", "--json", nid], capture_output=True, text=True, timeout=60) if nid else None
+    npid = json.loads(info.stdout).get("pid") if info and info.returncode == 0 else None
+    try:
+        if npid:
+            refused("native", userns(path=f"/proc/{npid}/ns/user", maps=False), "of abox's own pool")
+        else:
+            check("a sandbox of abox's own to join", False, (made, info))
+    finally:
+        if nid:
+            subprocess.run(native + ["kill", nid], capture_output=True, timeout=60)
 
     # what the user namespace does to a container engine's default
     ARCHES = ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
@@ -213,7 +236,7 @@ try:
     refused("split", userns(gid_base=HOST + SIZE), "the same host id for both")
     refused("no-root", userns(more=lambda c: c["linux"].update(
         uidMappings=[{"containerID": 1, "hostID": HOST, "size": 100}])), "needs uid 0 and gid 0 mapped")
-    refused("pool", userns(base=2147483648), "overlap abox's own pool")
+    refused("pool", userns(base=2147483648), "of abox's own pool")
     refused("no-ns", lambda c: (userns()(c), c["linux"].update(namespaces=[n for n in c["linux"]["namespaces"]
                                                                             if n["type"] != "user"])),
             "id mappings need a user namespace")

@@ -17,16 +17,25 @@
 #include "oci.h"
 
 /* what runc's update takes and abox does not enforce: accepted, warned */
-static const char *const ignored_flags[] = { "memory-reservation", "memory-swap",   "kernel-memory",
-					     "kernel-memory-tcp",  "cpu-rt-period", "cpu-rt-runtime",
-					     "cpuset-cpus",        "cpuset-mems",   "blkio-weight",
-					     "l3-cache-schema",    "mem-bw-schema" };
+static const char *const ignored_flags[] = { "memory-reservation", "memory-swap",     "kernel-memory",
+					     "kernel-memory-tcp",  "cpu-rt-period",   "cpu-rt-runtime",
+					     "blkio-weight",       "l3-cache-schema", "mem-bw-schema" };
 
 struct want {
 	int64_t memory, pids, quota, period; /* 0: not given; -1: unlimited */
 	int64_t shares; /* 0: not given */
+	char cpus[256], mems[256]; /* cpuset lists; "": not given */
 	char ignored[256];
 };
+
+/* A cpuset list (runc's --cpuset-cpus, cpu.cpus): the kernel judges it */
+static int list_arg(const char *name, const char *v, char *out, size_t n)
+{
+	if (!*v || strlen(v) >= n || strspn(v, "0123456789,-") != strlen(v))
+		return oci_error("update: invalid value for --%s: '%s' (a list such as 0-3,6)", name, v);
+	snprintf(out, n, "%s", v);
+	return 0;
+}
 
 static void note_ignored(struct want *w, const char *name)
 {
@@ -96,6 +105,13 @@ static int from_json(const char *path, struct want *w)
 	int r = field(mem, "limit", "memory", &w->memory) || field(pids, "limit", "pids", &w->pids) ||
 		field(cpu, "quota", "cpu", &w->quota) || field(cpu, "period", "cpu", &w->period) ||
 		field(cpu, "shares", "cpu", &w->shares);
+	for (int k = 0; !r && k < 2 && cpu; k++) {
+		const char *key = k ? "mems" : "cpus";
+		if (json_object_object_get_ex(cpu, key, &v) && json_object_is_type(v, json_type_string) &&
+		    *json_object_get_string(v))
+			r = list_arg(k ? "cpuset-mems" : "cpuset-cpus", json_object_get_string(v),
+				     k ? w->mems : w->cpus, sizeof(w->cpus));
+	}
 	static const struct {
 		const char *obj, *key;
 	} unenforced[] = { { "memory", "reservation" },
@@ -104,8 +120,6 @@ static int from_json(const char *path, struct want *w)
 			   { "memory", "kernelTCP" },
 			   { "cpu", "realtimePeriod" },
 			   { "cpu", "realtimeRuntime" },
-			   { "cpu", "cpus" },
-			   { "cpu", "mems" },
 			   { NULL, "blockIO" },
 			   { NULL, "hugepageLimits" },
 			   { NULL, "devices" },
@@ -156,6 +170,10 @@ static int parse(int argc, char **argv, struct want *w, const char **id)
 			r = size_arg(name, val, &w->period);
 		else if (!strcmp(name, "cpu-shares"))
 			r = size_arg(name, val, &w->shares);
+		else if (!strcmp(name, "cpuset-cpus"))
+			r = list_arg(name, val, w->cpus, sizeof(w->cpus));
+		else if (!strcmp(name, "cpuset-mems"))
+			r = list_arg(name, val, w->mems, sizeof(w->mems));
 		else {
 			size_t k = 0;
 			while (k < sizeof(ignored_flags) / sizeof(ignored_flags[0]) &&
@@ -192,9 +210,14 @@ static int to_limits(const struct want *w, abox_limits *l)
 		l->cpu_millis = (uint32_t)cpus * 1000u;
 	else if (w->quota > 0) {
 		/* as given, over the period in force when none is (runc's) */
+		if (w->period && (w->period < 1000 || w->period > 1000000))
+			return oci_error("update: a CPU period of %lld us: it must be from 1000 to 1000000",
+					 (long long)w->period);
 		l->cpu_quota_us = (uint64_t)w->quota;
 		l->cpu_period_us = w->period > 0 ? (uint32_t)w->period : 0;
 	}
+	l->cpuset_cpus = w->cpus[0] ? w->cpus : NULL;
+	l->cpuset_mems = w->mems[0] ? w->mems : NULL;
 	return 0;
 }
 

@@ -139,6 +139,11 @@ int cgroup_cpuset_plan(const struct cg_layout *l, const char *parent, const char
  * (the container's own cgroupsPath, ABOX_CGROUP_PARENT_OWN). */
 int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too, const char *cpus,
 			const char *mems, abox_error *err);
+/* The sets changed on a running sandbox's cpuset folder (made as
+ * cgroup_cpuset_apply does when missing), each kept within its parent's
+ * on v1 whatever the order of the change. */
+int cgroup_cpuset_update(struct cg_sandbox *cg, const char *dir, bool parent_too, const char *cpus,
+			 const char *mems, abox_error *err);
 /* The parent's own cpuset folder removed when empty (v1; never a root). */
 void cgroup_cpuset_remove_parent(const char *parent);
 /* Moves pid into every v1 cgroup of the sandbox (and the v2 one too when

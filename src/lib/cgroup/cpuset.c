@@ -248,3 +248,45 @@ void cgroup_cpuset_remove_parent(const char *parent)
 	if (k > 0 && (size_t)k < sizeof(dir))
 		(void)rmdir(dir);
 }
+
+/* The parent folder of a v1 cpuset folder, open. */
+static int open_up(const char *dir)
+{
+	_cleanup_free_ char *up = strdup(dir);
+	char *slash = up ? strrchr(up, '/') : NULL;
+	if (!slash)
+		return -ENOMEM;
+	*slash = '\0';
+	int fd = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int cgroup_cpuset_update(struct cg_sandbox *cg, const char *dir, bool parent_too, const char *cpus,
+			 const char *mems, abox_error *err)
+{
+	_cleanup_close_ int fd = *dir ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+	/* v2, or a folder not made yet (a container made without a cpuset) */
+	if (!*dir || (fd < 0 && errno == ENOENT))
+		return cgroup_cpuset_apply(cg, dir, parent_too, cpus, mems, err);
+	if (fd < 0)
+		return abox_error_set(err, errno, "cgroup: open '%s'", dir);
+	if (!parent_too)
+		return set_both(fd, cpus, mems, err);
+	_cleanup_close_ int up = open_up(dir);
+	if (up < 0)
+		return abox_error_set(err, -up, "cgroup: open the parent of '%s'", dir);
+	/* v1 keeps a child's sets within its parent's: the child first for a
+	 * shrink; otherwise the parent is widened to its own parent's sets,
+	 * the child set, and the parent narrowed to the same */
+	if (set_both(fd, cpus, mems, NULL) == 0)
+		return set_both(up, cpus, mems, err);
+	_cleanup_close_ int top = openat(up, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_free_ char *wide_cpus = NULL, *wide_mems = NULL;
+	int r;
+	if (top < 0 || read_file_at(top, "cpuset.cpus", 65536, &wide_cpus, NULL) < 0 ||
+	    read_file_at(top, "cpuset.mems", 65536, &wide_mems, NULL) < 0)
+		return abox_error_setx(err, EIO, "cgroup: the sets above '%s' cannot be read", dir);
+	if ((r = set_both(up, wide_cpus, wide_mems, err)) < 0 || (r = set_both(fd, cpus, mems, err)) < 0)
+		return r;
+	return set_both(up, cpus, mems, err);
+}

@@ -107,15 +107,19 @@ int cgroup_write_limits(struct cg_sandbox *cg, const struct cg_limits *lim, abox
 		 * the knob has no such accounting to turn on */
 		{ m1 ? m : NULL, "memory.kmem.tcp.limit_in_bytes", tcp, true },
 		{ p, "pids.max", pids, false },
-		/* v1 cpu.cfs_period_us is written only when given: a new
-		 * cgroup always starts at the kernel's default of 100 ms (not
-		 * inherited) */
-		{ c1 && lim->cpu_period_us ? c : NULL, "cpu.cfs_period_us", per, false },
 		{ c, c1 ? "cpu.cfs_quota_us" : "cpu.max", cpu, false },
 		{ w, w1 ? "cpu.shares" : "cpu.weight", weight, false },
 	};
 	int r;
 	if (m && (r = mem_write(m, total, err)) < 0)
+		return r;
+	/* v1's period apart from its quota (a new cgroup's is the kernel's
+	 * 100 ms, not inherited): written first, as runc does, unless the
+	 * old quota over the new period would exceed the parent's share
+	 * (EINVAL): then the quota first */
+	if (c1 && lim->cpu_period_us && cgroup_knob_write(c, "cpu.cfs_period_us", per, false, NULL) < 0 &&
+	    ((r = cgroup_knob_write(c, "cpu.cfs_quota_us", cpu, false, err)) < 0 ||
+	     (r = cgroup_knob_write(c, "cpu.cfs_period_us", per, false, err)) < 0))
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(knobs); i++) {
 		if (!knobs[i].d)

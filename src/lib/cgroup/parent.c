@@ -41,7 +41,7 @@ static void hand_down(const char *dir)
 	if (fd < 0 || read_file_at(fd, "cgroup.controllers", 4096, &have, NULL) < 0 ||
 	    read_file_at(fd, "cgroup.subtree_control", 4096, &given, NULL) < 0)
 		return;
-	static const char *const names[] = { "memory", "pids", "cpu" };
+	static const char *const names[] = { "memory", "pids", "cpu", "cpuset" };
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
 		char want[16];
 		snprintf(want, sizeof(want), "+%s", names[i]);

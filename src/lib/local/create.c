@@ -161,12 +161,12 @@ static int create_prepare(struct create *c, abox_error *err)
 	if ((r = local_net_ask(ctx, sb->id, c->fixed_id, &c->net, &c->ln, err)) < 0)
 		return abox_error_prefix(err, "create");
 	/* and its user namespace, made by the kernel meanwhile */
-	/* (an OCI container's from its config: not the pool's, never recorded
-	 * as the sandbox's range) */
+	/* (an OCI container's from its config, not the pool's: recorded all
+	 * the same, as what refuses memory checkpoints of such sandboxes) */
 	if ((r = c->oci.root ? oci_userns_begin(ctx, &c->oci, &c->uj, err)
 			     : local_userns_begin(ctx, sb->id, c->o.flags, &c->uj, err)) < 0)
 		return abox_error_prefix(err, "create");
-	c->id_base = c->uj.pid > 0 && !c->oci.root ? c->uj.base : 0;
+	c->id_base = c->oci.root ? (c->oci.userns ? c->oci.userns_base : 0) : c->uj.pid > 0 ? c->uj.base : 0;
 	sb->id_base = c->id_base;
 	/* from a snapshot: the very template version its layers were made on
 	 * (a re-import or rebuild since must not slide under them) */

@@ -349,7 +349,8 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 	}
 	unsigned ndev = 0;
 	if ((r = oci_devices_prepare(s, oc->conf == OCI_CONF_ABOX, &oc->devices, &ndev, oc->warning,
-				     sizeof(oc->warning), err)) < 0)
+				     sizeof(oc->warning), err)) < 0 ||
+	    (r = oci_userns_devices(oc, ndev, err)) < 0)
 		return r;
 	oc->ro = (struct rootfs_oci){ .root = oc->root,
 				      .readonly = s->root_readonly,
@@ -383,18 +384,8 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 		oc->memory_bytes = (uint64_t)res->memory_limit;
 	if (res->pids_limit > 0)
 		oc->pids = (uint64_t)res->pids_limit;
-	if (res->cpu_quota > 0) {
-		/* kept as given (runc's 100 ms without a period) */
-		unsigned period = res->cpu_quota_period ? (unsigned)res->cpu_quota_period : 100000;
-		if (period < 1000)
-			return abox_error_setx(err, EINVAL, "linux.resources.cpu.period: %u is below 1000",
-					       period);
-		oc->cpu_millis = (uint32_t)((uint64_t)res->cpu_quota * 1000 / period) ?: 1;
-		oc->cpu_period = (uint32_t)period;
-		oc->cpu_quota = (uint64_t)res->cpu_quota;
-	}
-	if (res->cpu_shares > 0)
-		oc->cpu_shares = res->cpu_shares > 262144 ? 262144 : (uint32_t)res->cpu_shares;
+	if ((r = oci_cpu_prepare(oc, err)) < 0)
+		return r;
 	/* read and not enforced: said in the log, never dropped silently */
 	const struct {
 		bool set;
@@ -425,6 +416,11 @@ int oci_create_prepare(const char *bundle, enum oci_confinement node, struct oci
 
 void oci_create_free(struct oci_create *oc)
 {
+	/* the idmapped mounts' namespaces, before the spec and mounts go
+	 * (the array has a slot per config mount, unused ones zeroed) */
+	for (size_t i = 0; oc->mounts && i < oc->spec.nmounts; i++)
+		if (oc->mounts[i].idmap && oc->mounts[i].idmap_fd >= 0)
+			close(oc->mounts[i].idmap_fd);
 	oci_spec_free(&oc->spec);
 	policy_bpf_free(&oc->seccomp);
 	free(oc->root);
@@ -445,9 +441,6 @@ void oci_create_free(struct oci_create *oc)
 		close(oc->ro.uts_fd);
 	if (oc->userns_fd >= 0)
 		close(oc->userns_fd);
-	for (size_t i = 0; oc->mounts && i < oc->spec.nmounts; i++)
-		if (oc->mounts[i].idmap && oc->mounts[i].idmap_fd >= 0)
-			close(oc->mounts[i].idmap_fd);
 	*oc = OCI_CREATE_INIT;
 }
 

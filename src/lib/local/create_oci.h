@@ -95,6 +95,9 @@ int oci_unified_apply(abox_sandbox *sb, const struct oci_resources *res, abox_er
  * cgroup v2 folder has one; else said in the log (abox makes no v1 blkio
  * cgroup). */
 int oci_blkio_apply(abox_sandbox *sb, const struct oci_resources *res, abox_error *err);
+/* linux.resources.cpu's quota, period and shares (oci_resources.c): the
+ * quota kept with its period as given (runc's 100 ms without one). */
+int oci_cpu_prepare(struct oci_create *oc, abox_error *err);
 /* linux.resources.cpu.cpus and mems (oci_resources.c): where the cpuset
  * will be, its v1 folder added to the sandbox's planned cgroups (kill and
  * gc remove it with them); a host without cpusets is named in the log
@@ -124,6 +127,9 @@ int oci_userns_idopt(const struct oci_create *oc, size_t i, const char *o, char 
  * job per thread at a time). */
 int oci_idmap_prepare(const struct oci_create *oc, size_t i, bool bind, struct rootfs_oci_mount *out,
 		      abox_error *err);
+/* With a user namespace, linux.devices' owners as the host's ids (the
+ * nodes are made outside it); an owner the maps lack is an error. */
+int oci_userns_devices(struct oci_create *oc, unsigned n, abox_error *err);
 /* The host id that container id maps to in m. */
 bool oci_idmap_host(const struct oci_idmap *m, unsigned n, uint32_t id, uint32_t *host);
 struct proto_msg;

@@ -149,14 +149,16 @@ int oci_cpuset_plan(abox_ctx *ctx, const char *id, struct oci_create *oc, char *
 		    abox_error *err)
 {
 	const struct oci_resources *res = &oc->spec.resources;
-	if (!(res->cpu_cpus && *res->cpu_cpus) && !(res->cpu_mems && *res->cpu_mems))
-		return 0;
+	bool asked = (res->cpu_cpus && *res->cpu_cpus) || (res->cpu_mems && *res->cpu_mems);
 	abox_error why = ABOX_ERROR_INIT;
+	/* planned (and recorded) whether asked for or not: an update may
+	 * set a cpuset later (a kubelet's static CPU manager does) */
 	int r = cgroup_cpuset_plan(&ctx->cg, ctx->cgroup_parent, id, oc->cpuset_dir, sizeof(oc->cpuset_dir),
 				   &why);
 	if (r == -EOPNOTSUPP) {
-		backend_log(ctx, ABOX_LOG_WARNING,
-			    "create %s: linux.resources.cpu.cpus/mems not enforced: %s", id, why.msg);
+		if (asked)
+			backend_log(ctx, ABOX_LOG_WARNING,
+				    "create %s: linux.resources.cpu.cpus/mems not enforced: %s", id, why.msg);
 		return 0;
 	}
 	if (r < 0) {
@@ -171,7 +173,7 @@ int oci_cpuset_plan(abox_ctx *ctx, const char *id, struct oci_create *oc, char *
 		memcpy(planned + used, oc->cpuset_dir, k);
 		memcpy(planned + used + k, "\n", 2);
 	}
-	oc->cpuset = true;
+	oc->cpuset = asked;
 	return 0;
 }
 
@@ -182,4 +184,23 @@ int oci_cpuset_apply(abox_sandbox *sb, const struct oci_create *oc, abox_error *
 	const struct oci_resources *res = &oc->spec.resources;
 	return cgroup_cpuset_apply(sb->cg, oc->cpuset_dir, sb->ctx->cgroup_parent_own, res->cpu_cpus,
 				   res->cpu_mems, err);
+}
+
+int oci_cpu_prepare(struct oci_create *oc, abox_error *err)
+{
+	const struct oci_resources *res = &oc->spec.resources;
+	if (res->cpu_quota > 0) {
+		/* kept as given (runc's 100 ms without a period) */
+		unsigned period = res->cpu_quota_period ? (unsigned)res->cpu_quota_period : 100000;
+		if (period < 1000)
+			return abox_error_setx(err, EINVAL, "linux.resources.cpu.period: %u is below 1000",
+					       period);
+		uint64_t m = (uint64_t)res->cpu_quota * 1000 / period;
+		oc->cpu_millis = m > UINT32_MAX ? UINT32_MAX : m ? (uint32_t)m : 1;
+		oc->cpu_period = (uint32_t)period;
+		oc->cpu_quota = (uint64_t)res->cpu_quota;
+	}
+	if (res->cpu_shares > 0)
+		oc->cpu_shares = res->cpu_shares > 262144 ? 262144 : (uint32_t)res->cpu_shares;
+	return 0;
 }

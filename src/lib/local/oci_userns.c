@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "local/local.h"
@@ -82,57 +83,132 @@ static bool child_of_ours(int fd)
 	return yes;
 }
 
+/* One map's text ("inside host count" lines) into m. */
+static int parse_map(char *text, struct oci_idmap *m, unsigned *n)
+{
+	*n = 0;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		unsigned a, b, c;
+		if (sscanf(l, "%u %u %u", &a, &b, &c) != 3 || *n == OCI_MAX_IDMAPS)
+			return -EPROTO;
+		m[(*n)++] = (struct oci_idmap){ a, b, c };
+	}
+	return 0;
+}
+
+/* The maps the user namespace fd really has, as the host sees them: read
+ * by a child that joined it (a reader inside sees the parent's ids). */
+static int ns_maps(int fd, struct oci_idmap *u, unsigned *nu, struct oci_idmap *g, unsigned *ng,
+		   abox_error *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return abox_error_set(err, errno, "user namespace: pipe");
+	pid_t c = fork();
+	if (c == 0) {
+		close(p[0]);
+		char *um = NULL, *gm = NULL;
+		if (setns(fd, CLONE_NEWUSER) < 0 ||
+		    read_file_at(AT_FDCWD, "/proc/self/uid_map", 8192, &um, NULL) < 0 ||
+		    read_file_at(AT_FDCWD, "/proc/self/gid_map", 8192, &gm, NULL) < 0)
+			_exit(1);
+		_exit(write_full(p[1], um, strlen(um) + 1) < 0 || write_full(p[1], gm, strlen(gm) + 1) < 0);
+	}
+	close(p[1]);
+	char buf[16384];
+	size_t got = 0;
+	ssize_t k;
+	while (c > 0 && got < sizeof(buf) - 1 &&
+	       ((k = read(p[0], buf + got, sizeof(buf) - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
+		got += k > 0 ? (size_t)k : 0;
+	close(p[0]);
+	int st = 0;
+	while (c > 0 && waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	buf[got] = '\0';
+	size_t first = strlen(buf);
+	if (c < 0 || !WIFEXITED(st) || WEXITSTATUS(st) || first + 1 >= got || parse_map(buf, u, nu) < 0 ||
+	    parse_map(buf + first + 1, g, ng) < 0)
+		return abox_error_setx(err, EIO, "user namespace: its maps could not be read");
+	return 0;
+}
+
+static bool same_maps(const struct oci_idmap *a, unsigned na, const struct oci_idmap *b, unsigned nb)
+{
+	return na == nb && !memcmp(a, b, na * sizeof(*a));
+}
+
+/* A user namespace to join by path: made from the runtime's own (the
+ * host's would be no namespace at all, one of another's nesting not ours
+ * to hand out), owned by the id its root maps to (init joins it as that
+ * id), and its own maps (read from it, never taken from the config) as
+ * a new one's must be; the config's maps, when given, the same. */
+static int join_check(struct oci_create *oc, const char *path, abox_error *err)
+{
+	struct oci_spec *s = &oc->spec;
+	int fd = oc->userns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return abox_error_set(err, errno, "linux.namespaces: user path '%s'", path);
+	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
+		return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a user namespace", path);
+	uid_t owner = (uid_t)-1;
+	if (!child_of_ours(fd) || ioctl(fd, NS_GET_OWNER_UID, &owner) < 0)
+		return abox_error_setx(
+			err, EPERM,
+			"linux.namespaces: the user path '%s' is not a user namespace made from "
+			"the runtime's own",
+			path);
+	struct oci_idmap u[OCI_MAX_IDMAPS], g[OCI_MAX_IDMAPS];
+	unsigned nu = 0, ng = 0;
+	int r = ns_maps(fd, u, &nu, g, &ng, err);
+	if (r < 0)
+		return abox_error_prefix(err, "linux.namespaces: '%s'", path);
+	uint32_t uid0 = 0, gid0 = 0;
+	if (owner == 0 || !oci_idmap_host(u, nu, 0, &uid0) || !oci_idmap_host(g, ng, 0, &gid0) ||
+	    uid0 != owner || gid0 != owner)
+		return abox_error_setx(
+			err, EPERM,
+			"linux.namespaces: the user namespace '%s' belongs to host uid %u, not to "
+			"the id its root maps to: abox joins only one it made for a pod",
+			path, (unsigned)owner);
+	if ((s->nuid || s->ngid) &&
+	    (!same_maps(u, nu, s->uid_map, s->nuid) || !same_maps(g, ng, s->gid_map, s->ngid)))
+		return abox_error_setx(
+			err, EINVAL,
+			"linux.uidMappings/gidMappings: not the maps of the user namespace '%s' "
+			"the container joins",
+			path);
+	memcpy(s->uid_map, u, nu * sizeof(*u));
+	memcpy(s->gid_map, g, ng * sizeof(*g));
+	s->nuid = nu;
+	s->ngid = ng;
+	return 0;
+}
+
 int oci_userns_prepare(struct oci_create *oc, abox_error *err)
 {
-	const struct oci_spec *s = &oc->spec;
+	struct oci_spec *s = &oc->spec;
 	if (!s->ns_wanted[OCI_NS_USER])
 		return 0;
 	int r;
+	const char *path = s->ns_path[OCI_NS_USER];
+	if (path && (r = join_check(oc, path, err)) < 0)
+		return r;
 	if ((r = check_map(s->uid_map, s->nuid, "linux.uidMappings", err)) < 0 ||
 	    (r = check_map(s->gid_map, s->ngid, "linux.gidMappings", err)) < 0)
 		return r;
 	uint32_t uid0 = 0, gid0 = 0;
-	bool have_u = oci_idmap_host(s->uid_map, s->nuid, 0, &uid0),
-	     have_g = oci_idmap_host(s->gid_map, s->ngid, 0, &gid0);
-	const char *path = s->ns_path[OCI_NS_USER];
-	if (!path && (!have_u || !have_g))
+	if (!oci_idmap_host(s->uid_map, s->nuid, 0, &uid0) || !oci_idmap_host(s->gid_map, s->ngid, 0, &gid0))
 		return abox_error_setx(err, EINVAL,
 				       "linux.uidMappings: a new user namespace needs uid 0 and gid 0 mapped "
 				       "(abox's init runs as the container's root)");
-	if (have_u && have_g && uid0 != gid0)
+	if (uid0 != gid0)
 		return abox_error_setx(
 			err, EINVAL,
 			"linux.gidMappings: gid 0 maps to host gid %u and uid 0 to host uid %u: "
 			"abox needs the same host id for both (as Kubernetes maps them)",
 			gid0, uid0);
 	oc->userns_base = uid0;
-	if (path) {
-		int fd = oc->userns_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return abox_error_set(err, errno, "linux.namespaces: user path '%s'", path);
-		if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWUSER)
-			return abox_error_setx(err, EINVAL, "linux.namespaces: '%s' is not a user namespace",
-					       path);
-		/* the runtime's own (the host's) would be no namespace at all,
-		 * and one of another's nesting is not ours to hand out */
-		uid_t owner = (uid_t)-1;
-		if (!child_of_ours(fd) || ioctl(fd, NS_GET_OWNER_UID, &owner) < 0)
-			return abox_error_setx(
-				err, EPERM,
-				"linux.namespaces: the user path '%s' is not a user namespace made "
-				"from the runtime's own",
-				path);
-		/* init joins it as its owner, the id the container's root is:
-		 * a namespace another runtime (or host root) made is refused */
-		if (owner == 0 || ((have_u || have_g) && owner != uid0))
-			return abox_error_setx(
-				err, EPERM,
-				"linux.namespaces: the user namespace '%s' belongs to host uid %u, not to "
-				"the "
-				"id the container's root maps to: abox joins only one it made for a pod",
-				path, (unsigned)owner);
-		oc->userns_base = owner;
-	}
 	oc->userns = true;
 	return 0;
 }
@@ -175,26 +251,36 @@ int oci_userns_begin(abox_ctx *ctx, struct oci_create *oc, struct userns_job *j,
 	*j = (struct userns_job){ .pid = -1, .ready_fd = -1 };
 	if (!oc->userns)
 		return 0;
-	/* no host id shared with a sandbox of abox's pool */
-	struct uidpool_cfg pool;
-	int r = uidpool_config(ctx->state_dir, &pool, err);
-	if (r < 0)
-		return r;
-	uint64_t lo = pool.start, hi = (uint64_t)pool.start + (uint64_t)pool.ranges * UIDPOOL_RANGE;
+	/* no host id shared with a sandbox of abox's pool: this context's,
+	 * and the machine's own abox's (its state folder's userns.json) */
+	const char *env = getenv("ABOX_ROOT");
+	const char *pools[2] = { ctx->state_dir, env && *env ? env : "/var/lib/abox" };
 	const struct oci_spec *s = &oc->spec;
-	for (int g = 0; g < 2; g++) {
-		const struct oci_idmap *m = g ? s->gid_map : s->uid_map;
-		unsigned n = g ? s->ngid : s->nuid;
-		for (unsigned i = 0; i < n; i++)
-			if (m[i].host_id < hi && (uint64_t)m[i].host_id + m[i].size > lo)
-				return abox_error_setx(
-					err, EBUSY,
-					"linux.%s[%u]: host ids %u-%u overlap abox's own pool of sandbox ids "
-					"(%llu-%llu, %s): give the container engine's range an /etc/subuid "
-					"entry, which abox's pool leaves out, or move the pool",
-					g ? "gidMappings" : "uidMappings", i, m[i].host_id,
-					m[i].host_id + m[i].size - 1, (unsigned long long)lo,
-					(unsigned long long)hi - 1, pool.path[0] ? pool.path : "the default");
+	int r;
+	for (int p = 0; p < 2; p++) {
+		struct uidpool_cfg pool;
+		if (p && !strcmp(pools[0], pools[1]))
+			break;
+		if ((r = uidpool_config(pools[p], &pool, err)) < 0)
+			return r;
+		for (int g = 0; g < 2; g++) {
+			const struct oci_idmap *m = g ? s->gid_map : s->uid_map;
+			unsigned n = g ? s->ngid : s->nuid;
+			uint32_t slot;
+			for (unsigned i = 0; i < n; i++)
+				if (uidpool_overlaps(&pool, m[i].host_id, m[i].size, &slot))
+					return abox_error_setx(
+						err, EBUSY,
+						"linux.%s[%u]: host ids %u-%u meet the range %u-%u of abox's "
+						"own pool "
+						"of sandbox ids (%s): give the container engine's range an "
+						"/etc/subuid or /etc/subgid entry (the pool leaves those "
+						"out) or "
+						"move the pool",
+						g ? "gidMappings" : "uidMappings", i, m[i].host_id,
+						m[i].host_id + m[i].size - 1, slot, slot + UIDPOOL_RANGE - 1,
+						pool.path[0] ? pool.path : "its defaults");
+		}
 	}
 	if (oc->userns_fd >= 0)
 		return 0; /* joined: made for the pod already */
@@ -203,11 +289,6 @@ int oci_userns_begin(abox_ctx *ctx, struct oci_create *oc, struct userns_job *j,
 	    (r = map_text(s->gid_map, s->ngid, gm, sizeof(gm), err)) < 0)
 		return r;
 	return userns_begin_maps(oc->userns_base, um, gm, j, err);
-}
-
-static bool same_maps(const struct oci_idmap *a, unsigned na, const struct oci_idmap *b, unsigned nb)
-{
-	return na == nb && !memcmp(a, b, na * sizeof(*a));
 }
 
 int oci_idmap_prepare(const struct oci_create *oc, size_t i, bool bind, struct rootfs_oci_mount *out,
@@ -256,5 +337,23 @@ int oci_idmap_prepare(const struct oci_create *oc, size_t i, bool bind, struct r
 	if (fd < 0)
 		return abox_error_prefix(err, "mounts[%zu]", i);
 	out->idmap_fd = fd;
+	return 0;
+}
+
+int oci_userns_devices(struct oci_create *oc, unsigned n, abox_error *err)
+{
+	for (unsigned i = 0; oc->userns && i < n; i++) {
+		struct rootfs_oci_device *d = &oc->devices[i];
+		uint32_t u, g;
+		if (!oci_idmap_host(oc->spec.uid_map, oc->spec.nuid, (uint32_t)d->uid, &u) ||
+		    !oci_idmap_host(oc->spec.gid_map, oc->spec.ngid, (uint32_t)d->gid, &g))
+			return abox_error_setx(
+				err, EINVAL,
+				"linux.devices: '%s' is owned by %u:%u, which the container does not map",
+				d->path, (unsigned)d->uid, (unsigned)d->gid);
+		/* made outside the namespace: the host's ids of the owner */
+		d->uid = u;
+		d->gid = g;
+	}
 	return 0;
 }

@@ -45,9 +45,24 @@ int local_set_timeout(abox_sandbox *sb, uint32_t timeout_ms, abox_error *err)
 	return r;
 }
 
+/* An OCI container's cpuset (its folder planned and recorded at create,
+ * oci_resources.c), where the host has cpusets. */
+static int set_cpuset(abox_sandbox *sb, const struct sb_state *st, const abox_limits *l, abox_error *err)
+{
+	if (!st->template_name || strcmp(st->template_name, "oci") != 0)
+		return abox_error_setx(err, EOPNOTSUPP, "a cpuset is for an OCI container's sandbox alone");
+	char dir[4096];
+	int r = cgroup_cpuset_plan(&sb->ctx->cg, sb->ctx->cgroup_parent, sb->id, dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	return cgroup_cpuset_update(sb->cg, dir, sb->ctx->cgroup_parent_own, l->cpuset_cpus, l->cpuset_mems,
+				    err);
+}
+
 int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 {
-	if (!l->memory_bytes && !l->pids && !l->cpu_millis && !l->cpu_shares && !l->cpu_quota_us)
+	bool cpuset = l->cpuset_cpus || l->cpuset_mems;
+	if (!l->memory_bytes && !l->pids && !l->cpu_millis && !l->cpu_shares && !l->cpu_quota_us && !cpuset)
 		return 0;
 	if ((l->cpu_quota_us && l->cpu_millis) || (l->cpu_period_us && !l->cpu_quota_us) ||
 	    (l->cpu_period_us && (l->cpu_period_us < 1000 || l->cpu_period_us > 1000000)) ||
@@ -92,6 +107,8 @@ int local_set_limits(abox_sandbox *sb, const abox_limits *l, abox_error *err)
 			r = cgroup_update_limits(sb->cg, &lim, err);
 		if (r >= 0 && parent)
 			r = cgroup_parent_limits(&sb->ctx->cg, sb->cg, err);
+		if (r >= 0 && cpuset)
+			r = set_cpuset(sb, &st, l, err);
 	}
 	if (r >= 0) {
 		st.memory_bytes = l->memory_bytes ? l->memory_bytes : st.memory_bytes;

@@ -79,7 +79,11 @@ _Noreturn static void child_fail_errno(int errfd, abox_error *e, int errnum, con
  * from the sealed memfd; closed before the exec (ETXTBSY otherwise). */
 static int copy_init(int memfd, uid_t owner, abox_error *e)
 {
-	int fd = open(INIT_DEV_PATH, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0500);
+	/* execute only: an exec of a file its user cannot read leaves the
+	 * process not dumpable from the start (with a user namespace init runs
+	 * as that file's owner, and a process of the same host id could
+	 * otherwise trace it before it makes itself undumpable) */
+	int fd = open(INIT_DEV_PATH, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0100);
 	if (fd < 0)
 		return abox_error_set(e, errno, "create %s", INIT_DEV_PATH);
 	off_t off = 0;

@@ -150,6 +150,27 @@ static bool in_subids(const char *text, uint32_t base)
 	return false;
 }
 
+bool uidpool_overlaps(const struct uidpool_cfg *cfg, uint64_t start, uint64_t count, uint32_t *slot_base)
+{
+	uint64_t lo = cfg->start, hi = lo + (uint64_t)cfg->ranges * UIDPOOL_RANGE;
+	if (!count || start >= hi || start + count <= lo)
+		return false;
+	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
+	(void)read_file_at(AT_FDCWD, cfg->subuid, 1 << 20, &subuid, NULL);
+	(void)read_file_at(AT_FDCWD, cfg->subgid, 1 << 20, &subgid, NULL);
+	uint64_t first = start > lo ? (start - lo) / UIDPOOL_RANGE : 0;
+	uint64_t last = (start + count - 1 < hi ? start + count - 1 : hi - 1) - lo;
+	for (uint64_t k = first; k <= last / UIDPOOL_RANGE; k++) {
+		uint32_t b = cfg->start + (uint32_t)k * UIDPOOL_RANGE;
+		/* a slot the pool skips is never a sandbox's */
+		if ((subuid && in_subids(subuid, b)) || (subgid && in_subids(subgid, b)))
+			continue;
+		*slot_base = b;
+		return true;
+	}
+	return false;
+}
+
 int uidpool_take(const char *runtime_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
 		 abox_error *err)
 {

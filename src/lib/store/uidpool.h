@@ -63,6 +63,11 @@ int uidpool_config(const char *state_dir, struct uidpool_cfg *out, abox_error *e
 int uidpool_take(const char *runtime_dir, const struct uidpool_cfg *cfg, const char *id, uint32_t *base,
 		 abox_error *err);
 
+/* Whether host ids [start, start+count) meet a range the pool may hand a
+ * sandbox (one /etc/subuid or /etc/subgid covers is skipped): *slot_base
+ * the first such range's. */
+bool uidpool_overlaps(const struct uidpool_cfg *cfg, uint64_t start, uint64_t count, uint32_t *slot_base);
+
 /* Gives the range back when it is still id's (a missing file is fine). */
 void uidpool_give(const char *runtime_dir, uint32_t base, const char *id);
 
