@@ -160,6 +160,10 @@ try:
     check("... and a quota alone is over the period in force (500000), in abox's folder and the path's",
           up.returncode == 0 and box and ctr and all(quota(d) == "250000" and period(d) == "500000"
                                                      for d in (box[0], ctr[0])), (up, ctr))
+    up = oci("update", "--cpu-period", "200000", "cpus")
+    check("... a period alone is named in a warning and changes nothing", up.returncode == 0 and box
+          and period(box[0]) == "500000" and "cpu period without a quota" in (up.stderr + open(log).read()),
+          (up, box and period(box[0])))
     oci("kill", "cpus", "KILL")
     reap(pid)
     d = oci("delete", "cpus")

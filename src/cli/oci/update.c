@@ -230,6 +230,9 @@ int oci_update(int argc, char **argv)
 	abox_ctx *ctx = NULL;
 	if (parse(argc, argv, &w, &id) || to_limits(&w, &l) || oci_open(id, &c, &ctx))
 		return 1;
+	/* a period alone would change what the quota in force means */
+	if (w.period && !w.quota)
+		note_ignored(&w, "cpu period without a quota");
 	int pid, r = 0;
 	const char *st = oci_status(ctx, &c, &pid);
 	abox_sandbox *sb = NULL;
