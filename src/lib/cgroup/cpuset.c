@@ -64,6 +64,20 @@ static int v1_self(char *out, size_t n)
 	return -ENOENT;
 }
 
+/* The cpuset folder of parent (a cgroupsPath: absolute from the
+ * hierarchy's root, else below the caller's cpuset cgroup; NULL: the
+ * caller's own) under mount, into out ("" for the root itself). */
+static int parent_dir(const char *mount, const char *parent, char *out, size_t n)
+{
+	char self[2048] = "";
+	if ((!parent || parent[0] != '/') && v1_self(self, sizeof(self)) < 0)
+		return -ENOENT;
+	int k = !parent            ? snprintf(out, n, "%s%s", mount, self)
+		: parent[0] == '/' ? snprintf(out, n, "%s%s", mount, strcmp(parent, "/") ? parent : "")
+				   : snprintf(out, n, "%s%s/%s", mount, self, parent);
+	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
 int cgroup_cpuset_plan(const struct cg_layout *l, const char *parent, const char *name, char *dir, size_t n,
 		       abox_error *err)
 {
@@ -72,18 +86,28 @@ int cgroup_cpuset_plan(const struct cg_layout *l, const char *parent, const char
 	if (l->v2_mount && l->use[CG_MEMORY] == CG_V2)
 		return 0;
 	_cleanup_free_ char *mount = v1_mount(err);
-	char self[2048] = "";
 	if (!mount)
 		return abox_error_setx(err, EOPNOTSUPP, "this host mounts no cpuset hierarchy");
-	if ((!parent || parent[0] != '/') && v1_self(self, sizeof(self)) < 0)
+	char up[4096];
+	int r = parent_dir(mount, parent, up, sizeof(up));
+	if (r == -ENOENT)
 		return abox_error_setx(err, EOPNOTSUPP, "this process's cpuset cgroup is unknown");
-	int k = !parent ? snprintf(dir, n, "%s%s/abox-%s", mount, self, name)
-		: parent[0] == '/'
-			? snprintf(dir, n, "%s%s/abox-%s", mount, strcmp(parent, "/") ? parent : "", name)
-			: snprintf(dir, n, "%s%s/%s/abox-%s", mount, self, parent, name);
+	int k = r < 0 ? -1 : snprintf(dir, n, "%s/abox-%s", up, name);
 	if (k < 0 || (size_t)k >= n)
 		return abox_error_setx(err, ENAMETOOLONG, "cgroup: the cpuset folder's path is too long");
 	return 0;
+}
+
+/* dir's parent folder's path (malloc'd), or NULL. */
+static char *up_of(const char *dir)
+{
+	char *up = strdup(dir);
+	char *slash = up ? strrchr(up, '/') : NULL;
+	if (slash)
+		*slash = '\0';
+	else
+		free(up);
+	return slash ? up : NULL;
 }
 
 /* A v1 cpuset folder's file set from its parent's when empty. */
@@ -102,9 +126,8 @@ static int inherit(int parent, int fd, const char *file, abox_error *err)
 
 /* The folder (v1) made level by level below the hierarchy's mount, each
  * new one given its parent's CPUs and nodes. fd of the last. */
-static int make_v1(const char *dir, abox_error *err)
+static int make_v1(const char *mount, const char *dir, abox_error *err)
 {
-	_cleanup_free_ char *mount = v1_mount(err);
 	size_t ml = mount ? strlen(mount) : 0;
 	if (!mount || strncmp(dir, mount, ml) != 0 || dir[ml] != '/')
 		return abox_error_setx(err, EINVAL, "cgroup: '%s' is not in the cpuset hierarchy", dir);
@@ -188,11 +211,9 @@ int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too,
 			return abox_error_setx(err, EOPNOTSUPP,
 					       "cgroup: the sandbox has no v2 folder for its cpuset");
 		const char *d = cg->dir[cg->v2].path;
-		_cleanup_free_ char *up = strdup(d);
-		char *slash = up ? strrchr(up, '/') : NULL;
-		if (!slash)
+		_cleanup_free_ char *up = up_of(d);
+		if (!up)
 			return abox_error_set(err, ENOMEM, "cgroup");
-		*slash = '\0';
 		_cleanup_close_ int pfd = open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (pfd >= 0)
 			(void)write_file_at(pfd, "cgroup.subtree_control", "+cpuset");
@@ -213,13 +234,14 @@ int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too,
 	/* the container's own cgroupsPath folder first, where a container
 	 * engine reads its cpuset (as it does its other limits): the
 	 * sandbox's below takes its sets from there */
+	_cleanup_free_ char *mount = v1_mount(err);
+	if (!mount)
+		return abox_error_setx(err, EOPNOTSUPP, "this host mounts no cpuset hierarchy");
 	if (parent_too) {
-		_cleanup_free_ char *up = strdup(dir);
-		char *slash = up ? strrchr(up, '/') : NULL;
-		if (!slash)
+		_cleanup_free_ char *up = up_of(dir);
+		if (!up)
 			return abox_error_set(err, ENOMEM, "cgroup");
-		*slash = '\0';
-		int pfd = make_v1(up, err);
+		int pfd = make_v1(mount, up, err);
 		if (pfd < 0)
 			return pfd;
 		r = set_both(pfd, cpus, mems, err);
@@ -227,7 +249,7 @@ int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too,
 		if (r < 0)
 			return abox_error_prefix(err, "the cgroupsPath's folder");
 	}
-	int fd = make_v1(dir, err);
+	int fd = make_v1(mount, dir, err);
 	if (fd < 0)
 		return fd;
 	if ((r = set_both(fd, cpus, mems, err)) >= 0)
@@ -238,25 +260,19 @@ int cgroup_cpuset_apply(struct cg_sandbox *cg, const char *dir, bool parent_too,
 
 void cgroup_cpuset_remove_parent(const char *parent)
 {
-	char self[2048] = "", dir[4096];
+	char dir[4096];
 	_cleanup_free_ char *mount = v1_mount(NULL);
-	if (!mount || !parent || !strcmp(parent, "/") ||
-	    (parent[0] != '/' && v1_self(self, sizeof(self)) < 0))
-		return;
-	int k = parent[0] == '/' ? snprintf(dir, sizeof(dir), "%s%s", mount, parent)
-				 : snprintf(dir, sizeof(dir), "%s%s/%s", mount, self, parent);
-	if (k > 0 && (size_t)k < sizeof(dir))
+	/* never a root: the hierarchy's, or the caller's own cgroup */
+	if (mount && parent && strcmp(parent, "/") != 0 && parent_dir(mount, parent, dir, sizeof(dir)) == 0)
 		(void)rmdir(dir);
 }
 
 /* The parent folder of a v1 cpuset folder, open. */
 static int open_up(const char *dir)
 {
-	_cleanup_free_ char *up = strdup(dir);
-	char *slash = up ? strrchr(up, '/') : NULL;
-	if (!slash)
+	_cleanup_free_ char *up = up_of(dir);
+	if (!up)
 		return -ENOMEM;
-	*slash = '\0';
 	int fd = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
